@@ -1,0 +1,3 @@
+"""ComputeFence: pre-flight checks for rented GPU compute."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from computefence.cli import main
+
+main()

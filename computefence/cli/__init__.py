@@ -1,0 +1,43 @@
+"""Command-line entry point: `computefence ...`.
+
+Exit codes: 0 no blockers; 1 blockers (or warnings with --fail-on warn); 2 usage or
+configuration error; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from computefence.cli.app import app
+from computefence.errors import ComputeFenceError
+
+# Command modules register themselves on `app` when imported.
+from computefence.cli import doctor as _doctor  # noqa: F401,E402
+
+EXIT_OK, EXIT_BLOCKED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns (and in a console script, exits with) the exit code."""
+    try:
+        result = app(args=argv, prog_name="computefence", standalone_mode=False)
+        code = result if isinstance(result, int) else EXIT_OK
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.exceptions.Abort:
+        print("computefence: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
+    except click.ClickException as exc:
+        exc.show()
+        code = EXIT_USAGE
+    except ComputeFenceError as exc:
+        print(f"computefence: error: {exc}", file=sys.stderr)
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        print("computefence: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
+    if argv is None:
+        sys.exit(code)
+    return code

@@ -1,0 +1,29 @@
+"""The typer application every command module registers on."""
+
+from __future__ import annotations
+
+import typer
+
+from computefence import __version__
+
+app = typer.Typer(
+    name="computefence",
+    help="Pre-flight checks for rented GPU compute: storage that vanishes, CPU fallbacks, broken drivers, bad datasets.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"computefence {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+) -> None:
+    """ComputeFence: catch the misconfigurations that waste GPU hours, before the job starts."""

@@ -1,0 +1,1 @@
+"""`computefence doctor`: check the machine this runs on."""

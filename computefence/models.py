@@ -1,0 +1,387 @@
+"""The data shared by every part of ComputeFence.
+
+Facts are what the probe (computefence/probe.py) prints, parsed. Findings are what the
+evaluator decides about them. Reports bundle both per host. Renderers read reports.
+A field added here is visible to the probe parser, the evaluator and every renderer.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+PROBE_SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    # Unknown keys from a newer probe are ignored, never fatal.
+    model_config = ConfigDict(extra="ignore")
+
+
+# ---------------------------------------------------------------- facts (probe output)
+
+
+class CollectorStatus(_Model):
+    ok: bool = True
+    timed_out: bool = False
+    error: str | None = None
+    duration_s: float = 0.0
+
+
+class OsRelease(_Model):
+    id: str | None = None
+    version_id: str | None = None
+    pretty_name: str | None = None
+
+
+class IdentityFacts(_Model):
+    hostname: str | None = None
+    os_release: OsRelease = Field(default_factory=OsRelease)
+    kernel: str | None = None
+    glibc: str | None = None
+    cpu_count: int | None = None
+    mem_total_bytes: int | None = None
+    python_version: str | None = None
+    python_executable: str | None = None
+    user: str | None = None
+    uid: int | None = None
+    home: str | None = None
+    cwd: str | None = None
+    # Provider markers found in the environment or filesystem, e.g.
+    # {"RUNPOD_POD_ID": "abc123"} or {"lambda": "/etc/lambda-stack-version"}.
+    provider_hints: dict[str, str] = Field(default_factory=dict)
+
+
+class EnvValue(_Model):
+    # "process" (the probe's own env, i.e. what an SSH session sees), "container"
+    # (/proc/1/environ), "etc_environment" (/etc/environment), "rp_environment"
+    # (/etc/rp_environment).
+    source: str
+    value: str | None = None
+    # Secret-like variables (tokens, keys) are reported as present with value None.
+    redacted: bool = False
+
+
+class EnvironmentFacts(_Model):
+    variables: dict[str, list[EnvValue]] = Field(default_factory=dict)
+    container_env_readable: bool = False
+
+
+class MountFacts(_Model):
+    mount_id: int | None = None
+    parent_id: int | None = None
+    mount_point: str
+    root: str = "/"
+    fs_type: str
+    source: str | None = None
+    options: list[str] = Field(default_factory=list)
+    super_options: list[str] = Field(default_factory=list)
+
+
+class PathFacts(_Model):
+    # role: "root", "home", "hf_cache", "output_dir", "workspace", "volume", "shm", "tmp", "extra"
+    role: str
+    path: str
+    # How the path was chosen, e.g. "HF_HUB_CACHE", "HF_HOME", "default", "--output-dir".
+    origin: str | None = None
+    resolved: str | None = None
+    exists: bool = False
+    # Nearest existing ancestor when the path itself does not exist.
+    existing_ancestor: str | None = None
+    parent_exists: bool = False
+    writable: bool = False
+    mount_point: str | None = None
+    fs_type: str | None = None
+    mount_source: str | None = None
+    free_bytes: int | None = None
+    total_bytes: int | None = None
+    error: str | None = None
+
+
+class StorageFacts(_Model):
+    mounts: list[MountFacts] = Field(default_factory=list)
+    paths: list[PathFacts] = Field(default_factory=list)
+
+
+class GpuDevice(_Model):
+    index: int
+    name: str
+    uuid: str | None = None
+    memory_total_mib: int | None = None
+    memory_used_mib: int | None = None
+    compute_cap: str | None = None
+
+
+class GpuFacts(_Model):
+    nvidia_smi_path: str | None = None
+    nvidia_smi_found: bool = False
+    exit_code: int | None = None
+    timed_out: bool = False
+    # First lines of stderr/stdout when nvidia-smi failed.
+    error_output: str | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    gpus: list[GpuDevice] = Field(default_factory=list)
+    # /dev/nvidia0 etc. present even when nvidia-smi is missing.
+    device_nodes: list[str] = Field(default_factory=list)
+
+
+class TorchDevice(_Model):
+    index: int
+    name: str | None = None
+    capability: str | None = None
+    total_memory_bytes: int | None = None
+
+
+class TorchFacts(_Model):
+    python: str = "python3"
+    python_found: bool = False
+    python_executable: str | None = None
+    python_version: str | None = None
+    importable: bool = False
+    import_error: str | None = None
+    timed_out: bool = False
+    version: str | None = None
+    cuda_build: str | None = None  # torch.version.cuda, None for CPU builds
+    hip_build: str | None = None
+    cuda_available: bool | None = None
+    cuda_error: str | None = None
+    device_count: int | None = None
+    devices: list[TorchDevice] = Field(default_factory=list)
+    arch_list: list[str] = Field(default_factory=list)
+    cudnn_version: int | None = None
+    nccl_version: str | None = None
+
+
+class PackageFacts(_Model):
+    python: str = "python3"
+    python_found: bool = False
+    error: str | None = None
+    # name -> version, None when not installed.
+    versions: dict[str, str | None] = Field(default_factory=dict)
+
+
+class AccelerateFacts(_Model):
+    path: str | None = None
+    found: bool = False
+    # Locations looked at, in order, when no config was found.
+    searched: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class LabelConflictExample(_Model):
+    input: str
+    labels: list[str]
+    lines: list[int] = Field(default_factory=list)
+
+
+class DatasetFacts(_Model):
+    path: str
+    exists: bool = False
+    format: str | None = None  # jsonl, json-array, csv, tsv, parquet
+    compression: str | None = None  # gzip
+    error: str | None = None
+    columns: list[str] = Field(default_factory=list)
+    input_column: str | None = None
+    label_column: str | None = None
+    rows: int = 0
+    unreadable_rows: int = 0
+    unreadable_lines: list[int] = Field(default_factory=list)
+    duplicate_rows: int = 0
+    duplicate_inputs: int = 0
+    conflicting_inputs: int = 0
+    conflict_examples: list[LabelConflictExample] = Field(default_factory=list)
+    missing_inputs: int = 0
+    missing_labels: int = 0
+    label_counts: dict[str, int] = Field(default_factory=dict)
+    partial: bool = False
+    partial_reason: str | None = None
+    duration_s: float = 0.0
+
+
+class Facts(_Model):
+    """Everything the probe reports about one machine."""
+
+    probe_schema_version: int = PROBE_SCHEMA_VERSION
+    probe_duration_s: float = 0.0
+    collectors: dict[str, CollectorStatus] = Field(default_factory=dict)
+    identity: IdentityFacts = Field(default_factory=IdentityFacts)
+    environment: EnvironmentFacts = Field(default_factory=EnvironmentFacts)
+    storage: StorageFacts = Field(default_factory=StorageFacts)
+    gpu: GpuFacts = Field(default_factory=GpuFacts)
+    torch: TorchFacts = Field(default_factory=TorchFacts)
+    packages: PackageFacts = Field(default_factory=PackageFacts)
+    accelerate: AccelerateFacts = Field(default_factory=AccelerateFacts)
+    dataset: DatasetFacts | None = None
+
+
+# ---------------------------------------------------------------- what to check
+
+
+class CheckOptions(_Model):
+    """Per-host parameters of the checks (from the CLI, an inventory or a provider)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    output_dir: str | None = None
+    accelerate_config: str | None = None
+    dataset: str | None = None
+    input_column: str | None = None
+    label_column: str | None = None
+    expect_gpu: bool = False
+    extra_paths: list[str] = Field(default_factory=list)
+
+
+class ProviderInfo(_Model):
+    """What a provider's API says about a pod."""
+
+    provider: str  # "runpod", "vast", "lambda"
+    pod_id: str
+    name: str | None = None
+    state: str | None = None
+    gpu_type: str | None = None
+    gpu_count: int | None = None
+    cost_per_hour: float | None = None
+    image: str | None = None
+    region: str | None = None
+    # The provider's view of persistent storage.
+    volume_mount_path: str | None = None
+    volume_gb: float | None = None
+    container_disk_gb: float | None = None
+    persistent_paths: list[str] = Field(default_factory=list)
+    network_volume: bool | None = None
+
+
+class Target(_Model):
+    """One machine to check, wherever it came from."""
+
+    name: str
+    host: str
+    port: int = 22
+    user: str | None = None
+    identity_files: list[str] = Field(default_factory=list)
+    proxy_jump: str | None = None
+    known_hosts: list[str] = Field(default_factory=list)
+    python: str = "python3"
+    tags: list[str] = Field(default_factory=list)
+    checks: CheckOptions = Field(default_factory=CheckOptions)
+    # Where the target came from, e.g. "inventory/pods.yaml:12", "ssh_config", "runpod".
+    source: str | None = None
+    provider: ProviderInfo | None = None
+    # Set when the provider lists the pod but it cannot be checked (no public SSH, stopped).
+    unreachable_reason: str | None = None
+    unreachable_fix: str | None = None
+    # Path to an ssh_config the target was read from, for connection options.
+    ssh_config: str | None = None
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+class Severity(str, Enum):
+    PASS = "pass"
+    WARN = "warn"
+    BLOCK = "block"
+
+    @property
+    def rank(self) -> int:
+        return {"pass": 0, "warn": 1, "block": 2}[self.value]
+
+
+class Finding(_Model):
+    check: str  # stable id, e.g. "storage.output-dir"
+    severity: Severity
+    message: str
+    fix: str | None = None
+    # What the finding is about on this host (a path, a filesystem, a GPU index), so
+    # the same check on the same subject groups across pods.
+    subject: str | None = None
+
+
+class HostStatus(str, Enum):
+    OK = "ok"
+    UNREACHABLE = "unreachable"
+    TIMEOUT = "timeout"
+    AUTH_FAILED = "auth_failed"
+    HOST_KEY_UNKNOWN = "host_key_unknown"
+    HOST_KEY_MISMATCH = "host_key_mismatch"
+    CONNECTION_LOST = "connection_lost"
+    NO_PYTHON = "no_python"
+    PROBE_FAILED = "probe_failed"
+    NOT_CHECKABLE = "not_checkable"
+    VANISHED = "vanished"
+    CANCELLED = "cancelled"
+
+
+class HostReport(_Model):
+    name: str
+    status: HostStatus
+    reason: str | None = None
+    fix: str | None = None
+    host: str | None = None
+    port: int | None = None
+    provider: ProviderInfo | None = None
+    tags: list[str] = Field(default_factory=list)
+    duration_s: float | None = None
+    facts: Facts | None = None
+    findings: list[Finding] = Field(default_factory=list)
+
+    @property
+    def blockers(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.BLOCK]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.WARN]
+
+
+class SourceStatus(_Model):
+    """How one target source (an inventory, a provider API) fared."""
+
+    name: str
+    ok: bool = True
+    targets: int = 0
+    error: str | None = None
+
+
+class DriftRow(_Model):
+    """One component whose version differs between hosts."""
+
+    component: str
+    # version -> host names
+    values: dict[str, list[str]]
+
+
+class Summary(_Model):
+    hosts: int = 0
+    ok: int = 0
+    not_ok: int = 0
+    hosts_blocked: int = 0
+    hosts_warned: int = 0
+    hosts_clean: int = 0
+    blockers: int = 0
+    warnings: int = 0
+    passed: int = 0
+    cost_per_hour_total: float | None = None
+    cost_per_hour_at_risk: float | None = None
+    hosts_at_risk_priced: int = 0
+    # "pass", "warn" or "block"
+    verdict: Severity = Severity.PASS
+
+
+class Report(_Model):
+    schema_version: int = SCHEMA_VERSION
+    tool_version: str
+    kind: str = "fleet"  # "doctor", "fleet" or "dataset"
+    generated_at: str
+    hosts: list[HostReport] = Field(default_factory=list)
+    sources: list[SourceStatus] = Field(default_factory=list)
+    drift: list[DriftRow] = Field(default_factory=list)
+    summary: Summary = Field(default_factory=Summary)
+    # Options that shape the verdict, recorded so a saved report re-renders the same.
+    fail_on: Severity = Severity.BLOCK
+    allow_unreachable: bool = False

@@ -1,0 +1,75 @@
+"""The probe as it travels: its source with parameters embedded, and its output parsed."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from pydantic import ValidationError
+
+from computefence.errors import ProbeOutputError
+from computefence.models import CheckOptions, Facts
+
+_PARAMS_LINE = 'EMBEDDED_PARAMS = "{}"\n'
+
+# Output beyond this is not a probe answer; it is a broken or hostile interpreter.
+MAX_OUTPUT_BYTES = 8 * 1024 * 1024
+
+
+def probe_source() -> str:
+    return resources.files("computefence").joinpath("probe.py").read_text(encoding="utf-8")
+
+
+def probe_params(checks: CheckOptions, python: str = "python3", **extra) -> dict:
+    params = {
+        "python": python,
+        "output_dir": checks.output_dir,
+        "accelerate_config": checks.accelerate_config,
+        "dataset": checks.dataset,
+        "input_column": checks.input_column,
+        "label_column": checks.label_column,
+        "extra_paths": list(checks.extra_paths),
+    }
+    params.update(extra)
+    return params
+
+
+def probe_payload(params: dict) -> str:
+    """The probe script with `params` embedded as a string literal (never shell-spliced)."""
+    source = probe_source()
+    if _PARAMS_LINE not in source:
+        raise RuntimeError("probe.py lost its EMBEDDED_PARAMS line")
+    literal = repr(json.dumps(params, sort_keys=True))
+    return source.replace(_PARAMS_LINE, "EMBEDDED_PARAMS = %s\n" % literal, 1)
+
+
+def parse_probe_output(raw: bytes | str) -> Facts:
+    """Facts from the probe's stdout, or ProbeOutputError with a one-line reason."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "replace")
+    if len(raw) > MAX_OUTPUT_BYTES:
+        raise ProbeOutputError(f"probe output is {len(raw)} bytes, over the {MAX_OUTPUT_BYTES}-byte cap")
+    text = raw.decode("utf-8", "replace").strip()
+    if not text:
+        raise ProbeOutputError("probe printed nothing")
+    # Login banners or shell noise may precede the document; the probe's JSON is the last line.
+    line = text.splitlines()[-1]
+    try:
+        document = json.loads(line)
+    except ValueError:
+        raise ProbeOutputError(f"probe output is not JSON: {_snippet(line)}") from None
+    if not isinstance(document, dict):
+        raise ProbeOutputError(f"probe output is not a JSON object: {_snippet(line)}")
+    if "probe_error" in document:
+        raise ProbeOutputError(f"probe failed: {_snippet(str(document['probe_error']))}")
+    try:
+        return Facts.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise ProbeOutputError(f"probe output does not match the facts schema at {where}: {first.get('msg')}") from None
+
+
+def _snippet(text: str, limit: int = 80) -> str:
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= limit else text[:limit] + "..."
