@@ -277,6 +277,9 @@ class Target(_Model):
     unreachable_fix: str | None = None
     # Path to an ssh_config the target was read from, for connection options.
     ssh_config: str | None = None
+    # Overrides for the probe's filesystem roots ("proc", "etc", "sys", "dev"), passed into
+    # the probe's params["roots"]; the demo fleet uses them to present simulated pod layouts.
+    probe_roots: dict[str, str] = Field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- verdicts

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import sys
 
-import click
+import typer
 
 from computefence.cli.app import app
 from computefence.errors import ComputeFenceError
 
 # Command modules register themselves on `app` when imported.
 from computefence.cli import doctor as _doctor  # noqa: F401,E402
+from computefence.cli import report as _report  # noqa: F401,E402
+from computefence.cli import probe as _probe  # noqa: F401,E402
+from computefence.cli import inventory as _inventory  # noqa: F401,E402
+from computefence.cli import fleet as _fleet  # noqa: F401,E402
 
 EXIT_OK, EXIT_BLOCKED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -24,13 +28,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = app(args=argv, prog_name="computefence", standalone_mode=False)
         code = result if isinstance(result, int) else EXIT_OK
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         code = exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("computefence: interrupted", file=sys.stderr)
         code = EXIT_INTERRUPTED
-    except click.ClickException as exc:
-        exc.show()
+    except typer.TyperException as exc:
+        # typer vendors its own click; its usage errors (unknown flag, bad value) land here.
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            print(f"computefence: error: {exc}", file=sys.stderr)
         code = EXIT_USAGE
     except ComputeFenceError as exc:
         print(f"computefence: error: {exc}", file=sys.stderr)

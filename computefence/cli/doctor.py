@@ -1,1 +1,90 @@
 """`computefence doctor`: check the machine this runs on."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import click
+import typer
+from rich.console import Console
+
+from computefence import evaluate, probe
+from computefence.cli.app import app
+from computefence.cli.output import FailOn, OutputFormat, emit
+from computefence.connectors.local import run_probe_local
+from computefence.models import CheckOptions, HostReport, HostStatus
+from computefence.payload import probe_params
+
+# Time the probe process gets beyond its own deadline to print its answer.
+_GRACE_S = 10.0
+
+
+@app.command(no_args_is_help=False)
+def doctor(
+    output_dir: Optional[str] = typer.Option(
+        None, "--output-dir", metavar="PATH", help="Where the job writes checkpoints (relative paths resolve from here, as the job's would)."
+    ),
+    python: str = typer.Option("python3", "--python", metavar="PATH", help="The training interpreter; torch is checked in it."),
+    accelerate_config: Optional[str] = typer.Option(
+        None, "--accelerate-config", metavar="PATH", help="accelerate config file (default: accelerate's own search order)."
+    ),
+    dataset: Optional[str] = typer.Option(None, "--dataset", metavar="PATH", help="Training data to scan (jsonl, json, csv, tsv, parquet)."),
+    input_column: Optional[str] = typer.Option(None, "--input-column", metavar="NAME", help="Dataset column with the model input."),
+    label_column: Optional[str] = typer.Option(None, "--label-column", metavar="NAME", help="Dataset column with the label."),
+    expect_gpu: bool = typer.Option(False, "--expect-gpu", help="A machine without a usable GPU is a blocker."),
+    fmt: OutputFormat = typer.Option("rich", "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
+    fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", help="Exit 1 on blockers only, or on warnings too."),
+    skip: List[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
+    only: List[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
+    timeout: float = typer.Option(30.0, "--timeout", min=1.0, metavar="SECONDS", help="Deadline for the probe (most of it is the torch import)."),
+) -> int:
+    """Check this machine: storage that vanishes, CPU fallbacks, broken drivers, launch configs.
+
+    Exit status: 0 no blockers, 1 blockers (or warnings with --fail-on warn), 2 usage error.
+    Use it as a gate: `computefence doctor --output-dir /workspace/ckpt && python train.py`.
+    """
+    _validate_ids("--skip", skip)
+    _validate_ids("--only", only)
+    checks = CheckOptions(
+        output_dir=output_dir,
+        accelerate_config=accelerate_config,
+        dataset=dataset,
+        input_column=input_column,
+        label_column=label_column,
+        expect_gpu=expect_gpu,
+    )
+    params = probe_params(checks, python=python, deadline_s=timeout)
+    limit = timeout + _GRACE_S + (probe.DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
+
+    started = time.monotonic()
+    status_console = Console(stderr=True)
+    if status_console.is_terminal:
+        with status_console.status("probing this machine..."):
+            facts = run_probe_local(params, limit)
+    else:
+        facts = run_probe_local(params, limit)
+
+    findings = evaluate.select_findings(evaluate.evaluate_host(facts, checks), only=only, skip=skip)
+    host = HostReport(
+        name=facts.identity.hostname or "localhost",
+        status=HostStatus.OK,
+        host="localhost",
+        duration_s=round(time.monotonic() - started, 3),
+        facts=facts,
+        findings=findings,
+    )
+    report = evaluate.build_report([host], kind="doctor", fail_on=fail_on.severity)
+    emit(report, fmt.value, output)
+    return evaluate.exit_code(report)
+
+
+def _validate_ids(flag: str, ids: list[str]) -> None:
+    unknown = [i for i in ids if i not in evaluate.CHECK_IDS]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown check id {', '.join(map(repr, unknown))}; valid ids: {', '.join(sorted(evaluate.CHECK_IDS))}",
+            param_hint=flag,
+        )

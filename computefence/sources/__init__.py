@@ -1,0 +1,116 @@
+"""Where targets come from: inventory files, ssh_config, Ansible inventories, provider APIs.
+
+`collect_targets` reads every source asked for and returns the selected targets with one
+SourceStatus per source. Files are the user's to fix: their problems raise ConfigError
+(exit 2) before anything connects. A provider API that fails (SourceError) is recorded
+in its SourceStatus and the other sources are still used.
+
+Target names must be unique across sources: the same name from two places is an error
+naming both, since checking one machine twice or guessing which entry wins would both
+mislead (`inventory export` output combined with the provider it came from is the
+usual cause).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from computefence.errors import ConfigError, SourceError
+from computefence.models import SourceStatus, Target
+from computefence.sources.ansible import AnsibleSource
+from computefence.sources.interface import TargetSource
+from computefence.sources.inventory import INVENTORY_SUFFIXES, InventorySource, inventory_files
+from computefence.sources.selection import select_targets
+from computefence.sources.ssh_config import SshConfigSource
+
+__all__ = ["TargetSource", "collect_targets", "build_sources", "select_targets"]
+
+
+def _provider_names(providers: Sequence[str]) -> list[str]:
+    names = [part.strip().lower() for value in providers for part in value.split(",") if part.strip()]
+    return list(dict.fromkeys(names))
+
+
+def build_sources(
+    *,
+    inventories: Sequence[str] = (),
+    ssh_hosts: Sequence[str] = (),
+    ssh_config: str | None = None,
+    ansible_inventories: Sequence[str] = (),
+    providers: Sequence[str] = (),
+    api_url: str | None = None,
+    default_inventory_dir: Path = Path("inventory"),
+) -> list[TargetSource]:
+    """The sources the options name; with none, the inventory files in `default_inventory_dir`."""
+    sources: list[TargetSource] = []
+    for inventory in inventories:
+        sources.extend(InventorySource(path) for path in inventory_files(inventory))
+    if ssh_hosts or ssh_config:
+        sources.append(SshConfigSource(list(ssh_hosts), ssh_config))
+    sources.extend(AnsibleSource(path) for path in ansible_inventories)
+    names = _provider_names(providers)
+    if api_url and not names:
+        raise ConfigError("--api-url needs --provider")
+    if names:
+        from computefence.sources.providers import provider_source
+
+        sources.extend(provider_source(name, api_url=api_url) for name in names)
+    if not sources:
+        directory = Path(default_inventory_dir)
+        found = sorted(p for p in directory.glob("*") if p.suffix in INVENTORY_SUFFIXES and p.is_file())
+        if not found:
+            raise ConfigError(
+                f"no targets: no inventory files ({directory}/*.yaml) here; pass -i FILE, -H SSH_ALIAS, "
+                "--ansible-inventory FILE or --provider runpod|vast|lambda "
+                "(or try `computefence fleet check --demo`)"
+            )
+        sources.extend(InventorySource(path) for path in found)
+    return sources
+
+
+def _check_unique(targets: list[Target]) -> None:
+    seen: dict[str, Target] = {}
+    for target in targets:
+        first = seen.setdefault(target.name, target)
+        if first is not target:
+            raise ConfigError(
+                f"target {target.name!r} comes from both {first.source or 'an earlier source'} and "
+                f"{target.source or 'a later source'}; names must be unique, rename one or drop one source"
+            )
+
+
+def collect_targets(
+    *,
+    inventories: Sequence[str] = (),
+    ssh_hosts: Sequence[str] = (),
+    ssh_config: str | None = None,
+    ansible_inventories: Sequence[str] = (),
+    providers: Sequence[str] = (),
+    api_url: str | None = None,
+    limit: str | None = None,
+    tags: Sequence[str] = (),
+    default_inventory_dir: Path = Path("inventory"),
+) -> tuple[list[Target], list[SourceStatus]]:
+    """All targets the options name, narrowed by --limit/--tag, and how each source fared."""
+    sources = build_sources(
+        inventories=inventories,
+        ssh_hosts=ssh_hosts,
+        ssh_config=ssh_config,
+        ansible_inventories=ansible_inventories,
+        providers=providers,
+        api_url=api_url,
+        default_inventory_dir=default_inventory_dir,
+    )
+    targets: list[Target] = []
+    statuses: list[SourceStatus] = []
+    for source in sources:
+        try:
+            found = source.targets()
+        except SourceError as exc:
+            statuses.append(SourceStatus(name=source.name, ok=False, error=str(exc)))
+            continue
+        statuses.append(SourceStatus(name=source.name, targets=len(found)))
+        targets.extend(found)
+    _check_unique(targets)
+    return select_targets(targets, limit=limit, tags=tags), statuses

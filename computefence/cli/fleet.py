@@ -1,0 +1,205 @@
+"""`computefence fleet check`: the probe on every pod over SSH, in parallel, one fleet report."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import click
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from computefence import evaluate
+from computefence.cli.app import app
+from computefence.cli.doctor import _validate_ids
+from computefence.cli.output import FailOn, OutputFormat, emit
+from computefence.cli.targets import (
+    AnsibleInventoryOpt,
+    ApiUrlOpt,
+    InventoryOpt,
+    LimitOpt,
+    ProviderOpt,
+    SshConfigOpt,
+    SshHostOpt,
+    TagOpt,
+    gather_targets,
+)
+from computefence.connectors.ssh import INSECURE_WARNING, RunOptions, probe_targets
+from computefence.errors import ConfigError
+from computefence.models import HostReport, HostStatus, SourceStatus, Target
+
+EXIT_INTERRUPTED = 130
+
+fleet_app = typer.Typer(
+    name="fleet",
+    help="Check many pods over SSH at once.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(fleet_app, name="fleet")
+
+_RUN = "Running"
+
+
+@fleet_app.command("check", no_args_is_help=False)
+def check(
+    inventory: InventoryOpt = None,
+    ssh_host: SshHostOpt = None,
+    ssh_config: SshConfigOpt = None,
+    ansible_inventory: AnsibleInventoryOpt = None,
+    provider: ProviderOpt = None,
+    api_url: ApiUrlOpt = None,
+    limit: LimitOpt = None,
+    tag: TagOpt = None,
+    demo: bool = typer.Option(False, "--demo", help="Start a small simulated fleet on loopback and check it."),
+    concurrency: int = typer.Option(256, "--concurrency", min=1, metavar="N", help="Pods checked at once.",
+                                    rich_help_panel=_RUN),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, metavar="SECONDS",
+                                          help="Time to connect, handshake and log in.", rich_help_panel=_RUN),
+    timeout: float = typer.Option(60.0, "--timeout", min=1.0, metavar="SECONDS",
+                                  help="Deadline per pod, connecting included; the probe is killed on the pod past it.",
+                                  rich_help_panel=_RUN),
+    accept_new: bool = typer.Option(False, "--accept-new",
+                                    help="Trust the host key of a pod seen for the first time (recorded in "
+                                         "ComputeFence's own known_hosts); a changed key is still refused.",
+                                    rich_help_panel=_RUN),
+    insecure_no_host_key_check: bool = typer.Option(False, "--insecure-no-host-key-check",
+                                                    help="Do not verify host keys at all (unsafe).",
+                                                    rich_help_panel=_RUN),
+    known_hosts: List[Path] = typer.Option([], "--known-hosts", metavar="FILE",
+                                           help="Another known_hosts file to trust (repeatable).",
+                                           rich_help_panel=_RUN),
+    fmt: OutputFormat = typer.Option("rich", "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                          help="Write the report here (atomically) instead of stdout."),
+    fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", help="Exit 1 on blockers only, or on warnings too."),
+    allow_unreachable: bool = typer.Option(False, "--allow-unreachable",
+                                           help="A pod that could not be checked does not fail the run."),
+    skip: List[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
+    only: List[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
+) -> int:
+    """Check every pod over SSH in parallel and print one fleet report.
+
+    Exit status: 0 no blockers; 1 blockers, where a pod that could not be checked counts
+    unless --allow-unreachable; 2 usage or inventory error; 130 interrupted.
+    """
+    _validate_ids("--skip", skip)
+    _validate_ids("--only", only)
+    if accept_new and insecure_no_host_key_check:
+        raise click.UsageError("--accept-new and --insecure-no-host-key-check exclude each other")
+    for path in known_hosts:
+        if not path.is_file():
+            raise ConfigError(f"--known-hosts {path}: no such file")
+    if insecure_no_host_key_check:
+        print(INSECURE_WARNING, file=sys.stderr)
+    options = RunOptions(
+        concurrency=concurrency,
+        connect_timeout=connect_timeout,
+        deadline=timeout,
+        known_hosts=[str(p) for p in known_hosts],
+        accept_new=accept_new,
+        insecure_no_host_key_check=insecure_no_host_key_check,
+    )
+    with _targets(demo, inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
+                  ansible_inventory=ansible_inventory, provider=provider, api_url=api_url,
+                  limit=limit, tag=tag) as (targets, sources):
+        if not targets and all(source.ok for source in sources):
+            raise ConfigError("no targets to check")
+        hosts, interrupted = asyncio.run(_probe_all(targets, options))
+
+    for index, (target, host) in enumerate(zip(targets, hosts)):
+        if host.status is HostStatus.OK and host.facts is not None:
+            findings = evaluate.evaluate_host(host.facts, target.checks, target.provider)
+            hosts[index] = host.model_copy(update={"findings": evaluate.select_findings(findings, only=only, skip=skip)})
+    report = evaluate.build_report(hosts, kind="fleet", sources=sources, fail_on=fail_on.severity,
+                                   allow_unreachable=allow_unreachable)
+    emit(report, fmt.value, output)
+    if interrupted:
+        cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
+        print(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return evaluate.exit_code(report)
+
+
+@contextlib.contextmanager
+def _targets(demo: bool, **selection) -> Iterator[tuple[list[Target], list[SourceStatus]]]:
+    if not demo:
+        yield gather_targets(**selection)
+        return
+    picked = [f"--{name.replace('_', '-')}" for name, value in selection.items()
+              if value and name not in ("limit", "tag")]
+    if picked:
+        raise click.UsageError(f"--demo checks its own simulated pods; drop {', '.join(picked)}")
+    from computefence.demo.fleet import demo_fleet
+    from computefence.sources import select_targets
+
+    with demo_fleet() as fleet:
+        targets = select_targets(fleet.targets, limit=selection["limit"], tags=selection["tag"] or [])
+        yield targets, [SourceStatus(name="demo", targets=len(fleet.targets))]
+
+
+async def _probe_all(targets: list[Target], options: RunOptions) -> tuple[list[HostReport], bool]:
+    """Probe with a live progress line; Ctrl-C stops the run and keeps what finished."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_sigint() -> None:
+        stop.set()
+        # A second Ctrl-C ends the program at once.
+        loop.remove_signal_handler(signal.SIGINT)
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        handled = True
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+        handled = False
+    try:
+        with _ProgressLine(len(targets)) as progress:
+            hosts = await probe_targets(targets, options, on_progress=progress.update, stop=stop)
+    finally:
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
+    return hosts, stop.is_set()
+
+
+class _ProgressLine:
+    """done/total and failures so far, on stderr: a live line on a terminal, plain lines otherwise."""
+
+    def __init__(self, total: int):
+        self.total, self.done, self.failed = total, 0, 0
+        self.console = Console(stderr=True)
+        self.live = self.console.is_terminal
+        self._progress: Progress | None = None
+        self._task = None
+
+    def __enter__(self) -> "_ProgressLine":
+        if self.live:
+            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                      console=self.console, transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task(self._text(), total=self.total)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def _text(self) -> str:
+        failed = f", {self.failed} failed" if self.failed else ""
+        return f"checking pods: {self.done}/{self.total} done{failed}"
+
+    def update(self, host: HostReport) -> None:
+        self.done += 1
+        if host.status is not HostStatus.OK:
+            self.failed += 1
+        if self._progress is not None:
+            self._progress.update(self._task, description=self._text(), completed=self.done)
+            return
+        outcome = "checked" if host.status is HostStatus.OK else f"{host.status.value}: {host.reason}"
+        print(f"computefence: [{self.done}/{self.total}] {host.name}: {outcome}", file=sys.stderr, flush=True)
+

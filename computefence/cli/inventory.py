@@ -1,0 +1,196 @@
+"""`computefence inventory list|export`: the targets a fleet check would use, without connecting."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from computefence.cli.app import app
+from computefence.cli.output import write_stdout
+from computefence.cli.targets import (
+    AnsibleInventoryOpt,
+    ApiUrlOpt,
+    InventoryOpt,
+    LimitOpt,
+    ProviderOpt,
+    SshConfigOpt,
+    SshHostOpt,
+    TagOpt,
+    gather_targets,
+)
+from computefence.errors import ConfigError, SourceError
+from computefence.models import SCHEMA_VERSION, SourceStatus, Target
+from computefence.render import write_output
+from computefence.sources.export import EXPORT_FORMATS
+
+inventory_app = typer.Typer(
+    help="Show or export the targets a fleet check would use (nothing is connected to).",
+    no_args_is_help=True,
+)
+app.add_typer(inventory_app, name="inventory")
+
+
+class ListFormat(str, Enum):
+    rich = "rich"
+    json = "json"
+
+
+ExportFormat = Enum("ExportFormat", {name: name for name in EXPORT_FORMATS}, type=str)
+
+
+def reached_as(target: Target) -> str:
+    """How a target is reached, as one would type it: `user@host:port via jump`."""
+    address = f"[{target.host}]" if ":" in target.host else target.host
+    text = f"{target.user + '@' if target.user else ''}{address}:{target.port}"
+    return f"{text} via {target.proxy_jump}" if target.proxy_jump else text
+
+
+def _home_short(path: str) -> str:
+    home = str(Path.home())
+    return "~" + path[len(home) :] if path.startswith(home + "/") else path
+
+
+def _provider_text(target: Target) -> str:
+    info = target.provider
+    if info is None:
+        return ""
+    parts = [f"{info.provider} {info.pod_id}"]
+    if info.gpu_type:
+        parts.append(f"{info.gpu_count or 1}x {info.gpu_type}")
+    if info.cost_per_hour is not None:
+        parts.append(f"${info.cost_per_hour:.2f}/h")
+    if info.state and target.unreachable_reason:
+        parts.append(info.state)
+    return ", ".join(parts)
+
+
+def _source_error(status: SourceStatus) -> str:
+    error = status.error or "failed"
+    return error if error.startswith(status.name) else f"{status.name}: {error}"
+
+
+def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
+    console = Console(highlight=False)
+    checkable = [t for t in targets if not t.unreachable_reason]
+    blocked = [t for t in targets if t.unreachable_reason]
+    if targets:
+        # Columns that would say the same thing on every row are left out.
+        columns = {
+            "target": lambda t: t.name,
+            "reached as": lambda t: Text(reached_as(t)) if not t.unreachable_reason else Text("not checkable", style="red"),
+            "identity": lambda t: "\n".join(_home_short(p) for p in t.identity_files) or "ssh default",
+            "python": lambda t: t.python,
+            "tags": lambda t: ", ".join(t.tags),
+            "source": lambda t: t.source or "",
+            "provider": _provider_text,
+        }
+        if all(t.python == "python3" for t in targets):
+            del columns["python"]
+        if not any(t.tags for t in targets):
+            del columns["tags"]
+        if not any(t.provider for t in targets):
+            del columns["provider"]
+        table = Table(show_edge=False, pad_edge=False)
+        for column in columns:
+            table.add_column(column, no_wrap=column in ("target", "reached as"), overflow="fold")
+        for t in targets:
+            table.add_row(*(cell(t) for cell in columns.values()))
+        console.print(table)
+    for t in blocked:
+        fix = f" Fix: {t.unreachable_fix}" if t.unreachable_fix else ""
+        console.print(Text(f"{t.name}: not checkable: {t.unreachable_reason.rstrip('.')}.{fix}", style="red"))
+    for status in sources:
+        if not status.ok:
+            console.print(Text(f"source failed: {_source_error(status)}", style="bold red"))
+    counted = f"{len(checkable)} target{'s' if len(checkable) != 1 else ''} to check"
+    if blocked:
+        counted += f", {len(blocked)} not checkable"
+    console.print(f"{counted}, from {len(sources)} source{'s' if len(sources) != 1 else ''}; nothing was connected to.")
+
+
+@inventory_app.command("list")
+def list_targets(
+    inventory: InventoryOpt = None,
+    ssh_host: SshHostOpt = None,
+    ssh_config: SshConfigOpt = None,
+    ansible_inventory: AnsibleInventoryOpt = None,
+    provider: ProviderOpt = None,
+    api_url: ApiUrlOpt = None,
+    limit: LimitOpt = None,
+    tag: TagOpt = None,
+    fmt: Annotated[ListFormat, typer.Option("--format", "-f", help="rich (a table) or json.")] = ListFormat.rich,
+) -> int:
+    """Show what a fleet check would check and how each target is reached. Exit 1 if a source failed."""
+    targets, sources = gather_targets(
+        inventory=inventory,
+        ssh_host=ssh_host,
+        ssh_config=ssh_config,
+        ansible_inventory=ansible_inventory,
+        provider=provider,
+        api_url=api_url,
+        limit=limit,
+        tag=tag,
+    )
+    if fmt is ListFormat.json:
+        document = {
+            "schema_version": SCHEMA_VERSION,
+            "targets": [t.model_dump(mode="json") for t in targets],
+            "sources": [s.model_dump(mode="json") for s in sources],
+        }
+        write_stdout(json.dumps(document, indent=2) + "\n")
+    else:
+        _render_rich(targets, sources)
+    return 1 if any(not s.ok for s in sources) else 0
+
+
+@inventory_app.command("export")
+def export_targets(
+    inventory: InventoryOpt = None,
+    ssh_host: SshHostOpt = None,
+    ssh_config: SshConfigOpt = None,
+    ansible_inventory: AnsibleInventoryOpt = None,
+    provider: ProviderOpt = None,
+    api_url: ApiUrlOpt = None,
+    limit: LimitOpt = None,
+    tag: TagOpt = None,
+    fmt: Annotated[
+        ExportFormat, typer.Option("--format", "-f", help="yaml (a ComputeFence inventory) or ssh-config.")
+    ] = ExportFormat("yaml"),
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of stdout.")] = None,
+) -> int:
+    """Write the targets as a ComputeFence inventory or an ssh_config block. Refuses if a source failed."""
+    targets, sources = gather_targets(
+        inventory=inventory,
+        ssh_host=ssh_host,
+        ssh_config=ssh_config,
+        ansible_inventory=ansible_inventory,
+        provider=provider,
+        api_url=api_url,
+        limit=limit,
+        tag=tag,
+    )
+    failed = [s for s in sources if not s.ok]
+    if failed:
+        # A partial export would silently drop pods from every later check.
+        raise SourceError(f"{_source_error(failed[0])}; nothing exported")
+    skipped = sum(1 for t in targets if t.unreachable_reason)
+    if skipped == len(targets):
+        what = f"none of the {len(targets)} targets can be checked" if targets else "no targets"
+        raise ConfigError(f"nothing to export: {what}")
+    text = EXPORT_FORMATS[fmt.value](targets)
+    if skipped:
+        print(f"computefence: left out {skipped} target(s) that cannot be checked (listed in the header)", file=sys.stderr)
+    if output is None:
+        write_stdout(text)
+    else:
+        write_output(text, output)
+        print(f"computefence: wrote {len(targets) - skipped} target(s) to {output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,51 @@
+"""Options and output shared by the commands that print a report (doctor, report, fleet)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+
+from rich.console import Console
+
+from computefence.models import Report, Severity
+from computefence.render import FORMATS, render, write_output
+
+# Typer shows an Enum's values as the choices in --help and rejects anything else (exit 2).
+OutputFormat = Enum("OutputFormat", {name: name for name in FORMATS}, type=str)
+
+
+class FailOn(str, Enum):
+    warn = "warn"
+    block = "block"
+
+    @property
+    def severity(self) -> Severity:
+        return Severity(self.value)
+
+
+def emit(report: Report, fmt: str, output: Path | None) -> None:
+    """Render `report` and write it to `output` (atomically) or to stdout."""
+    if output is not None:
+        write_output(render(report, fmt), output)
+        print(f"computefence: wrote the {fmt} report to {output}", file=sys.stderr)
+        return
+    console = Console()
+    color = fmt == "rich" and console.is_terminal and not console.no_color
+    write_stdout(render(report, fmt, color=color, width=console.width if console.is_terminal else 100))
+
+
+def write_stdout(text: str) -> None:
+    try:
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:  # a terminal without UTF-8: show what it can
+            encoding = sys.stdout.encoding or "ascii"
+            sys.stdout.write(text.encode(encoding, "replace").decode(encoding))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `computefence doctor --format json | head`: the reader left; that is not an error.
+        # Point stdout at /dev/null so the interpreter's final flush does not complain.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

@@ -1,0 +1,21 @@
+"""`computefence probe --print`: the probe script, to run by hand on a pod."""
+
+from __future__ import annotations
+
+import click
+import typer
+
+from computefence.cli.app import app
+from computefence.cli.output import write_stdout
+from computefence.models import CheckOptions
+from computefence.payload import probe_params, probe_payload
+
+
+@app.command("probe")
+def probe_command(
+    print_script: bool = typer.Option(False, "--print", help="Write the probe script (default parameters embedded) to stdout."),
+) -> None:
+    """The zero-dependency probe: `computefence probe --print > probe.py; ssh pod python3 - < probe.py`."""
+    if not print_script:
+        raise click.UsageError("nothing to do: `computefence probe --print > probe.py` writes the probe script")
+    write_stdout(probe_payload(probe_params(CheckOptions())))

@@ -1,0 +1,47 @@
+"""`computefence report FILE.json`: re-render a saved JSON report in any format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from pydantic import ValidationError
+
+from computefence import evaluate
+from computefence.cli.app import app
+from computefence.cli.output import OutputFormat, emit
+from computefence.errors import ConfigError
+from computefence.models import SCHEMA_VERSION, Report
+
+
+@app.command("report")
+def report_command(
+    path: Path = typer.Argument(..., metavar="FILE.json", help="A report saved with --format json."),
+    fmt: OutputFormat = typer.Option("rich", "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
+) -> int:
+    """Re-render a saved JSON report; exits with that run's exit status (0 or 1)."""
+    report = load_report(path)
+    emit(report, fmt.value, output)
+    return evaluate.exit_code(report)
+
+
+def load_report(path: Path) -> Report:
+    """A saved report, validated, or ConfigError naming the file and what is wrong."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        report = Report.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        detail = f"{where}: {first['msg']}" if where else first["msg"]
+        raise ConfigError(f"{path} is not a computefence JSON report ({' '.join(detail.split())})") from None
+    if report.schema_version > SCHEMA_VERSION:
+        raise ConfigError(
+            f"{path} has schema_version {report.schema_version}; this computefence reads up to {SCHEMA_VERSION} (upgrade it)"
+        )
+    return report

@@ -1,0 +1,407 @@
+"""Run the probe on many pods over SSH at once (asyncssh), one connection per pod.
+
+Every pod ends in exactly one HostStatus with a one-line reason; nothing that happens on
+one pod reaches another. The probe travels on stdin to a fixed command line: no target
+data is ever spliced into a shell command, its parameters ride inside the payload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import math
+import os
+import random
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import asyncssh
+
+from computefence.errors import ProbeOutputError
+from computefence.evaluate import status_fix
+from computefence.known_hosts import HostKeyLookup, HostKeyStore, host_pattern, own_known_hosts_path, \
+    user_known_hosts_path
+from computefence.models import HostReport, HostStatus, Target
+from computefence.payload import MAX_OUTPUT_BYTES, parse_probe_output, probe_params, probe_payload
+
+INSECURE_WARNING = (
+    "computefence: WARNING: host key verification is OFF (--insecure-no-host-key-check). "
+    "Anyone between you and the pods can impersonate them and read or forge what they report."
+)
+
+MAX_STDERR_BYTES = 64 * 1024
+# Exit statuses of GNU/busybox `timeout` when it had to stop the probe.
+_TIMEOUT_EXITS = (124, 137)
+
+
+def probe_command(limit_s: int) -> str:
+    """The fixed command that runs the probe from stdin, killed on the pod after `limit_s`.
+
+    Prefers python3 and falls back to python; -B keeps the interpreter from writing
+    bytecode caches on the pod. Only the integer limit is formatted in.
+    """
+    limit = int(limit_s)
+    return (
+        f"if timeout -k 2 {limit} true >/dev/null 2>&1; then t='timeout -k 2 {limit}'; else t=; fi; "
+        "if command -v python3 >/dev/null 2>&1; then exec $t python3 -B -; fi; "
+        "if command -v python >/dev/null 2>&1; then exec $t python -B -; fi; "
+        "echo 'computefence: neither python3 nor python is on PATH' >&2; exit 127"
+    )
+
+
+@dataclass
+class RunOptions:
+    concurrency: int = 256
+    # Covers TCP connect, SSH handshake and authentication (a port that never speaks SSH).
+    connect_timeout: float = 10.0
+    # Everything for one pod, from its connection attempt to its parsed answer.
+    deadline: float = 60.0
+    keepalive_interval: float = 5.0
+    keepalive_count_max: int = 3
+    # Extra known_hosts files (--known-hosts), searched besides the user's and ComputeFence's own.
+    known_hosts: list[str] = field(default_factory=list)
+    use_user_known_hosts: bool = True
+    # ComputeFence's own known-hosts file; None: own_known_hosts_path() at run time.
+    own_known_hosts: Path | None = None
+    accept_new: bool = False
+    insecure_no_host_key_check: bool = False
+    # Seconds before the one retry of a transient connect failure (jittered up to 2x).
+    retry_backoff: float = 1.0
+    # Extra probe parameters (e.g. per-collector "timeouts"), added to every pod's.
+    probe_params: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Outcome:
+    status: HostStatus
+    reason: str
+    # For status_fix, when the reason is not what it needs: the known_hosts file holding the
+    # old key (mismatch), the offered key's fingerprint (unknown).
+    detail: str | None = None
+    facts: object = None
+
+
+class _HostKeyCheck:
+    """Decides about a key that no known_hosts entry vouches for, and remembers why."""
+
+    def __init__(self, target: Target, lookup: HostKeyLookup, store: HostKeyStore, accept_new: bool):
+        self.target, self.lookup, self.store, self.accept_new = target, lookup, store, accept_new
+        self.presented: asyncssh.SSHKey | None = None
+
+    def unlisted_key(self, key: asyncssh.SSHKey) -> bool:
+        self.presented = key
+        if self.lookup.known or not self.accept_new:
+            return False
+        self.store.record(self.target.host, self.target.port, key)
+        return True
+
+
+class _Client(asyncssh.SSHClient):
+    def __init__(self, check: _HostKeyCheck | None):
+        self._check = check
+
+    def validate_host_public_key(self, host, addr, port, key) -> bool:
+        return self._check is not None and self._check.unlisted_key(key)
+
+
+class _Runner:
+    def __init__(self, options: RunOptions, on_progress: Callable[[HostReport], None] | None):
+        self.options = options
+        self.on_progress = on_progress
+        self.semaphore = asyncio.Semaphore(max(1, options.concurrency))
+        self.store: HostKeyStore | None = None
+        if not options.insecure_no_host_key_check:
+            files = list(options.known_hosts)
+            if options.use_user_known_hosts:
+                files.insert(0, str(user_known_hosts_path()))
+            self.store = HostKeyStore(files, options.own_known_hosts or own_known_hosts_path())
+        self._keys: dict[tuple[str, ...], list] = {}
+
+    async def run(self, target: Target) -> HostReport:
+        if target.unreachable_reason:
+            report = _report(target, _Outcome(HostStatus.NOT_CHECKABLE, target.unreachable_reason), 0.0)
+        else:
+            async with self.semaphore:
+                started = time.monotonic()
+                outcome = await self._bounded(target, started)
+                report = _report(target, outcome, time.monotonic() - started)
+        if self.on_progress is not None:
+            self.on_progress(report)
+        return report
+
+    async def _bounded(self, target: Target, started: float) -> _Outcome:
+        phase = ["connecting"]
+        try:
+            return await asyncio.wait_for(self._connect_and_probe(target, started, phase), self.options.deadline)
+        except asyncio.CancelledError:
+            raise
+        except asyncio.TimeoutError:
+            deadline = _seconds(self.options.deadline)
+            if phase[0] == "connecting":
+                return _Outcome(HostStatus.TIMEOUT, f"no SSH session within the {deadline} deadline")
+            return _Outcome(HostStatus.TIMEOUT, f"the probe gave no answer within the {deadline} deadline")
+        except Exception as exc:  # a bug here must cost this pod its result, not the whole fleet's
+            return _Outcome(HostStatus.PROBE_FAILED, f"internal error: {type(exc).__name__}: {_one_line(exc)}")
+
+    async def _connect_and_probe(self, target: Target, started: float, phase: list[str]) -> _Outcome:
+        try:
+            client_keys = self._client_keys(target)
+        except (OSError, asyncssh.KeyImportError, ValueError) as exc:
+            return _Outcome(HostStatus.AUTH_FAILED, f"cannot load an identity file: {_one_line(exc)}")
+        check = None
+        known_hosts: object = None
+        lookup = HostKeyLookup()
+        if self.store is not None:
+            lookup = self.store.lookup(target.host, _address_of(target.host), target.port, target.known_hosts)
+            check = _HostKeyCheck(target, lookup, self.store, self.options.accept_new)
+            known_hosts = lookup.as_asyncssh()
+        try:
+            conn = await self._connect(target, client_keys, known_hosts, check)
+        except Exception as exc:  # every connect failure becomes this pod's status
+            return _connect_failure(target, exc, lookup, check, self.options)
+        phase[0] = "probing"
+        try:
+            return await self._probe(conn, target, started)
+        finally:
+            conn.abort()
+            await conn.wait_closed()
+
+    async def _connect(self, target, client_keys, known_hosts, check) -> asyncssh.SSHClientConnection:
+        options = self.options
+        kwargs = dict(
+            port=target.port,
+            known_hosts=known_hosts,
+            client_factory=lambda: _Client(check),
+            connect_timeout=options.connect_timeout,
+            keepalive_interval=options.keepalive_interval,
+            keepalive_count_max=options.keepalive_count_max,
+        )
+        if target.user:
+            kwargs["username"] = target.user
+        if client_keys is not None:
+            kwargs["client_keys"] = client_keys
+        if target.proxy_jump:
+            kwargs["tunnel"] = target.proxy_jump
+        if target.ssh_config:
+            kwargs["config"] = [os.path.expanduser(target.ssh_config)]
+        try:
+            return await asyncssh.connect(target.host, **kwargs)
+        except Exception as exc:
+            if not _transient(exc):
+                raise
+        # A default sshd drops connections past MaxStartups; a moment later it takes them.
+        await asyncio.sleep(options.retry_backoff * (1 + random.random()))
+        return await asyncssh.connect(target.host, **kwargs)
+
+    def _client_keys(self, target: Target) -> list | None:
+        if not target.identity_files:
+            return None  # asyncssh's defaults: ~/.ssh/id_* and the agent, as ssh does
+        paths = tuple(os.path.expanduser(p) for p in target.identity_files)
+        if paths not in self._keys:
+            self._keys[paths] = asyncssh.load_keypairs(list(paths))
+        return self._keys[paths]
+
+    async def _probe(self, conn: asyncssh.SSHClientConnection, target: Target, started: float) -> _Outcome:
+        remaining = self.options.deadline - (time.monotonic() - started)
+        # Under the client's own deadline, so the pod reports the kill before we give up.
+        limit = max(1, int(remaining - 0.5))
+        # The probe answers before the pod-side kill; what it could not finish it reports as timed out.
+        margin = min(5.0, max(1.0, remaining * 0.2))
+        params = probe_params(target.checks, target.python, **self.options.probe_params)
+        params["deadline_s"] = round(max(0.5, remaining - margin), 1)
+        if target.probe_roots:
+            params["roots"] = dict(target.probe_roots)
+        payload = probe_payload(params).encode("utf-8")
+        try:
+            proc = await conn.create_process(probe_command(limit), encoding=None)
+            try:
+                proc.stdin.write(payload)
+                proc.stdin.write_eof()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the command already exited (no python); its status says why
+            stderr_task = asyncio.ensure_future(_read_capped(proc.stderr, MAX_STDERR_BYTES))
+            try:
+                stdout, overflow = await _read_capped(proc.stdout, MAX_OUTPUT_BYTES)
+                if overflow:
+                    # Closing the channel makes the pod's sshd close the interpreter's pipes.
+                    proc.close()
+                    return _Outcome(HostStatus.PROBE_FAILED,
+                                    f"the interpreter printed more than {MAX_OUTPUT_BYTES // (1024 * 1024)} MiB; "
+                                    "that is not the probe's answer")
+                stderr, _ = await stderr_task
+            finally:
+                stderr_task.cancel()
+            completed = await proc.wait()
+        except (asyncssh.DisconnectError, ConnectionError, BrokenPipeError) as exc:
+            return _Outcome(HostStatus.CONNECTION_LOST, f"the connection dropped while the probe ran: {_one_line(exc)}")
+        except asyncssh.ChannelOpenError as exc:
+            return _Outcome(HostStatus.PROBE_FAILED, f"the pod refused a session channel: {_one_line(exc)}")
+        return _judge_exit(completed.exit_status, completed.exit_signal, stdout, stderr, limit)
+
+
+def _judge_exit(exit_status, exit_signal, stdout: bytes, stderr: bytes, limit: int) -> _Outcome:
+    if exit_status is None and exit_signal is None:
+        # asyncssh's way of saying the connection died before the command finished.
+        return _Outcome(HostStatus.CONNECTION_LOST, "the connection dropped while the probe ran (no exit status)")
+    if exit_signal is not None:
+        name = exit_signal[0] if isinstance(exit_signal, tuple) else exit_signal
+        return _Outcome(HostStatus.PROBE_FAILED, f"the probe was killed on the pod by signal {name}")
+    if exit_status == 127:
+        return _Outcome(HostStatus.NO_PYTHON,
+                        _last_line(stderr) or "neither python3 nor python is on the pod's PATH")
+    if exit_status in _TIMEOUT_EXITS:
+        return _Outcome(HostStatus.TIMEOUT, f"the probe ran past its {limit} s limit and was killed on the pod")
+    if exit_status != 0:
+        line = _last_line(stderr)
+        return _Outcome(HostStatus.PROBE_FAILED,
+                        f"the interpreter exited with status {exit_status}" + (f": {line}" if line else ""))
+    try:
+        facts = parse_probe_output(stdout)
+    except ProbeOutputError as exc:
+        return _Outcome(HostStatus.PROBE_FAILED, str(exc))
+    return _Outcome(HostStatus.OK, "probe completed", facts=facts)
+
+
+def _connect_failure(target: Target, exc: BaseException, lookup: HostKeyLookup, check: _HostKeyCheck | None,
+                     options: RunOptions) -> _Outcome:
+    where = host_pattern(target.host, target.port)
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable) or (
+            isinstance(exc, asyncssh.KeyExchangeFailed) and lookup.known):
+        presented = check.presented if check else None
+        fingerprint = presented.get_fingerprint() if presented else None
+        if lookup.known:
+            files = ", ".join(lookup.files)
+            if "revoked" in str(exc.reason).lower():
+                reason = f"the host key of {where} is marked @revoked in known_hosts"
+            elif presented is None:
+                reason = f"{where} no longer offers the host key type recorded in {files}"
+            else:
+                reason = f"the host key of {where} ({fingerprint}) differs from the one recorded in {files}"
+            return _Outcome(HostStatus.HOST_KEY_MISMATCH, reason, lookup.files[0] if lookup.files else None)
+        reason = f"the host key of {where} is not in any known_hosts file"
+        if fingerprint:
+            reason += f" (it offers {presented.get_algorithm()} {fingerprint})"
+        return _Outcome(HostStatus.HOST_KEY_UNKNOWN, reason, fingerprint)
+    if isinstance(exc, asyncssh.PermissionDenied):
+        user = f"{target.user}@" if target.user else ""
+        return _Outcome(HostStatus.AUTH_FAILED, f"{user}{where} rejected every key offered ({_one_line(exc)})")
+    if isinstance(exc, asyncio.TimeoutError):
+        return _Outcome(HostStatus.TIMEOUT,
+                        f"no SSH handshake with {where} within {_seconds(options.connect_timeout)} "
+                        "(the port accepts TCP but does not answer as SSH, or packets are dropped)")
+    if isinstance(exc, socket.gaierror):
+        return _Outcome(HostStatus.UNREACHABLE, f"cannot resolve {target.host}: {exc.strerror or exc}")
+    if isinstance(exc, ConnectionRefusedError):
+        return _Outcome(HostStatus.UNREACHABLE, f"connection refused by {where} (no SSH server on that port)")
+    if _transient(exc):
+        return _Outcome(HostStatus.CONNECTION_LOST,
+                        f"{where} closed the connection during the SSH handshake, twice "
+                        f"(sshd MaxStartups or a firewall): {_one_line(exc)}")
+    if isinstance(exc, OSError) and exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN):
+        return _Outcome(HostStatus.UNREACHABLE, f"no route to {where}: {exc.strerror}")
+    if isinstance(exc, OSError):
+        return _Outcome(HostStatus.UNREACHABLE, f"cannot connect to {where}: {exc.strerror or _one_line(exc)}")
+    if isinstance(exc, (asyncssh.KeyImportError, asyncssh.KeyEncryptionError)):
+        return _Outcome(HostStatus.AUTH_FAILED, f"cannot use an identity file: {_one_line(exc)}")
+    if isinstance(exc, asyncssh.Error):
+        return _Outcome(HostStatus.UNREACHABLE, f"SSH with {where} failed: {_one_line(exc)}")
+    return _Outcome(HostStatus.UNREACHABLE, f"cannot connect to {where}: {type(exc).__name__}: {_one_line(exc)}")
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, (asyncssh.ConnectionLost, ConnectionResetError, ConnectionAbortedError, BrokenPipeError))
+
+
+def _report(target: Target, outcome: _Outcome, duration: float) -> HostReport:
+    fix = None
+    if outcome.status is not HostStatus.OK:
+        fix = status_fix(target, outcome.status, outcome.detail if outcome.detail is not None else outcome.reason)
+    return HostReport(
+        name=target.name, status=outcome.status, reason=outcome.reason, fix=fix, host=target.host,
+        port=target.port, provider=target.provider, tags=list(target.tags), duration_s=round(duration, 3),
+        facts=outcome.facts,
+    )
+
+
+def cancelled_report(target: Target) -> HostReport:
+    return _report(target, _Outcome(HostStatus.CANCELLED, "interrupted before this pod finished"), 0.0)
+
+
+async def _read_capped(stream, cap: int) -> tuple[bytes, bool]:
+    chunks, size = [], 0
+    while True:
+        data = await stream.read(65536)
+        if not data:
+            return b"".join(chunks), False
+        size += len(data)
+        if size > cap:
+            return b"".join(chunks), True
+        chunks.append(data)
+
+
+def _last_line(raw: bytes) -> str | None:
+    lines = [line.strip() for line in raw.decode("utf-8", "replace").splitlines() if line.strip()]
+    if not lines:
+        return None
+    return _one_line(lines[-1])
+
+
+def _one_line(value: object, limit: int = 200) -> str:
+    text = str(getattr(value, "reason", None) or value) or type(value).__name__
+    text = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def _address_of(host: str) -> str:
+    # known_hosts may list the pod by address; asyncssh matches the peer address too, but our
+    # lookup happens before connecting, so resolve numeric hosts only (no DNS on this path).
+    try:
+        socket.inet_pton(socket.AF_INET6 if ":" in host else socket.AF_INET, host)
+        return host
+    except OSError:
+        return ""
+
+
+async def probe_targets(targets: list[Target], options: RunOptions,
+                        on_progress: Callable[[HostReport], None] | None = None,
+                        stop: asyncio.Event | None = None) -> list[HostReport]:
+    """Probe every target; one HostReport per target, in the targets' order.
+
+    `on_progress` is called with each report as it completes. When `stop` is set (Ctrl-C),
+    pods still in flight are cancelled, their connections closed, and reported as cancelled.
+    """
+    runner = _Runner(options, on_progress)
+    tasks = [asyncio.ensure_future(runner.run(target)) for target in targets]
+    if not tasks:
+        return []
+    waiter = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    try:
+        pending = set(tasks)
+        while pending:
+            wait_on = pending | ({waiter} if waiter is not None else set())
+            done, _ = await asyncio.wait(wait_on, return_when=asyncio.FIRST_COMPLETED)
+            pending -= done
+            if waiter is not None and waiter in done:
+                break
+    finally:
+        unfinished = [task for task in tasks if not task.done()]
+        for task in unfinished:
+            task.cancel()
+        if unfinished:
+            await asyncio.gather(*unfinished, return_exceptions=True)
+        if waiter is not None:
+            waiter.cancel()
+    reports = []
+    for target, task in zip(targets, tasks):
+        if task.cancelled():
+            reports.append(cancelled_report(target))
+        else:
+            reports.append(task.result())
+    return reports

@@ -1,0 +1,1 @@
+"""GPU-less stand-ins for tests and the demo fleet: fake `nvidia-smi` and `torch` (see fakes.py)."""

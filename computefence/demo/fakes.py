@@ -1,0 +1,360 @@
+"""Fake `nvidia-smi` and `torch` that replay recorded outputs of real drivers and builds.
+
+Tests and the `--demo` fleet use them to present GPU pods on machines without GPUs. A
+scenario is chosen per pod by where its fakes are written, never by global state: put the
+bin dir on that pod's PATH and the site dir on its PYTHONPATH. The fake torch finds "its
+driver" the way real torch does, through the machine: it reads the state file that
+write_fake_nvidia_smi leaves next to the first `nvidia-smi` on PATH, so torch sees the
+same GPUs (filtered by CUDA_VISIBLE_DEVICES) as the fake driver reports. No fake driver on
+PATH means no driver: a CUDA build then reports no devices, silently, like real torch.
+
+The written files are standard-library Python that runs under Python 3.8 (pods run old
+images); the recordings live in computefence/demo/recordings/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from importlib import resources
+from pathlib import Path
+
+DRIVER_STATE_FILE = "fake-nvidia-driver.json"
+
+_RECORDINGS = resources.files("computefence.demo").joinpath("recordings")
+
+
+def _recording(*parts: str) -> str:
+    return _RECORDINGS.joinpath(*parts).read_text(encoding="utf-8")
+
+
+_SMI_INDEX = {k: v for k, v in json.loads(_recording("nvidia-smi", "scenarios.json")).items() if not k.startswith("_")}
+NVIDIA_SMI_SCENARIOS = tuple(_SMI_INDEX)
+
+# The agreed name "cu118-no-sm90" predates checking the builds: official cu118 wheels do
+# ship sm_90, so it replays the real build that lacks it, torch 1.13.1+cu117.
+_TORCH_ALIASES = {"cu118-no-sm90": "cu117-no-sm90"}
+TORCH_SCENARIOS = (
+    "cu124",
+    "cu121-h100",
+    "cu117-no-sm90",
+    "cu118-no-sm90",
+    "cpu",
+    "cu126-driver-too-old",
+    "import-error",
+    "hang-on-import",
+)
+
+
+def write_fake_nvidia_smi(bin_dir: Path, scenario: str) -> Path:
+    """Write an executable `nvidia-smi` replaying `scenario` into bin_dir; returns its path."""
+    if scenario not in _SMI_INDEX:
+        raise ValueError(f"unknown nvidia-smi scenario {scenario!r}; known: {', '.join(NVIDIA_SMI_SCENARIOS)}")
+    entry = _SMI_INDEX[scenario]
+    data: dict = {"hang": bool(entry.get("hang"))}
+    state: dict = {"scenario": scenario, "usable": False, "cuda_version": None, "devices": []}
+    if "failure" in entry:
+        data["failure"] = _recording("nvidia-smi", entry["failure"])
+        data["exit_code"] = entry["exit_code"]
+    elif not data["hang"]:
+        fields = entry["fields"]
+        rows = [
+            [value.strip() for value in line.split(",")]
+            for line in _recording("nvidia-smi", entry["query"]).splitlines()
+            if line.strip()
+        ]
+        table = _recording("nvidia-smi", entry["table"])
+        data.update(fields=fields, rows=rows, table=table)
+        cuda = re.search(r"CUDA Version:\s*(\S+)", table)
+        state.update(usable=True, cuda_version=cuda.group(1) if cuda else None)
+        for row in rows:
+            values = dict(zip(fields, row))
+            state["devices"].append(
+                {
+                    "index": int(values["index"]),
+                    "name": values["name"],
+                    "uuid": values["uuid"],
+                    "memory_total_mib": int(values["memory.total"]),
+                    "capability": values.get("compute_cap") or entry["compute_cap"],
+                }
+            )
+    bin_dir = Path(bin_dir)
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "nvidia-smi"
+    script.write_text(
+        _NVIDIA_SMI_SCRIPT.replace("@PYTHON@", sys.executable)
+        .replace("@SCENARIO@", scenario)
+        .replace("@DATA@", repr(json.dumps(data))),
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    (bin_dir / DRIVER_STATE_FILE).write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
+    return script
+
+
+def write_fake_torch(site_dir: Path, scenario: str) -> Path:
+    """Write a fake `torch` package (and its dist-info) for `scenario` into site_dir; returns the package dir."""
+    if scenario not in TORCH_SCENARIOS:
+        raise ValueError(f"unknown torch scenario {scenario!r}; known: {', '.join(TORCH_SCENARIOS)}")
+    spec = json.loads(_recording("torch", _TORCH_ALIASES.get(scenario, scenario) + ".json"))
+    site_dir = Path(site_dir)
+    site_dir.mkdir(parents=True, exist_ok=True)
+    package = site_dir / "torch"
+    # Rewriting a pod with another scenario replaces the previous fake entirely.
+    shutil.rmtree(package, ignore_errors=True)
+    for old in site_dir.glob("torch-*.dist-info"):
+        shutil.rmtree(old, ignore_errors=True)
+    recorded = _TORCH_RECORDED.replace("@SPEC@", repr(json.dumps(spec, sort_keys=True))).replace(
+        "@UNKNOWN_ERROR@", repr(_recording("torch", "unknown-error-warning.txt").strip())
+    ).replace("@STATE_FILE@", repr(DRIVER_STATE_FILE))
+    files = {
+        "__init__.py": _TORCH_INIT.replace("@SCENARIO@", scenario),
+        "_recorded.py": recorded,
+        "version.py": _TORCH_VERSION,
+        "cuda/__init__.py": _TORCH_CUDA,
+        "cuda/nccl.py": _TORCH_NCCL,
+        "backends/__init__.py": "from torch.backends import cudnn  # noqa: F401\n",
+        "backends/cudnn/__init__.py": _TORCH_CUDNN,
+    }
+    for name, text in files.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    dist_info = site_dir / f"torch-{spec['version']}.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: torch\nVersion: {spec['version']}\n", encoding="utf-8"
+    )
+    return package
+
+
+# ---------------------------------------------------------------- the written files
+
+_NVIDIA_SMI_SCRIPT = '''#!@PYTHON@
+# Fake nvidia-smi (computefence.demo.fakes, scenario @SCENARIO@): replays recorded driver output.
+import json
+import signal
+import sys
+import time
+
+DATA = json.loads(@DATA@)
+UNITS = {"memory.total": "MiB", "memory.used": "MiB", "memory.free": "MiB"}
+
+
+def parse(argv):
+    fields, fmt = None, None
+    for arg in argv:
+        if arg.startswith("--query-gpu="):
+            fields = [f.strip() for f in arg.split("=", 1)[1].split(",") if f.strip()]
+        elif arg.startswith("--format="):
+            fmt = arg.split("=", 1)[1].split(",")
+        else:
+            return None, None
+    return fields, fmt
+
+
+def main(argv):
+    if DATA["hang"]:
+        # A wedged driver: SIGTERM is not enough, only SIGKILL ends the process.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(3600)
+    if "failure" in DATA:
+        sys.stdout.write(DATA["failure"])
+        return DATA["exit_code"]
+    if not argv:
+        sys.stdout.write(DATA["table"])
+        return 0
+    fields, fmt = parse(argv)
+    if not fields or not fmt or "csv" not in fmt:
+        sys.stderr.write("fake nvidia-smi: only plain `nvidia-smi` and --query-gpu=... --format=csv[,noheader][,nounits] are recorded\\n")
+        return 2
+    for field in fields:
+        if field not in DATA["fields"]:
+            sys.stdout.write('Field "%s" is not a valid field to query.\\n\\n' % field)
+            return 2
+    units = "nounits" not in fmt
+    if "noheader" not in fmt:
+        print(", ".join(f + (" [%s]" % UNITS[f] if units and f in UNITS else "") for f in fields))
+    for row in DATA["rows"]:
+        values = []
+        for field in fields:
+            value = row[DATA["fields"].index(field)]
+            values.append(value + " " + UNITS[field] if units and field in UNITS else value)
+        print(", ".join(values))
+    return 0
+
+
+sys.exit(main(sys.argv[1:]))
+'''
+
+_TORCH_INIT = '''# Fake torch (computefence.demo.fakes, scenario @SCENARIO@): replays a recorded torch build.
+import time
+
+from torch._recorded import SPEC
+
+if SPEC.get("hang_on_import"):
+    while True:
+        time.sleep(3600)
+if SPEC.get("import_error"):
+    raise ImportError(SPEC["import_error"])
+
+__version__ = SPEC["version"]
+
+from torch import backends, cuda, version  # noqa: E402,F401
+'''
+
+_TORCH_RECORDED = '''import json
+
+SPEC = json.loads(@SPEC@)
+UNKNOWN_ERROR_WARNING = @UNKNOWN_ERROR@
+DRIVER_STATE_FILE = @STATE_FILE@
+'''
+
+_TORCH_VERSION = '''from torch._recorded import SPEC
+
+__version__ = SPEC["version"]
+cuda = SPEC["cuda"]
+hip = None
+'''
+
+_TORCH_CUDNN = '''from torch._recorded import SPEC
+
+
+def version():
+    return SPEC["cudnn"]
+
+
+def is_available():
+    return SPEC["cudnn"] is not None
+'''
+
+_TORCH_NCCL = '''from torch._recorded import SPEC
+
+
+def version():
+    if SPEC["nccl"] is None:
+        raise AttributeError("module 'torch._C' has no attribute '_nccl_version'")
+    return tuple(SPEC["nccl"])
+'''
+
+_TORCH_CUDA = '''import json
+import os
+import shutil
+import warnings
+
+from torch._recorded import DRIVER_STATE_FILE, SPEC, UNKNOWN_ERROR_WARNING
+from torch.cuda import nccl  # noqa: F401
+
+_devices = None
+_checked = False
+
+CUBIN_WARNING = """
+{} with CUDA capability sm_{} is not compatible with the current PyTorch installation.
+The current PyTorch install supports CUDA capabilities {}.
+If you want to use the {} GPU with PyTorch, please check the instructions at https://pytorch.org/get-started/locally/
+"""
+
+
+class _DeviceProperties(object):
+    def __init__(self, device):
+        self.name = device["name"]
+        self.major, self.minor = [int(part) for part in device["capability"].split(".")]
+        self.total_memory = device["memory_total_mib"] * 1024 * 1024
+
+
+def _driver_state():
+    path = shutil.which("nvidia-smi")
+    if not path:
+        return None
+    try:
+        with open(os.path.join(os.path.dirname(path), DRIVER_STATE_FILE)) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _visible(devices):
+    wanted = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if wanted is None:
+        return devices
+    picked = []
+    for item in wanted.split(","):
+        item = item.strip()
+        found = [d for d in devices
+                 if (item.isdigit() and d["index"] == int(item)) or (item.startswith("GPU-") and d["uuid"].startswith(item))]
+        # CUDA stops at the first entry it cannot resolve.
+        if not found or found[0] in picked:
+            break
+        picked.append(found[0])
+    return picked
+
+
+def _discover():
+    if SPEC["cuda"] is None:
+        return []
+    if SPEC["cuda_init"] == "warn":
+        warnings.warn(SPEC["cuda_warning"])
+        return []
+    state = _driver_state()
+    if state is None:
+        return []
+    if not state["usable"]:
+        warnings.warn(UNKNOWN_ERROR_WARNING)
+        return []
+    return _visible(state["devices"])
+
+
+def device_count():
+    global _devices
+    if _devices is None:
+        _devices = _discover()
+    return len(_devices)
+
+
+def is_available():
+    if SPEC["cuda"] is None:
+        return False
+    return device_count() > 0
+
+
+def get_arch_list():
+    if not is_available():
+        return []
+    return list(SPEC["arch_list"])
+
+
+def _lazy_init():
+    global _checked
+    if SPEC["cuda"] is None:
+        raise AssertionError("Torch not compiled with CUDA enabled")
+    if not is_available():
+        raise RuntimeError("No CUDA GPUs are available")
+    if _checked:
+        return
+    _checked = True
+    supported = [int(arch.split("_")[1]) for arch in SPEC["arch_list"] if arch.startswith("sm_")]
+    for device in _devices:
+        major = int(device["capability"].split(".")[0])
+        if not any(sm // 10 == major for sm in supported):
+            capability = device["capability"].replace(".", "")
+            warnings.warn(CUBIN_WARNING.format(device["name"], capability, " ".join(SPEC["arch_list"]), device["name"]))
+
+
+def get_device_properties(index):
+    _lazy_init()
+    if not 0 <= index < len(_devices):
+        raise AssertionError("Invalid device id")
+    return _DeviceProperties(_devices[index])
+
+
+def get_device_name(index=0):
+    return get_device_properties(index).name
+
+
+def get_device_capability(index=0):
+    props = get_device_properties(index)
+    return props.major, props.minor
+'''

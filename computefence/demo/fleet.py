@@ -1,0 +1,282 @@
+"""The built-in demo fleet: a few simulated GPU pods on loopback, each with its own fault.
+
+`computefence fleet check --demo` checks this fleet so a new user sees the whole flow with
+no pods rented. Every pod is an in-process SSH server (computefence.demo.server) that runs
+the real probe the real runner sends, under that pod's fake `nvidia-smi`, fake `torch`,
+environment and simulated mount table. Everything lives in one temporary directory that is
+removed on exit, Ctrl-C included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncssh
+
+from computefence.demo.fakes import write_fake_nvidia_smi, write_fake_torch
+from computefence.demo.server import PodServer, PodShell, start_pod_server
+from computefence.models import CheckOptions, ProviderInfo, Target
+
+HOST = "127.0.0.1"
+USER = "root"
+_START_TIMEOUT_S = 30.0
+_STOP_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class DemoPod:
+    """One simulated pod and the fault it carries."""
+
+    name: str
+    fault: str  # what is wrong with it, in words (shown by tests and docs, not by the checks)
+    gpu_type: str
+    cost_per_hour: float
+    nvidia_smi: str = "h100x1"  # computefence.demo.fakes scenario
+    torch: str = "cu124"
+    # A persistent volume mounted at <pod>/workspace; without one, /workspace is a plain
+    # directory of the container's overlay root and vanishes with the pod.
+    volume: bool = True
+    hf_home_on_volume: bool = True
+    accelerate_processes: int | None = None
+    # No SSH server at all: the port is held closed.
+    reachable: bool = True
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+DEMO_PODS: tuple[DemoPod, ...] = (
+    DemoPod("pod-healthy", "none", "NVIDIA H100 80GB HBM3", 2.99,
+            extra_env={"HF_TOKEN": "hf_demoTokenNotARealSecret0000"}),
+    DemoPod("pod-cpu-torch", "a CPU-only torch build on a GPU pod", "NVIDIA H100 80GB HBM3", 2.99, torch="cpu"),
+    DemoPod("pod-driver-broken", "nvidia-smi cannot talk to the driver", "NVIDIA A100-SXM4-80GB", 1.89,
+            nvidia_smi="driver-unreachable"),
+    DemoPod("pod-ephemeral-ckpt", "checkpoints and HF cache on the container disk; accelerate set up for 2 GPUs on 1",
+            "NVIDIA GeForce RTX 4090", 0.69, nvidia_smi="rtx4090x1", volume=False, hf_home_on_volume=False,
+            accelerate_processes=2),
+    DemoPod("pod-old-driver", "driver 470 (CUDA 11.4) under a torch built for CUDA 12.6", "NVIDIA A100-SXM4-40GB", 1.29,
+            nvidia_smi="a100x1-driver470", torch="cu126-driver-too-old"),
+    DemoPod("pod-unreachable", "nothing listens on its SSH port", "NVIDIA H100 80GB HBM3", 2.99, reachable=False),
+)
+
+
+@dataclass
+class DemoFleet:
+    targets: list[Target]
+    known_hosts_path: str
+    client_key_path: str
+    root: Path
+    pods: tuple[DemoPod, ...]
+
+
+@contextmanager
+def demo_fleet(pods: tuple[DemoPod, ...] = DEMO_PODS) -> Iterator[DemoFleet]:
+    """Start the demo pods on 127.0.0.1, yield the fleet, and tear it all down."""
+    root = Path(tempfile.mkdtemp(prefix="cf-demo-"))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="computefence-demo", daemon=True)
+    servers: list[PodServer] = []
+    closed_ports: list[socket.socket] = []
+    try:
+        thread.start()
+        client_key = asyncssh.generate_private_key("ssh-ed25519")
+        client_key_path = root / "client_ed25519"
+        client_key.write_private_key(str(client_key_path))
+        os.chmod(client_key_path, 0o600)
+        known_hosts_path = root / "known_hosts"
+        known_lines: list[str] = []
+        targets: list[Target] = []
+        for pod in pods:
+            pod_root = root / pod.name
+            if pod.reachable:
+                shell = _build_pod(pod, pod_root)
+                host_key = asyncssh.generate_private_key("ssh-ed25519")
+                server = asyncio.run_coroutine_threadsafe(
+                    start_pod_server(shell, host_key, client_key, HOST), loop
+                ).result(_START_TIMEOUT_S)
+                servers.append(server)
+                port = server.port
+                known_lines.append(f"[{HOST}]:{port} {host_key.export_public_key().decode().strip()}")
+            else:
+                port = _closed_port(closed_ports)
+            targets.append(_target(pod, pod_root, port, client_key_path, known_hosts_path))
+        known_hosts_path.write_text("\n".join(known_lines) + "\n", encoding="utf-8")
+        yield DemoFleet(targets=targets, known_hosts_path=str(known_hosts_path),
+                        client_key_path=str(client_key_path), root=root, pods=pods)
+    finally:
+        if thread.is_alive():
+            stop = asyncio.run_coroutine_threadsafe(_close_all(servers), loop)
+            try:
+                stop.result(_STOP_TIMEOUT_S)
+            except BaseException:  # noqa: BLE001 - teardown goes on whatever stopping the servers hit
+                stop.cancel()
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(_STOP_TIMEOUT_S)
+        if not thread.is_alive():
+            loop.close()
+        for sock in closed_ports:
+            sock.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def _close_all(servers: list[PodServer]) -> None:
+    await asyncio.gather(*(server.close() for server in servers), return_exceptions=True)
+
+
+def _closed_port(holders: list[socket.socket]) -> int:
+    # Bound but never listening: connections are refused, and no other socket (not even a
+    # client's own ephemeral port) can take the port while the demo runs.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind((HOST, 0))
+    holders.append(sock)
+    return sock.getsockname()[1]
+
+
+def _target(pod: DemoPod, pod_root: Path, port: int, client_key_path: Path, known_hosts_path: Path) -> Target:
+    workspace = pod_root / "workspace"
+    return Target(
+        name=pod.name,
+        host=HOST,
+        port=port,
+        user=USER,
+        identity_files=[str(client_key_path)],
+        known_hosts=[str(known_hosts_path)],
+        tags=["demo"],
+        checks=CheckOptions(output_dir=str(workspace / "checkpoints"), expect_gpu=True),
+        source="demo",
+        provider=ProviderInfo(
+            provider="runpod",
+            pod_id=_pod_id(pod.name),
+            name=pod.name,
+            state="RUNNING",
+            gpu_type=pod.gpu_type,
+            gpu_count=1,
+            cost_per_hour=pod.cost_per_hour,
+            volume_mount_path=str(workspace) if pod.volume else None,
+            volume_gb=100.0 if pod.volume else 0.0,
+            container_disk_gb=20.0,
+            persistent_paths=[str(workspace)] if pod.volume else [],
+        ),
+        probe_roots={"proc": str(pod_root / "proc"), "etc": str(pod_root / "etc")},
+    )
+
+
+def _pod_id(name: str) -> str:
+    return "demo" + name.removeprefix("pod-").replace("-", "")[:10]
+
+
+# ---------------------------------------------------------------- pod layout
+
+
+def _build_pod(pod: DemoPod, pod_root: Path) -> PodShell:
+    """Lay out one pod's files under pod_root and return how its commands run."""
+    home = pod_root / "root"
+    workspace = pod_root / "workspace"
+    bin_dir = pod_root / "bin"
+    site_dir = pod_root / "site"
+    for directory in (home, workspace, bin_dir, site_dir):
+        directory.mkdir(parents=True)
+    write_fake_nvidia_smi(bin_dir, pod.nvidia_smi)
+    write_fake_torch(site_dir, pod.torch)
+    _write_python_shim(bin_dir)
+
+    hf_home = workspace / ".cache" / "huggingface" if pod.hf_home_on_volume else home / ".cache" / "huggingface"
+    hf_home.mkdir(parents=True)
+    if pod.accelerate_processes:
+        accel = hf_home / "accelerate" / "default_config.yaml"
+        accel.parent.mkdir(parents=True)
+        accel.write_text(_accelerate_yaml(pod.accelerate_processes), encoding="utf-8")
+
+    env = {
+        "PATH": f"{bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "PYTHONPATH": str(site_dir),
+        "HOME": str(home),
+        "USER": USER,
+        "LOGNAME": USER,
+        "SHELL": "/bin/sh",
+        "LANG": "C.UTF-8",
+        "RUNPOD_POD_ID": _pod_id(pod.name),
+        "RUNPOD_GPU_COUNT": "1",
+        **pod.extra_env,
+    }
+    if pod.hf_home_on_volume:
+        env["HF_HOME"] = str(hf_home)
+    _write_proc(pod_root / "proc", _mountinfo(pod, workspace), env)
+    _write_etc(pod_root / "etc")
+    return PodShell(env=env, cwd=str(workspace))
+
+
+def _write_python_shim(bin_dir: Path) -> None:
+    # The pod's python3 is the interpreter running ComputeFence, whatever its name here.
+    shim = bin_dir / "python3"
+    shim.write_text(f'#!/bin/sh\nexec {_sh_quote(sys.executable)} "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+
+
+def _sh_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _accelerate_yaml(processes: int) -> str:
+    return (
+        "compute_environment: LOCAL_MACHINE\n"
+        "distributed_type: MULTI_GPU\n"
+        "mixed_precision: bf16\n"
+        "num_machines: 1\n"
+        f"num_processes: {processes}\n"
+        "gpu_ids: all\n"
+        "use_cpu: false\n"
+    )
+
+
+def _mountinfo(pod: DemoPod, workspace: Path) -> str:
+    """A container's mount table as /proc/self/mountinfo shows it, with the pod's own paths."""
+    lines = [
+        "1001 1000 0:51 / / rw,relatime master:1 - overlay overlay "
+        "rw,lowerdir=/var/lib/docker/overlay2/l/DEMO:/var/lib/docker/overlay2/l/BASE,"
+        "upperdir=/var/lib/docker/overlay2/demo/diff,workdir=/var/lib/docker/overlay2/demo/work",
+        "1002 1001 0:54 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw",
+        "1003 1001 0:55 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k,mode=755",
+        "1004 1003 0:57 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=65536k",
+        "1005 1001 259:1 /var/lib/docker/containers/demo/hostname /etc/hostname rw,relatime - ext4 /dev/nvme0n1p1 rw",
+    ]
+    if pod.volume:
+        lines.append(
+            f"1006 1001 259:3 /runpod-volume/{_pod_id(pod.name)} {_mount_escape(str(workspace))} "
+            "rw,relatime - ext4 /dev/nvme1n1 rw"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _mount_escape(path: str) -> str:
+    # mountinfo writes space, tab, newline and backslash as octal escapes.
+    return "".join(f"\\{ord(ch):03o}" if ch in " \t\n\\" else ch for ch in path)
+
+
+def _write_proc(proc: Path, mountinfo: str, env: dict[str, str]) -> None:
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "mountinfo").write_text(mountinfo, encoding="utf-8")
+    # The container's init environment; a login session may differ from it.
+    (proc / "1").mkdir()
+    (proc / "1" / "environ").write_bytes(b"".join(f"{k}={v}".encode() + b"\0" for k, v in env.items()))
+    # Everything else the probe reads from /proc is the real machine's.
+    for name in ("meminfo", "cpuinfo", "version", "uptime", "loadavg", "driver"):
+        real = Path("/proc") / name
+        if real.exists():
+            (proc / name).symlink_to(real)
+
+
+def _write_etc(etc: Path) -> None:
+    etc.mkdir()
+    (etc / "os-release").write_text(
+        'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\nID_LIKE=debian\n',
+        encoding="utf-8",
+    )

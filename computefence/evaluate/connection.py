@@ -1,0 +1,99 @@
+"""The fix line for a pod that could not be checked: the command to try next, with the
+target's own user, port, key and jump host."""
+
+from __future__ import annotations
+
+from computefence.evaluate.context import q, with_note
+from computefence.models import HostStatus, Target
+from computefence.profiles import Profile, get_profile
+
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+
+
+def _path(path: str) -> str:
+    """A file path for the shell, leaving a leading ~/ to expand."""
+    return "~/" + q(path[2:]) if path.startswith("~/") else q(path)
+
+
+def _user(target: Target, profile: Profile) -> str | None:
+    return target.user or profile.ssh.user
+
+
+def ssh_command(target: Target, profile: Profile, *options: str) -> str:
+    """The ssh invocation that reaches `target` the way ComputeFence does."""
+    parts = ["ssh", *options]
+    if target.ssh_config:
+        parts += ["-F", _path(target.ssh_config)]
+    if target.port != 22:
+        parts += ["-p", str(target.port)]
+    if target.identity_files:
+        parts += ["-i", _path(target.identity_files[0])]
+    if target.proxy_jump:
+        parts += ["-J", q(target.proxy_jump)]
+    user = _user(target, profile)
+    parts.append(q(f"{user}@{target.host}" if user else target.host))
+    return " ".join(parts)
+
+
+def _known_hosts_name(target: Target) -> str:
+    return target.host if target.port == 22 else f"[{target.host}]:{target.port}"
+
+
+def _known_hosts_files(target: Target) -> list[str]:
+    return target.known_hosts or [DEFAULT_KNOWN_HOSTS]
+
+
+def status_fix(target: Target, status: HostStatus, detail: str | None = None) -> str:
+    """One line to run (with a short note) for a pod that ended in `status`; '' for ok."""
+    profile = get_profile(target.provider.provider if target.provider is not None else None)
+    ssh = ssh_command(target, profile)
+    title = profile.title
+    user = _user(target, profile)
+    if status is HostStatus.OK:
+        return ""
+    if status is HostStatus.UNREACHABLE:
+        refused = detail is not None and "refused" in detail.lower()
+        note = (f"nothing listens on port {target.port}: sshd is not running or the port is wrong" if refused
+                else f"no answer from {target.host}:{target.port}: check the machine is running and the address is right")
+        if profile.advice.rediscover:
+            note += f"; {profile.advice.rediscover}"
+        return with_note(f"{ssh_command(target, profile, '-o', 'ConnectTimeout=10')} true", note)
+    if status is HostStatus.TIMEOUT:
+        return with_note(f"computefence probe --print | {ssh} {q(target.python)} -",
+                         "shows where it stalls; if ssh itself hangs, the machine or its network is overloaded")
+    if status is HostStatus.AUTH_FAILED:
+        note = f"shows which keys are offered; add your public key to ~/.ssh/authorized_keys of {user or 'the login user'}"
+        if profile.advice.auth:
+            note += f", or {profile.advice.auth}"
+        if target.user is None and profile.ssh.user:
+            note += f" (the login user on {title} is {profile.ssh.user})"
+        return with_note(f"{ssh_command(target, profile, '-v')} true", note)
+    if status is HostStatus.HOST_KEY_UNKNOWN:
+        port = f"-p {target.port} " if target.port != 22 else ""
+        scan = f"ssh-keyscan {port}{q(target.host)} >> {_path(_known_hosts_files(target)[0])}"
+        return with_note(scan, "compare the fingerprint with the provider's console first, or rerun with --accept-new")
+    if status is HostStatus.HOST_KEY_MISMATCH:
+        name = q(_known_hosts_name(target))
+        removals = " && ".join(f"ssh-keygen -f {_path(f)} -R {name}" for f in _known_hosts_files(target))
+        return with_note(removals, "only if the pod was recreated (rented pods recycle IPs); otherwise the connection "
+                                   "may be intercepted")
+    if status is HostStatus.CONNECTION_LOST:
+        return with_note(f"{ssh} {q('uptime; dmesg | tail -n 20')}",
+                         "the connection dropped mid-probe: the machine restarted, ran out of memory or lost its network")
+    if status is HostStatus.NO_PYTHON:
+        root = "" if user == "root" else "sudo "
+        install = q(f"{root}apt-get update && {root}apt-get install -y python3")
+        note = f"{target.python} is not on the machine's PATH"
+        if target.python not in ("python3", "python"):
+            note += "; or fix the interpreter path (python: in the inventory)"
+        return with_note(f"{ssh} {install}", note)
+    if status is HostStatus.PROBE_FAILED:
+        return with_note(f"computefence probe --print | {ssh} {q(target.python)} -", "shows the probe's own error")
+    if status is HostStatus.NOT_CHECKABLE:
+        return target.unreachable_fix or profile.advice.not_checkable or "make the machine reachable over SSH"
+    if status is HostStatus.VANISHED:
+        provider = target.provider.provider if target.provider is not None else profile.name
+        return f"computefence inventory list --provider {q(provider)}  # the pod is gone from {title}; check what is running now"
+    if status is HostStatus.CANCELLED:
+        return "rerun the check; it was cancelled before this pod finished"
+    return ""

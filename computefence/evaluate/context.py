@@ -1,0 +1,126 @@
+"""What every rule needs to know about a host besides its raw facts, worked out once."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from computefence.evaluate.mounts import StorageMap
+from computefence.models import CheckOptions, Facts, Finding, PathFacts, ProviderInfo, Severity
+from computefence.profiles import Profile, detect_provider, get_profile
+
+
+@dataclass(frozen=True)
+class Context:
+    provider: ProviderInfo | None
+    profile: Profile
+    storage: StorageMap
+    # Some sign of an NVIDIA GPU: nvidia-smi, /dev/nvidia* nodes, or GPU facts that could not
+    # be collected (a hung tool is not evidence of no GPU).
+    gpu_present: bool
+    # --expect-gpu, or the provider's API says the pod has GPUs.
+    gpu_expected: bool
+    # nvidia-smi answered and listed at least one GPU.
+    gpu_usable: bool
+    # A machine meant for GPU or torch work; on anything else (a laptop, a CI runner) the
+    # pod-storage and shared-memory checks only say why they do not apply.
+    ml_host: bool
+
+    @property
+    def on_provider(self) -> bool:
+        return self.profile.name != "generic"
+
+
+Rule = Callable[[Facts, CheckOptions, Context], list[Finding]]
+
+
+def build_context(facts: Facts, checks: CheckOptions, provider: ProviderInfo | None) -> Context:
+    name = provider.provider if provider is not None else detect_provider(facts.identity.provider_hints)
+    profile = get_profile(name)
+    gpu = facts.gpu
+    gpu_present = bool(gpu.nvidia_smi_found or gpu.device_nodes or gpu.gpus) or collector_error(facts, "gpu") is not None
+    gpu_expected = checks.expect_gpu or bool(provider is not None and provider.gpu_count)
+    gpu_usable = bool(gpu.nvidia_smi_found and gpu.exit_code in (0, None) and not gpu.timed_out and gpu.gpus)
+    torch_installed = facts.torch.importable or bool(facts.packages.versions.get("torch"))
+    ml_host = gpu_present or gpu_expected or profile.name != "generic" or torch_installed
+    return Context(
+        provider=provider,
+        profile=profile,
+        storage=StorageMap(facts.storage.mounts, profile, provider),
+        gpu_present=gpu_present,
+        gpu_expected=gpu_expected,
+        gpu_usable=gpu_usable,
+        ml_host=ml_host,
+    )
+
+
+# ---------------------------------------------------------------- fact helpers
+
+
+def collector_error(facts: Facts, name: str) -> str | None:
+    """Why a collector produced no facts, or None when it ran (or was not reported)."""
+    status = facts.collectors.get(name)
+    if status is None or (status.ok and not status.timed_out):
+        return None
+    if status.error:
+        return status.error
+    return "timed out" if status.timed_out else "failed"
+
+
+def path_facts(facts: Facts, role: str) -> list[PathFacts]:
+    return [p for p in facts.storage.paths if p.role == role]
+
+
+def first_path(facts: Facts, role: str) -> PathFacts | None:
+    found = path_facts(facts, role)
+    return found[0] if found else None
+
+
+def env_by_source(facts: Facts, name: str) -> dict[str, str | None]:
+    """Where a variable is set ("process", "container", "etc_environment", ...) and its value."""
+    return {entry.source: entry.value for entry in facts.environment.variables.get(name, [])}
+
+
+# ---------------------------------------------------------------- finding helpers
+
+
+def passed(check: str, message: str, subject: str | None = None) -> Finding:
+    return Finding(check=check, severity=Severity.PASS, message=message, subject=subject)
+
+
+def warn(check: str, message: str, fix: str, subject: str | None = None) -> Finding:
+    return Finding(check=check, severity=Severity.WARN, message=message, fix=fix, subject=subject)
+
+
+def block(check: str, message: str, fix: str, subject: str | None = None) -> Finding:
+    return Finding(check=check, severity=Severity.BLOCK, message=message, fix=fix, subject=subject)
+
+
+def q(text: str) -> str:
+    """A value made safe to paste into a shell command."""
+    return shlex.quote(text)
+
+
+def sudo(facts: Facts) -> str:
+    """'sudo ' for a non-root login, nothing for root (containers often have no sudo)."""
+    return "" if facts.identity.uid == 0 or facts.identity.user == "root" else "sudo "
+
+
+def with_note(command: str, note: str | None) -> str:
+    """A command followed by a shell comment, so the whole line still pastes and runs."""
+    return f"{command}  # {note}" if note else command
+
+
+def one_line(text: str | None, limit: int = 240) -> str:
+    """Text from a pod (an error, a tool's output) as one bounded line."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def gb(n_bytes: int | None) -> str:
+    """Bytes in GB (10^9), as the checks' thresholds are stated."""
+    if n_bytes is None:
+        return "?"
+    value = n_bytes / 1e9
+    return f"{value:.1f} GB" if value < 100 else f"{value:.0f} GB"

@@ -1,0 +1,135 @@
+"""The fleet-wide view: summary counts, money at risk, version drift and the verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timezone
+
+from computefence import __version__
+from computefence.models import (
+    DriftRow,
+    Facts,
+    HostReport,
+    HostStatus,
+    Report,
+    Severity,
+    SourceStatus,
+    Summary,
+)
+
+NOT_INSTALLED = "(not installed)"
+NONE = "(none)"
+
+
+def build_report(
+    hosts: list[HostReport],
+    *,
+    kind: str,
+    sources: Iterable[SourceStatus] = (),
+    fail_on: Severity = Severity.BLOCK,
+    allow_unreachable: bool = False,
+) -> Report:
+    sources = list(sources)
+    return Report(
+        tool_version=__version__,
+        kind=kind,
+        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        hosts=list(hosts),
+        sources=sources,
+        drift=drift(hosts),
+        summary=summarize(hosts, sources, allow_unreachable=allow_unreachable),
+        fail_on=fail_on,
+        allow_unreachable=allow_unreachable,
+    )
+
+
+def summarize(hosts: list[HostReport], sources: Iterable[SourceStatus] = (), *, allow_unreachable: bool = False) -> Summary:
+    """Counts, money and verdict. A pod that could not be checked, or a source that could not
+    be read (its pods went unchecked), blocks unless allow_unreachable; then it warns."""
+    summary = Summary(hosts=len(hosts))
+    total = at_risk = 0.0
+    priced = False
+    for host in hosts:
+        blockers, warnings = len(host.blockers), len(host.warnings)
+        summary.blockers += blockers
+        summary.warnings += warnings
+        summary.passed += sum(1 for f in host.findings if f.severity is Severity.PASS)
+        ok = host.status is HostStatus.OK
+        if ok:
+            summary.ok += 1
+            if blockers:
+                summary.hosts_blocked += 1
+            elif warnings:
+                summary.hosts_warned += 1
+            else:
+                summary.hosts_clean += 1
+        else:
+            summary.not_ok += 1
+        cost = host.provider.cost_per_hour if host.provider is not None else None
+        if cost is not None:
+            priced = True
+            total += cost
+            if blockers or not ok:
+                at_risk += cost
+                summary.hosts_at_risk_priced += 1
+    if priced:
+        summary.cost_per_hour_total = round(total, 4)
+        summary.cost_per_hour_at_risk = round(at_risk, 4)
+    unchecked = summary.not_ok > 0 or any(not source.ok for source in sources)
+    if summary.blockers or (unchecked and not allow_unreachable):
+        summary.verdict = Severity.BLOCK
+    elif summary.warnings or unchecked:
+        summary.verdict = Severity.WARN
+    else:
+        summary.verdict = Severity.PASS
+    return summary
+
+
+def exit_code(report: Report) -> int:
+    """1 when the verdict reaches the report's fail_on level, else 0."""
+    verdict = report.summary.verdict
+    if verdict is Severity.BLOCK:
+        return 1
+    if verdict is Severity.WARN and report.fail_on is Severity.WARN:
+        return 1
+    return 0
+
+
+# ---------------------------------------------------------------- drift
+
+
+def _components(facts: Facts) -> dict[str, str]:
+    torch = facts.torch
+    values = {
+        "torch": torch.version if torch.importable and torch.version else NOT_INSTALLED,
+        "torch CUDA build": (torch.cuda_build or ("ROCm " + torch.hip_build if torch.hip_build else "CPU"))
+        if torch.importable else NOT_INSTALLED,
+        "NVIDIA driver": facts.gpu.driver_version or NONE,
+        "driver CUDA": facts.gpu.cuda_version or NONE,
+        "python": torch.python_version or facts.identity.python_version or NONE,
+    }
+    for name, version in facts.packages.versions.items():
+        if name != "torch":
+            values[name] = version or NOT_INSTALLED
+    return values
+
+
+def drift(hosts: list[HostReport]) -> list[DriftRow]:
+    """One row per component whose value differs between the hosts that were checked."""
+    checked = [h for h in hosts if h.status is HostStatus.OK and h.facts is not None]
+    if len(checked) < 2:
+        return []
+    per_host = {h.name: _components(h.facts) for h in checked}
+    names: list[str] = []
+    for components in per_host.values():
+        names += [name for name in components if name not in names]
+    rows = []
+    for name in names:
+        values: dict[str, list[str]] = {}
+        for host, components in per_host.items():
+            # A host whose package list was not collected says nothing about the package.
+            if name in components:
+                values.setdefault(components[name], []).append(host)
+        if len(values) > 1:
+            rows.append(DriftRow(component=name, values=values))
+    return rows

@@ -1,0 +1,329 @@
+"""GPU checks: the driver, torch's CUDA build against it, and what torch can see.
+
+On a machine with no sign of an NVIDIA GPU (no nvidia-smi, no /dev/nvidia*) and none
+expected, gpu.driver passes with a note and the other GPU checks stay silent. A check whose
+precondition failed elsewhere (the driver is broken, torch does not import) stays silent
+too: the failing check already names the cause and its fix.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from computefence.evaluate.context import (
+    Context,
+    block,
+    collector_error,
+    env_by_source,
+    one_line,
+    passed,
+    q,
+    sudo,
+    warn,
+    with_note,
+)
+from computefence.evaluate.torch_builds import (
+    ARCH_MIN_CUDA,
+    choose_build,
+    cuda_text,
+    install_command,
+    parse_capability,
+    parse_version,
+)
+from computefence.models import CheckOptions, Facts, Finding, TorchFacts
+
+CHECKS = {
+    "gpu.driver": "nvidia-smi answers and lists the GPUs",
+    "gpu.cuda-unavailable": "torch can use CUDA where the driver sees GPUs",
+    "gpu.torch-cpu-build": "torch is a CUDA build on a GPU machine",
+    "gpu.driver-too-old": "the driver's CUDA version runs torch's CUDA build",
+    "gpu.arch-unsupported": "torch has kernels for every GPU's compute capability",
+    "gpu.memory-in-use": "no GPU memory is already held by other processes",
+    "gpu.count-mismatch": "torch sees as many GPUs as the driver",
+}
+
+NO_GPU = "no NVIDIA GPU on this machine; GPU checks skipped"
+# More than this in use on an idle GPU means another process holds it.
+BUSY_MIB = 1024
+
+
+def _torch_ok(torch: TorchFacts) -> bool:
+    return torch.importable and not torch.timed_out
+
+
+def _torch_name(torch: TorchFacts) -> str:
+    return f"torch {torch.version or '(unknown version)'}"
+
+
+def _visible_devices(facts: Facts) -> str | None:
+    return env_by_source(facts, "CUDA_VISIBLE_DEVICES").get("process")
+
+
+def _dmesg(facts: Facts) -> str:
+    return f"{sudo(facts)}dmesg | grep -iE 'nvrm|xid' | tail -n 20"
+
+
+def _restart_note(ctx: Context) -> str:
+    if ctx.on_provider:
+        return f"restart the {ctx.profile.title} machine; if it recurs, the host is faulty: move to another one"
+    return "reboot the machine"
+
+
+def _min_cuda_for_gpus(facts: Facts) -> tuple[int, int] | None:
+    needs = [ARCH_MIN_CUDA[cap] for cap in (_capability(facts, g.index, g.compute_cap) for g in facts.gpu.gpus)
+             if cap in ARCH_MIN_CUDA]
+    return max(needs) if needs else None
+
+
+def _capability(facts: Facts, index: int, from_smi: str | None) -> tuple[int, int] | None:
+    cap = parse_capability(from_smi)
+    if cap is None:
+        device = next((d for d in facts.torch.devices if d.index == index), None)
+        cap = parse_capability(device.capability) if device else None
+    return cap
+
+
+def _install_fix(facts: Facts, replace: bool, min_cuda: tuple[int, int] | None = None, keep_version: bool = True) -> str:
+    torch = facts.torch
+    driver = facts.gpu.cuda_version
+    choice = choose_build(torch.version if keep_version else None, driver, min_cuda or _min_cuda_for_gpus(facts))
+    if choice is None:
+        return f"no published PyTorch CUDA build runs on this driver (CUDA {driver}): use a machine with a newer NVIDIA driver"
+    requirement, tag = choice
+    return install_command(torch.python, requirement, tag, replace=replace)
+
+
+# ---------------------------------------------------------------- gpu.driver
+
+
+def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
+    cid = "gpu.driver"
+    gpu = facts.gpu
+    failure = collector_error(facts, "gpu")
+    if failure is not None and not gpu.nvidia_smi_found:
+        return [block(cid, f"GPU facts could not be collected ({one_line(failure)}): nvidia-smi or the driver is hung",
+                      with_note(f"timeout 20 nvidia-smi; {_dmesg(facts)}", _restart_note(ctx)))]
+    if gpu.timed_out:
+        return [block(cid, "nvidia-smi did not answer in time: the driver or a GPU is wedged",
+                      with_note(_dmesg(facts), _restart_note(ctx)))]
+    if gpu.nvidia_smi_found and gpu.exit_code not in (0, None):
+        output = one_line(gpu.error_output) or "no output"
+        return [block(cid, f"nvidia-smi failed (exit {gpu.exit_code}): {output}", _driver_fix(facts, ctx))]
+    if gpu.gpus:
+        names = Counter(g.name for g in gpu.gpus)
+        listed = ", ".join(f"{n}x {name}" if n > 1 else name for name, n in names.items())
+        cuda = f" (CUDA {gpu.cuda_version})" if gpu.cuda_version else ""
+        count = len(gpu.gpus)
+        return [passed(cid, f"driver {gpu.driver_version or '?'}{cuda} sees {count} GPU{'s' if count > 1 else ''}: {listed}")]
+    if gpu.nvidia_smi_found:
+        if ctx.gpu_expected or gpu.device_nodes:
+            return [block(cid, f"nvidia-smi lists no GPUs{_expected_reason(checks, ctx)}", _no_gpu_fix(ctx))]
+        return [passed(cid, "nvidia-smi is installed but lists no GPU; GPU checks skipped")]
+    if gpu.device_nodes:
+        nodes = ", ".join(gpu.device_nodes[:3])
+        fix = with_note(
+            "cat /proc/driver/nvidia/version",
+            f"install the utilities of that driver version ({sudo(facts)}apt-get install -y nvidia-utils-<major>); in a "
+            "container, start it with NVIDIA_DRIVER_CAPABILITIES=compute,utility so the runtime mounts nvidia-smi",
+        )
+        if facts.torch.cuda_available:
+            # torch works; only the tooling is missing, which hides the driver facts.
+            return [warn(cid, f"GPU device nodes ({nodes}) are present and torch uses CUDA, but nvidia-smi is not "
+                              "on PATH: driver version and GPU memory could not be checked", fix)]
+        return [block(cid, f"GPU device nodes ({nodes}) are present but nvidia-smi is not on PATH", fix)]
+    if ctx.gpu_expected:
+        return [block(cid, f"no NVIDIA GPU visible: no nvidia-smi and no /dev/nvidia* devices{_expected_reason(checks, ctx)}",
+                      _no_gpu_fix(ctx))]
+    return [passed(cid, NO_GPU)]
+
+
+def _expected_reason(checks: CheckOptions, ctx: Context) -> str:
+    if ctx.provider is not None and ctx.provider.gpu_count:
+        return f", but {ctx.profile.title} lists {ctx.provider.gpu_count} GPU(s) for this pod"
+    return ", but --expect-gpu says this machine should have one" if checks.expect_gpu else ""
+
+
+def _driver_fix(facts: Facts, ctx: Context) -> str:
+    if ctx.on_provider:
+        return with_note(_dmesg(facts), f"this container cannot reach the host's driver: {_restart_note(ctx)}")
+    root = sudo(facts)
+    return with_note(
+        f"{root}modprobe nvidia && nvidia-smi",
+        f"if that fails, `{_dmesg(facts)}` says why; a kernel update without a rebuilt driver is the usual "
+        f"cause: reinstall the driver ({root}ubuntu-drivers install) and reboot",
+    )
+
+
+def _no_gpu_fix(ctx: Context) -> str:
+    if ctx.on_provider:
+        return f"this {ctx.profile.title} machine has no GPU attached: restart it or redeploy it on a GPU"
+    return "start the container with GPU access (docker run --gpus all ...) or install the NVIDIA driver (sudo ubuntu-drivers install)"
+
+
+# ---------------------------------------------------------------- torch against the driver
+
+
+def check_torch_cpu_build(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
+    cid = "gpu.torch-cpu-build"
+    torch = facts.torch
+    if not ctx.gpu_present or not _torch_ok(torch):
+        return []
+    if torch.cuda_build:
+        return [passed(cid, f"{_torch_name(torch)} is a CUDA {torch.cuda_build} build")]
+    kind = f"a ROCm {torch.hip_build} build" if torch.hip_build else "a CPU-only build"
+    return [block(cid, f"{_torch_name(torch)} in {torch.python} is {kind} on an NVIDIA GPU machine: training runs on the CPU",
+                  _install_fix(facts, replace=True))]
+
+
+def _driver_too_old(facts: Facts) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(driver CUDA, torch CUDA) when the driver's CUDA is older than torch's build."""
+    driver = parse_version(facts.gpu.cuda_version)
+    build = parse_version(facts.torch.cuda_build)
+    if driver is None or build is None or tuple(driver[:2]) >= tuple(build[:2]):
+        return None
+    return driver, build
+
+
+def check_driver_too_old(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
+    cid = "gpu.driver-too-old"
+    torch = facts.torch
+    if not ctx.gpu_usable or not _torch_ok(torch) or not torch.cuda_build:
+        return []
+    if parse_version(facts.gpu.cuda_version) is None or parse_version(torch.cuda_build) is None:
+        return []
+    too_old = _driver_too_old(facts)
+    if too_old is None:
+        return [passed(cid, f"driver CUDA {facts.gpu.cuda_version} runs torch's CUDA {torch.cuda_build} build")]
+    driver, build = too_old
+    effect = ("torch.cuda.is_available() is False and training falls back to the CPU" if not torch.cuda_available
+              else "kernels built for the newer CUDA fail to load")
+    message = (f"{_torch_name(torch)} is built for CUDA {cuda_text(build)}, but driver {facts.gpu.driver_version or '?'} "
+               f"supports CUDA {cuda_text(driver)} only: {effect}")
+    fix = with_note(_install_fix(facts, replace=True), f"or use a machine whose driver supports CUDA {cuda_text(build)}")
+    return [block(cid, message, fix)]
+
+
+def check_cuda_unavailable(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
+    cid = "gpu.cuda-unavailable"
+    torch = facts.torch
+    if not ctx.gpu_usable or not _torch_ok(torch) or not torch.cuda_build or _driver_too_old(facts):
+        return []
+    if torch.cuda_available:
+        count = torch.device_count if torch.device_count is not None else "?"
+        return [passed(cid, f"torch uses CUDA ({count} device{'' if count == 1 else 's'})")]
+    seen = len(facts.gpu.gpus)
+    visible = _visible_devices(facts)
+    if visible is not None and visible.strip().lower() in ("", "-1", "none", "void", "nodevfiles"):
+        return [block(cid, f"torch cannot use CUDA: CUDA_VISIBLE_DEVICES={visible!r} hides all {seen} GPU(s) the driver sees",
+                      with_note("unset CUDA_VISIBLE_DEVICES", "and remove it from ~/.bashrc or the job's environment"))]
+    why = f": {one_line(torch.cuda_error, 160)}" if torch.cuda_error else ""
+    message = (f"{_torch_name(torch)} cannot use CUDA although the driver sees {seen} GPU(s){why}; "
+               "training would silently run on the CPU")
+    fix = with_note(_install_fix(facts, replace=True),
+                    f"`{q(torch.python)} -c 'import torch; torch.cuda.init()'` prints the underlying error")
+    return [block(cid, message, fix)]
+
+
+# ---------------------------------------------------------------- GPU architectures
+
+
+def _arch_supported(cap: tuple[int, int], arch_list: list[str]) -> bool:
+    for entry in arch_list:
+        entry = entry.strip().lower()
+        built = parse_capability(entry)
+        if built is None:
+            continue
+        if entry.startswith("compute_") and built <= cap:
+            return True  # PTX is JIT-compiled for newer GPUs
+        if entry.startswith("sm_") and built[0] == cap[0] and built[1] <= cap[1]:
+            return True  # binaries run on later GPUs of the same major version
+    return False
+
+
+def check_arch_unsupported(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
+    cid = "gpu.arch-unsupported"
+    torch = facts.torch
+    if not ctx.gpu_usable or not _torch_ok(torch) or not torch.cuda_build or not torch.arch_list:
+        return []
+    by_cap: dict[tuple[int, int], list[tuple[int, str]]] = {}
+    for gpu in facts.gpu.gpus:
+        cap = _capability(facts, gpu.index, gpu.compute_cap)
+        if cap is not None:
+            by_cap.setdefault(cap, []).append((gpu.index, gpu.name))
+    if not by_cap:
+        return []
+    findings = []
+    for cap, gpus in sorted(by_cap.items()):
+        if _arch_supported(cap, torch.arch_list):
+            continue
+        sm = f"sm_{cap[0]}{cap[1]}"
+        indices = ",".join(str(i) for i, _ in gpus)
+        message = (f"{_torch_name(torch)} has no kernels for {sm} ({gpus[0][1]}, GPU {indices}): CUDA ops fail with "
+                   f"'no kernel image is available'; it was built for {' '.join(torch.arch_list)}")
+        min_cuda = max(ARCH_MIN_CUDA.get(cap, (0, 0)), _min_cuda_for_gpus(facts) or (0, 0))
+        findings.append(block(cid, message, _install_fix(facts, replace=True, min_cuda=min_cuda or None), subject=sm))
+    if findings:
+        return findings
+    covered = ", ".join(f"sm_{c[0]}{c[1]}" for c in sorted(by_cap))
+    return [passed(cid, f"{_torch_name(torch)} has kernels for {covered}")]
+
+
+# ---------------------------------------------------------------- what the GPUs hold and show
+
+
+def check_memory_in_use(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
+    cid = "gpu.memory-in-use"
+    if not ctx.gpu_usable:
+        return []
+    measured = [g for g in facts.gpu.gpus if g.memory_used_mib is not None]
+    if not measured:
+        return []
+    busy = [g for g in measured if g.memory_used_mib > BUSY_MIB]
+    if not busy:
+        most = max(g.memory_used_mib for g in measured)
+        return [passed(cid, f"no GPU memory held by other processes (at most {most} MiB in use)")]
+    held = ", ".join(
+        f"GPU {g.index} {g.memory_used_mib} of {g.memory_total_mib if g.memory_total_mib is not None else '?'} MiB"
+        for g in busy)
+    fix = with_note("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
+                    "kill the stale PIDs it lists; if it lists none, the memory is held outside this container: "
+                    + _restart_note(ctx))
+    subject = "GPU " + ",".join(str(g.index) for g in busy)
+    return [warn(cid, f"GPU memory already in use ({held}): the job may run out of memory", fix, subject=subject)]
+
+
+def check_count_mismatch(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
+    cid = "gpu.count-mismatch"
+    torch = facts.torch
+    if not ctx.gpu_usable or not _torch_ok(torch) or not torch.cuda_available or torch.device_count is None:
+        return []
+    seen, usable = len(facts.gpu.gpus), torch.device_count
+    if usable == seen:
+        return [passed(cid, f"torch sees all {seen} GPUs the driver lists" if seen > 1 else "torch sees the GPU the driver lists")]
+    visible = _visible_devices(facts)
+    listed = [part for part in (visible or "").split(",") if part.strip()]
+    if visible is not None and listed and len(listed) == usable:
+        return [passed(cid, f"torch sees {usable} of {seen} GPUs, as CUDA_VISIBLE_DEVICES={visible} asks")]
+    every = ",".join(str(g.index) for g in facts.gpu.gpus)
+    if visible is not None:
+        message = f"torch sees {usable} GPU(s), the driver lists {seen}; CUDA_VISIBLE_DEVICES={visible!r}"
+        fix = with_note(f"export CUDA_VISIBLE_DEVICES={every}",
+                        "or unset CUDA_VISIBLE_DEVICES; look for a stale setting in ~/.bashrc")
+    else:
+        nvidia_visible = env_by_source(facts, "NVIDIA_VISIBLE_DEVICES").get("process")
+        shown = f" (NVIDIA_VISIBLE_DEVICES={nvidia_visible})" if nvidia_visible else ""
+        message = f"torch sees {usable} GPU(s), the driver lists {seen}: the container exposes fewer devices to CUDA{shown}"
+        fix = with_note("ls -l /dev/nvidia*", "the container was started with fewer GPU devices than nvidia-smi "
+                        "reports: " + _restart_note(ctx))
+    return [warn(cid, message, fix)]
+
+
+RULES = [
+    check_driver,
+    check_torch_cpu_build,
+    check_driver_too_old,
+    check_cuda_unavailable,
+    check_arch_unsupported,
+    check_memory_in_use,
+    check_count_mismatch,
+]

@@ -1,0 +1,66 @@
+"""python.torch-missing: torch must import in the interpreter the job will run with.
+
+Where torch matters: a GPU is present or expected, or torch is installed (a broken install
+is a fault wherever it is). A machine with neither (a laptop, a CI runner) without torch
+gets a pass saying so, never a blocker.
+"""
+
+from __future__ import annotations
+
+from computefence.evaluate.context import Context, block, collector_error, one_line, passed, q, warn, with_note
+from computefence.evaluate.torch_builds import choose_build, install_command
+from computefence.models import CheckOptions, Facts, Finding
+
+CHECKS = {"python.torch-missing": "torch imports in the training interpreter"}
+
+DEFAULT_PYTHON = "python3"
+
+
+def check_torch_missing(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
+    cid = "python.torch-missing"
+    torch = facts.torch
+    python = torch.python
+    installed = facts.packages.versions.get("torch")
+    needed = ctx.gpu_present or ctx.gpu_expected or bool(installed)
+    if torch.importable and not torch.timed_out:
+        where = f" (Python {torch.python_version})" if torch.python_version else ""
+        return [passed(cid, f"torch {torch.version or '?'} imports in {python}{where}", subject=python)]
+    failure = collector_error(facts, "torch")
+    if torch.timed_out or (failure and "timed out" in failure):
+        make = block if needed else warn
+        return [make(cid, f"`import torch` in {python} did not finish within the probe's time limit",
+                     with_note(f"timeout 300 {q(python)} -c 'import torch; print(torch.__version__)'",
+                               "an import that hangs is usually site-packages on a dead network mount, or CUDA "
+                               "initialisation stuck on a wedged GPU"),
+                     subject=python)]
+    if not torch.python_found:
+        message = f"the training interpreter {python} was not found"
+        fix = with_note("command -v python3", "install Python, or name the job's interpreter with --python "
+                        "/path/to/venv/bin/python (python: in an inventory)")
+        if needed or python != DEFAULT_PYTHON:
+            return [block(cid, message, fix, subject=python)]
+        return [passed(cid, f"{message}; no GPU here, so torch is not needed", subject=python)]
+    error = one_line(torch.import_error or failure or "import failed", 200)
+    if not needed:
+        return [passed(cid, f"torch is not installed in {python}; no GPU here, so none is needed", subject=python)]
+    if installed:
+        message = f"torch {installed} is installed in {python} but does not import: {error}"
+    else:
+        message = f"torch is not installed in {python}: {error}"
+    return [block(cid, message, _install(facts, replace=bool(installed)), subject=python)]
+
+
+def _install(facts: Facts, replace: bool) -> str:
+    python = facts.torch.python
+    driver = facts.gpu.cuda_version
+    if driver is None:
+        pip = f"{q(python)} -m pip"
+        return f"{pip} install --force-reinstall torch" if replace else f"{pip} install torch"
+    choice = choose_build(None, driver)
+    if choice is None:
+        return f"no published PyTorch CUDA build runs on this driver (CUDA {driver}): use a machine with a newer NVIDIA driver"
+    requirement, tag = choice
+    return install_command(python, requirement, tag, replace=replace)
+
+
+RULES = [check_torch_missing]

@@ -1,0 +1,108 @@
+"""Which PyTorch CUDA build fits a driver, and the pip command that installs it."""
+
+from __future__ import annotations
+
+import re
+
+from computefence.evaluate.context import q
+
+INDEX_URL = "https://download.pytorch.org/whl/{tag}"
+
+# CUDA builds published on download.pytorch.org per torch minor release. Releases newer
+# than the last row are assumed to ship that row's builds.
+CUDA_TAGS: dict[tuple[int, int], tuple[str, ...]] = {
+    (2, 0): ("cu117", "cu118"),
+    (2, 1): ("cu118", "cu121"),
+    (2, 2): ("cu118", "cu121"),
+    (2, 3): ("cu118", "cu121"),
+    (2, 4): ("cu118", "cu121", "cu124"),
+    (2, 5): ("cu118", "cu121", "cu124"),
+    (2, 6): ("cu118", "cu124", "cu126"),
+    (2, 7): ("cu118", "cu126", "cu128"),
+    (2, 8): ("cu126", "cu128", "cu129"),
+    (2, 9): ("cu126", "cu128", "cu130"),
+}
+
+# The first CUDA release whose builds carry kernels for a compute capability.
+ARCH_MIN_CUDA: dict[tuple[int, int], tuple[int, int]] = {
+    (8, 9): (11, 8),
+    (9, 0): (11, 8),
+    (10, 0): (12, 8),
+    (12, 0): (12, 8),
+}
+
+
+def parse_version(text: str | None) -> tuple[int, ...] | None:
+    """(2, 3, 1) from '2.3.1+cu121'; (12, 4) from '12.4'; None if there is no number."""
+    if not text:
+        return None
+    match = re.match(r"\s*(\d+(?:\.\d+)*)", text)
+    return tuple(int(part) for part in match.group(1).split(".")) if match else None
+
+
+def parse_capability(text: str | None) -> tuple[int, int] | None:
+    """(9, 0) from '9.0', 'sm_90' or '90'."""
+    if not text:
+        return None
+    text = text.strip().lower().removeprefix("sm_").removeprefix("compute_")
+    if "." in text:
+        version = parse_version(text)
+        return (version[0], version[1] if len(version) > 1 else 0) if version else None
+    digits = re.match(r"(\d+)", text)
+    if not digits or len(digits.group(1)) < 2:
+        return None
+    number = digits.group(1)
+    return int(number[:-1]), int(number[-1])
+
+
+def tag_cuda(tag: str) -> tuple[int, int]:
+    """(12, 1) from 'cu121'."""
+    digits = tag.removeprefix("cu")
+    return int(digits[:-1]), int(digits[-1])
+
+
+def cuda_text(version: tuple[int, ...]) -> str:
+    return ".".join(str(part) for part in version[:2])
+
+
+def _tags_for(minor: tuple[int, int]) -> tuple[str, ...]:
+    if minor in CUDA_TAGS:
+        return CUDA_TAGS[minor]
+    newest = max(CUDA_TAGS)
+    return CUDA_TAGS[newest] if minor > newest else ()
+
+
+def _best_tag(tags: tuple[str, ...], driver: tuple[int, ...] | None, at_least: tuple[int, int] | None) -> str | None:
+    fitting = [
+        tag for tag in tags
+        if (driver is None or tag_cuda(tag) <= tuple(driver[:2])) and (at_least is None or tag_cuda(tag) >= at_least)
+    ]
+    return max(fitting, key=tag_cuda) if fitting else None
+
+
+def choose_build(
+    torch_version: str | None, driver_cuda: str | None, min_cuda: tuple[int, int] | None = None
+) -> tuple[str, str] | None:
+    """(requirement, tag) for the newest CUDA build the driver runs, keeping the installed
+    torch release when it has such a build: ('torch==2.3.1', 'cu121'), ('torch==2.6.*',
+    'cu124') or ('torch', 'cu128'). None when no published build fits the driver."""
+    driver = parse_version(driver_cuda)
+    installed = parse_version(torch_version)
+    if installed is not None and len(installed) >= 2:
+        tag = _best_tag(_tags_for(installed[:2]), driver, min_cuda)
+        if tag is not None:
+            return f"torch=={'.'.join(str(p) for p in installed[:3])}", tag
+    newest = max(CUDA_TAGS)
+    for minor in sorted(CUDA_TAGS, reverse=True):
+        tag = _best_tag(CUDA_TAGS[minor], driver, min_cuda)
+        if tag is not None:
+            return ("torch" if minor == newest else f"torch=={minor[0]}.{minor[1]}.*"), tag
+    return None
+
+
+def install_command(python: str, requirement: str, tag: str, replace: bool) -> str:
+    """The pip command line; `replace` uninstalls first, since pip treats 2.3.1+cpu as
+    already satisfying torch==2.3.1 and would keep the wrong build."""
+    pip = f"{q(python)} -m pip"
+    install = f"{pip} install {q(requirement)} --index-url {INDEX_URL.format(tag=tag)}"
+    return f"{pip} uninstall -y torch && {install}" if replace else install

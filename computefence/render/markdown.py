@@ -1,0 +1,147 @@
+"""GitHub-flavoured Markdown for a CI step summary ($GITHUB_STEP_SUMMARY).
+
+Strings from pods are escaped: HTML is neutralised, Markdown punctuation is
+backslash-escaped, pipes cannot break a table, and code fences are longer than any
+backtick run inside them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from computefence.models import Finding, HostReport, HostStatus, Report, Severity
+from computefence.render import views
+
+_ICON = {Severity.BLOCK: "🛑", Severity.WARN: "⚠️", Severity.PASS: "✅"}
+# Backslash-escaped: emphasis, code, links, tables, strikethrough, headings and
+# GitHub's $math$ ('$7/h ... $2/h' would otherwise render as a formula).
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#$])")
+
+
+def md(text: object) -> str:
+    """Inline text: safe in a paragraph and in a table cell."""
+    text = views.clean(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return "<br>".join(line.strip() for line in text.splitlines()) if "\n" in text else text
+
+
+def code_span(text: object) -> str:
+    """Inline code, safe in a table cell (GFM splits cells on '|' even inside code)."""
+    text = " ".join(views.clean(text).split()).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def code_block(text: str, lang: str = "sh") -> str:
+    text = views.clean(text)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def render(report: Report) -> str:
+    lines = _fleet(report) if report.kind == "fleet" else _single(report)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _heading(report: Report, title: str) -> list[str]:
+    return [
+        f"## {_ICON[report.summary.verdict]} {title}: {views.verdict_word(report)}",
+        "",
+        md(views.verdict_detail(report)),
+        "",
+    ]
+
+
+# ---------------------------------------------------------------- one machine
+
+
+def _single(report: Report) -> list[str]:
+    title = "ComputeFence doctor" if report.kind == "doctor" else f"ComputeFence {md(report.kind)}"
+    lines = _heading(report, title)
+    for host in report.hosts:
+        lines += [f"**{md(host.name)}**: {md(views.machine_line(host))}", ""]
+        if host.status is not HostStatus.OK:
+            lines += _not_ok_table([host])
+        if host.findings:
+            lines += ["| | Check | Finding |", "|---|---|---|"]
+            for _, findings in views.by_area(host.findings):
+                for finding in findings:
+                    lines.append(f"| {_ICON[finding.severity]} {finding.severity.value} | {code_span(finding.check)} | {md(finding.message)} |")
+            lines.append("")
+        fixes = [f for f in host.findings if f.fix and f.severity is not Severity.PASS]
+        if fixes:
+            lines += ["### Fixes", ""]
+            for finding in sorted(fixes, key=lambda f: -f.severity.rank):
+                lines += _fix(finding)
+    lines += [f"<sub>generated {md(report.generated_at)} by computefence {md(report.tool_version)}</sub>"]
+    return lines
+
+
+def _fix(finding: Finding) -> list[str]:
+    return [f"{_ICON[finding.severity]} **{md(finding.check)}**: {md(finding.message)}", "", code_block(finding.fix or ""), ""]
+
+
+# ---------------------------------------------------------------- fleet
+
+
+def _fleet(report: Report) -> list[str]:
+    lines = _heading(report, "ComputeFence fleet check")
+    money = views.money_line(report)
+    if money:
+        lines += [f"**Money at risk:** {md(money)}", ""]
+    for source in views.failed_sources(report):
+        lines += [f"🛑 source **{md(source.name)}** failed: {md(source.error or 'unknown error')}", ""]
+
+    lines += ["| Pod | Provider | GPUs | torch / CUDA | Status | Blockers | Warnings |", "|---|---|---|---|---|---:|---:|"]
+    for host in report.hosts:
+        checked = host.status is HostStatus.OK
+        lines.append(
+            f"| {md(host.name)} | {md(views.provider_cell(host))} | {md(views.gpu_cell(host))} | "
+            f"{md(views.torch_cell(host))} | {md(views.host_state(host))} | "
+            f"{len(host.blockers) if checked else '-'} | {len(host.warnings) if checked else '-'} |"
+        )
+    lines.append("")
+
+    groups = views.group_findings(report.hosts)
+    if groups:
+        lines += ["### Findings across pods", ""]
+        for group in groups:
+            for variant in group.variants:
+                lines += [
+                    f"{_ICON[group.severity]} **{md(group.check)}** ({views.plural(len(variant.hosts), 'pod')}): {md(variant.message)}",
+                    "",
+                    f"Pods: {md(views.hosts_with_subjects(variant))}",
+                    "",
+                ]
+                if variant.fix:
+                    lines += [code_block(variant.fix), ""]
+
+    not_ok = views.not_ok_hosts(report)
+    if not_ok:
+        lines += ["### Pods not checked", ""] + _not_ok_table(not_ok)
+
+    if report.drift:
+        lines += ["### Version drift", "", "| Component | Version | Pods |", "|---|---|---|"]
+        for row in report.drift:
+            for version, hosts in sorted(row.values.items(), key=lambda kv: -len(kv[1])):
+                lines.append(f"| {md(row.component)} | {md(version)} | {md(', '.join(hosts))} |")
+        lines.append("")
+
+    checked = [h for h in report.hosts if h.facts is not None]
+    if checked:
+        lines += ["<details><summary>Per-pod details</summary>", ""]
+        for host in checked:
+            lines += [f"- **{md(host.name)}**: {md(views.machine_line(host))}"]
+        lines += ["", "</details>", ""]
+    lines += [f"<sub>generated {md(report.generated_at)} by computefence {md(report.tool_version)}</sub>"]
+    return lines
+
+
+def _not_ok_table(hosts: list[HostReport]) -> list[str]:
+    lines = ["| Pod | Status | Reason | Fix |", "|---|---|---|---|"]
+    for host in hosts:
+        lines.append(f"| {md(host.name)} | {md(host.status.value)} | {md(host.reason or '')} | {md(host.fix or '')} |")
+    return lines + [""]

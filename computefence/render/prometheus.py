@@ -1,0 +1,115 @@
+"""Prometheus text exposition format, for node_exporter's textfile collector.
+
+Cron use: `computefence fleet check --format prometheus --output
+/var/lib/node_exporter/textfile/computefence.prom` (the file is replaced atomically).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from computefence.models import HostStatus, Report, Severity
+from computefence.render import views
+
+_VERDICT_VALUE = {Severity.PASS: 0, Severity.WARN: 1, Severity.BLOCK: 2}
+
+
+def label_value(value: object) -> str:
+    # The exposition format escapes exactly backslash, double quote and newline.
+    text = views.clean(value)
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(**labels: object) -> str:
+    return "{" + ",".join(f'{key}="{label_value(value)}"' for key, value in labels.items()) + "}"
+
+
+def _number(value: float) -> str:
+    return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+class _Exposition:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def family(self, name: str, help_text: str, samples: list[tuple[dict, float]]) -> None:
+        if not samples:
+            return
+        self.lines.append(f"# HELP {name} {help_text}")
+        self.lines.append(f"# TYPE {name} gauge")
+        for labels, value in samples:
+            self.lines.append(f"{name}{_labels(**labels) if labels else ''} {_number(value)}")
+
+
+def render(report: Report) -> str:
+    out = _Exposition()
+    s = report.summary
+    hosts = report.hosts
+
+    out.family(
+        "computefence_host_up",
+        "1 if the probe ran on the host and returned facts, 0 if the host could not be checked.",
+        [({"host": h.name, "status": h.status.value}, 1 if h.status is HostStatus.OK else 0) for h in hosts],
+    )
+    out.family(
+        "computefence_host_info",
+        "Versions found on the host (value is always 1).",
+        [({"host": h.name, **_info(h)}, 1) for h in hosts if h.facts is not None],
+    )
+    findings = []
+    for h in hosts:
+        counts: dict[str, dict[Severity, int]] = {}
+        for f in h.findings:
+            per_check = counts.setdefault(f.check, {sev: 0 for sev in Severity})
+            per_check[f.severity] += 1
+        for check, per_sev in counts.items():
+            findings += [({"host": h.name, "check": check, "severity": sev.value}, n) for sev, n in per_sev.items()]
+    out.family("computefence_findings", "Findings per host, check and severity.", findings)
+    checked = [h for h in hosts if h.status is HostStatus.OK]
+    out.family("computefence_blockers", "Blocking findings on the host.", [({"host": h.name}, len(h.blockers)) for h in checked])
+    out.family("computefence_warnings", "Warnings on the host.", [({"host": h.name}, len(h.warnings)) for h in checked])
+    out.family(
+        "computefence_host_cost_per_hour_dollars",
+        "The provider's hourly price for the host.",
+        [({"host": h.name}, float(h.provider.cost_per_hour)) for h in hosts if h.provider and h.provider.cost_per_hour is not None],
+    )
+    out.family(
+        "computefence_hosts",
+        "Hosts in the run by state.",
+        [
+            ({"state": "blocked"}, s.hosts_blocked),
+            ({"state": "warned"}, s.hosts_warned),
+            ({"state": "clean"}, s.hosts_clean),
+            ({"state": "not_checked"}, s.not_ok),
+        ],
+    )
+    if s.cost_per_hour_at_risk is not None:
+        out.family(
+            "computefence_cost_per_hour_at_risk_dollars",
+            "Hourly price of the hosts whose jobs are at risk.",
+            [({}, float(s.cost_per_hour_at_risk))],
+        )
+    out.family("computefence_verdict", "Verdict of the run: 0 pass, 1 warn, 2 block.", [({}, _VERDICT_VALUE[s.verdict])])
+    timestamp = _epoch(report.generated_at)
+    if timestamp is not None:
+        out.family("computefence_last_run_timestamp_seconds", "When the run's report was generated (Unix time).", [({}, timestamp)])
+    return "\n".join(out.lines) + "\n"
+
+
+def _info(host) -> dict[str, str]:
+    facts = host.facts
+    return {
+        "provider": host.provider.provider if host.provider else "",
+        "driver": facts.gpu.driver_version or "",
+        "cuda_driver": facts.gpu.cuda_version or "",
+        "torch": facts.torch.version or "",
+        "torch_cuda": facts.torch.cuda_build or "",
+        "gpus": views.gpu_cell(host),
+    }
+
+
+def _epoch(generated_at: str) -> float | None:
+    try:
+        return datetime.fromisoformat(generated_at).timestamp()
+    except ValueError:
+        return None

@@ -1,0 +1,261 @@
+"""Presentation helpers shared by the renderers: grouping, table cells, wording.
+
+Nothing here decides a verdict; it arranges what report.summary and the findings say.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+
+from computefence.models import Finding, HostReport, HostStatus, Report, Severity
+
+AREA_TITLES = {
+    "storage": "Storage",
+    "system": "System",
+    "gpu": "GPU",
+    "python": "Python",
+    "accelerate": "Accelerate",
+    "dataset": "Dataset",
+}
+_AREA_ORDER = list(AREA_TITLES)
+
+SEVERITY_LABEL = {Severity.BLOCK: "BLOCK", Severity.WARN: "WARN", Severity.PASS: "pass"}
+
+# Bidirectional overrides can make a hostile hostname display as something else.
+_BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def clean(text: object) -> str:
+    """Text from a pod made safe to show: control characters (ESC included) and lone
+    surrogates become '?'; newlines and tabs stay."""
+    out = []
+    for ch in str(text):
+        if ch in "\n\t":
+            out.append(ch)
+        elif ch in _BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Cs"):
+            out.append("?")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def one_line(text: object) -> str:
+    return " ".join(clean(text).split())
+
+
+def area_of(check: str) -> str:
+    return check.split(".", 1)[0]
+
+
+def area_title(area: str) -> str:
+    return AREA_TITLES.get(area, area.capitalize() or "Other")
+
+
+def area_sort_key(area: str) -> tuple[int, str]:
+    return (_AREA_ORDER.index(area) if area in _AREA_ORDER else len(_AREA_ORDER), area)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+# ---------------------------------------------------------------- findings
+
+
+def by_area(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
+    """Findings per check area, areas in a fixed order, worst findings first in each."""
+    areas: dict[str, list[Finding]] = {}
+    for finding in findings:
+        areas.setdefault(area_of(finding.check), []).append(finding)
+    return [
+        (area, sorted(items, key=lambda f: (-f.severity.rank, f.check)))
+        for area, items in sorted(areas.items(), key=lambda kv: area_sort_key(kv[0]))
+    ]
+
+
+def severity_counts(findings: list[Finding]) -> dict[Severity, int]:
+    counts = Counter(f.severity for f in findings)
+    return {sev: counts.get(sev, 0) for sev in (Severity.BLOCK, Severity.WARN, Severity.PASS)}
+
+
+@dataclass
+class Variant:
+    """One wording of a finding (message and fix) and the pods that got it."""
+
+    message: str
+    fix: str | None
+    # (host name, subject) pairs; subject is the per-pod value (a path, a GPU index).
+    hosts: list[tuple[str, str | None]] = field(default_factory=list)
+
+
+@dataclass
+class FindingGroup:
+    check: str
+    severity: Severity
+    variants: list[Variant] = field(default_factory=list)
+
+    @property
+    def host_names(self) -> list[str]:
+        names: list[str] = []
+        for variant in self.variants:
+            for name, _ in variant.hosts:
+                if name not in names:
+                    names.append(name)
+        return names
+
+
+def group_findings(hosts: list[HostReport], severities=(Severity.BLOCK, Severity.WARN)) -> list[FindingGroup]:
+    """Findings grouped across pods: one group per (check, severity), and inside it one
+    variant per distinct (message, fix), so the same finding on 40 pods shows once.
+    Groups come worst first, then by how many pods they hit."""
+    groups: dict[tuple[str, Severity], FindingGroup] = {}
+    for host in hosts:
+        for finding in host.findings:
+            if finding.severity not in severities:
+                continue
+            group = groups.setdefault((finding.check, finding.severity), FindingGroup(finding.check, finding.severity))
+            variant = next(
+                (v for v in group.variants if v.message == finding.message and v.fix == finding.fix), None
+            )
+            if variant is None:
+                variant = Variant(finding.message, finding.fix)
+                group.variants.append(variant)
+            variant.hosts.append((host.name, finding.subject))
+    for group in groups.values():
+        group.variants.sort(key=lambda v: -len(v.hosts))
+    return sorted(groups.values(), key=lambda g: (-g.severity.rank, -len(g.host_names), g.check))
+
+
+def hosts_with_subjects(variant: Variant) -> str:
+    """'pod-a, pod-b' or, where the subject differs between pods, 'pod-a (/data), pod-b (/mnt)'."""
+    subjects = {subject for _, subject in variant.hosts}
+    if len(subjects) <= 1:
+        return ", ".join(name for name, _ in variant.hosts)
+    return ", ".join(f"{name} ({subject})" if subject else name for name, subject in variant.hosts)
+
+
+def shared_subject(variant: Variant) -> str | None:
+    subjects = {subject for _, subject in variant.hosts}
+    return subjects.pop() if len(subjects) == 1 else None
+
+
+# ---------------------------------------------------------------- host cells
+
+
+def host_state(host: HostReport) -> str:
+    """'ok' hosts by their worst finding, others by their status."""
+    if host.status is not HostStatus.OK:
+        return host.status.value
+    if host.blockers:
+        return "blocked"
+    if host.warnings:
+        return "warnings"
+    return "ready"
+
+
+def provider_cell(host: HostReport) -> str:
+    if host.provider is None:
+        return "-"
+    return host.provider.provider
+
+
+def gpu_cell(host: HostReport) -> str:
+    facts = host.facts
+    if facts is not None and facts.gpu.gpus:
+        names = Counter(_short_gpu_name(g.name) for g in facts.gpu.gpus)
+        return ", ".join(f"{count}x {name}" for name, count in names.items())
+    if facts is not None and facts.gpu.nvidia_smi_found and (facts.gpu.exit_code or facts.gpu.timed_out):
+        return "driver error"
+    if host.provider is not None and host.provider.gpu_count:
+        return f"{host.provider.gpu_count}x {host.provider.gpu_type or 'GPU'}"
+    return "none" if facts is not None else "-"
+
+
+def _short_gpu_name(name: str) -> str:
+    return name[len("NVIDIA "):] if name.startswith("NVIDIA ") else name
+
+
+def torch_cell(host: HostReport) -> str:
+    facts = host.facts
+    if facts is None:
+        return "-"
+    torch = facts.torch
+    if not torch.importable:
+        return "torch missing" if torch.python_found else "no interpreter"
+    cuda = f"CUDA {torch.cuda_build}" if torch.cuda_build else ("ROCm " + torch.hip_build if torch.hip_build else "CPU build")
+    return f"{torch.version or '?'} / {cuda}"
+
+
+def machine_line(host: HostReport) -> str:
+    """One line about the machine for the doctor header."""
+    facts = host.facts
+    if facts is None:
+        return ""
+    ident = facts.identity
+    parts = []
+    if ident.os_release.pretty_name:
+        parts.append(ident.os_release.pretty_name)
+    if ident.kernel:
+        parts.append(f"kernel {ident.kernel}")
+    if ident.cpu_count:
+        parts.append(plural(ident.cpu_count, "CPU"))
+    if ident.mem_total_bytes:
+        parts.append(f"{ident.mem_total_bytes / 1e9:.0f} GB RAM")
+    parts.append(f"GPUs: {gpu_cell(host)}")
+    if facts.gpu.driver_version:
+        parts.append(f"driver {facts.gpu.driver_version} (CUDA {facts.gpu.cuda_version or '?'})")
+    parts.append(f"torch: {torch_cell(host)}")
+    return " · ".join(parts)
+
+
+# ---------------------------------------------------------------- wording
+
+
+def verdict_word(report: Report) -> str:
+    verdict = report.summary.verdict
+    if verdict is Severity.BLOCK:
+        return "BLOCKED"
+    if verdict is Severity.WARN:
+        return "FAILED ON WARNINGS" if report.fail_on is Severity.WARN else "READY WITH WARNINGS"
+    return "READY"
+
+
+def verdict_detail(report: Report) -> str:
+    s = report.summary
+    if report.kind != "fleet":
+        host = report.hosts[0] if report.hosts else None
+        if host is not None and host.status is not HostStatus.OK:
+            return f"{host.status.value}: {one_line(host.reason or '')}".rstrip(": ")
+        return f"{plural(s.blockers, 'blocker')}, {plural(s.warnings, 'warning')}, {s.passed} passed"
+    parts = [f"{s.hosts_blocked} of {plural(s.hosts, 'pod')} blocked"]
+    if s.not_ok:
+        parts.append(f"{s.not_ok} not checked" + (" (allowed)" if report.allow_unreachable else ""))
+    parts.append(f"{s.hosts_warned} with warnings")
+    parts.append(f"{s.hosts_clean} clean")
+    return ", ".join(parts)
+
+
+def verdict_line(report: Report) -> str:
+    return f"{verdict_word(report)}: {verdict_detail(report)}"
+
+
+def money_line(report: Report) -> str | None:
+    """'3 blocked pods burn $7.47/h (of $12.40/h for the fleet)', or None without prices."""
+    s = report.summary
+    if s.cost_per_hour_at_risk is None and s.cost_per_hour_total is None:
+        return None
+    at_risk = s.cost_per_hour_at_risk or 0.0
+    line = f"{plural(s.hosts_at_risk_priced, 'blocked pod')} {'burns' if s.hosts_at_risk_priced == 1 else 'burn'} ${at_risk:.2f}/h"
+    if s.cost_per_hour_total is not None:
+        line += f" (of ${s.cost_per_hour_total:.2f}/h for the fleet)"
+    return line
+
+
+def not_ok_hosts(report: Report) -> list[HostReport]:
+    return [h for h in report.hosts if h.status is not HostStatus.OK]
+
+
+def failed_sources(report: Report):
+    return [s for s in report.sources if not s.ok]

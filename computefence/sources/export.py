@@ -1,0 +1,123 @@
+"""Writing targets back out: a ComputeFence inventory (`yaml`) or an ssh_config block.
+
+Targets a provider lists but that cannot be checked are left out, with a comment saying
+why. Names that do not fit the inventory's name rule (a provider pod called "My Pod") are
+rewritten ("My-Pod") and the original kept in a comment. The YAML loads back through
+computefence.sources.inventory to the same targets (known_hosts files become the
+inventory's, shared by all its hosts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import yaml
+
+from computefence.models import Target
+from computefence.sources.inventory import NAME_RE, safe_name
+
+
+def _exportable(targets: Sequence[Target]) -> tuple[list[tuple[str, Target]], list[Target]]:
+    """(unique safe name, target) for checkable targets, and the targets left out."""
+    names: set[str] = set()
+    kept, skipped = [], []
+    for target in targets:
+        if target.unreachable_reason:
+            skipped.append(target)
+            continue
+        base = target.name if NAME_RE.match(target.name) else safe_name(target.name)
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}-{n}"
+        names.add(name)
+        kept.append((name, target))
+    return kept, skipped
+
+
+def _describe(name: str, target: Target) -> str:
+    parts = []
+    if name != target.name:
+        parts.append(f"was {target.name!r}")
+    provider = target.provider
+    if provider:
+        gpu = f"{provider.gpu_count or 1}x {provider.gpu_type}" if provider.gpu_type else None
+        cost = f"${provider.cost_per_hour:.2f}/h" if provider.cost_per_hour is not None else None
+        parts.append(" ".join(x for x in (provider.provider, "pod", provider.pod_id) if x))
+        parts.extend(x for x in (gpu, cost) if x)
+    elif target.source:
+        parts.append(f"from {target.source}")
+    return "# " + ", ".join(parts) + "\n" if parts else ""
+
+
+def _header(kind: str, kept: list, skipped: list[Target]) -> str:
+    lines = [f"# {kind} written by `computefence inventory export` ({len(kept)} hosts)."]
+    for target in skipped:
+        lines.append(f"# Left out, not checkable: {target.name}: {target.unreachable_reason}")
+    return "\n".join(lines) + "\n"
+
+
+def _absolute(path: str) -> str:
+    return str(Path(path).expanduser().absolute())
+
+
+def export_yaml(targets: Sequence[Target]) -> str:
+    """A ComputeFence inventory holding the targets."""
+    kept, skipped = _exportable(targets)
+    out = [_header("ComputeFence inventory", kept, skipped)]
+    known_hosts = list(dict.fromkeys(_absolute(p) for _, t in kept for p in t.known_hosts))
+    if known_hosts:
+        out.append(yaml.safe_dump({"known_hosts": known_hosts}, sort_keys=False))
+    out.append("hosts:\n")
+    for name, target in kept:
+        entry: dict = {"name": name, "host": target.host, "port": target.port}
+        if target.user:
+            entry["user"] = target.user
+        if target.identity_files:
+            files = [_absolute(p) for p in target.identity_files]
+            entry["identity_file"] = files[0] if len(files) == 1 else files
+        if target.proxy_jump:
+            entry["proxy_jump"] = target.proxy_jump
+        if target.python != "python3":
+            entry["python"] = target.python
+        if target.tags:
+            entry["tags"] = [tag if NAME_RE.match(tag) else safe_name(tag) for tag in target.tags]
+        checks = target.checks.model_dump(exclude_defaults=True)
+        if checks:
+            entry["checks"] = checks
+        out.append(_describe(name, target))
+        out.append(yaml.safe_dump([entry], sort_keys=False, default_flow_style=False))
+    return "".join(out)
+
+
+def _ssh_value(value: str) -> str:
+    return f'"{value}"' if any(c.isspace() for c in value) else value
+
+
+def export_ssh_config(targets: Sequence[Target]) -> str:
+    """An ssh_config block with one `Host` entry per target."""
+    kept, skipped = _exportable(targets)
+    out = [_header("ssh_config block", kept, skipped)]
+    for name, target in kept:
+        out.append("\n" + _describe(name, target))
+        lines = [f"Host {name}", f"HostName {target.host}", f"Port {target.port}"]
+        if target.user:
+            lines.append(f"User {target.user}")
+        # ssh expands %-tokens in IdentityFile; a literal % must be doubled.
+        lines.extend(f"IdentityFile {_ssh_value(_absolute(p).replace('%', '%%'))}" for p in target.identity_files)
+        if target.proxy_jump:
+            lines.append(f"ProxyJump {target.proxy_jump}")
+        if target.known_hosts:
+            # UserKnownHostsFile replaces ssh's default file; keep it first, as ComputeFence does.
+            default = "~/.ssh/known_hosts"
+            extra = [p for p in dict.fromkeys(_absolute(p) for p in target.known_hosts) if p != _absolute(default)]
+            lines.append("UserKnownHostsFile " + " ".join(_ssh_value(f) for f in [default, *extra]))
+        out.append(lines[0] + "\n" + "".join(f"    {line}\n" for line in lines[1:]))
+    return "".join(out)
+
+
+EXPORT_FORMATS: dict[str, Callable[[Sequence[Target]], str]] = {
+    "yaml": export_yaml,
+    "ssh-config": export_ssh_config,
+}

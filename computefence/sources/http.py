@@ -1,0 +1,239 @@
+"""A small bounded-retry JSON client for provider APIs.
+
+Every failure becomes a one-line SourceError that names the provider and says what to do.
+The API key travels only in the Authorization header: it is never part of a URL, a message,
+a repr or a log line, and any text a server echoes back is scrubbed of it before it is shown.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+import httpx
+
+from computefence import __version__
+from computefence.errors import ConfigError, SourceError
+
+T = TypeVar("T")
+
+# Longest server-provided text quoted in an error message.
+_QUOTE_CHARS = 160
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard to try before giving up on a provider API."""
+
+    # Tries in all for a retryable failure (429, 5xx, timeout, connection error).
+    attempts: int = 4
+    timeout_s: float = 15.0
+    # Backoff before the 2nd try; doubles each time up to max_backoff_s.
+    backoff_s: float = 1.0
+    max_backoff_s: float = 8.0
+    # A Retry-After longer than this is not waited for: the source fails with the wait in the message.
+    max_retry_after_s: float = 30.0
+    # Least time between two requests (Lambda Cloud allows about one request a second).
+    min_interval_s: float = 0.0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False, compare=False)
+
+    def backoff(self, failures: int) -> float:
+        return min(self.backoff_s * 2 ** (failures - 1), self.max_backoff_s)
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """`text` on one line, shortened, with `secret` removed."""
+    if secret:
+        text = text.replace(secret, "[redacted]")
+    text = " ".join(text.split())
+    if len(text) > _QUOTE_CHARS:
+        text = text[: _QUOTE_CHARS - 3] + "..."
+    return text
+
+
+def check_base_url(url: str, provider: str) -> str:
+    """A base URL without its trailing slash; ConfigError if it is not http(s)."""
+    url = url.strip().rstrip("/")
+    parsed = httpx.URL(url) if url.startswith(("http://", "https://")) else None
+    if parsed is None or not parsed.host:
+        raise ConfigError(f"{provider} API URL {url!r} is not an http:// or https:// URL")
+    return url
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date); None if absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    now = now or datetime.now(timezone.utc)
+    return max(0.0, (when - now).total_seconds())
+
+
+def error_detail(body: bytes, secret: str | None) -> str:
+    """The human part of a JSON error body, scrubbed; "" when there is none."""
+    try:
+        return error_text(json.loads(body), secret)
+    except ValueError:
+        return ""
+
+
+def error_text(data: Any, secret: str | None) -> str:
+    """The message of a parsed API error: Vast `msg`/`error`, Lambda `error.message`, GraphQL `errors[0].message`."""
+    parts: list[str] = []
+    if isinstance(data, Mapping):
+        err = data.get("error")
+        if isinstance(err, Mapping):
+            parts += [str(err[k]) for k in ("message", "suggestion") if isinstance(err.get(k), str)]
+        elif isinstance(err, str):
+            parts.append(err)
+        parts += [str(data[k]) for k in ("msg", "detail", "message") if isinstance(data.get(k), str)]
+        errors = data.get("errors")
+        if isinstance(errors, list) and errors and isinstance(errors[0], Mapping):
+            parts += [str(errors[0]["message"])] if isinstance(errors[0].get("message"), str) else []
+    return scrub(": ".join(parts), secret)
+
+
+class Retry(Exception):
+    """A retryable failure: what to say if it is the last one, and the server's wish for a wait."""
+
+    def __init__(self, message: str, wait_s: float | None = None):
+        super().__init__(message)
+        self.message = message
+        self.wait_s = wait_s
+
+
+def call_with_retries(provider: str, policy: RetryPolicy, once: Callable[[], T]) -> T:
+    """`once()` until it returns, raises something other than Retry, or the tries run out."""
+    failures = 0
+    while True:
+        try:
+            return once()
+        except Retry as retry:
+            failures += 1
+            if failures >= policy.attempts:
+                raise SourceError(f"{retry.message} after {failures} tries: retry later") from None
+            wait = retry.wait_s if retry.wait_s is not None else policy.backoff(failures)
+            if wait > policy.max_retry_after_s:
+                raise SourceError(
+                    f"{provider} API is rate limiting (HTTP 429) and asks to wait {wait:.0f} s, "
+                    f"more than {policy.max_retry_after_s:.0f} s: retry later"
+                ) from None
+            policy.sleep(wait)
+
+
+def raise_for_status(
+    provider: str,
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    secret: str | None,
+    key_help: str,
+    base_url: str,
+) -> None:
+    """Nothing for HTTP 200; SourceError for a final failure; Retry for 429 and 5xx."""
+    if status == 200:
+        return
+    detail = error_detail(body, secret)
+    suffix = f" ({detail})" if detail else ""
+    if status == 401:
+        raise SourceError(f"{provider} API rejected the API key (HTTP 401){suffix}: {key_help}")
+    if status == 403:
+        raise SourceError(
+            f"{provider} API refused access (HTTP 403){suffix}: "
+            f"check that the key may list instances and the account is active; {key_help}"
+        )
+    if status == 429:
+        raise Retry(f"{provider} API kept rate limiting (HTTP 429)", wait_s=retry_after_seconds(headers.get("Retry-After")))
+    if status >= 500:
+        raise Retry(f"{provider} API failed with HTTP {status}{suffix}")
+    raise SourceError(f"{provider} API answered HTTP {status}{suffix}: check the API URL ({base_url})")
+
+
+class ApiClient:
+    """GET JSON from one provider API with a bearer key, bounded retries and one-line errors.
+
+    Use it as a context manager: one connection pool serves all the pages of a listing.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        base_url: str,
+        api_key: str,
+        *,
+        key_help: str,
+        policy: RetryPolicy | None = None,
+    ) -> None:
+        self.provider = provider
+        self.base_url = base_url
+        self._key = api_key
+        # What the user should do about a rejected key, e.g. "check VAST_API_KEY".
+        self._key_help = key_help
+        self.policy = policy or RetryPolicy()
+        self._last_request: float | None = None
+        self._client = httpx.Client(
+            timeout=self.policy.timeout_s,
+            headers={
+                "Authorization": f"Bearer {api_key}",
+                "Accept": "application/json",
+                "User-Agent": f"computefence/{__version__}",
+            },
+            follow_redirects=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"ApiClient(provider={self.provider!r}, base_url={self.base_url!r})"
+
+    def error_text(self, data: Any) -> str:
+        """error_text() of a parsed body, scrubbed of this client's key."""
+        return error_text(data, self._key)
+
+    def __enter__(self) -> ApiClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._client.close()
+
+    def get_json(self, path: str, params: Mapping[str, str] | None = None) -> Any:
+        url = self.base_url + path
+        return call_with_retries(self.provider, self.policy, lambda: self._once(url, params))
+
+    def _once(self, url: str, params: Mapping[str, str] | None) -> Any:
+        policy = self.policy
+        if self._last_request is not None and policy.min_interval_s > 0:
+            gap = self._last_request + policy.min_interval_s - time.monotonic()
+            if gap > 0:
+                policy.sleep(gap)
+        self._last_request = time.monotonic()
+        where = f"{self.provider} API at {self.base_url}"
+        try:
+            response = self._client.get(url, params=params)
+        except httpx.TimeoutException:
+            raise Retry(f"{where} did not answer within {policy.timeout_s:g} s") from None
+        except httpx.TransportError as exc:
+            raise Retry(f"cannot reach {where} ({scrub(str(exc) or type(exc).__name__, self._key)})") from None
+        raise_for_status(
+            self.provider, response.status_code, response.headers, response.content, self._key, self._key_help, self.base_url
+        )
+        try:
+            return response.json()
+        except ValueError:
+            kind = response.headers.get("Content-Type", "no content type").split(";")[0]
+            raise SourceError(
+                f"{where} returned a body that is not JSON ({kind}): check the API URL or retry later"
+            ) from None

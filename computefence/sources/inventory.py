@@ -1,0 +1,341 @@
+"""ComputeFence YAML inventories (`-i pods.yaml`, default `inventory/*.yaml`).
+
+```yaml
+known_hosts: ~/.ssh/known_hosts        # or a list
+defaults: {user: root, port: 22, identity_file: ~/.ssh/id_ed25519, python: python3,
+           proxy_jump: bastion, checks: {output_dir: /workspace/checkpoints}}
+hosts:
+  - {name: pod-a, host: 203.0.113.10, port: 22022, tags: [sweep-7], checks: {output_dir: ./out}}
+```
+
+Every problem is a ConfigError naming the file and the line, raised before anything
+connects. The YAML helpers here (document loading with line numbers, locating a value's
+line) are shared with the Ansible YAML reader.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, get_args
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+
+from computefence.errors import ConfigError
+from computefence.models import CheckOptions, Target
+
+INVENTORY_SUFFIXES = (".yaml", ".yml")
+# Target names end up in `Host` lines, --limit patterns, JUnit suites and Prometheus labels.
+NAME_RE = re.compile(r"^[\w.@:+=/-]+$")
+NAME_RULE = "letters, digits and . _ - @ : + = / only"
+
+
+# ---------------------------------------------------------------- YAML with line numbers
+
+
+def read_text(path: Path, what: str) -> str:
+    """The file's text, or a ConfigError naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such {what}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, expected a {what}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+
+
+def load_yaml_document(path: Path, what: str) -> tuple[Any, yaml.Node | None]:
+    """Parse one YAML document; returns (data, root node), (None, None) when empty.
+
+    Duplicate mapping keys, which PyYAML silently resolves to the last one, are errors.
+    """
+    text = read_text(path, what)
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        _reject_duplicate_keys(path, node)
+        return loader.construct_document(node), node
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        problem = ", ".join(part for part in (exc.context, exc.problem) if part) or "invalid YAML"
+        raise ConfigError(f"{path}{line}: YAML syntax error: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: YAML syntax error: {str(exc).splitlines()[0]}") from None
+    finally:
+        loader.dispose()
+
+
+def _reject_duplicate_keys(path: Path, root: yaml.Node) -> None:
+    seen_nodes: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:  # aliases share nodes
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, int] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value != "<<":
+                    line = key.start_mark.line + 1
+                    if key.value in first:
+                        raise ConfigError(
+                            f"{path}:{line}: duplicate key {key.value!r} (first at line {first[key.value]})"
+                        )
+                    first[key.value] = line
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
+def node_at(root: yaml.Node | None, loc: tuple[Any, ...], *, key: bool = False) -> yaml.Node | None:
+    """The node at a data path such as ("hosts", 2, "port"), or the deepest ancestor found.
+
+    With key=True, a path ending in a mapping key yields the key's node (for unknown keys).
+    """
+    node = root
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == str(part):
+                    node = k if (key and last) else v
+                    break
+            else:
+                return node
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            node = node.value[part]
+        else:
+            return node
+    return node
+
+
+def node_line(root: yaml.Node | None, loc: tuple[Any, ...], *, key: bool = False) -> int:
+    node = node_at(root, loc, key=key)
+    return node.start_mark.line + 1 if node is not None else 1
+
+
+def format_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+# ---------------------------------------------------------------- the schema
+
+
+def _one_or_many(value: Any) -> Any:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return value
+    raise ValueError("expected a string or a list of strings")
+
+
+def _word(what: str):
+    def check(value: Any) -> Any:
+        if isinstance(value, str) and (not value or any(c.isspace() for c in value)):
+            raise ValueError(f"{what} must be a non-empty string without spaces")
+        return value
+
+    return check
+
+
+def _identifier(value: Any) -> Any:
+    if isinstance(value, str) and not NAME_RE.match(value):
+        raise ValueError(f"{value!r}: use {NAME_RULE}")
+    return value
+
+
+Port = Annotated[int, Field(ge=1, le=65535)]
+Word = Annotated[str, BeforeValidator(_word("value"))]
+Identifier = Annotated[str, BeforeValidator(_identifier)]
+PathList = Annotated[list[str], BeforeValidator(_one_or_many)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class InventoryChecks(CheckOptions):
+    """CheckOptions as written in an inventory: strict types, unknown keys rejected."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class InventoryDefaults(_Strict):
+    user: Word | None = None
+    port: Port | None = None
+    identity_file: PathList | None = None
+    python: Word | None = None
+    proxy_jump: Word | None = None
+    checks: InventoryChecks = Field(default_factory=InventoryChecks)
+
+
+class InventoryHost(_Strict):
+    name: Identifier | None = None
+    host: Word
+    port: Port | None = None
+    user: Word | None = None
+    identity_file: PathList | None = None
+    python: Word | None = None
+    proxy_jump: Word | None = None
+    tags: list[Identifier] = Field(default_factory=list)
+    checks: InventoryChecks = Field(default_factory=InventoryChecks)
+
+    @field_validator("host", mode="before")
+    @classmethod
+    def _host(cls, value: Any) -> Any:
+        return _word("host")(value)
+
+
+class InventoryFile(_Strict):
+    known_hosts: PathList = Field(default_factory=list)
+    defaults: InventoryDefaults = Field(default_factory=InventoryDefaults)
+    hosts: list[InventoryHost] = Field(min_length=1)
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The schema model that holds the last key of `loc` (for listing the allowed keys)."""
+    model: type[BaseModel] | None = InventoryFile
+    for part in loc[:-1]:
+        if isinstance(part, int) or model is None:
+            continue
+        field = model.model_fields.get(part)
+        model = _find_model(field.annotation) if field else None
+    return model
+
+
+def _find_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _find_model(arg)
+        if found:
+            return found
+    return None
+
+
+def _describe(error: dict[str, Any]) -> tuple[tuple[Any, ...], str, bool]:
+    """(location, message, points at the key) for one pydantic error."""
+    loc = tuple(error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        model = _model_at(loc)
+        allowed = ", ".join(model.model_fields) if model else ""
+        return loc, f"unknown key {loc[-1]!r}" + (f" (allowed: {allowed})" if allowed else ""), True
+    if kind == "missing":
+        return loc[:-1], f"missing required key {loc[-1]!r}", False
+    if loc == ("hosts",) and kind == "too_short":
+        return loc, "no hosts listed; add at least one", False
+    if loc and loc[-1] == "port" and kind in ("greater_than_equal", "less_than_equal"):
+        return loc, f"must be between 1 and 65535 (got {error.get('input')!r})", False
+    msg = {"model_type": "expected a mapping", "dict_type": "expected a mapping", "list_type": "expected a list"}.get(kind)
+    if msg is None:
+        msg = error["msg"].removeprefix("Value error, ")
+        msg = msg[:1].lower() + msg[1:]
+    value = error.get("input")
+    if kind != "value_error" and not isinstance(value, (dict, list)):
+        msg += f" (got {value!r})"
+    return loc, msg, False
+
+
+# ---------------------------------------------------------------- loading
+
+
+def safe_name(name: str) -> str:
+    """A name that satisfies the inventory's name rule (for exporting other sources' targets)."""
+    cleaned = re.sub(r"[^\w.@:+=/-]+", "-", name.strip()).strip("-")
+    return cleaned or "host"
+
+
+def _paths(values: list[str], base: Path) -> list[str]:
+    out = []
+    for value in values:
+        path = Path(value).expanduser()
+        out.append(str(path if path.is_absolute() else base / path))
+    return out
+
+
+def load_inventory(path: str | Path) -> list[Target]:
+    """The targets of one ComputeFence inventory file; ConfigError("FILE:LINE: ...") on any problem."""
+    path = Path(path)
+    data, root = load_yaml_document(path, "inventory file")
+    if root is None:
+        raise ConfigError(f"{path}:1: the inventory is empty; it needs a 'hosts:' list")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:{root.start_mark.line + 1}: expected a mapping with a 'hosts:' list at the top")
+    try:
+        inventory = InventoryFile.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            loc, msg, on_key = _describe(error)
+            problems.append((node_line(root, loc, key=on_key), loc, msg))
+        problems.sort(key=lambda p: p[0])
+        line, loc, msg = problems[0]
+        where = f"{format_loc(loc)}: " if loc else ""
+        more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
+        raise ConfigError(f"{path}:{line}: {where}{msg}{more}") from None
+
+    base = path.absolute().parent
+    defaults = inventory.defaults
+    known_hosts = _paths(inventory.known_hosts, base)
+    default_checks = defaults.checks.model_dump(exclude_unset=True)
+    targets: list[Target] = []
+    first_line: dict[str, int] = {}
+    for i, host in enumerate(inventory.hosts):
+        line = node_line(root, ("hosts", i))
+        name = host.name or host.host
+        if name in first_line:
+            hint = "" if host.name else "; give each host a 'name'"
+            raise ConfigError(f"{path}:{line}: duplicate host name {name!r} (first at line {first_line[name]}){hint}")
+        first_line[name] = line
+        identity = host.identity_file if host.identity_file is not None else defaults.identity_file
+        checks = {**default_checks, **host.checks.model_dump(exclude_unset=True)}
+        targets.append(
+            Target(
+                name=name,
+                host=host.host,
+                port=host.port or defaults.port or 22,
+                user=host.user or defaults.user,
+                identity_files=_paths(identity or [], base),
+                proxy_jump=host.proxy_jump or defaults.proxy_jump,
+                known_hosts=list(known_hosts),
+                python=host.python or defaults.python or "python3",
+                tags=list(host.tags),
+                checks=CheckOptions(**checks),
+                source=f"{path}:{line}",
+            )
+        )
+    return targets
+
+
+def inventory_files(path: str | Path) -> list[Path]:
+    """`-i PATH`: the file itself, or the *.yaml/*.yml files of a directory."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in INVENTORY_SUFFIXES and p.is_file())
+        if not files:
+            raise ConfigError(f"{path}: no *.yaml inventory files in this directory")
+        return files
+    return [path]
+
+
+class InventorySource:
+    """One ComputeFence inventory file."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.name = str(path)
+
+    def targets(self) -> list[Target]:
+        return load_inventory(self.path)

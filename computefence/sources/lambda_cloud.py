@@ -1,0 +1,82 @@
+"""Lambda Cloud discovery: GET {base}/api/v1/instances -> {"data": [instance, ...]}.
+
+Key: LAMBDA_API_KEY (Bearer). Base URL: --api-url, else LAMBDA_API_URL, else https://cloud.lambda.ai.
+The API allows about one request a second, so requests (retries included) are spaced by 1 s.
+Instances carry `jupyter_token` and `jupyter_url`, which are secrets: they are never read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from computefence.errors import SourceError
+from computefence.models import ProviderInfo, Target
+from computefence.sources.http import ApiClient, RetryPolicy
+from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, find_api_key, target_names
+
+PROVIDER = "Lambda Cloud"
+DEFAULT_API = "https://cloud.lambda.ai"
+URL_ENV = "LAMBDA_API_URL"
+KEY_ENV = "LAMBDA_API_KEY"
+KEY_HELP = "check LAMBDA_API_KEY; keys are at https://cloud.lambda.ai/api-keys"
+RATE_LIMITED = RetryPolicy(min_interval_s=1.0)
+
+_STATE_FIX = {
+    "booting": "wait until it is active, then re-run",
+    "unhealthy": "restart it from the Lambda Cloud dashboard, then re-run",
+}
+
+
+class LambdaSource:
+    """Every Lambda Cloud instance of the account; active ones are checkable."""
+
+    name = "lambda"
+
+    def __init__(self, api_url: str | None = None, *, policy: RetryPolicy | None = None) -> None:
+        self.api_url = api_url
+        self.policy = policy or RATE_LIMITED
+
+    def __repr__(self) -> str:
+        return f"LambdaSource(api_url={self.api_url!r})"
+
+    def targets(self) -> list[Target]:
+        base = base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API)
+        key = find_api_key(PROVIDER, KEY_ENV, [], "create one at https://cloud.lambda.ai/api-keys and export LAMBDA_API_KEY")
+        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy) as api:
+            body = api.get_json("/api/v1/instances")
+        if not isinstance(body, dict) or not isinstance(body.get("data"), list):
+            raise SourceError(f"{PROVIDER} API returned no `data` list of instances: check the API URL ({base})")
+        instances = [i for i in body["data"] if isinstance(i, dict) and as_str(i.get("id"))]
+        names = target_names([(as_str(i.get("name")), str(i["id"])) for i in instances], "lambda")
+        return [instance_target(inst, name) for inst, name in zip(instances, names)]
+
+
+def instance_target(inst: dict[str, Any], name: str) -> Target:
+    pod_id = str(inst["id"])
+    state = as_str(inst.get("status")) or "unknown"
+    itype = as_dict(inst.get("instance_type"))
+    cents = as_float(itype.get("price_cents_per_hour"))
+    mounts = [m for m in (as_str(as_dict(e).get("mount_point")) for e in inst.get("file_system_mounts") or []) if m]
+    file_systems = [n for n in inst.get("file_system_names") or [] if isinstance(n, str)]
+    info = ProviderInfo(
+        provider="lambda",
+        pod_id=pod_id,
+        name=as_str(inst.get("name")),
+        state=state,
+        gpu_type=as_str(itype.get("gpu_description")) or as_str(itype.get("name")),
+        gpu_count=as_int(as_dict(itype.get("specs")).get("gpus")),
+        cost_per_hour=None if cents is None else round(cents / 100, 4),
+        region=as_str(as_dict(inst.get("region")).get("name")),
+        volume_mount_path=mounts[0] if mounts else None,
+        persistent_paths=mounts,
+        network_volume=bool(file_systems),
+    )
+    ip = as_str(inst.get("ip"))
+    target = Target(name=name, host=ip or "", port=22, user="ubuntu", tags=["lambda"], source="lambda", provider=info)
+    if state != "active":
+        target.unreachable_reason = f"instance is {state}, not active"
+        target.unreachable_fix = _STATE_FIX.get(state, "it no longer runs; nothing to check")
+    elif ip is None:
+        target.unreachable_reason = "active, but Lambda Cloud lists no IP address for it yet"
+        target.unreachable_fix = "wait a minute for its IP address, then re-run"
+    return target

@@ -1,0 +1,208 @@
+"""RunPod discovery through the runpod SDK (`pip install 'computefence[runpod]'`).
+
+`runpod.get_pods()` posts its GraphQL query to {RUNPOD_API_BASE_URL}/graphql, a variable it reads
+on each call (default https://api.runpod.io); --api-url sets it for the duration of the call.
+Key: RUNPOD_API_KEY, else the SDK's ~/.runpod/config.toml (`runpod config`).
+
+The SDK sends one request with a fixed 30 s timeout and misreads HTTP errors other than 401 (it
+parses the body as a result). For the call it is given a stand-in for `requests` that applies our
+timeout and turns 429/5xx/other statuses into retries or one-line errors, Retry-After included.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from types import ModuleType
+from typing import Any
+
+from computefence.errors import SourceError
+from computefence.models import ProviderInfo, Target
+from computefence.sources.http import Retry, RetryPolicy, call_with_retries, raise_for_status, scrub
+from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, target_names
+
+PROVIDER = "RunPod"
+DEFAULT_API = "https://api.runpod.io"
+URL_ENV = "RUNPOD_API_BASE_URL"
+KEY_ENV = "RUNPOD_API_KEY"
+KEY_HELP = "check RUNPOD_API_KEY or ~/.runpod/config.toml; keys are at https://www.runpod.io/console/user/settings"
+INSTALL_HINT = "RunPod support needs the runpod extra: pip install 'computefence[runpod]'"
+
+# The SDK is configured through process-wide state (an env variable, a module global): one call at a time.
+_SDK_LOCK = threading.Lock()
+
+
+def load_sdk() -> ModuleType:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        import runpod
+    except ImportError:
+        raise SourceError(INSTALL_HINT) from None
+    finally:
+        # Importing runpod runs logging.basicConfig(level=INFO) (runpod/serverless/utils/rp_upload.py),
+        # which would print every INFO record of the process, httpx's included, to stderr.
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    return runpod
+
+
+class RunPodSource:
+    """Every pod of the RunPod account; running pods with direct TCP SSH are checkable."""
+
+    name = "runpod"
+
+    def __init__(self, api_url: str | None = None, *, policy: RetryPolicy | None = None) -> None:
+        self.api_url = api_url
+        self.policy = policy or RetryPolicy()
+
+    def __repr__(self) -> str:
+        return f"RunPodSource(api_url={self.api_url!r})"
+
+    def targets(self) -> list[Target]:
+        base = base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API).removesuffix("/graphql")
+        sdk = load_sdk()
+        key = api_key(sdk)
+        pods = fetch_pods(sdk, key, base, self.policy)
+        names = target_names([(as_str(p.get("name")), str(p["id"])) for p in pods], "runpod")
+        return [pod_target(pod, name) for pod, name in zip(pods, names)]
+
+
+def api_key(sdk: ModuleType) -> str:
+    key = os.environ.get(KEY_ENV, "").strip()
+    if key:
+        return key
+    credentials = sdk.get_credentials()  # ~/.runpod/config.toml, [default] profile; None if absent or invalid
+    key = str(credentials.get("api_key") or "").strip() if isinstance(credentials, dict) else ""
+    if key:
+        return key
+    raise SourceError(
+        f"{PROVIDER}: no API key found (looked in {KEY_ENV} and ~/.runpod/config.toml): "
+        "create one at https://www.runpod.io/console/user/settings and export RUNPOD_API_KEY"
+    )
+
+
+class _Transport:
+    """Stands in for the `requests` module inside runpod.api.graphql during one call."""
+
+    def __init__(self, requests: ModuleType, timeout_s: float, key: str, base: str) -> None:
+        self._requests = requests
+        self._timeout_s = timeout_s
+        self._key = key
+        self._base = base
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._requests, name)
+
+    def post(self, url: str, **kwargs: Any) -> Any:
+        kwargs["timeout"] = self._timeout_s
+        response = self._requests.post(url, **kwargs)
+        if response.status_code != 401:  # the SDK's own AuthenticationError covers 401
+            raise_for_status(
+                PROVIDER, response.status_code, response.headers, response.content, self._key, KEY_HELP, self._base
+            )
+        return response
+
+
+def fetch_pods(sdk: ModuleType, key: str, base: str, policy: RetryPolicy) -> list[dict[str, Any]]:
+    import requests
+    from runpod.api import graphql
+
+    where = f"{PROVIDER} API at {base}"
+
+    def once() -> Any:
+        try:
+            return sdk.get_pods(api_key=key)
+        except sdk.error.AuthenticationError:
+            raise SourceError(f"{PROVIDER} API rejected the API key (HTTP 401): {KEY_HELP}") from None
+        except sdk.error.QueryError as exc:
+            raise SourceError(f"{PROVIDER} API error: {scrub(str(exc), key)}") from None
+        except requests.Timeout:
+            raise Retry(f"{where} did not answer within {policy.timeout_s:g} s") from None
+        except requests.ConnectionError as exc:
+            raise Retry(f"cannot reach {where} ({type(exc).__name__})") from None
+        except ValueError:  # requests' JSONDecodeError
+            raise SourceError(f"{where} returned a body that is not JSON: check the API URL or retry later") from None
+        except (KeyError, TypeError):
+            raise SourceError(f"{where} returned no data.myself.pods: check the API URL") from None
+
+    with _SDK_LOCK:
+        saved_url, saved_requests = os.environ.get(URL_ENV), graphql.requests
+        os.environ[URL_ENV] = base
+        graphql.requests = _Transport(saved_requests, policy.timeout_s, key, base)
+        try:
+            pods = call_with_retries(PROVIDER, policy, once)
+        finally:
+            graphql.requests = saved_requests
+            if saved_url is None:
+                os.environ.pop(URL_ENV, None)
+            else:
+                os.environ[URL_ENV] = saved_url
+    if not isinstance(pods, list):
+        raise SourceError(f"{where} returned pods that are not a list: check the API URL")
+    return [p for p in pods if isinstance(p, dict) and as_str(p.get("id"))]
+
+
+def direct_ssh(pod: dict[str, Any]) -> tuple[str, int] | None:
+    """ip and public port of the pod's TCP port 22 on a public IP, if it has one."""
+    for port in as_dict(pod.get("runtime")).get("ports") or []:
+        port = as_dict(port)
+        if (
+            as_int(port.get("privatePort")) == 22
+            and port.get("type") == "tcp"
+            and port.get("isIpPublic") is True
+            and as_str(port.get("ip"))
+            and as_int(port.get("publicPort"))
+        ):
+            return str(port["ip"]).strip(), as_int(port["publicPort"])  # type: ignore[return-value]
+    return None
+
+
+def _tcp22_mapped(pod: dict[str, Any]) -> bool:
+    ports = as_dict(pod.get("runtime")).get("ports") or []
+    return any(as_int(as_dict(p).get("privatePort")) == 22 and as_dict(p).get("type") == "tcp" for p in ports)
+
+
+def pod_target(pod: dict[str, Any], name: str) -> Target:
+    pod_id = str(pod["id"])
+    desired = (as_str(pod.get("desiredStatus")) or "unknown").lower()
+    running = desired == "running" and pod.get("runtime") is not None
+    state = "starting" if desired == "running" and not running else desired
+    volume_gb = as_float(pod.get("volumeInGb"))
+    mount = as_str(pod.get("volumeMountPath"))
+    info = ProviderInfo(
+        provider="runpod",
+        pod_id=pod_id,
+        name=as_str(pod.get("name")),
+        state=state,
+        gpu_type=as_str(as_dict(pod.get("machine")).get("gpuDisplayName")),
+        gpu_count=as_int(pod.get("gpuCount")),
+        cost_per_hour=as_float(pod.get("costPerHr")),
+        image=as_str(pod.get("imageName")),
+        volume_mount_path=mount,
+        volume_gb=volume_gb,
+        container_disk_gb=as_float(pod.get("containerDiskInGb")),
+        # A pod volume (volumeInGb > 0) survives stops at its mount path; with 0 there is none.
+        persistent_paths=[mount] if mount and volume_gb else [],
+    )
+    address = direct_ssh(pod) if running else None
+    host, port = address or ("", 22)
+    target = Target(name=name, host=host, port=port, user="root", tags=["runpod"], source="runpod", provider=info)
+    if state == "starting":
+        target.unreachable_reason = "pod is starting (RunPod reports no runtime for it yet)"
+        target.unreachable_fix = "wait until the pod shows Running in the RunPod console, then re-run"
+    elif not running:
+        target.unreachable_reason = f"pod is {state}, not running"
+        target.unreachable_fix = (
+            f"start it (runpodctl start pod {pod_id}), then re-run"
+            if state == "exited"
+            else "it no longer runs; nothing to check"
+        )
+    elif address is None and _tcp22_mapped(pod):
+        target.unreachable_reason = "TCP port 22 is mapped only on a private IP (no public IP for direct SSH)"
+        target.unreachable_fix = "run the pod on a machine with a public IP (Secure Cloud or a public-IP Community host)"
+    elif address is None:
+        target.unreachable_reason = "only RunPod's proxy SSH (no command execution); direct TCP port 22 is not exposed"
+        target.unreachable_fix = "expose TCP port 22 in the pod's template (Edit Pod > Expose TCP Ports: 22) and restart it"
+    return target

@@ -1,0 +1,128 @@
+"""Vast.ai discovery: GET {base}/api/v1/instances, keyset-paginated (at most 25 a page).
+
+Key: VAST_API_KEY, else ~/.config/vastai/vast_api_key, else ~/.vast_api_key (where the vastai
+CLI keeps it). Base URL: --api-url, else VAST_API_URL, else https://console.vast.ai.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from computefence.errors import SourceError
+from computefence.models import ProviderInfo, Target
+from computefence.sources.http import ApiClient, RetryPolicy
+from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, find_api_key, target_names
+
+PROVIDER = "Vast.ai"
+DEFAULT_API = "https://console.vast.ai"
+URL_ENV = "VAST_API_URL"
+KEY_ENV = "VAST_API_KEY"
+PAGE_SIZE = 25
+# 10,000 instances: beyond any real account; stops a server whose listing never ends.
+MAX_PAGES = 400
+KEY_HELP = "check VAST_API_KEY (or ~/.config/vastai/vast_api_key); keys are at https://cloud.vast.ai/manage-keys/"
+
+
+def key_files() -> list[Path]:
+    return [Path.home() / ".config" / "vastai" / "vast_api_key", Path.home() / ".vast_api_key"]
+
+
+class VastSource:
+    """Every Vast.ai instance of the account; running ones are checkable."""
+
+    name = "vast"
+
+    def __init__(self, api_url: str | None = None, *, policy: RetryPolicy | None = None) -> None:
+        self.api_url = api_url
+        self.policy = policy or RetryPolicy()
+
+    def __repr__(self) -> str:
+        return f"VastSource(api_url={self.api_url!r})"
+
+    def targets(self) -> list[Target]:
+        base = base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API)
+        key = find_api_key(
+            PROVIDER, KEY_ENV, key_files(), "create one at https://cloud.vast.ai/manage-keys/ and export VAST_API_KEY"
+        )
+        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy) as api:
+            instances = list_instances(api)
+        names = target_names([(as_str(i.get("label")), str(i["id"])) for i in instances], "vast")
+        return [instance_target(inst, name) for inst, name in zip(instances, names)]
+
+
+def list_instances(api: ApiClient) -> list[dict[str, Any]]:
+    """All instances, following next_token through after_token until it is null."""
+    instances: list[dict[str, Any]] = []
+    token: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        params = {"limit": str(PAGE_SIZE)}
+        if token:
+            params["after_token"] = token
+        page = api.get_json("/api/v1/instances", params)
+        if isinstance(page, dict) and page.get("success") is False:
+            detail = api.error_text(page)
+            raise SourceError(f"{PROVIDER} API refused the listing{f' ({detail})' if detail else ''}: {KEY_HELP}")
+        if not isinstance(page, dict) or not isinstance(page.get("instances"), list):
+            raise SourceError(f"{PROVIDER} API returned no `instances` list: check the API URL ({api.base_url})")
+        instances += [i for i in page["instances"] if isinstance(i, dict) and i.get("id") is not None]
+        token = as_str(page.get("next_token"))
+        if token is None:
+            return instances
+        if token in seen:
+            raise SourceError(f"{PROVIDER} API repeated a page token, so the listing never ends: retry later")
+        seen.add(token)
+    raise SourceError(f"{PROVIDER} API listing did not end after {MAX_PAGES} pages: retry later")
+
+
+def ssh_address(inst: dict[str, Any]) -> tuple[str, int] | None:
+    """Direct (public IP + the host port mapped to 22/tcp) when there is one, else Vast's SSH proxy."""
+    mappings = as_dict(inst.get("ports")).get("22/tcp")
+    public_ip = as_str(inst.get("public_ipaddr"))
+    if public_ip and isinstance(mappings, list) and mappings:
+        port = as_int(as_dict(mappings[0]).get("HostPort"))
+        if port:
+            return public_ip, port
+    proxy_host, proxy_port = as_str(inst.get("ssh_host")), as_int(inst.get("ssh_port"))
+    if proxy_host and proxy_port:
+        # As the vastai CLI does: on Jupyter-launched instances the proxy's SSH is one port up.
+        if "jupyter" in (as_str(inst.get("image_runtype")) or ""):
+            proxy_port += 1
+        return proxy_host, proxy_port
+    return None
+
+
+_STATE_FIX = {
+    "exited": "start it (vastai start instance {id}), then re-run",
+    "stopped": "start it (vastai start instance {id}), then re-run",
+    "offline": "its host machine is offline; wait for it or recreate the instance on another machine",
+    "unknown": "Vast cannot see its host machine; wait for it or recreate the instance on another machine",
+}
+
+
+def instance_target(inst: dict[str, Any], name: str) -> Target:
+    pod_id = str(inst["id"])
+    state = as_str(inst.get("actual_status")) or "starting"
+    info = ProviderInfo(
+        provider="vast",
+        pod_id=pod_id,
+        name=as_str(inst.get("label")),
+        state=state,
+        gpu_type=as_str(inst.get("gpu_name")),
+        gpu_count=as_int(inst.get("num_gpus")),
+        cost_per_hour=as_float(inst.get("dph_total")),
+        image=as_str(inst.get("image_uuid")),
+        region=as_str(inst.get("geolocation")),
+        container_disk_gb=as_float(inst.get("disk_space")),
+    )
+    address = ssh_address(inst)
+    host, port = address or ("", 22)
+    target = Target(name=name, host=host, port=port, user="root", tags=["vast"], source="vast", provider=info)
+    if state != "running":
+        target.unreachable_reason = f"instance is {state}, not running"
+        target.unreachable_fix = _STATE_FIX.get(state, "wait until it is running, then re-run").format(id=pod_id)
+    elif address is None:
+        target.unreachable_reason = "running, but Vast.ai lists no SSH address for it (no 22/tcp mapping, no proxy)"
+        target.unreachable_fix = "launch it with SSH access (an ssh launch mode / template with SSH enabled)"
+    return target

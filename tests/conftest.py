@@ -1,0 +1,47 @@
+"""Fixtures shared across the suite: the real OpenSSH sshd fleet (tests/sshfleet.py)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sshfleet import PodSpec, SshFleet, fleet_unavailable_reason
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def require_sshd_fleet() -> None:
+    """Skip locally when sshd pods cannot run here; in CI that is a failure, never a skip."""
+    reason = fleet_unavailable_reason()
+    if reason is None:
+        return
+    if _in_ci():
+        pytest.fail(f"the sshd fleet tests must run in CI, but: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def ssh_fleet(tmp_path_factory) -> SshFleet:
+    """The fleet manager; pods started through it are stopped at the end of the session."""
+    require_sshd_fleet()
+    fleet = SshFleet(tmp_path_factory.mktemp("sshfleet"))
+    yield fleet
+    fleet.stop_all()
+
+
+@pytest.fixture
+def start_pods(ssh_fleet):
+    """Start pods for one test (in parallel); they are stopped when the test ends."""
+    started = []
+
+    def start(*specs: PodSpec):
+        pods = ssh_fleet.start(list(specs))
+        started.extend(pods)
+        return pods
+
+    yield start
+    for pod in started:
+        ssh_fleet.stop(pod)

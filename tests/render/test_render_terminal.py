@@ -1,0 +1,84 @@
+from computefence.models import Severity
+from computefence.render import render
+from conftest import HF_FIX, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG
+
+
+def test_doctor_groups_by_area_with_counts_and_fixes(doctor_report):
+    text = render(doctor_report, "rich", width=200)
+    lines = text.splitlines()
+    assert "laptop" in lines[0]
+    assert "Storage  1 blocker · 1 warning · 2 passed" in lines
+    assert "System  0 blockers · 0 warnings · 1 passed" in lines
+    assert "GPU  0 blockers · 0 warnings · 1 passed" in lines
+    # areas in a fixed order: storage, system, gpu
+    assert lines.index("Storage  1 blocker · 1 warning · 2 passed") < lines.index("System  0 blockers · 0 warnings · 1 passed")
+    # the blocker comes first in its area, its fix right below it
+    storage = lines.index("Storage  1 blocker · 1 warning · 2 passed")
+    assert lines[storage + 1].startswith("✗ BLOCK storage.output-dir")
+    assert OUTPUT_DIR_MSG in lines[storage + 1]
+    assert lines[storage + 2].strip() == f"fix: {OUTPUT_DIR_FIX}"
+    assert f"fix: {HF_FIX}" in text
+    assert "BLOCKED  1 blocker, 1 warning, 4 passed" in text
+    assert "\x1b" not in text and not any(line != line.rstrip() for line in lines)
+
+
+def test_fix_lines_are_never_folded(fleet_report):
+    text = render(fleet_report, "rich", width=60)
+    long_fix = "pip install --force-reinstall torch==2.5.1 --index-url https://download.pytorch.org/whl/cu124"
+    assert f"fix: {long_fix}" in text
+
+
+def test_fleet_summary_table_grouped_findings_drift_money_and_verdict(fleet_report):
+    text = render(fleet_report, "rich", width=200)
+    rows = {line.split()[0]: line.split() for line in text.splitlines() if line.strip().startswith("pod-")}
+    assert rows["pod-a"][-3:] == ["blocked", "1", "1"]
+    assert rows["pod-c"][-3:] == ["blocked", "1", "0"]
+    assert rows["pod-d"][-3:] == ["unreachable", "-", "-"]
+    assert rows["pod-e"][-3:] == ["ready", "0", "0"]
+    assert "2.5.1+cpu / CPU build" in text and "8x H100 80GB HBM3" in text
+    # the same finding on two pods is shown once, with both pods
+    assert text.count(OUTPUT_DIR_MSG) == 1
+    assert "2 pods: pod-a, pod-b" in text
+    assert text.count(f"fix: {OUTPUT_DIR_FIX}") == 1
+    # blockers before warnings
+    assert text.index("storage.output-dir") < text.index("storage.hf-cache", text.index("Findings across pods"))
+    assert "Pods not checked" in text and "connection refused on 203.0.113.13:22" in text
+    assert "fix: ssh -p 22 root@203.0.113.13 true" in text
+    assert "source vast failed: HTTP 401 from the Vast.ai API" in text
+    drift = text[text.index("Version drift"):]
+    assert "2.4.1+cu124" in drift and "pod-a, pod-b, pod-e" in drift
+    assert "Money at risk: 3 blocked pods burn $7.47/h" in text
+    assert text.rstrip().splitlines()[-1].strip().startswith("BLOCKED  3 of 5 pods blocked, 1 not checked")
+
+
+def test_per_pod_subjects_are_listed_when_they_differ(fleet_report):
+    a, b = fleet_report.hosts[0], fleet_report.hosts[1]
+    a.findings[0] = a.findings[0].model_copy(update={"subject": "/root/out"})
+    b.findings[0] = b.findings[0].model_copy(update={"subject": "/srv/out"})
+    text = render(fleet_report, "rich", width=200)
+    assert "2 pods: pod-a (/root/out), pod-b (/srv/out)" in text
+
+
+def test_verdict_wording_follows_summary_and_fail_on(doctor_report):
+    doctor_report.summary.verdict = Severity.WARN
+    assert "READY WITH WARNINGS" in render(doctor_report, "rich")
+    doctor_report.fail_on = Severity.WARN
+    assert "FAILED ON WARNINGS" in render(doctor_report, "rich")
+    doctor_report.summary.verdict = Severity.PASS
+    assert " READY " in render(doctor_report, "rich")
+
+
+def test_hostile_strings_are_shown_literally_not_interpreted(hostile_report):
+    text = render(hostile_report, "rich", width=250)
+    # rich markup from a pod is printed as is, ESC/BEL are neutralised
+    assert "evil[bold red]X[/]?[2J<script>" in text
+    assert "# [red]nope[/red] <b>" in text
+    assert "\x1b" not in text and "\x07" not in text
+
+
+def test_color_output_keeps_pod_escapes_out(hostile_report):
+    text = render(hostile_report, "rich", color=True, width=250)
+    assert "\x1b[" in text  # rich's own styling is there
+    assert "\x1b[2J" not in text and "\x1b]0;pwned" not in text
+    assert HOSTILE_NAME not in text  # the raw name, escape included, never reaches the terminal
+

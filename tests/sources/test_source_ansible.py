@@ -1,0 +1,168 @@
+"""Targets from Ansible inventories: INI and YAML, groups, vars, children, ranges, group_vars."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from computefence.errors import ConfigError
+from computefence.sources.ansible import AnsibleSource, expand_host_pattern, load_ansible_inventory
+
+INI = """\
+# ungrouped hosts come first
+loose.example ansible_user=lonely
+
+[web]
+web[01:03].example.com
+web-b:2201 ansible_host=10.0.0.9 ansible_user="deploy"   # inline comment
+
+[gpu]
+gpu-1 ansible_host=10.1.0.1 ansible_ssh_private_key_file=~/.ssh/gpu ansible_python_interpreter=/opt/conda/bin/python
+localhost ansible_connection=local
+
+[gpu:vars]
+ansible_user=ubuntu
+ansible_port=2222
+ansible_ssh_common_args='-o ProxyJump=jump@bastion'
+
+[cloud:children]
+gpu
+web
+
+[cloud:vars]
+ansible_user=cloudy
+ansible_port=22
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def by_name(path) -> dict:
+    return {t.name: t for t in load_ansible_inventory(path)}
+
+
+def test_ini_groups_vars_children_and_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    inv = write(tmp_path / "hosts", INI)
+    write(tmp_path / "group_vars/web.yml", "ansible_user: from-group-vars\n")
+    write(tmp_path / "host_vars/web02.example.com.yaml", "ansible_port: 2302\n")
+    hosts = by_name(inv)
+    assert list(hosts) == [
+        "loose.example", "web01.example.com", "web02.example.com", "web03.example.com", "web-b", "gpu-1", "localhost",
+    ]
+    assert hosts["loose.example"].user == "lonely" and hosts["loose.example"].tags == []
+    # group_vars/web.yml beats [cloud:vars]; web is a child of cloud
+    web1 = hosts["web01.example.com"]
+    assert (web1.host, web1.port, web1.user, web1.tags) == ("web01.example.com", 22, "from-group-vars", ["cloud", "web"])
+    assert web1.source == f"{inv}:5"
+    assert hosts["web02.example.com"].port == 2302  # host_vars/
+    # host:port and host vars beat group vars
+    web_b = hosts["web-b"]
+    assert (web_b.host, web_b.port, web_b.user) == ("10.0.0.9", 2201, "deploy")
+    # [gpu:vars] (deeper) beats [cloud:vars]
+    gpu = hosts["gpu-1"]
+    assert (gpu.host, gpu.port, gpu.user) == ("10.1.0.1", 2222, "ubuntu")
+    assert gpu.identity_files == [str(tmp_path / ".ssh/gpu")]
+    assert gpu.python == "/opt/conda/bin/python"
+    assert gpu.proxy_jump == "jump@bastion"
+    assert gpu.unreachable_reason is None
+    local = hosts["localhost"]
+    assert "ansible_connection=local" in local.unreachable_reason and "doctor" in local.unreachable_fix
+
+
+YAML = """\
+all:
+  vars:
+    ansible_user: root
+  hosts:
+    solo:
+      ansible_host: 192.0.2.5
+      ansible_ssh_extra_args: -J hop
+  children:
+    trainers:
+      vars:
+        ansible_port: 2200
+      hosts:
+        trainer-[a:c]:
+        trainer-z:
+          ansible_port: 2299
+      children:
+        h100:
+          hosts:
+            trainer-a:
+              ansible_python_interpreter: auto_silent
+          vars:
+            ansible_user: gpuuser
+spare:
+  hosts:
+    spare-[1:5:2]:
+"""
+
+
+def test_yaml_groups_vars_children_and_ranges(tmp_path):
+    inv = write(tmp_path / "hosts.yml", YAML)
+    hosts = by_name(inv)
+    assert list(hosts) == ["solo", "trainer-a", "trainer-b", "trainer-c", "trainer-z", "spare-1", "spare-3", "spare-5"]
+    assert (hosts["solo"].host, hosts["solo"].user, hosts["solo"].proxy_jump) == ("192.0.2.5", "root", "hop")
+    a = hosts["trainer-a"]
+    assert (a.port, a.user, a.python, a.tags) == (2200, "gpuuser", "python3", ["h100", "trainers"])
+    assert a.source == f"{inv}:13"
+    assert (hosts["trainer-b"].user, hosts["trainer-b"].tags) == ("root", ["trainers"])
+    assert hosts["trainer-z"].port == 2299
+    assert hosts["spare-3"].tags == ["spare"] and hosts["spare-3"].user == "root"
+
+
+def test_directory_of_inventories(tmp_path):
+    write(tmp_path / "inv/10-ini", "[a]\nh1\n")
+    write(tmp_path / "inv/20.yaml", "b:\n  hosts:\n    h2:\n")
+    write(tmp_path / "inv/old~", "garbage line that is not an inventory = =\n")
+    source = AnsibleSource(tmp_path / "inv")
+    assert [(t.name, t.tags) for t in source.targets()] == [("h1", ["a"]), ("h2", ["b"])]
+
+
+def test_ranges():
+    assert expand_host_pattern("web[01:03]", "x") == ["web01", "web02", "web03"]
+    assert expand_host_pattern("n[8:10]", "x") == ["n8", "n9", "n10"]
+    assert expand_host_pattern("r[a:b]-[1:2]", "x") == ["ra-1", "ra-2", "rb-1", "rb-2"]
+    with pytest.raises(ConfigError, match="f:3: bad host range"):
+        expand_host_pattern("w[1:b]", "f:3")
+
+
+@pytest.mark.parametrize(
+    "name,content,line,words",
+    [
+        ("h.ini", "[web\nhost\n", 1, ["bad section header"]),
+        ("h.ini", "[web:vars]\nnot a var\n", 2, ["expected key=value in [web:vars]"]),
+        ("h.ini", "[web]\nhost1 port 22\n", 2, ["expected key=value after the host name"]),
+        ("h.ini", "[g:children]\ntwo words\n", 2, ["expected one group name"]),
+        ("h.ini", "[web]\nh ansible_port=99999\n", 2, ["ansible_port must be a port"]),
+        ("h.ini", "[web]\nh ansible_host='{{ lookup(\"env\", \"IP\") }}'\n", 2, ["Jinja template"]),
+        ("h.yml", "all:\n  hosts:\n    h:\n      ansible_port: nope\n", 4, ["ansible_port must be a port"]),
+        ("h.yml", "all:\n  hosts: [a, b]\n", 2, ["hosts must be a mapping"]),
+        ("h.yml", "all:\n  host:\n    a:\n", 2, ["unknown key 'host'"]),
+        ("h.yml", "all:\n  hosts:\n    h:\n  hosts:\n    g:\n", 4, ["duplicate key 'hosts'"]),
+        ("h.yml", "all:\n  hosts:\n    h: {ansible_host: [\n", 4, ["YAML syntax error"]),
+    ],
+)
+def test_errors_name_file_and_line(tmp_path, name, content, line, words):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(ConfigError) as info:
+        load_ansible_inventory(path)
+    assert str(info.value).startswith(f"{path}:{line}: "), str(info.value)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_missing_and_empty(tmp_path):
+    with pytest.raises(ConfigError, match="no such Ansible inventory"):
+        load_ansible_inventory(tmp_path / "nope")
+    (tmp_path / "empty.ini").write_text("[web]\n# nobody\n")
+    with pytest.raises(ConfigError, match="lists no hosts"):
+        load_ansible_inventory(tmp_path / "empty.ini")

@@ -1,0 +1,101 @@
+"""The wheel, installed non-editable into a fresh venv, is complete and runs `doctor`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from computefence.models import Report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    # Built with build isolation, as `pip install .` builds it for a user.
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out), str(ROOT)],
+        check=True,
+        timeout=180,
+    )
+    (wheel,) = out.glob("computefence-*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """A venv that sees this interpreter's dependencies but has its own computefence."""
+    env = tmp_path_factory.mktemp("venv")
+    venv.create(env, system_site_packages=True, with_pip=False, symlinks=True)
+    python = env / "bin" / "python"
+    # The venv's python runs the system pip (visible through system site-packages), so the
+    # console script gets the venv's interpreter; --ignore-installed because this
+    # checkout's editable computefence is visible too.
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--ignore-installed", str(wheel)],
+        check=True,
+        timeout=120,
+    )
+    purelib = _purelib(env)
+    assert (purelib / "computefence").is_dir()
+    return env
+
+
+def test_wheel_holds_only_the_computefence_package(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {name.split("/", 1)[0] for name in names}
+    assert top - {"computefence"} == {name.split("/", 1)[0] for name in names if ".dist-info/" in name}
+    assert len(top) == 2
+    assert "computefence/probe.py" in names
+    profiles = {n for n in names if n.startswith("computefence/_providers/") and n.endswith(".yaml")}
+    assert {"computefence/_providers/runpod.yaml", "computefence/_providers/vast.yaml",
+            "computefence/_providers/lambda.yaml", "computefence/_providers/generic.yaml"} <= profiles
+
+
+def test_installed_wheel_adds_no_generic_top_level_names(installed):
+    purelib = _purelib(installed)
+    assert not (purelib / "providers").exists()
+    assert not (purelib / "inventory").exists()
+    assert (purelib / "computefence" / "probe.py").is_file()
+    assert sorted(p.name for p in (purelib / "computefence" / "_providers").glob("*.yaml")) == [
+        "generic.yaml", "lambda.yaml", "runpod.yaml", "vast.yaml"
+    ]
+
+
+def test_installed_doctor_runs_from_the_wheel(installed, tmp_path):
+    python = installed / "bin" / "python"
+    # The venv's own computefence is the one imported, not this checkout's editable one.
+    where = subprocess.run(
+        [str(python), "-c", "import computefence, computefence.profiles as p; print(computefence.__file__); print(p.profiles_dir())"],
+        capture_output=True, text=True, check=True, cwd=tmp_path,
+    ).stdout.split()
+    purelib = _purelib(installed).resolve()
+    assert Path(where[0]).resolve().is_relative_to(purelib)
+    assert Path(where[1]).resolve() == purelib / "computefence" / "_providers"
+
+    script = installed / "bin" / "computefence"
+    result = subprocess.run(
+        [str(script), "doctor", "--format", "json", "--output-dir", str(tmp_path / "out")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )
+    assert result.returncode in (0, 1) and "Traceback" not in result.stderr, result.stderr
+    report = Report.model_validate_json(result.stdout)
+    assert report.kind == "doctor" and len(report.hosts) == 1
+    assert report.hosts[0].facts is not None
+    assert json.loads(result.stdout)["schema_version"] == report.schema_version
+
+
+
+def _purelib(env: Path) -> Path:
+    out = subprocess.run(
+        [str(env / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    )
+    return Path(out.stdout.strip())
