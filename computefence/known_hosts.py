@@ -72,6 +72,11 @@ class HostKeyStore:
         self._recorded: set[str] = set()
         self._lock = threading.Lock()
 
+    def preload(self, extra_files: list[str] = ()) -> None:
+        """Read every file now: an unreadable one raises ConfigError before anything connects."""
+        for path in self._paths + [Path(os.path.expanduser(f)) for f in extra_files]:
+            self._load(path)
+
     def lookup(self, host: str, addr: str, port: int, extra_files: list[str] = ()) -> HostKeyLookup:
         result = HostKeyLookup()
         paths = self._paths + [Path(os.path.expanduser(f)) for f in extra_files]

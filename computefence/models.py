@@ -99,11 +99,17 @@ class PathFacts(_Model):
     free_bytes: int | None = None
     total_bytes: int | None = None
     error: str | None = None
+    # Set when the path exists: False for a file where a directory belongs.
+    is_dir: bool | None = None
+    # The filesystem is mounted read-only (statvfs ST_RDONLY).
+    read_only: bool = False
 
 
 class StorageFacts(_Model):
     mounts: list[MountFacts] = Field(default_factory=list)
     paths: list[PathFacts] = Field(default_factory=list)
+    # Why the mount table could not be read.
+    error: str | None = None
 
 
 class GpuDevice(_Model):
@@ -154,6 +160,9 @@ class TorchFacts(_Model):
     arch_list: list[str] = Field(default_factory=list)
     cudnn_version: int | None = None
     nccl_version: str | None = None
+    # Warnings torch printed while its CUDA state was queried, e.g. "... with CUDA
+    # capability sm_90 is not compatible with the current PyTorch installation".
+    warnings: list[str] = Field(default_factory=list)
 
 
 class PackageFacts(_Model):
@@ -171,6 +180,8 @@ class AccelerateFacts(_Model):
     searched: list[str] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
+    # How the config was found: "--accelerate-config", "ACCELERATE_CONFIG_FILE" or "default".
+    origin: str | None = None
 
 
 class LabelConflictExample(_Model):
@@ -201,6 +212,22 @@ class DatasetFacts(_Model):
     partial: bool = False
     partial_reason: str | None = None
     duration_s: float = 0.0
+    # What kind of problem `error` is, for the fix: "not_found", "not_a_file", "unreadable_file",
+    # "unknown_format", "compressed", "utf16", "needs_pyarrow", "truncated", "invalid_json",
+    # "invalid_csv", "io".
+    error_kind: str | None = None
+    # True when the column was not named but recognised by its name (text, label, ...).
+    input_column_guessed: bool = False
+    label_column_guessed: bool = False
+    # Named columns that no row has.
+    absent_columns: list[str] = Field(default_factory=list)
+    # Why the first unreadable row is unreadable, e.g. "line 7: not JSON: Expecting ',' ...".
+    unreadable_reason: str | None = None
+    # Distinct labels; label_counts holds the 50 most frequent. When capped, there were more
+    # than the probe keeps names for (10000) and distinct_labels is that limit.
+    distinct_labels: int = 0
+    distinct_labels_capped: bool = False
+    distinct_inputs: int = 0
 
 
 class Facts(_Model):

@@ -60,6 +60,8 @@ class Advice(_Strict):
     auth: str = ""
     not_checkable: str = ""
     rediscover: str = ""
+    # May name the pod as {pod_id}.
+    restart: str = ""
 
 
 class Profile(_Strict):
@@ -67,6 +69,8 @@ class Profile(_Strict):
     title: str
     # Keys of identity.provider_hints that mark a machine of this provider.
     hints: list[str] = []
+    # The hint whose value is the machine's id at the provider, if any.
+    pod_id_hint: str | None = None
     ssh: SshDefaults = SshDefaults()
     # False where SSH sessions do not inherit the container's environment (RunPod, Vast).
     container_env_visible_over_ssh: bool = True

@@ -12,6 +12,7 @@ Needs root, util-linux (unshare, nsenter), openssh-server and e2fsprogs.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shlex
 import shutil
@@ -186,14 +187,19 @@ class SshFleet:
         self.identity_file.chmod(0o600)
         self.pods: list[Pod] = []
         self._lock = threading.Lock()
+        self._count = 0
 
     # ------------------------------------------------------------ lifecycle
 
     def start(self, specs: list[PodSpec], *, host: str = "127.0.0.1") -> list[Pod]:
-        """Start pods in parallel and wait until each answers with an SSH banner."""
-        pods = [self._prepare(spec, host=host) for spec in specs]
-        with ThreadPoolExecutor(max_workers=min(16, max(1, len(pods)))) as pool:
-            list(pool.map(self._launch, pods))
+        """Start pods together and wait until each answers with an SSH banner.
+
+        A pod dies with the thread that started it (so a killed test run leaves no pods
+        behind): start pods from a thread that outlives them, as the main thread does.
+        """
+        with ThreadPoolExecutor(max_workers=min(8, max(1, len(specs)))) as pool:
+            pods = list(pool.map(lambda spec: self._prepare(spec, host=host), specs))
+        self._launch(pods)
         return pods
 
     def restart(self, pod: Pod, *, new_host_key: bool = False) -> Pod:
@@ -202,7 +208,7 @@ class SshFleet:
         if new_host_key:
             pod.host_key = asyncssh.generate_private_key("ssh-ed25519")
             self._write_stage(pod)
-        self._launch(pod)
+        self._launch([pod])
         return pod
 
     def stop(self, pod: Pod) -> None:
@@ -225,11 +231,9 @@ class SshFleet:
 
     def _prepare(self, spec: PodSpec, *, host: str, port: int | None = None,
                  host_key: asyncssh.SSHKey | None = None) -> Pod:
-        index = len(list(self.base.glob("pod-*")))
-        pod_dir = self.base / f"pod-{index:03d}-{spec.name}"
-        while pod_dir.exists():
-            index += 1
-            pod_dir = self.base / f"pod-{index:03d}-{spec.name}"
+        with self._lock:
+            self._count += 1
+            pod_dir = self.base / f"pod-{self._count:03d}-{spec.name}"
         (pod_dir / "fs").mkdir(parents=True)
         pod = Pod(spec=spec, host=host, port=port or free_port(host), dir=pod_dir,
                   host_key=host_key or asyncssh.generate_private_key("ssh-ed25519"))
@@ -318,21 +322,30 @@ class SshFleet:
 
     # ------------------------------------------------------------ running a pod
 
-    def _launch(self, pod: Pod, attempts: int = 3) -> None:
+    def _launch(self, pods: list[Pod], attempts: int = 3) -> None:
+        waiting = pods
         for attempt in range(attempts):
-            pod.process = subprocess.Popen(
-                ["unshare", "--mount", "--uts", "--pid", "--fork", "--", "/bin/sh", "-c", self._pod_script(pod)],
-                stdin=subprocess.DEVNULL, stdout=open(pod.log, "ab"), stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            if self._wait_ready(pod):
+            for pod in waiting:
+                self._spawn(pod)
+            waiting = self._not_ready(waiting)
+            if not waiting:
                 return
-            pod.stop()
-            if attempt + 1 < attempts:
+            for pod in waiting:
+                pod.stop()
                 # Most likely the port was taken between choosing it and binding it.
                 pod.port = free_port(pod.host)
                 (pod.dir / "stage" / POD_SSHD_CONFIG.lstrip("/")).write_text(self._sshd_config(pod))
-        raise RuntimeError(f"pod {pod.name} did not start; its log:\n{pod.log.read_text(errors='replace')[-3000:]}")
+        logs = "\n".join(f"--- {pod.name}:\n{pod.log.read_text(errors='replace')[-2000:]}" for pod in waiting)
+        raise RuntimeError(f"pods did not start: {', '.join(p.name for p in waiting)}\n{logs}")
+
+    def _spawn(self, pod: Pod) -> None:
+        # --kill-child: the pod's namespace dies with unshare, and unshare with this thread.
+        pod.process = subprocess.Popen(
+            ["unshare", "--mount", "--uts", "--pid", "--kill-child", "--", "/bin/sh", "-c", self._pod_script(pod)],
+            stdin=subprocess.DEVNULL, stdout=open(pod.log, "ab"), stderr=subprocess.STDOUT,
+            start_new_session=True, preexec_fn=_die_with_parent,
+        )
+        pod.sshd_pid = None
 
     def _pod_script(self, pod: Pod) -> str:
         spec = pod.spec
@@ -363,18 +376,31 @@ class SshFleet:
         steps.append(f"exec chroot {merged} {SSHD} -D -e -f {POD_SSHD_CONFIG}")
         return "\n".join(steps)
 
-    def _wait_ready(self, pod: Pod, timeout: float = 20) -> bool:
+    def _not_ready(self, pods: list[Pod], timeout: float = 20) -> list[Pod]:
+        """The pods that exited or did not answer SSH within `timeout`."""
+        pending, failed = list(pods), []
         deadline = time.monotonic() + timeout
-        assert pod.process is not None
-        while time.monotonic() < deadline:
-            if pod.process.poll() is not None:
-                return False
-            if pod.sshd_pid is None:
-                pod.sshd_pid = _only_child(pod.process.pid)
-            if pod.sshd_pid is not None and _answers_ssh(pod.host, pod.port):
-                return True
+        while pending and time.monotonic() < deadline:
+            for pod in list(pending):
+                assert pod.process is not None
+                if pod.process.poll() is not None:
+                    pending.remove(pod)
+                    failed.append(pod)
+                    continue
+                if pod.sshd_pid is None:
+                    pod.sshd_pid = _only_child(pod.process.pid)
+                if pod.sshd_pid is not None and _answers_ssh(pod.host, pod.port):
+                    pending.remove(pod)
             time.sleep(0.02)
-        return False
+        return failed + pending
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _only_child(pid: int) -> int | None:

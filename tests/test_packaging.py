@@ -99,3 +99,12 @@ def _purelib(env: Path) -> Path:
         capture_output=True, text=True, check=True,
     )
     return Path(out.stdout.strip())
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Run the tests", 1)[1]
+    readme_command = section.split("```sh\n", 1)[1].split("\n```", 1)[0].strip()
+    ci_lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    assert ci_lines[-1] == readme_command
+    assert "set -euo pipefail" in ci_lines

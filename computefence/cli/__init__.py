@@ -15,6 +15,7 @@ from computefence.errors import ComputeFenceError
 
 # Command modules register themselves on `app` when imported.
 from computefence.cli import doctor as _doctor  # noqa: F401,E402
+from computefence.cli import dataset as _dataset  # noqa: F401,E402
 from computefence.cli import report as _report  # noqa: F401,E402
 from computefence.cli import probe as _probe  # noqa: F401,E402
 from computefence.cli import inventory as _inventory  # noqa: F401,E402

@@ -9,14 +9,12 @@ import sys
 from pathlib import Path
 from typing import Iterator, List, Optional
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from computefence import evaluate
 from computefence.cli.app import app
-from computefence.cli.doctor import _validate_ids
 from computefence.cli.output import FailOn, OutputFormat, emit
 from computefence.cli.targets import (
     AnsibleInventoryOpt,
@@ -88,15 +86,16 @@ def check(
     Exit status: 0 no blockers; 1 blockers, where a pod that could not be checked counts
     unless --allow-unreachable; 2 usage or inventory error; 130 interrupted.
     """
-    _validate_ids("--skip", skip)
-    _validate_ids("--only", only)
+    # A typo in --only/--skip fails here, before any pod is contacted.
+    evaluate.select_findings([], only=only, skip=skip)
     if accept_new and insecure_no_host_key_check:
-        raise click.UsageError("--accept-new and --insecure-no-host-key-check exclude each other")
+        raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")
     for path in known_hosts:
         if not path.is_file():
             raise ConfigError(f"--known-hosts {path}: no such file")
     if insecure_no_host_key_check:
         print(INSECURE_WARNING, file=sys.stderr)
+    ensure_open_files(concurrency)
     options = RunOptions(
         concurrency=concurrency,
         connect_timeout=connect_timeout,
@@ -134,7 +133,7 @@ def _targets(demo: bool, **selection) -> Iterator[tuple[list[Target], list[Sourc
     picked = [f"--{name.replace('_', '-')}" for name, value in selection.items()
               if value and name not in ("limit", "tag")]
     if picked:
-        raise click.UsageError(f"--demo checks its own simulated pods; drop {', '.join(picked)}")
+        raise ConfigError(f"--demo checks its own simulated pods; drop {', '.join(picked)}")
     from computefence.demo.fleet import demo_fleet
     from computefence.sources import select_targets
 
@@ -165,6 +164,18 @@ async def _probe_all(targets: list[Target], options: RunOptions) -> tuple[list[H
         if handled:
             loop.remove_signal_handler(signal.SIGINT)
     return hosts, stop.is_set()
+
+
+def ensure_open_files(concurrency: int) -> None:
+    """Each pod in flight holds a socket: lift the soft open-files limit (256 on macOS) toward the hard one."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = concurrency + 64
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
 
 
 class _ProgressLine:

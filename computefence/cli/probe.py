@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import click
 import typer
 
 from computefence.cli.app import app
 from computefence.cli.output import write_stdout
+from computefence.errors import ConfigError
 from computefence.models import CheckOptions
 from computefence.payload import probe_params, probe_payload
 
@@ -17,5 +17,5 @@ def probe_command(
 ) -> None:
     """The zero-dependency probe: `computefence probe --print > probe.py; ssh pod python3 - < probe.py`."""
     if not print_script:
-        raise click.UsageError("nothing to do: `computefence probe --print > probe.py` writes the probe script")
+        raise ConfigError("nothing to do: `computefence probe --print > probe.py` writes the probe script")
     write_stdout(probe_payload(probe_params(CheckOptions())))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import math
 import os
 import random
 import socket
@@ -20,7 +19,7 @@ from typing import Callable
 
 import asyncssh
 
-from computefence.errors import ProbeOutputError
+from computefence.errors import ConfigError, ProbeOutputError
 from computefence.evaluate import status_fix
 from computefence.known_hosts import HostKeyLookup, HostKeyStore, host_pattern, own_known_hosts_path, \
     user_known_hosts_path
@@ -33,6 +32,7 @@ INSECURE_WARNING = (
 )
 
 MAX_STDERR_BYTES = 64 * 1024
+_NO_PYTHON = "neither python3 nor python is on the PATH of the login shell"
 # Exit statuses of GNU/busybox `timeout` when it had to stop the probe.
 _TIMEOUT_EXITS = (124, 137)
 
@@ -48,7 +48,7 @@ def probe_command(limit_s: int) -> str:
         f"if timeout -k 2 {limit} true >/dev/null 2>&1; then t='timeout -k 2 {limit}'; else t=; fi; "
         "if command -v python3 >/dev/null 2>&1; then exec $t python3 -B -; fi; "
         "if command -v python >/dev/null 2>&1; then exec $t python -B -; fi; "
-        "echo 'computefence: neither python3 nor python is on PATH' >&2; exit 127"
+        f"echo '{_NO_PYTHON}' >&2; exit 127"
     )
 
 
@@ -90,12 +90,17 @@ class _HostKeyCheck:
     def __init__(self, target: Target, lookup: HostKeyLookup, store: HostKeyStore, accept_new: bool):
         self.target, self.lookup, self.store, self.accept_new = target, lookup, store, accept_new
         self.presented: asyncssh.SSHKey | None = None
+        self.record_error: str | None = None
 
     def unlisted_key(self, key: asyncssh.SSHKey) -> bool:
         self.presented = key
         if self.lookup.known or not self.accept_new:
             return False
-        self.store.record(self.target.host, self.target.port, key)
+        try:
+            self.store.record(self.target.host, self.target.port, key)
+        except ConfigError as exc:
+            self.record_error = str(exc)
+            return False
         return True
 
 
@@ -119,6 +124,10 @@ class _Runner:
                 files.insert(0, str(user_known_hosts_path()))
             self.store = HostKeyStore(files, options.own_known_hosts or own_known_hosts_path())
         self._keys: dict[tuple[str, ...], list] = {}
+
+    def read_known_hosts(self, targets: list[Target]) -> None:
+        if self.store is not None:
+            self.store.preload([path for target in targets for path in target.known_hosts])
 
     async def run(self, target: Target) -> HostReport:
         if target.unreachable_reason:
@@ -210,8 +219,15 @@ class _Runner:
         limit = max(1, int(remaining - 0.5))
         # The probe answers before the pod-side kill; what it could not finish it reports as timed out.
         margin = min(5.0, max(1.0, remaining * 0.2))
+        budget = max(0.5, remaining - margin)
         params = probe_params(target.checks, target.python, **self.options.probe_params)
-        params["deadline_s"] = round(max(0.5, remaining - margin), 1)
+        if target.checks.dataset:
+            # The dataset scan runs after the machine checks on a budget of its own; both must
+            # fit in the deadline, and a scan cut short still reports what it read.
+            params["deadline_s"] = round(max(0.5, budget * 0.4), 1)
+            params["timeouts"] = {**params.get("timeouts", {}), "dataset": round(max(0.5, budget * 0.6), 1)}
+        else:
+            params["deadline_s"] = round(budget, 1)
         if target.probe_roots:
             params["roots"] = dict(target.probe_roots)
         payload = probe_payload(params).encode("utf-8")
@@ -250,8 +266,8 @@ def _judge_exit(exit_status, exit_signal, stdout: bytes, stderr: bytes, limit: i
         name = exit_signal[0] if isinstance(exit_signal, tuple) else exit_signal
         return _Outcome(HostStatus.PROBE_FAILED, f"the probe was killed on the pod by signal {name}")
     if exit_status == 127:
-        return _Outcome(HostStatus.NO_PYTHON,
-                        _last_line(stderr) or "neither python3 nor python is on the pod's PATH")
+        # Our own message, or the shell's if python3 was found but its interpreter was not.
+        return _Outcome(HostStatus.NO_PYTHON, _last_line(stderr) or _NO_PYTHON)
     if exit_status in _TIMEOUT_EXITS:
         return _Outcome(HostStatus.TIMEOUT, f"the probe ran past its {limit} s limit and was killed on the pod")
     if exit_status != 0:
@@ -281,6 +297,8 @@ def _connect_failure(target: Target, exc: BaseException, lookup: HostKeyLookup, 
             else:
                 reason = f"the host key of {where} ({fingerprint}) differs from the one recorded in {files}"
             return _Outcome(HostStatus.HOST_KEY_MISMATCH, reason, lookup.files[0] if lookup.files else None)
+        if check is not None and check.record_error:
+            return _Outcome(HostStatus.HOST_KEY_UNKNOWN, check.record_error, fingerprint)
         reason = f"the host key of {where} is not in any known_hosts file"
         if fingerprint:
             reason += f" (it offers {presented.get_algorithm()} {fingerprint})"
@@ -378,6 +396,8 @@ async def probe_targets(targets: list[Target], options: RunOptions,
     pods still in flight are cancelled, their connections closed, and reported as cancelled.
     """
     runner = _Runner(options, on_progress)
+    # An unreadable known_hosts file is a configuration error for the whole run, found before connecting.
+    runner.read_known_hosts(targets)
     tasks = [asyncio.ensure_future(runner.run(target)) for target in targets]
     if not tasks:
         return []

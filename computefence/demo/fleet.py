@@ -165,7 +165,7 @@ def _target(pod: DemoPod, pod_root: Path, port: int, client_key_path: Path, know
             container_disk_gb=20.0,
             persistent_paths=[str(workspace)] if pod.volume else [],
         ),
-        probe_roots={"proc": str(pod_root / "proc"), "etc": str(pod_root / "etc")},
+        probe_roots={name: str(pod_root / name) for name in ("proc", "etc", "dev")},
     )
 
 
@@ -211,6 +211,7 @@ def _build_pod(pod: DemoPod, pod_root: Path) -> PodShell:
         env["HF_HOME"] = str(hf_home)
     _write_proc(pod_root / "proc", _mountinfo(pod, workspace), env)
     _write_etc(pod_root / "etc")
+    _write_dev(pod_root / "dev", with_gpu=pod.nvidia_smi != "driver-unreachable")
     return PodShell(env=env, cwd=str(workspace))
 
 
@@ -272,6 +273,13 @@ def _write_proc(proc: Path, mountinfo: str, env: dict[str, str]) -> None:
         real = Path("/proc") / name
         if real.exists():
             (proc / name).symlink_to(real)
+
+
+def _write_dev(dev: Path, with_gpu: bool) -> None:
+    dev.mkdir()
+    # A driver that is not loaded leaves no device nodes behind.
+    for name in ("nvidia0", "nvidiactl", "nvidia-uvm") if with_gpu else ():
+        (dev / name).touch()
 
 
 def _write_etc(etc: Path) -> None:

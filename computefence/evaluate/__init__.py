@@ -11,9 +11,9 @@ from __future__ import annotations
 import fnmatch
 
 from computefence.errors import ConfigError
-from computefence.evaluate import accelerate, gpu, python, storage, system
+from computefence.evaluate import accelerate, dataset, gpu, python, storage, system
 from computefence.evaluate.connection import status_fix
-from computefence.evaluate.context import Rule, build_context
+from computefence.evaluate.context import Rule, build_context, one_line
 from computefence.evaluate.fleet import build_report, exit_code
 from computefence.models import CheckOptions, Facts, Finding, ProviderInfo
 
@@ -23,7 +23,7 @@ RULES: list[Rule] = [
     *gpu.RULES,
     *accelerate.RULES,
     *python.RULES,
-    # Dataset checks (computefence/evaluate/dataset.py) register their rule function here.
+    *dataset.RULES,
 ]
 
 # Every check id the rules can emit, with what it verifies (for --only/--skip and listings).
@@ -33,7 +33,7 @@ CHECKS: dict[str, str] = {
     **gpu.CHECKS,
     **accelerate.CHECKS,
     **python.CHECKS,
-    # ...and the dataset checks' ids here.
+    **dataset.CHECKS,
 }
 CHECK_IDS: frozenset[str] = frozenset(CHECKS)
 
@@ -46,7 +46,15 @@ def evaluate_host(facts: Facts, checks: CheckOptions, provider: ProviderInfo | N
     findings: list[Finding] = []
     for rule in RULES:
         findings.extend(rule(facts, checks, ctx))
-    return findings
+    return [_single_line(f) for f in findings]
+
+
+def _single_line(finding: Finding) -> Finding:
+    # Paths and names come from the pod; a newline in one must not break a report line.
+    if "\n" not in finding.message and "\n" not in (finding.fix or ""):
+        return finding
+    fix = one_line(finding.fix, None) if finding.fix else finding.fix
+    return finding.model_copy(update={"message": one_line(finding.message, None), "fix": fix})
 
 
 def _matches(check: str, pattern: str) -> bool:

@@ -27,9 +27,18 @@ class Context:
     # pod-storage and shared-memory checks only say why they do not apply.
     ml_host: bool
 
+    # The machine's id at its provider (from the API, else from the environment), if known.
+    pod_id: str | None = None
+
     @property
     def on_provider(self) -> bool:
         return self.profile.name != "generic"
+
+    def restart_command(self) -> str | None:
+        """The provider's command that restarts this machine, when it and the id are known."""
+        if not self.profile.advice.restart or not self.pod_id:
+            return None
+        return self.profile.advice.restart.format(pod_id=q(self.pod_id))
 
 
 Rule = Callable[[Facts, CheckOptions, Context], list[Finding]]
@@ -44,7 +53,11 @@ def build_context(facts: Facts, checks: CheckOptions, provider: ProviderInfo | N
     gpu_usable = bool(gpu.nvidia_smi_found and gpu.exit_code in (0, None) and not gpu.timed_out and gpu.gpus)
     torch_installed = facts.torch.importable or bool(facts.packages.versions.get("torch"))
     ml_host = gpu_present or gpu_expected or profile.name != "generic" or torch_installed
+    pod_id = provider.pod_id if provider is not None else None
+    if pod_id is None and profile.pod_id_hint:
+        pod_id = facts.identity.provider_hints.get(profile.pod_id_hint)
     return Context(
+        pod_id=pod_id,
         provider=provider,
         profile=profile,
         storage=StorageMap(facts.storage.mounts, profile, provider),
@@ -112,10 +125,10 @@ def with_note(command: str, note: str | None) -> str:
     return f"{command}  # {note}" if note else command
 
 
-def one_line(text: str | None, limit: int = 240) -> str:
+def one_line(text: str | None, limit: int | None = 240) -> str:
     """Text from a pod (an error, a tool's output) as one bounded line."""
     flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    return flat if limit is None or len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def gb(n_bytes: int | None) -> str:

@@ -65,8 +65,18 @@ def _dmesg(facts: Facts) -> str:
 
 def _restart_note(ctx: Context) -> str:
     if ctx.on_provider:
-        return f"restart the {ctx.profile.title} machine; if it recurs, the host is faulty: move to another one"
+        how = f" (`{ctx.restart_command()}`)" if ctx.restart_command() else ""
+        return f"restart the {ctx.profile.title} machine{how}; if it recurs, the host is faulty: move to another one"
     return "reboot the machine"
+
+
+def _wedged_fix(facts: Facts, ctx: Context, first: str) -> str:
+    """Restart where the provider has a command for it; else look at the kernel log first."""
+    restart = ctx.restart_command()
+    if restart:
+        return with_note(restart, f"the driver is wedged; if it recurs after a restart, the {ctx.profile.title} host is "
+                                  "faulty: move to another machine")
+    return with_note(first, _restart_note(ctx))
 
 
 def _min_cuda_for_gpus(facts: Facts) -> tuple[int, int] | None:
@@ -102,10 +112,10 @@ def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Findi
     failure = collector_error(facts, "gpu")
     if failure is not None and not gpu.nvidia_smi_found:
         return [block(cid, f"GPU facts could not be collected ({one_line(failure)}): nvidia-smi or the driver is hung",
-                      with_note(f"timeout 20 nvidia-smi; {_dmesg(facts)}", _restart_note(ctx)))]
+                      _wedged_fix(facts, ctx, f"timeout 20 nvidia-smi; {_dmesg(facts)}"))]
     if gpu.timed_out:
         return [block(cid, "nvidia-smi did not answer in time: the driver or a GPU is wedged",
-                      with_note(_dmesg(facts), _restart_note(ctx)))]
+                      _wedged_fix(facts, ctx, _dmesg(facts)))]
     if gpu.nvidia_smi_found and gpu.exit_code not in (0, None):
         output = one_line(gpu.error_output) or "no output"
         return [block(cid, f"nvidia-smi failed (exit {gpu.exit_code}): {output}", _driver_fix(facts, ctx))]
@@ -145,7 +155,7 @@ def _expected_reason(checks: CheckOptions, ctx: Context) -> str:
 
 def _driver_fix(facts: Facts, ctx: Context) -> str:
     if ctx.on_provider:
-        return with_note(_dmesg(facts), f"this container cannot reach the host's driver: {_restart_note(ctx)}")
+        return _wedged_fix(facts, ctx, "ls -l /dev/nvidia*")
     root = sudo(facts)
     return with_note(
         f"{root}modprobe nvidia && nvidia-smi",

@@ -105,7 +105,7 @@ def check_hf_cache(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fin
     if hidden is not None:
         var, value, source = hidden
         target = value if _survives_stop(value, ctx) else _cache_dir(var, facts, ctx)
-        lands = f" ({storage.where}, {storage.fate})" if storage is not None else ""
+        lands = f" on the {storage.where}, {storage.fate}" if storage is not None else ""
         message = (f"{var}={value} is set only in the {HIDDEN_SOURCES[source]}, which SSH sessions do not see: "
                    f"jobs started over SSH cache models in {path}{lands}")
         fix = _export_fix(var, target, ctx) if target else _no_place_fix(ctx)

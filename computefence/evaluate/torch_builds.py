@@ -72,10 +72,13 @@ def _tags_for(minor: tuple[int, int]) -> tuple[str, ...]:
     return CUDA_TAGS[newest] if minor > newest else ()
 
 
-def _best_tag(tags: tuple[str, ...], driver: tuple[int, ...] | None, at_least: tuple[int, int] | None) -> str | None:
+def _best_tag(tags: tuple[str, ...], driver: tuple[int, ...] | None, at_least: tuple[int, int] | None,
+              same_major: bool) -> str | None:
     fitting = [
         tag for tag in tags
-        if (driver is None or tag_cuda(tag) <= tuple(driver[:2])) and (at_least is None or tag_cuda(tag) >= at_least)
+        if (driver is None or tag_cuda(tag) <= tuple(driver[:2]))
+        and (at_least is None or tag_cuda(tag) >= at_least)
+        and (not same_major or driver is None or tag_cuda(tag)[0] == driver[0])
     ]
     return max(fitting, key=tag_cuda) if fitting else None
 
@@ -83,20 +86,23 @@ def _best_tag(tags: tuple[str, ...], driver: tuple[int, ...] | None, at_least: t
 def choose_build(
     torch_version: str | None, driver_cuda: str | None, min_cuda: tuple[int, int] | None = None
 ) -> tuple[str, str] | None:
-    """(requirement, tag) for the newest CUDA build the driver runs, keeping the installed
-    torch release when it has such a build: ('torch==2.3.1', 'cu121'), ('torch==2.6.*',
-    'cu124') or ('torch', 'cu128'). None when no published build fits the driver."""
+    """(requirement, tag) for a CUDA build the driver runs: ('torch==2.3.1', 'cu121'),
+    ('torch==2.5.*', 'cu121') or ('torch', 'cu128'); None when no published build fits.
+
+    A build of the driver's own CUDA major version is preferred (CUDA 12 extensions such as
+    flash-attn expect one), then the installed torch release, then the newest release."""
     driver = parse_version(driver_cuda)
     installed = parse_version(torch_version)
-    if installed is not None and len(installed) >= 2:
-        tag = _best_tag(_tags_for(installed[:2]), driver, min_cuda)
-        if tag is not None:
-            return f"torch=={'.'.join(str(p) for p in installed[:3])}", tag
     newest = max(CUDA_TAGS)
-    for minor in sorted(CUDA_TAGS, reverse=True):
-        tag = _best_tag(CUDA_TAGS[minor], driver, min_cuda)
-        if tag is not None:
-            return ("torch" if minor == newest else f"torch=={minor[0]}.{minor[1]}.*"), tag
+    for same_major in (True, False):
+        if installed is not None and len(installed) >= 2:
+            tag = _best_tag(_tags_for(installed[:2]), driver, min_cuda, same_major)
+            if tag is not None:
+                return f"torch=={'.'.join(str(p) for p in installed[:3])}", tag
+        for minor in sorted(CUDA_TAGS, reverse=True):
+            tag = _best_tag(CUDA_TAGS[minor], driver, min_cuda, same_major)
+            if tag is not None:
+                return ("torch" if minor == newest else f"torch=={minor[0]}.{minor[1]}.*"), tag
     return None
 
 

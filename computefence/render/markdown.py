@@ -110,10 +110,11 @@ def _fleet(report: Report) -> list[str]:
         lines += ["### Findings across pods", ""]
         for group in groups:
             for variant in group.variants:
+                pods = views.hosts_with_subjects(variant, sep="\n")  # one line per pod where values differ
                 lines += [
                     f"{_ICON[group.severity]} **{md(group.check)}** ({views.plural(len(variant.hosts), 'pod')}): {md(variant.message)}",
                     "",
-                    f"Pods: {md(views.hosts_with_subjects(variant))}",
+                    f"Pods: {md(pods)}",
                     "",
                 ]
                 if variant.fix:

@@ -98,7 +98,7 @@ def _row(severity: Severity, check: str, body: Text, check_width: int) -> Table:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column(no_wrap=True, style="cyan", min_width=check_width)
-    grid.add_column(ratio=1)
+    grid.add_column(ratio=1, overflow="fold")  # long paths wrap, never cut
     grid.add_row(Text(_MARK[severity], style=_STYLE[severity]), Text(clean(check)), body)
     return grid
 
@@ -148,8 +148,10 @@ def _fleet(report: Report) -> list[RenderableType]:
 
 def _summary_table(hosts: list[HostReport]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
-    for name in ("Pod", "Provider", "GPUs", "torch / CUDA", "Status"):
+    table.add_column("Pod", no_wrap=True)
+    for name in ("Provider", "GPUs", "torch / CUDA"):
         table.add_column(name, overflow="fold")
+    table.add_column("Status", no_wrap=True)
     table.add_column("Blockers", justify="right")
     table.add_column("Warnings", justify="right")
     for host in hosts:
@@ -175,8 +177,9 @@ def _group_rows(groups: list[views.FindingGroup]) -> list[RenderableType]:
     for group in groups:
         for variant in group.variants:
             body = Text(clean(variant.message))
-            body.append(f"\n{views.plural(len(variant.hosts), 'pod')}: ", style="bold")
-            body.append(clean(views.hosts_with_subjects(variant)))
+            body.append(f"\n{views.plural(len(variant.hosts), 'pod')}:", style="bold")
+            per_pod = len(variant.subjects) > 1  # one line per pod with its own value
+            body.append(("\n  " if per_pod else " ") + clean(views.hosts_with_subjects(variant, sep="\n  ")))
             out.append(_row(group.severity, group.check, body, width))
             if variant.fix:
                 out.append(_fix(variant.fix))
@@ -190,7 +193,7 @@ def _not_ok_rows(hosts: list[HostReport]) -> list[RenderableType]:
         grid = Table.grid(padding=(0, 1))
         grid.add_column(no_wrap=True, style="bold magenta", min_width=len("host_key_mismatch"))
         grid.add_column(no_wrap=True, min_width=width)
-        grid.add_column(ratio=1)
+        grid.add_column(ratio=1, overflow="fold")
         grid.add_row(Text(host.status.value), Text(clean(host.name)), Text(clean(host.reason or host.status.value)))
         out.append(grid)
         if host.fix:

@@ -57,8 +57,8 @@ def area_sort_key(area: str) -> tuple[int, str]:
     return (_AREA_ORDER.index(area) if area in _AREA_ORDER else len(_AREA_ORDER), area)
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n} {word if n == 1 else (many or word + 's')}"
+def plural(n: int, word: str) -> str:
+    return f"{n} {word if n == 1 else word + 's'}"
 
 
 # ---------------------------------------------------------------- findings
@@ -80,14 +80,47 @@ def severity_counts(findings: list[Finding]) -> dict[Severity, int]:
     return {sev: counts.get(sev, 0) for sev in (Severity.BLOCK, Severity.WARN, Severity.PASS)}
 
 
+_SUBJECT = "\x00subject\x00"  # NUL-delimited: not something a message says
+
+
 @dataclass
 class Variant:
-    """One wording of a finding (message and fix) and the pods that got it."""
+    """One wording of a finding and the pods that got it. Where the wording embeds the
+    pod's own subject (a path), that part is a placeholder, so the same finding about
+    different paths on 40 pods is still one variant, with each pod's path listed."""
 
-    message: str
-    fix: str | None
+    message_template: str
+    fix_template: str | None
     # (host name, subject) pairs; subject is the per-pod value (a path, a GPU index).
     hosts: list[tuple[str, str | None]] = field(default_factory=list)
+
+    @property
+    def subjects(self) -> set[str | None]:
+        return {subject for _, subject in self.hosts}
+
+    def _fill(self, template: str) -> str:
+        subjects = self.subjects
+        if len(subjects) == 1:
+            value = subjects.pop() or ""
+        else:
+            paths = all(s and s.startswith("/") for s in subjects)
+            value = "<path>" if paths else "<value>"
+        return template.replace(_SUBJECT, value)
+
+    @property
+    def message(self) -> str:
+        return self._fill(self.message_template)
+
+    @property
+    def fix(self) -> str | None:
+        return None if self.fix_template is None else self._fill(self.fix_template)
+
+
+def _template(text: str | None, subject: str | None) -> str | None:
+    # Short subjects ("0" for a GPU index) would also match unrelated digits and words.
+    if text is None or not subject or len(subject) < 3:
+        return text
+    return text.replace(subject, _SUBJECT)
 
 
 @dataclass
@@ -108,19 +141,19 @@ class FindingGroup:
 
 def group_findings(hosts: list[HostReport], severities=(Severity.BLOCK, Severity.WARN)) -> list[FindingGroup]:
     """Findings grouped across pods: one group per (check, severity), and inside it one
-    variant per distinct (message, fix), so the same finding on 40 pods shows once.
-    Groups come worst first, then by how many pods they hit."""
+    variant per distinct wording, so the same finding on 40 pods shows once. Groups come
+    worst first, then by how many pods they hit."""
     groups: dict[tuple[str, Severity], FindingGroup] = {}
     for host in hosts:
         for finding in host.findings:
             if finding.severity not in severities:
                 continue
             group = groups.setdefault((finding.check, finding.severity), FindingGroup(finding.check, finding.severity))
-            variant = next(
-                (v for v in group.variants if v.message == finding.message and v.fix == finding.fix), None
-            )
+            message = _template(finding.message, finding.subject)
+            fix = _template(finding.fix, finding.subject)
+            variant = next((v for v in group.variants if v.message_template == message and v.fix_template == fix), None)
             if variant is None:
-                variant = Variant(finding.message, finding.fix)
+                variant = Variant(message, fix)
                 group.variants.append(variant)
             variant.hosts.append((host.name, finding.subject))
     for group in groups.values():
@@ -128,17 +161,12 @@ def group_findings(hosts: list[HostReport], severities=(Severity.BLOCK, Severity
     return sorted(groups.values(), key=lambda g: (-g.severity.rank, -len(g.host_names), g.check))
 
 
-def hosts_with_subjects(variant: Variant) -> str:
-    """'pod-a, pod-b' or, where the subject differs between pods, 'pod-a (/data), pod-b (/mnt)'."""
-    subjects = {subject for _, subject in variant.hosts}
-    if len(subjects) <= 1:
+def hosts_with_subjects(variant: Variant, sep: str = ", ") -> str:
+    """'pod-a, pod-b' or, where the subject differs between pods, 'pod-a: /data, pod-b: /mnt'
+    (joined by `sep`)."""
+    if len(variant.subjects) <= 1:
         return ", ".join(name for name, _ in variant.hosts)
-    return ", ".join(f"{name} ({subject})" if subject else name for name, subject in variant.hosts)
-
-
-def shared_subject(variant: Variant) -> str | None:
-    subjects = {subject for _, subject in variant.hosts}
-    return subjects.pop() if len(subjects) == 1 else None
+    return sep.join(f"{name}: {subject}" if subject else name for name, subject in variant.hosts)
 
 
 # ---------------------------------------------------------------- host cells
@@ -184,8 +212,11 @@ def torch_cell(host: HostReport) -> str:
     torch = facts.torch
     if not torch.importable:
         return "torch missing" if torch.python_found else "no interpreter"
+    version = torch.version or "?"
+    if "+cu" in version or "+cpu" in version or "+rocm" in version:
+        return version  # the local version already names the build
     cuda = f"CUDA {torch.cuda_build}" if torch.cuda_build else ("ROCm " + torch.hip_build if torch.hip_build else "CPU build")
-    return f"{torch.version or '?'} / {cuda}"
+    return f"{version} / {cuda}"
 
 
 def machine_line(host: HostReport) -> str:
@@ -237,17 +268,16 @@ def verdict_detail(report: Report) -> str:
     return ", ".join(parts)
 
 
-def verdict_line(report: Report) -> str:
-    return f"{verdict_word(report)}: {verdict_detail(report)}"
-
-
 def money_line(report: Report) -> str | None:
     """'3 blocked pods burn $7.47/h (of $12.40/h for the fleet)', or None without prices."""
     s = report.summary
     if s.cost_per_hour_at_risk is None and s.cost_per_hour_total is None:
         return None
     at_risk = s.cost_per_hour_at_risk or 0.0
-    line = f"{plural(s.hosts_at_risk_priced, 'blocked pod')} {'burns' if s.hosts_at_risk_priced == 1 else 'burn'} ${at_risk:.2f}/h"
+    n = s.hosts_at_risk_priced
+    # The evaluator prices pods that are blocked and, as they bill too, pods not checked.
+    what = "blocked or unchecked" if s.not_ok else "blocked"
+    line = f"{n} {what} {'pod burns' if n == 1 else 'pods burn'} ${at_risk:.2f}/h"
     if s.cost_per_hour_total is not None:
         line += f" (of ${s.cost_per_hour_total:.2f}/h for the fleet)"
     return line

@@ -30,9 +30,10 @@ _QUOTE_CHARS = 160
 class RetryPolicy:
     """How hard to try before giving up on a provider API."""
 
-    # Tries in all for a retryable failure (429, 5xx, timeout, connection error).
-    attempts: int = 4
-    timeout_s: float = 15.0
+    # Tries in all for a retryable failure (429, 5xx, timeout, connection error); with the
+    # defaults an API that never answers fails the source after about 33 s.
+    attempts: int = 3
+    timeout_s: float = 10.0
     # Backoff before the 2nd try; doubles each time up to max_backoff_s.
     backoff_s: float = 1.0
     max_backoff_s: float = 8.0
@@ -59,8 +60,11 @@ def scrub(text: str, secret: str | None) -> str:
 def check_base_url(url: str, provider: str) -> str:
     """A base URL without its trailing slash; ConfigError if it is not http(s)."""
     url = url.strip().rstrip("/")
-    parsed = httpx.URL(url) if url.startswith(("http://", "https://")) else None
-    if parsed is None or not parsed.host:
+    try:
+        host = httpx.URL(url).host if url.startswith(("http://", "https://")) else ""
+    except httpx.InvalidURL:
+        host = ""
+    if not host:
         raise ConfigError(f"{provider} API URL {url!r} is not an http:// or https:// URL")
     return url
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from types import ModuleType
 from typing import Any
@@ -28,6 +29,8 @@ URL_ENV = "RUNPOD_API_BASE_URL"
 KEY_ENV = "RUNPOD_API_KEY"
 KEY_HELP = "check RUNPOD_API_KEY or ~/.runpod/config.toml; keys are at https://www.runpod.io/console/user/settings"
 INSTALL_HINT = "RunPod support needs the runpod extra: pip install 'computefence[runpod]'"
+# get_pods(api_key=...) arrived in 1.8.1; 2.x lists pods through REST v2, in another shape.
+SDK_RANGE = ((1, 8, 1), (2, 0, 0))
 
 # The SDK is configured through process-wide state (an env variable, a module global): one call at a time.
 _SDK_LOCK = threading.Lock()
@@ -45,6 +48,12 @@ def load_sdk() -> ModuleType:
         # which would print every INFO record of the process, httpx's included, to stderr.
         root.handlers[:] = handlers
         root.setLevel(level)
+    version = str(getattr(runpod, "__version__", "0"))
+    numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+    if not SDK_RANGE[0] <= numbers < SDK_RANGE[1]:
+        raise SourceError(
+            f"RunPod support needs runpod>=1.8.1,<2 (installed: {version}): pip install 'computefence[runpod]'"
+        )
     return runpod
 
 

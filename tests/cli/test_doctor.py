@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -31,6 +32,11 @@ def gpu_path(tmp_path, monkeypatch):
         monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
 
     return install
+
+
+def _missing_dir() -> str:
+    # Outside /tmp (which the evaluator rightly calls ephemeral) and certain not to exist.
+    return f"/computefence-test-{uuid.uuid4().hex}/no/out"
 
 
 def _doctor_json(capsys, *argv: str) -> tuple[int, Report]:
@@ -59,12 +65,13 @@ def test_exit_0_when_the_selected_check_passes(capsys, gpu_path):
     assert report.hosts[0].findings[0].severity is Severity.PASS
 
 
-def test_exit_1_on_a_blocker_and_the_fix_names_the_path(capsys, tmp_path):
-    missing = tmp_path / "no" / "such" / "out"
-    code, report = _doctor_json(capsys, "--only", "storage.output-dir", "--output-dir", str(missing))
+def test_exit_1_on_a_blocker_and_the_fix_names_the_path(capsys):
+    missing = _missing_dir()
+    code, report = _doctor_json(capsys, "--only", "storage.output-dir", "--output-dir", missing)
     assert code == 1
     (finding,) = report.hosts[0].findings
-    assert finding.severity is Severity.BLOCK and str(tmp_path / "no") in (finding.fix or "")
+    assert finding.severity is Severity.BLOCK and finding.subject == missing
+    assert missing in finding.message and missing in (finding.fix or "")
     assert report.summary.verdict is Severity.BLOCK
 
 
@@ -76,8 +83,8 @@ def test_fail_on_warn_turns_a_warning_into_exit_1(capsys, gpu_path):
     assert code == 1 and report.fail_on is Severity.WARN
 
 
-def test_skip_removes_a_check(capsys, tmp_path):
-    _, report = _doctor_json(capsys, "--skip", "storage.output-dir", "--output-dir", str(tmp_path / "x" / "y" / "z"))
+def test_skip_removes_a_check(capsys):
+    _, report = _doctor_json(capsys, "--skip", "storage.output-dir", "--output-dir", _missing_dir())
     assert "storage.output-dir" not in {f.check for f in report.hosts[0].findings}
 
 
@@ -122,7 +129,7 @@ def test_rich_output_groups_by_area(capsys, tmp_path):
 def test_console_script_gate_stops_a_bad_job(tmp_path):
     """`computefence doctor ... && python train.py` must not start the job on a blocker."""
     marker = tmp_path / "trained"
-    missing = tmp_path / "no" / "such" / "out"
+    missing = _missing_dir()
     script = (
         f"{sys.executable} -m computefence doctor --only storage.output-dir --output-dir {missing} "
         f"--python /nonexistent/python3 >/dev/null && touch {marker}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 
 import pytest
@@ -13,10 +14,15 @@ from computefence.errors import ProbeOutputError
 from computefence.models import CheckOptions, Facts
 from computefence.payload import probe_params
 
+# No training interpreter: keeps the torch import (seconds) out of these tests.
+PARAMS = probe_params(CheckOptions(), python="/nonexistent/python3")
+
 
 def test_returns_facts_from_the_real_probe():
-    facts = run_probe_local(probe_params(CheckOptions()), timeout=60)
+    facts = run_probe_local(PARAMS, timeout=60)
     assert isinstance(facts, Facts)
+    assert facts.identity.hostname == socket.gethostname()
+    assert facts.torch.python == "/nonexistent/python3" and not facts.torch.python_found
     assert {"identity", "storage", "gpu", "torch"} <= set(facts.collectors)
 
 
@@ -24,7 +30,7 @@ def test_the_working_directory_cannot_shadow_the_standard_library(tmp_path, monk
     (tmp_path / "json.py").write_text("raise SystemExit('shadowed json imported')\n")
     (tmp_path / "threading.py").write_text("raise SystemExit('shadowed threading imported')\n")
     monkeypatch.chdir(tmp_path)
-    assert isinstance(run_probe_local(probe_params(CheckOptions()), timeout=60), Facts)
+    assert isinstance(run_probe_local(PARAMS, timeout=60), Facts)
 
 
 def test_a_probe_past_the_timeout_is_killed_with_its_children(tmp_path, monkeypatch):

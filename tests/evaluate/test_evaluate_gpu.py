@@ -59,7 +59,8 @@ def test_driver_unreachable_blocks_with_the_real_message_and_skips_dependent_che
     assert driver.severity is Severity.BLOCK
     assert "exit 9" in driver.message and "couldn't communicate with the NVIDIA driver" in driver.message
     assert "\n" not in driver.message
-    assert "restart the RunPod machine" in driver.fix
+    # The pod id comes from RUNPOD_POD_ID: the fix is the exact restart command.
+    assert driver.fix.startswith("runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6")
     # The CUDA symptoms of the same cause are not reported twice.
     assert of(findings, "gpu.cuda-unavailable") == [] and of(findings, "gpu.memory-in-use") == []
 
@@ -74,8 +75,12 @@ def test_hung_nvidia_smi_blocks():
     facts = _pod(gpu=GpuFacts(nvidia_smi_found=True, timed_out=True))
     finding = only(_gpu_findings(facts), "gpu.driver")
     assert finding.severity is Severity.BLOCK and "did not answer in time" in finding.message
-    # root on the pod: no sudo in the command.
-    assert finding.fix.startswith("dmesg | grep -iE 'nvrm|xid'")
+    vast = ProviderInfo(provider="vast", pod_id="4242")
+    assert only(_gpu_findings(facts, NO_CHECKS, vast), "gpu.driver").fix.startswith("vastai reboot instance 4242")
+    # A machine with no provider restart command: the kernel log first; root needs no sudo.
+    bare = facts.model_copy(update={"identity": facts.identity.model_copy(update={"provider_hints": {}})})
+    fix = only(_gpu_findings(bare), "gpu.driver").fix
+    assert fix.startswith("dmesg | grep -iE 'nvrm|xid'") and "reboot the machine" in fix
 
 
 def test_gpu_collector_timeout_is_not_mistaken_for_no_gpu():
@@ -138,7 +143,8 @@ def test_driver_older_than_torch_cuda_blocks_and_offers_a_build_it_runs():
     assert finding.severity is Severity.BLOCK
     assert "built for CUDA 12.6" in finding.message and "supports CUDA 12.2 only" in finding.message
     assert "falls back to the CPU" in finding.message
-    assert "torch==2.6.0 --index-url https://download.pytorch.org/whl/cu118" in finding.fix
+    # The newest release with a CUDA 12 build the driver runs, rather than torch 2.6 on CUDA 11.8.
+    assert "'torch==2.5.*' --index-url https://download.pytorch.org/whl/cu121" in finding.fix
     assert "driver supports CUDA 12.6" in finding.fix
     # One root cause, one blocker: cuda-unavailable stays silent.
     assert of(findings, "gpu.cuda-unavailable") == []
@@ -179,8 +185,8 @@ def test_h100_with_a_torch_without_sm90_blocks():
     assert finding.severity is Severity.BLOCK
     assert "no kernels for sm_90" in finding.message and "GPU 0,1" in finding.message
     assert finding.subject == "sm_90"
-    # The newest release with a build both for sm_90 (CUDA >= 11.8) and for this driver (12.4).
-    assert "--index-url https://download.pytorch.org/whl/cu118" in finding.fix
+    # The newest release with a CUDA 12 build for sm_90 that this driver (12.4) runs.
+    assert "'torch==2.6.*' --index-url https://download.pytorch.org/whl/cu124" in finding.fix
 
 
 def test_same_major_binaries_and_ptx_cover_newer_gpus():

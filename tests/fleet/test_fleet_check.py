@@ -106,7 +106,7 @@ def test_connection_killed_mid_probe_is_connection_lost(ssh_fleet, healthy_pods,
     killed = []
 
     def kill_session_while_probing():
-        doomed.wait_for_process("nvidia-smi")
+        doomed.wait_for_process("nvidia-smi", timeout=10)
         for pid in doomed.session_processes():
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
@@ -158,7 +158,17 @@ def test_dropped_connections_past_maxstartups_are_retried(ssh_fleet, start_pods,
     assert "past MaxStartups" in pod.log.read_text(), "sshd dropped nothing: the retry went untested"
 
 
-SLOW_PYTHON = '#!/bin/sh\nsleep 1\nexec /usr/bin/python3 "$@"\n'
+# Records when it held the pod (in the pod's own /tmp), then runs the real interpreter.
+SLOW_PYTHON = ('#!/bin/sh\nstart=$(date +%s.%N)\nsleep 1\n'
+               'echo "$start $(date +%s.%N)" > /tmp/computefence-test-interval\nexec /usr/bin/python3 "$@"\n')
+
+
+def _most_at_once(pods) -> int:
+    intervals = []
+    for pod in pods:
+        start, end = pod.in_namespace(["cat", f"{pod.merged}/tmp/computefence-test-interval"]).split()
+        intervals.append((float(start), float(end)))
+    return max(sum(1 for s, e in intervals if s < end and start < e) for start, end in intervals)
 
 
 def test_concurrency_bounds_the_pods_in_flight(ssh_fleet, start_pods, run_cli, tmp_path):
@@ -166,14 +176,14 @@ def test_concurrency_bounds_the_pods_in_flight(ssh_fleet, start_pods, run_cli, t
     inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(p) for p in pods], trusted=pods,
                                 checks={})
 
-    def timed(*extra):
-        started = time.monotonic()
+    def most_at_once(*extra) -> int:
         result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json", *extra)
         assert {h.status.value for h in result.report.hosts} == {"ok"}
-        return time.monotonic() - started
+        return _most_at_once(pods)
 
-    assert timed() < 2.0
-    assert 2.0 <= timed("--concurrency", "2") < 4.0
+    # All four at once, load permitting; never more than two with --concurrency 2.
+    assert most_at_once() >= 3
+    assert most_at_once("--concurrency", "2") == 2
 
 
 def test_sigint_reports_finished_pods_and_cancels_the_rest(ssh_fleet, healthy_pods, start_pods, home, tmp_path):
@@ -209,3 +219,23 @@ def test_sigint_reports_finished_pods_and_cancels_the_rest(ssh_fleet, healthy_po
     while stuck.session_processes() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert stuck.session_processes() == []
+
+
+def test_big_dataset_scan_is_cut_to_fit_the_deadline(ssh_fleet, start_pods, run_cli, tmp_path):
+    (pod,) = start_pods(PodSpec("big-data", workspace_size="20G"))
+    rows = "\n".join(f'{{"text": "sample {i}", "label": "{i % 7}"}}' for i in range(3_000_000)) + "\n"
+    subprocess.run(["nsenter", "-t", str(pod.sshd_pid), "-m", "--", "sh", "-c",
+                    f"cat > {pod.merged}/workspace/train.jsonl"], input=rows.encode(), check=True)
+    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod],
+                                checks={"dataset": "/workspace/train.jsonl", "input_column": "text",
+                                        "label_column": "label"})
+
+    started = time.monotonic()
+    result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json", "--timeout", "5")
+
+    assert time.monotonic() - started < 6
+    host = result.host(pod.name)
+    assert host.status.value == "ok", host.reason
+    dataset = host.facts.dataset
+    assert dataset.partial and "time budget" in dataset.partial_reason
+    assert 0 < dataset.rows < 3_000_000, dataset.rows

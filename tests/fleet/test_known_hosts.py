@@ -80,3 +80,11 @@ def test_address_entry_matches_a_named_host(tmp_path, keys):
     path.write_text(known_hosts_line("198.51.100.3", 2222, keys[0]))
     store = HostKeyStore([path])
     assert store.lookup("pod.example", "198.51.100.3", 2222).known
+
+
+def test_unreadable_file_is_a_config_error_before_connecting(tmp_path):
+    store = HostKeyStore([tmp_path / "missing-is-fine"])
+    store.preload()
+    (tmp_path / "not-a-file").mkdir()
+    with pytest.raises(ConfigError, match=r"cannot read known-hosts file .*not-a-file: Is a directory"):
+        store.preload([str(tmp_path / "not-a-file")])

@@ -48,6 +48,9 @@ def test_scrub_and_urls():
     assert check_base_url(" https://cloud.lambda.ai/ ", "Lambda Cloud") == "https://cloud.lambda.ai"
     with pytest.raises(ConfigError, match="Lambda Cloud API URL 'cloud.lambda.ai'"):
         check_base_url("cloud.lambda.ai", "Lambda Cloud")
+    for bad in ("http://", "https://[::1"):
+        with pytest.raises(ConfigError):
+            check_base_url(bad, "Vast.ai")
 
 
 def test_recheck_vanished(api, fast, monkeypatch):

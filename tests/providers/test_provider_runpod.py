@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import pytest
@@ -130,3 +131,13 @@ def test_importing_the_sdk_leaves_logging_alone():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["0", str(30)]
+
+
+@pytest.mark.parametrize("version", ["1.7.13", "2.0.0rc2"])
+def test_sdk_outside_the_supported_range(api, fast, monkeypatch, version):
+    import runpod
+
+    monkeypatch.setattr(runpod, "__version__", version)
+    with pytest.raises(SourceError, match=rf"needs runpod>=1\.8\.1,<2 \(installed: {re.escape(version)}\)"):
+        RunPodSource(api.base_url("runpod"), policy=fast).targets()
+    assert api.seen("runpod") == []

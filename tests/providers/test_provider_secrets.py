@@ -13,6 +13,7 @@ import traceback
 import pytest
 from fake_api import JUPYTER_SECRET, POD_SECRET, Fault, lambda_instance, runpod_pod, vast_instance
 
+from computefence.cli import main
 from computefence.errors import SourceError
 from computefence.sources.http import ApiClient
 from computefence.sources.providers import provider_source
@@ -106,34 +107,41 @@ def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
     )
 
 
-def test_the_cli_never_shows_a_key(leaky, tmp_path):
-    env = dict(os.environ, COLUMNS="200")
-    listed = run_cli(["inventory", "list", "--provider", "runpod,vast,lambda", "--format", "json"], env)
+def test_the_cli_never_shows_a_key(leaky, tmp_path, capsys, caplog, monkeypatch):
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("COLUMNS", "200")
+    # A fresh process, so the runpod SDK is imported as a user's run imports it.
+    listed = run_cli(["inventory", "list", "--provider", "runpod,vast,lambda", "--format", "json"], dict(os.environ))
     assert listed.returncode == 0, listed.stderr
     document = json.loads(listed.stdout)
     assert {t["name"] for t in document["targets"]} >= {"rp-one", "rp-proxy", "v1", "v29", "lam"}
     assert all(s["ok"] for s in document["sources"])
+    # Importing the runpod SDK must not switch on INFO logging of every HTTP request.
+    assert "HTTP Request" not in listed.stderr
+    outputs = [listed.stdout, listed.stderr]
 
-    table = run_cli(["inventory", "list", "--provider", "runpod,vast,lambda"], env)
-    assert table.returncode == 0 and "rp-proxy" in table.stdout
+    def cli(*argv: str) -> tuple[int, str]:
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        outputs.extend([out, err])
+        return code, out
+
+    code, table = cli("inventory", "list", "--provider", "runpod,vast,lambda")
+    assert code == 0 and "rp-proxy" in table and "root@203.0.113.10:22101" in table
 
     exported = tmp_path / "pods.yaml"
-    export = run_cli(["inventory", "export", "--provider", "vast,lambda", "-o", str(exported)], env)
-    assert export.returncode == 0, export.stderr
+    assert cli("inventory", "export", "--provider", "runpod,vast,lambda", "-o", str(exported))[0] == 0
+    assert cli("inventory", "export", "--provider", "vast", "--format", "ssh-config")[0] == 0
 
     # Failures: a key the API echoes back (Vast), a revoked key (RunPod), a rate limit (Lambda).
     leaky.fail("vast", echo_key("vast"))
     leaky.fail("lambda", Fault(429, b"{}", {"Retry-After": "9999"}))
-    failed = run_cli(
-        ["inventory", "list", "--provider", "runpod,vast,lambda"], dict(env, RUNPOD_API_KEY=KEYS["runpod"] + "-revoked")
-    )
-    assert failed.returncode == 1
-    assert "source vast failed" in failed.stdout and "[redacted]" in failed.stdout
-    assert "source runpod failed" in failed.stdout and "HTTP 401" in failed.stdout
-    assert "source lambda failed" in failed.stdout and "HTTP 429" in failed.stdout
+    monkeypatch.setenv("RUNPOD_API_KEY", KEYS["runpod"] + "-revoked")
+    code, failed = cli("inventory", "list", "--provider", "runpod,vast,lambda")
+    assert code == 1
+    assert "Vast.ai API answered HTTP 400 (invalid_request: bad key [redacted])" in failed
+    assert "RunPod API rejected the API key (HTTP 401)" in failed
+    assert "Lambda Cloud API is rate limiting (HTTP 429)" in failed
 
-    for run in (listed, table, export, failed):
-        assert_clean(run.stdout + run.stderr)
-        # Importing the runpod SDK must not switch on INFO logging of every HTTP request.
-        assert "HTTP Request" not in run.stderr
-    assert_clean(exported.read_text())
+    outputs += [exported.read_text(), caplog.text]
+    assert_clean("\n".join(outputs))

@@ -2,7 +2,7 @@ import xml.etree.ElementTree as ET
 
 from computefence.models import Severity
 from computefence.render import render
-from conftest import HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG
+from sample_reports import HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG
 
 
 def _suites(report):

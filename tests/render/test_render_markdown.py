@@ -2,7 +2,7 @@ import re
 
 from computefence.render import render
 from computefence.render.markdown import code_block, code_span, md
-from conftest import HOSTILE_FIX, OUTPUT_DIR_FIX
+from sample_reports import HOSTILE_FIX, OUTPUT_DIR_FIX
 
 
 def _cells(row: str) -> list[str]:
@@ -33,7 +33,7 @@ def test_fleet_markdown_has_summary_findings_drift_and_money(fleet_report):
     assert f"```sh\n{OUTPUT_DIR_FIX}\n```" in text
     assert "### Version drift" in text and "### Pods not checked" in text
     # $ is escaped so GitHub does not render "$7.47/h ... $7.47/h" as math
-    assert "3 blocked pods burn \\$7.47/h" in text
+    assert "3 blocked or unchecked pods burn \\$7.47/h" in text
     assert "<details><summary>Per-pod details</summary>" in text and text.count("</details>") == 1
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from computefence.errors import ConfigError
 from computefence.render import FORMATS, render
-from conftest import HOSTILE_NAME
+from sample_reports import HOSTILE_NAME
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\\\|\\"|\\n)*)"(,|$)')

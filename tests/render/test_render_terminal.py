@@ -1,6 +1,6 @@
-from computefence.models import Severity
+from computefence.models import Finding, Severity
 from computefence.render import render
-from conftest import HF_FIX, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG
+from sample_reports import HF_FIX, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG
 
 
 def test_doctor_groups_by_area_with_counts_and_fixes(doctor_report):
@@ -35,7 +35,8 @@ def test_fleet_summary_table_grouped_findings_drift_money_and_verdict(fleet_repo
     assert rows["pod-c"][-3:] == ["blocked", "1", "0"]
     assert rows["pod-d"][-3:] == ["unreachable", "-", "-"]
     assert rows["pod-e"][-3:] == ["ready", "0", "0"]
-    assert "2.5.1+cpu / CPU build" in text and "8x H100 80GB HBM3" in text
+    assert "2.5.1+cpu" in rows["pod-c"] and "2.4.1+cu124" in rows["pod-a"]
+    assert "8x H100 80GB HBM3" in text
     # the same finding on two pods is shown once, with both pods
     assert text.count(OUTPUT_DIR_MSG) == 1
     assert "2 pods: pod-a, pod-b" in text
@@ -47,16 +48,34 @@ def test_fleet_summary_table_grouped_findings_drift_money_and_verdict(fleet_repo
     assert "source vast failed: HTTP 401 from the Vast.ai API" in text
     drift = text[text.index("Version drift"):]
     assert "2.4.1+cu124" in drift and "pod-a, pod-b, pod-e" in drift
-    assert "Money at risk: 3 blocked pods burn $7.47/h" in text
+    assert "Money at risk: 3 blocked or unchecked pods burn $7.47/h" in text
     assert text.rstrip().splitlines()[-1].strip().startswith("BLOCKED  3 of 5 pods blocked, 1 not checked")
 
 
-def test_per_pod_subjects_are_listed_when_they_differ(fleet_report):
+def test_the_same_finding_about_different_paths_is_one_group_with_per_pod_values(fleet_report):
     a, b = fleet_report.hosts[0], fleet_report.hosts[1]
-    a.findings[0] = a.findings[0].model_copy(update={"subject": "/root/out"})
-    b.findings[0] = b.findings[0].model_copy(update={"subject": "/srv/out"})
-    text = render(fleet_report, "rich", width=200)
-    assert "2 pods: pod-a (/root/out), pod-b (/srv/out)" in text
+    b.findings[0] = a.findings[0].model_copy(
+        update={
+            "subject": "/srv/out",
+            "message": OUTPUT_DIR_MSG.replace("/root/out", "/srv/out"),
+            "fix": OUTPUT_DIR_FIX.replace("/root/out", "/srv/out"),
+        }
+    )
+    text = render(fleet_report, "rich", width=250)
+    assert "2 pods:\n" in text and "  pod-a: /root/out\n" in text and "  pod-b: /srv/out\n" in text
+    assert "resolves to <path> on the container's overlay root" in text
+    assert "fix: mkdir -p /workspace/out && ln -sfn /workspace/out <path>" in text
+    # a single pod keeps its real path
+    b.findings.pop(0)
+    assert f"fix: {OUTPUT_DIR_FIX}" in render(fleet_report, "rich", width=250)
+
+
+def test_short_subjects_are_not_templated(fleet_report):
+    gpu = dict(check="gpu.memory-in-use", severity=Severity.WARN, fix="nvidia-smi -i 0")
+    fleet_report.hosts[0].findings.append(Finding(message="GPU 0 has 10 GB in use", subject="0", **gpu))
+    fleet_report.hosts[1].findings.append(Finding(message="GPU 0 has 20 GB in use", subject="0", **gpu))
+    text = render(fleet_report, "rich", width=250)
+    assert "GPU 0 has 10 GB in use" in text and "GPU 0 has 20 GB in use" in text
 
 
 def test_verdict_wording_follows_summary_and_fail_on(doctor_report):
@@ -82,3 +101,21 @@ def test_color_output_keeps_pod_escapes_out(hostile_report):
     assert "\x1b[2J" not in text and "\x1b]0;pwned" not in text
     assert HOSTILE_NAME not in text  # the raw name, escape included, never reaches the terminal
 
+
+
+def test_reads_the_summary_the_evaluator_builds(fleet_report):
+    from computefence.evaluate import build_report
+
+    report = build_report(fleet_report.hosts, kind="fleet", sources=fleet_report.sources)
+    text = render(report, "rich", width=200)
+    assert "Money at risk: 3 blocked or unchecked pods burn $7.47/h (of $7.47/h for the fleet)" in text
+    assert "BLOCKED  3 of 5 pods blocked, 1 not checked, 0 with warnings, 1 clean" in text
+    assert "torch CUDA build" in text  # a drift row the evaluator found (12.4 vs CPU)
+
+
+def test_torch_cell_names_the_build_when_the_version_does_not(fleet_report):
+    torch = fleet_report.hosts[4].facts.torch
+    torch.version, torch.cuda_build = "2.4.0", "12.1"  # e.g. a conda build
+    assert "2.4.0 / CUDA 12.1" in render(fleet_report, "rich", width=200)
+    torch.cuda_build = None
+    assert "2.4.0 / CPU build" in render(fleet_report, "rich", width=200)

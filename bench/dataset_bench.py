@@ -1,0 +1,197 @@
+"""Benchmark: the probe's dataset scan against the pandas code a user would otherwise write.
+
+Generates a realistic dataset (natural-language review text, a label, a source column; 5% of
+rows exact duplicates of earlier rows, 1% earlier inputs repeated with a different label) as
+JSON Lines and as CSV, then measures, each in its own subprocess:
+
+- scan:   the probe's own code (computefence/probe.py run as a stdlib script in a fresh
+          interpreter, `python3 -I`), calling its dataset collector alone;
+- pandas: read_json(lines=True) / read_csv, then duplicated(), duplicated(subset=[input])
+          and groupby(input)[label].nunique().
+
+Wall time, CPU time and peak RSS (getrusage(RUSAGE_CHILDREN).ru_maxrss of a per-measurement
+intermediate process, so one measurement's peak never leaks into the next) are printed side
+by side with the counts; the counts must be identical. Targets: the scan at least 2x faster
+and at most a fifth of pandas' peak memory. With --repeat N each figure is the best of N runs.
+
+    pip install pandas   # for the benchmark only; not a dependency of computefence
+    python3 bench/dataset_bench.py [--rows 2000000] [--repeat 1] [--dir DIR] [--keep]
+
+Exit status: 0 counts identical and targets met, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROBE = Path(__file__).resolve().parent.parent / "computefence" / "probe.py"
+
+LABELS = ["positive", "negative", "neutral"]
+SOURCES = ["imdb", "yelp", "amazon", "forum"]
+OPENERS = ["I", "We", "My family", "Honestly, I", "The kids", "Everyone I know", "My partner and I", "Our group"]
+VERBS = ["loved", "liked", "enjoyed", "hated", "could not stand", "was bored by", "was surprised by",
+         "did not expect much from", "went twice to see", "would recommend"]
+SUBJECTS = ["the film", "this movie", "the sequel", "the new series", "the documentary", "the show",
+            "the restaurant", "the service", "the product", "the update", "the book", "the album"]
+REASONS = ["the acting was superb", "the plot made no sense", "the pacing dragged in the middle",
+           "the soundtrack stayed with me for days", "the ending felt rushed", "the staff were friendly",
+           "the price was far too high", "it broke after a week", "the dialogue was sharp and funny",
+           "the photography was stunning", "nothing really happened", "the characters felt real",
+           "it was exactly what the reviews promised", "the second half fell apart"]
+TAILS = ["", "", " Worth it.", " Never again.", " Five stars.", " Meh.", " Maybe next time.",
+         " Would not watch it again.", " Bring tissues.", " Skip the trailers, they spoil everything."]
+ADVERBS = ["really", "honestly", "absolutely", "somewhat", "frankly", "genuinely", "kind of", "totally"]
+
+
+def sentence(rng: random.Random) -> str:
+    text = (f"{rng.choice(OPENERS)} {rng.choice(ADVERBS)} {rng.choice(VERBS)} {rng.choice(SUBJECTS)}, "
+            f"because {rng.choice(REASONS)}")
+    if rng.random() < 0.6:
+        text += f" and {rng.choice(REASONS)}"
+    if rng.random() < 0.3:
+        text += f"; {rng.choice(ADVERBS)}, {rng.choice(REASONS)}"
+    # A number makes most texts distinct, as real reviews are.
+    return f"{text}.{rng.choice(TAILS)} ({rng.randrange(1, 100000)})"
+
+
+def generate(directory: Path, rows: int, seed: int = 7) -> tuple[Path, Path]:
+    rng = random.Random(seed)
+    jsonl, csv_path = directory / "train.jsonl", directory / "train.csv"
+    recent: list[tuple[str, str, str]] = []
+    with open(jsonl, "w", encoding="utf-8") as jf, open(csv_path, "w", encoding="utf-8", newline="") as cf:
+        writer = csv.writer(cf)
+        writer.writerow(["text", "label", "source"])
+        for _ in range(rows):
+            roll = rng.random()
+            if recent and roll < 0.05:
+                row = rng.choice(recent)  # an exact duplicate
+            elif recent and roll < 0.06:
+                text, label, source = rng.choice(recent)  # the same input, another label
+                row = (text, rng.choice([other for other in LABELS if other != label]), source)
+            else:
+                row = (sentence(rng), rng.choices(LABELS, weights=(5, 4, 1))[0], rng.choice(SOURCES))
+                if len(recent) < 100000:
+                    recent.append(row)
+                else:
+                    recent[rng.randrange(len(recent))] = row
+            jf.write(json.dumps({"text": row[0], "label": row[1], "source": row[2]}) + "\n")
+            writer.writerow(row)
+    return jsonl, csv_path
+
+
+SCAN_WORKER = """
+import json, runpy, sys
+probe = runpy.run_path(sys.argv[1])
+facts = probe["collect_dataset"]({"dataset": sys.argv[2], "dataset_max_rows": 10**9, "dataset_max_seconds": 3600,
+                                  "timeouts": {"dataset": 4000}})
+if facts["error"]:
+    sys.exit("scan error: " + facts["error"])
+print(json.dumps({"rows": facts["rows"], "duplicate_rows": facts["duplicate_rows"],
+                  "duplicate_inputs": facts["duplicate_inputs"], "conflicting_inputs": facts["conflicting_inputs"],
+                  "label_counts": facts["label_counts"]}))
+"""
+
+PANDAS_WORKER = """
+import json, sys
+import pandas as pd
+path = sys.argv[1]
+df = pd.read_json(path, lines=True) if path.endswith(".jsonl") else pd.read_csv(path)
+print(json.dumps({"rows": int(len(df)), "duplicate_rows": int(df.duplicated().sum()),
+                  "duplicate_inputs": int(df.duplicated(subset=["text"]).sum()),
+                  "conflicting_inputs": int((df.groupby("text")["label"].nunique() > 1).sum()),
+                  "label_counts": {str(k): int(v) for k, v in df["label"].value_counts().items()}}))
+"""
+
+
+def measure_child(argv: list[str]) -> None:
+    """Run argv, then print its output's counts with wall time, CPU time and peak RSS."""
+    started = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        sys.exit(f"worker failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result.update(wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime, peak_rss_mb=usage.ru_maxrss / 1024)
+    print(json.dumps(result))
+
+
+def measure(method: str, path: Path) -> dict:
+    if method == "scan":
+        worker = [sys.executable, "-I", "-c", SCAN_WORKER, str(PROBE), str(path)]
+    else:
+        worker = [sys.executable, "-c", PANDAS_WORKER, str(path)]
+    proc = subprocess.run([sys.executable, __file__, "_measure", "--", *worker], capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(f"{method} on {path.name} failed: {proc.stderr.strip()[-500:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def best(method: str, path: Path, repeat: int) -> dict:
+    runs = [measure(method, path) for _ in range(repeat)]
+    result = dict(min(runs, key=lambda r: r["wall_s"]))
+    result["cpu_s"] = min(r["cpu_s"] for r in runs)
+    result["peak_rss_mb"] = min(r["peak_rss_mb"] for r in runs)
+    return result
+
+
+COUNTS = ("rows", "duplicate_rows", "duplicate_inputs", "conflicting_inputs")
+
+
+def main() -> int:
+    if len(sys.argv) > 2 and sys.argv[1] == "_measure" and sys.argv[2] == "--":
+        measure_child(sys.argv[3:])
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--repeat", type=int, default=1, help="best of N runs for each figure")
+    parser.add_argument("--dir", type=Path, help="where to write the data (default: a temporary directory)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    args = parser.parse_args()
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        print("the benchmark compares against pandas: pip install pandas", file=sys.stderr)
+        return 2
+    directory = args.dir or Path(tempfile.mkdtemp(prefix="cf-dataset-bench-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    ok = True
+    try:
+        started = time.perf_counter()
+        files = generate(directory, args.rows)
+        print(f"generated {args.rows:,} rows as {', '.join(f'{p.name} ({p.stat().st_size / 1e6:.0f} MB)' for p in files)}"
+              f" in {time.perf_counter() - started:.0f}s under {directory}")
+        header = f"{'file':<12} {'method':<7} {'wall s':>7} {'cpu s':>7} {'peak MB':>8}  " + "  ".join(f"{c:>18}" for c in COUNTS)
+        print(header)
+        for path in files:
+            results = {method: best(method, path, args.repeat) for method in ("scan", "pandas")}
+            for method, r in results.items():
+                print(f"{path.name:<12} {method:<7} {r['wall_s']:>7.2f} {r['cpu_s']:>7.2f} {r['peak_rss_mb']:>8.0f}  "
+                      + "  ".join(f"{r[c]:>18,}" for c in COUNTS))
+            scan, pandas_ = results["scan"], results["pandas"]
+            same = all(scan[c] == pandas_[c] for c in COUNTS) and scan["label_counts"] == pandas_["label_counts"]
+            speed = pandas_["wall_s"] / scan["wall_s"]
+            memory = pandas_["peak_rss_mb"] / scan["peak_rss_mb"]
+            met = same and speed >= 2 and memory >= 5
+            ok = ok and met
+            print(f"{path.name:<12} counts {'identical' if same else 'DIFFER'}; scan {speed:.2f}x faster "
+                  f"(target 2x), {memory:.1f}x less peak memory (target 5x): {'met' if met else 'NOT MET'}")
+    finally:
+        if not args.keep and args.dir is None:
+            shutil.rmtree(directory, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

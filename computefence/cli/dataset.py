@@ -1,0 +1,93 @@
+"""`computefence dataset check|dedupe`: the dataset checks on this machine, and the cleaner
+their fixes name."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from computefence import dataset_tools, evaluate, probe
+from computefence.cli.app import app
+from computefence.cli.output import FailOn, OutputFormat, emit, write_stdout
+from computefence.evaluate.context import build_context
+from computefence.evaluate.dataset import check_dataset
+from computefence.models import CheckOptions, CollectorStatus, DatasetFacts, Facts, HostReport, HostStatus
+
+dataset_app = typer.Typer(
+    name="dataset",
+    help="Check a training dataset for duplicates, conflicting labels, missing values and label skew; clean it.",
+    no_args_is_help=True,
+)
+app.add_typer(dataset_app, name="dataset")
+
+_INPUT_HELP = "Column with the model input (default: recognised by name: text, input, prompt, sentence, ...)."
+_LABEL_HELP = "Column with the label (default: recognised by name: label, labels, target, class, ...)."
+
+
+@dataset_app.command("check")
+def check(
+    path: str = typer.Argument(..., metavar="PATH", help="JSON Lines, JSON array, CSV, TSV or Parquet; gzip allowed."),
+    input_column: Optional[str] = typer.Option(None, "--input-column", metavar="NAME", help=_INPUT_HELP),
+    label_column: Optional[str] = typer.Option(None, "--label-column", metavar="NAME", help=_LABEL_HELP),
+    fmt: OutputFormat = typer.Option("rich", "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
+    fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", help="Exit 1 on blockers only, or on warnings too."),
+    max_rows: Optional[int] = typer.Option(None, "--max-rows", min=1, metavar="N", help="Stop after N rows (a partial scan)."),
+    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", min=0.1, metavar="S", help="Stop after S seconds (a partial scan)."),
+) -> int:
+    """Scan a dataset file on this machine, as the probe does on a pod.
+
+    Exit status: 0 no blockers, 1 blockers (or warnings with --fail-on warn), 2 usage error.
+    """
+    started = time.monotonic()
+    scan = probe.run_dataset_scan(path, input_column, label_column, max_rows=max_rows, max_seconds=max_seconds)
+    data = DatasetFacts.model_validate(scan.facts)
+    facts = Facts(dataset=data, collectors={"dataset": CollectorStatus(duration_s=data.duration_s)})
+    checks = CheckOptions(dataset=path, input_column=input_column, label_column=label_column)
+    host = HostReport(
+        name=socket.gethostname() or "localhost",
+        status=HostStatus.OK,
+        host="localhost",
+        duration_s=round(time.monotonic() - started, 3),
+        facts=facts,
+        findings=check_dataset(facts, checks, build_context(facts, checks, None)),
+    )
+    report = evaluate.build_report([host], kind="dataset", fail_on=fail_on.severity)
+    emit(report, fmt.value, output)
+    return evaluate.exit_code(report)
+
+
+@dataset_app.command("dedupe")
+def dedupe(
+    in_path: str = typer.Argument(..., metavar="IN", help="The dataset to clean."),
+    out_path: str = typer.Argument(..., metavar="OUT", help="Where to write the cleaned copy (same format as IN)."),
+    input_column: Optional[str] = typer.Option(None, "--input-column", metavar="NAME", help=_INPUT_HELP),
+    label_column: Optional[str] = typer.Option(None, "--label-column", metavar="NAME", help=_LABEL_HELP),
+    drop_conflicts: bool = typer.Option(False, "--drop-conflicts", help="Drop every row of an input that carries more than one label."),
+    drop_missing: bool = typer.Option(False, "--drop-missing", help="Drop rows without their input or label."),
+    by_input: bool = typer.Option(False, "--by-input", help="Keep only the first row of each input, whatever its other fields."),
+    as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
+) -> int:
+    """Write a copy of IN without duplicate rows (the first occurrence is kept) and without
+    unreadable rows; optionally without conflicting inputs and rows with missing values."""
+    result = dataset_tools.dedupe(in_path, out_path, input_column, label_column, drop_conflicts,
+                                  drop_missing=drop_missing, by_input=by_input)
+    if as_json:
+        write_stdout(json.dumps(result.as_dict(), indent=2) + "\n")
+        return 0
+    dropped = [
+        (result.duplicate_rows_dropped, "duplicate rows"),
+        (result.repeated_input_rows_dropped, "rows repeating an earlier input"),
+        (result.conflict_rows_dropped, f"rows of {result.conflicting_inputs:,} inputs with conflicting labels"),
+        (result.missing_rows_dropped, "rows with a missing input or label"),
+        (result.unreadable_rows_skipped, "unreadable rows"),
+    ]
+    removed = "; ".join(f"{count:,} {what}" for count, what in dropped if count) or "nothing"
+    write_stdout(f"wrote {result.rows_written:,} of {result.rows_read + result.unreadable_rows_skipped:,} rows to "
+                 f"{result.output_path}; removed {removed}\n")
+    return 0

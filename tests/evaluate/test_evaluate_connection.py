@@ -1,0 +1,84 @@
+"""status_fix: the next command for a pod that could not be checked."""
+
+from __future__ import annotations
+
+from computefence.evaluate import status_fix
+from computefence.models import HostStatus, ProviderInfo, Target
+
+POD = Target(name="pod-a", host="203.0.113.10", port=22022, user="root", identity_files=["~/.ssh/id_ed25519"])
+LAMBDA = Target(name="gpu-1", host="198.51.100.7", provider=ProviderInfo(provider="lambda", pod_id="i-1"))
+
+
+def test_ok_has_no_fix():
+    assert status_fix(POD, HostStatus.OK) == ""
+
+
+def test_unreachable_gives_the_exact_ssh_command():
+    fix = status_fix(POD, HostStatus.UNREACHABLE, "Connection refused")
+    assert fix.startswith("ssh -o ConnectTimeout=10 -p 22022 -i ~/.ssh/id_ed25519 root@203.0.113.10 true")
+    assert "nothing listens on port 22022" in fix
+
+
+def test_unreachable_runpod_pod_mentions_that_its_address_changes():
+    pod = POD.model_copy(update={"provider": ProviderInfo(provider="runpod", pod_id="abc")})
+    assert "new IP and port when they restart" in status_fix(pod, HostStatus.UNREACHABLE)
+
+
+def test_host_key_mismatch_removes_the_bracketed_host_port_entry():
+    fix = status_fix(POD, HostStatus.HOST_KEY_MISMATCH)
+    assert fix.startswith("ssh-keygen -f ~/.ssh/known_hosts -R '[203.0.113.10]:22022'")
+    inventory_known = POD.model_copy(update={"known_hosts": ["/etc/cf/known_hosts", "~/.ssh/known_hosts"], "port": 22})
+    fix = status_fix(inventory_known, HostStatus.HOST_KEY_MISMATCH)
+    assert fix.startswith("ssh-keygen -f /etc/cf/known_hosts -R 203.0.113.10 && "
+                          "ssh-keygen -f ~/.ssh/known_hosts -R 203.0.113.10")
+
+
+def test_unknown_host_key_offers_keyscan_and_accept_new():
+    fix = status_fix(POD, HostStatus.HOST_KEY_UNKNOWN)
+    assert fix.startswith("ssh-keyscan -p 22022 203.0.113.10 >> ~/.ssh/known_hosts")
+    assert "--accept-new" in fix
+
+
+def test_auth_failure_uses_the_profile_user_when_none_is_configured():
+    fix = status_fix(LAMBDA, HostStatus.AUTH_FAILED)
+    assert fix.startswith("ssh -v ubuntu@198.51.100.7 true")
+    assert "the login user on Lambda is ubuntu" in fix and "SSH Keys in the Lambda console" in fix
+
+
+def test_no_python_installs_python3_with_sudo_for_a_non_root_user():
+    assert status_fix(LAMBDA, HostStatus.NO_PYTHON).startswith(
+        "ssh ubuntu@198.51.100.7 'sudo apt-get update && sudo apt-get install -y python3'")
+    assert "ssh -p 22022 -i ~/.ssh/id_ed25519 root@203.0.113.10 'apt-get update && apt-get install -y python3'" in (
+        status_fix(POD, HostStatus.NO_PYTHON))
+
+
+def test_probe_failures_and_timeouts_run_the_probe_by_hand_with_the_pods_interpreter():
+    pod = POD.model_copy(update={"python": "/opt/conda/bin/python", "proxy_jump": "bastion"})
+    for status in (HostStatus.PROBE_FAILED, HostStatus.TIMEOUT):
+        assert status_fix(pod, status).startswith(
+            "computefence probe --print | ssh -p 22022 -i ~/.ssh/id_ed25519 -J bastion root@203.0.113.10 "
+            "/opt/conda/bin/python -")
+
+
+def test_connection_lost_looks_at_the_pods_kernel_log():
+    assert status_fix(POD, HostStatus.CONNECTION_LOST).startswith(
+        "ssh -p 22022 -i ~/.ssh/id_ed25519 root@203.0.113.10 'uptime; dmesg | tail -n 20'")
+
+
+def test_not_checkable_runpod_pod_says_to_expose_tcp_22():
+    pod = Target(name="p", host="", provider=ProviderInfo(provider="runpod", pod_id="abc"))
+    assert "expose TCP port 22" in status_fix(pod, HostStatus.NOT_CHECKABLE)
+    given = pod.model_copy(update={"unreachable_fix": "start the pod"})
+    assert status_fix(given, HostStatus.NOT_CHECKABLE) == "start the pod"
+
+
+def test_vanished_and_cancelled():
+    pod = POD.model_copy(update={"provider": ProviderInfo(provider="vast", pod_id="1")})
+    assert status_fix(pod, HostStatus.VANISHED).startswith("computefence inventory list --provider vast")
+    assert "rerun" in status_fix(POD, HostStatus.CANCELLED)
+
+
+def test_every_non_ok_status_has_a_fix():
+    for status in HostStatus:
+        if status is not HostStatus.OK:
+            assert status_fix(POD, status), status
