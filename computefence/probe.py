@@ -1416,13 +1416,13 @@ class _DatasetScan(object):
                 facts["absent_columns"].append(name)
             if name in facts["absent_columns"]:
                 facts["missing_%ss" % slot] = 0
-        names = {}
+        names = {}  # labels shown alike (1 and "1") are counted together
         for lid, value in enumerate(self.label_names):
             name = _ds_show(value, _DS_EXAMPLE_CHARS)
             names[name] = names.get(name, 0) + self.label_counts[lid]
         ranked = sorted(names.items(), key=lambda item: (-item[1], item[0]))
         facts["label_counts"] = dict(ranked[:_DS_LABELS_REPORTED])
-        facts["distinct_labels"] = len(names)
+        facts["distinct_labels"] = len(self.label_names)
         facts["distinct_inputs"] = self.used
         facts["conflict_examples"] = list(self.examples.values())
         return facts

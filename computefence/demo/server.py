@@ -26,10 +26,19 @@ class PodShell:
 
     env: Mapping[str, str]
     cwd: str
-    # Process groups of commands still running, for shutdown.
+    # Process groups of commands still running, and the sessions handling them, for shutdown.
     running: set[int] = field(default_factory=set)
+    sessions: set[asyncio.Task] = field(default_factory=set)
 
     async def handle(self, process: asyncssh.SSHServerProcess) -> None:
+        task = asyncio.current_task()
+        self.sessions.add(task)
+        try:
+            await self._run(process)
+        finally:
+            self.sessions.discard(task)
+
+    async def _run(self, process: asyncssh.SSHServerProcess) -> None:
         command = process.command
         if command is None:
             process.stderr.write(b"computefence demo pod: exec requests only, no interactive shell\n")
@@ -50,10 +59,11 @@ class PodShell:
             await self._relay(process, proc)
         finally:
             _kill_group(proc.pid)
-            self.running.discard(proc.pid)
-            # A client that is gone cannot be told anything; the pipes are closed either way.
+            # Reaped, and its whole process group gone, before the pod counts as idle.
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(proc.wait(), 5)
+            await _group_gone(proc.pid, 2.0)
+            self.running.discard(proc.pid)
 
     async def _relay(self, process: asyncssh.SSHServerProcess, proc: asyncio.subprocess.Process) -> None:
         outputs = [
@@ -117,6 +127,16 @@ async def _pump_out(source: asyncio.StreamReader | None, sink: asyncssh.SSHWrite
             return
 
 
+async def _group_gone(pgid: int, timeout: float) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        await asyncio.sleep(0.01)
+
+
 def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
@@ -158,6 +178,9 @@ class PodServer:
         for conn in list(self.connections):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(conn.wait_closed(), 5)
+        # Each session reaps its command on the way out.
+        if self.shell.sessions:
+            await asyncio.wait(list(self.shell.sessions), timeout=5)
 
 
 async def start_pod_server(

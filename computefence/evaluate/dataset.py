@@ -252,39 +252,41 @@ def entropy(counts: list[int]) -> float:
 
 def _skew(data: DatasetFacts) -> Finding:
     cid, path = "dataset.label-skew", data.path
-    labelled = data.rows - data.missing_labels
-    k = data.distinct_labels
-    if not labelled or not data.label_counts:
+    distinct = data.distinct_labels
+    if not data.label_counts:
         return passed(cid, "no labelled rows to weigh", subject=path)
-    if data.distinct_labels_capped or k > MAX_CLASSES:
+    if data.distinct_labels_capped or distinct > MAX_CLASSES:
         more = "more than " if data.distinct_labels_capped else ""
-        return passed(cid, f"{more}{k:,} distinct labels: a free-form target rather than classes; skew not checked",
+        return passed(cid, f"{more}{distinct:,} distinct labels: a free-form target rather than classes; skew not checked",
                       subject=path)
     counts = sorted(data.label_counts.items(), key=lambda item: -item[1])
-    top_name, top_count = counts[0]
+    k = len(counts)  # labels that print alike (1 and "1") count as one here
+    labelled = sum(count for _, count in counts)
     shares = {name: count / labelled for name, count in counts}
+    top = counts[0][0]
     h = entropy([count for _, count in counts])
     plateau = (f"a model that ignores its input and predicts these frequencies has loss H = -Σ p ln p = {h:.3f} nats "
                f"(ln 2 = 0.693 for two balanced classes)")
     spread = ", ".join(f"{name!r} {_pct(share)}" for name, share in list(shares.items())[:6])
     if k == 1:
-        return warn(cid, f"every labelled row has label {top_name!r}: there is nothing to learn (loss plateau 0)"
+        return warn(cid, f"every labelled row has label {top!r}: there is nothing to learn (loss plateau 0)"
                     + _partial_note(data),
-                    with_note(_label_values_command(data), "check --label-column names the label and the export kept every class"),
+                    with_note(_show_lines_command(data, [1, 2, 3]),
+                              "check --label-column names the label and the export kept every class"),
                     subject=path)
     rare = [name for name, share in shares.items() if share < RARE_CLASS_FRACTION / k]
-    if shares[top_name] >= SKEW_MAJORITY_SHARE or rare:
-        if shares[top_name] >= SKEW_MAJORITY_SHARE:
-            why = (f"{top_name!r} holds {_pct(shares[top_name])} of {labelled:,} labelled rows, so always predicting it "
-                   f"already scores {_pct(shares[top_name])} accuracy")
-        else:
-            why = (f"{', '.join(map(repr, rare[:5]))} {'holds' if len(rare) == 1 else 'hold'} under a tenth of a "
-                   f"balanced share (1/{k}) of {labelled:,} labelled rows")
-        return warn(cid, f"labels are skewed: {why} ({spread}); {plateau}: a loss that settles there or at a small "
-                         f"value near it learned nothing but the prior" + _partial_note(data),
-                    _weights_fix(counts, labelled), subject=path)
-    return passed(cid, f"{k} labels ({spread}); {plateau}: a loss stuck there means nothing was learned"
-                  + _partial_note(data), subject=path)
+    if shares[top] < SKEW_MAJORITY_SHARE and not rare:
+        return passed(cid, f"{k} labels ({spread}); {plateau}: a loss stuck there means nothing was learned"
+                      + _partial_note(data), subject=path)
+    if shares[top] >= SKEW_MAJORITY_SHARE:
+        why = (f"{top!r} holds {_pct(shares[top])} of {labelled:,} labelled rows, so always predicting it already "
+               f"scores {_pct(shares[top])} accuracy")
+    else:
+        why = (f"{', '.join(map(repr, rare[:5]))} {'holds' if len(rare) == 1 else 'hold'} under a tenth of a "
+               f"balanced share (1/{k}) of {labelled:,} labelled rows")
+    return warn(cid, f"labels are skewed: {why} ({spread}); {plateau}: a loss flattening near {h:.3f} has learned "
+                     "only the label frequencies" + _partial_note(data),
+                _weights_fix(counts, labelled), subject=path)
 
 
 def _weights_fix(counts: list[tuple[str, int]], labelled: int) -> str:
@@ -332,10 +334,6 @@ def _show_lines_command(data: DatasetFacts, lines: list[int]) -> str:
     select = ";".join(f"{n}p" for n in lines)
     reader = f"zcat {q(data.path)} | sed -n '{select}'" if data.compression == "gzip" else f"sed -n '{select}' {q(data.path)}"
     return f"{reader} | cut -c1-300"
-
-
-def _label_values_command(data: DatasetFacts) -> str:
-    return _show_lines_command(data, [1, 2, 3])
 
 
 def _partial_note(data: DatasetFacts) -> str:

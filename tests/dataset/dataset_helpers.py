@@ -48,7 +48,7 @@ def _norm(value):
         return ("{}", tuple(sorted((k, _norm(v)) for k, v in value.items())))
     if isinstance(value, list):
         return ("[]", tuple(_norm(v) for v in value))
-    return value
+    return ("#", type(value).__name__, value)  # 1, 1.0, true and "1" all differ
 
 
 def _present(value):
@@ -71,12 +71,14 @@ def _thaw(value):
         return {k: _thaw(v) for k, v in value[1]}
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "[]":
         return [_thaw(v) for v in value[1]]
+    if isinstance(value, tuple) and value[0] == "#":
+        return value[2]
     return value
 
 
-def reference(rows: list, input_column: str | None, label_column: str | None) -> dict:
-    """Counts by the definitions, for rows given as dicts (JSON) or lists of cells with a
-    header (CSV: pass rows as dicts built from the cells present)."""
+def reference(rows: list[dict], input_column: str | None, label_column: str | None, header: list[str] | None = None) -> dict:
+    """Counts by the definitions, for rows given as dicts: JSON rows, or CSV records as dicts
+    of the cells present with the file's `header`."""
     seen_rows, seen_inputs = set(), set()
     labels_by_input: dict = defaultdict(set)
     counts = Counter()
@@ -99,7 +101,10 @@ def reference(rows: list, input_column: str | None, label_column: str | None) ->
             if label is not None:
                 labels_by_input[value].add(label)
     # A named column that no row has is reported as absent, not as missing everywhere.
-    absent = [c for c in (input_column, label_column) if c and rows and not any(c in row for row in rows)]
+    if header is not None:
+        absent = [c for c in (input_column, label_column) if c and c not in header]
+    else:
+        absent = [c for c in (input_column, label_column) if c and rows and not any(c in row for row in rows)]
     for column, key in ((input_column, "missing_inputs"), (label_column, "missing_labels")):
         if column in absent:
             counts[key] = 0

@@ -302,3 +302,15 @@ def test_table_growth_keeps_counts_exact():
     assert len(scan_.ikeys) > 4096
     assert facts["rows"] == n + 800 and facts["distinct_inputs"] == n
     assert facts["duplicate_inputs"] == 800 and facts["conflicting_inputs"] == 500 and facts["duplicate_rows"] == 300
+
+
+def test_values_whose_python_hashes_collide_stay_distinct(tmp_path):
+    # hash(-1) == hash(-2), hash("") == hash(0) == hash(False), hash(5) == hash(2**61 + 4).
+    rows = [{"x": -1}, {"x": -2}, {"x": ""}, {"x": 0}, {"x": False}, {"x": 5}, {"x": 2**61 + 4},
+            {"x": 1}, {"x": 1.0}, {"x": True}, {"x": "1"}, {"x": None}, {"x": [0]}, {"x": [""]}]
+    facts = scan(write(tmp_path / "train.jsonl", jsonl_text(rows + rows[:3])))
+    assert facts["rows"] == len(rows) + 3 and facts["duplicate_rows"] == 3
+    labels = [{"text": str(i), "label": value} for i, value in enumerate([-1, -2, 0, False, 1, 1.0, True, "1"])]
+    facts = scan(write(tmp_path / "labels.jsonl", jsonl_text(labels)))
+    assert facts["label_counts"] == {"-1": 1, "-2": 1, "0": 1, "false": 1, "1": 2, "1.0": 1, "true": 1}
+    assert facts["distinct_labels"] == 8 and facts["duplicate_rows"] == 0

@@ -67,4 +67,4 @@ def test_csv_counts_match_the_reference(rows, delimiter):
         facts = scan(write(Path(tmp) / name, csv_text(header, rows, delimiter)))
     as_dicts = [dict(zip(header, cells)) for cells in rows]
     assert facts["error"] is None and facts["unreadable_rows"] == 0
-    assert counts_of(facts) == reference(as_dicts, "text", "label")
+    assert counts_of(facts) == reference(as_dicts, "text", "label", header)

@@ -12,8 +12,6 @@ from pathlib import Path
 
 from computefence.demo.fleet import DEMO_PODS
 
-from .test_demo_fleet import EXPECTED_BLOCKERS
-
 
 def _env(tmp_path: Path) -> dict[str, str]:
     # A user with no ~/.ssh and no ComputeFence state, whose temporary files we can inspect.
@@ -30,7 +28,7 @@ def _left_behind(tmp_path: Path) -> list[str]:
     return sorted(p.name for p in (tmp_path / "tmp").iterdir())
 
 
-def test_demo_json_report_shows_every_fault_and_exits_1(tmp_path):
+def test_demo_json_report_shows_every_fault_and_exits_1(tmp_path, expected_blockers):
     started = time.monotonic()
     result = subprocess.run(_cli("--format", "json"), env=_env(tmp_path), capture_output=True, text=True,
                             timeout=60)
@@ -39,7 +37,7 @@ def test_demo_json_report_shows_every_fault_and_exits_1(tmp_path):
     report = json.loads(result.stdout)
     hosts = {h["name"]: h for h in report["hosts"]}
     assert set(hosts) == {pod.name for pod in DEMO_PODS}
-    for name, expected in EXPECTED_BLOCKERS.items():
+    for name, expected in expected_blockers.items():
         assert hosts[name]["status"] == "ok", hosts[name]["reason"]
         assert {f["check"] for f in hosts[name]["findings"] if f["severity"] == "block"} == expected, name
         assert all(f["fix"] for f in hosts[name]["findings"] if f["severity"] == "block"), name

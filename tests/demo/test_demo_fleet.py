@@ -153,25 +153,15 @@ def test_everything_is_gone_after_an_interrupt():
     assert not [t for t in threading.enumerate() if t.name == "computefence-demo"]
 
 
-# What each simulated fault must look like to the evaluator: blocker check ids per pod.
-EXPECTED_BLOCKERS = {
-    "pod-healthy": set(),
-    "pod-cpu-torch": {"gpu.torch-cpu-build"},
-    "pod-driver-broken": {"gpu.driver"},
-    "pod-ephemeral-ckpt": {"storage.output-dir", "accelerate.num-processes"},
-    "pod-old-driver": {"gpu.driver-too-old"},
-}
-
-
-def test_each_fault_is_found_by_the_evaluator(tmp_path):
+def test_each_fault_is_found_by_the_evaluator(tmp_path, expected_blockers):
     options = RunOptions(deadline=30, use_user_known_hosts=False, own_known_hosts=tmp_path / "own")
     with demo_fleet() as fleet:
         reports = {r.name: r for r in asyncio.run(probe_targets(fleet.targets, options))}
         targets = {t.name: t for t in fleet.targets}
     findings = {name: evaluate_host(reports[name].facts, targets[name].checks, targets[name].provider)
-                for name in EXPECTED_BLOCKERS}
+                for name in expected_blockers}
     blockers = {name: {f.check for f in found if f.severity is Severity.BLOCK} for name, found in findings.items()}
     warnings = {name: {f.check for f in found if f.severity is Severity.WARN} for name, found in findings.items()}
-    assert blockers == EXPECTED_BLOCKERS
+    assert blockers == expected_blockers
     assert warnings["pod-healthy"] == set()
     assert "storage.hf-cache" in warnings["pod-ephemeral-ckpt"]
