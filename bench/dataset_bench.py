@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import random
 import resource
 import shutil
@@ -160,7 +159,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     args = parser.parse_args()
     try:
-        import pandas  # noqa: F401
+        import pandas  # noqa: F401  (only to fail early with a clear message)
     except ImportError:
         print("the benchmark compares against pandas: pip install pandas", file=sys.stderr)
         return 2

@@ -136,6 +136,13 @@ def _tree_pss_kib(root_pid: int) -> int:
     return total
 
 
+def _machine_busy_s() -> float:
+    with open("/proc/stat") as handle:
+        fields = [int(v) for v in handle.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(argv: list[str], env: dict[str, str] | None = None, stdout_path: Path | None = None,
             timeout: float = 600) -> dict:
     """Run argv to completion; wall, CPU and memory of it and everything it started.
@@ -152,6 +159,7 @@ def measure(argv: list[str], env: dict[str, str] | None = None, stdout_path: Pat
 def _measure(argv: list[str], env: dict[str, str] | None, stdout_path: Path | None, timeout: float) -> dict:
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
     peak = [0]
+    busy_before = _machine_busy_s()
     started = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE)
     done = threading.Event()
@@ -173,6 +181,7 @@ def _measure(argv: list[str], env: dict[str, str] | None, stdout_path: Path | No
         killer.cancel()
         done.set()
     wall = time.perf_counter() - started
+    machine_cpu = _machine_busy_s() - busy_before
     proc.returncode = os.waitstatus_to_exitcode(status)
     sampler.join()
     reader.join(5)
@@ -183,6 +192,9 @@ def _measure(argv: list[str], env: dict[str, str] | None, stdout_path: Path | No
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
         "maxrss_mib": round(usage.ru_maxrss / 1024, 1),
         "tree_pss_peak_mib": round(peak[0] / 1024, 1),
+        # Every CPU second the machine spent meanwhile: the tool, its pods' sshd and probes
+        # (and anything else running), the floor under wall time x cores.
+        "machine_cpu_s": round(machine_cpu, 2),
         "returncode": proc.returncode,
         "stderr_tail": b"".join(stderr_chunks)[-2000:].decode("utf-8", "replace"),
     }
@@ -392,13 +404,14 @@ def _machine(args: argparse.Namespace) -> dict:
 
 def table(results: dict) -> str:
     rows = [f"{'pods':>5} {'tool':13s} {'wall s':>8} {'x bare':>7} {'CPU s':>7} {'CPU ms/pod':>10} "
-            f"{'maxRSS MiB':>10} {'tree PSS MiB':>12}  valid"]
+            f"{'maxRSS MiB':>10} {'tree PSS MiB':>12} {'machine CPU s':>13}  valid"]
     for n, size in results["sizes"].items():
         bare = size["tools"].get("asyncssh", {}).get("wall_s")
         for tool, r in size["tools"].items():
             ratio = f"{r['wall_s'] / bare:7.2f}" if bare else f"{'-':>7}"
             rows.append(f"{n:>5} {tool:13s} {r['wall_s']:8.2f} {ratio} {r['cpu_s']:7.2f} "
-                        f"{1000 * r['cpu_s'] / int(n):10.1f} {r['maxrss_mib']:10.1f} {r['tree_pss_peak_mib']:12.1f}"
+                        f"{1000 * r['cpu_s'] / int(n):10.1f} {r['maxrss_mib']:10.1f} {r['tree_pss_peak_mib']:12.1f} "
+                        f"{r['machine_cpu_s']:13.1f}"
                         f"  {'yes' if r['valid'] else 'NO ' + str(r['ok']) + '/' + n}")
         if "ansible" in size["tools"] and "computefence" in size["tools"]:
             speedup = size["tools"]["ansible"]["wall_s"] / size["tools"]["computefence"]["wall_s"]

@@ -57,7 +57,7 @@ def dedupe(
         raise ConfigError(f"cannot read {in_path}: {source['error']}")
     fmt = source["format"]
     if fmt is None:
-        raise ConfigError(f"{in_path} is empty")
+        raise ConfigError(f"{in_path} has no rows")
     _refuse_same_file(in_path, out_path)
 
     conflicts: set[int] = set()
@@ -103,6 +103,8 @@ def _refuse_same_file(in_path: str, out_path: str) -> None:
 def _check_scan(path: str, facts: dict, drop_conflicts: bool, drop_missing: bool, by_input: bool) -> None:
     if facts["error"]:
         raise ConfigError(f"cannot read {path}: {facts['error']}")
+    if not facts["rows"] and not facts["unreadable_rows"]:
+        raise ConfigError(f"{path} has no rows")
     if facts["partial"]:
         raise ConfigError(f"{path} was not read to the end: {facts['partial_reason']}")
     if facts["absent_columns"]:

@@ -1025,10 +1025,12 @@ def collect_accelerate(params):
 # Reads a training file once and counts what poisons fine-tuning: unreadable rows, duplicate
 # rows, inputs carrying several labels, missing values and the label distribution.
 #
-# Memory grows with the number of distinct inputs, never with the file size: each row is
+# Memory grows with the number of distinct rows, never with the file size: each row is
 # reduced to 64-bit fingerprints (the interpreter's SipHash of the normalised value; two
 # different rows collide with probability ~n^2/2^65, 1e-7 at two million rows), kept in flat
-# open-addressing arrays (24 bytes a slot, half to two thirds full).
+# open-addressing arrays at most 60% full: 24 bytes a slot per distinct input (its row and
+# first label ride along), 8 per other distinct row. The input table starts sized for the
+# row count estimated from the file size (at most 4M slots) and doubles as it fills.
 #
 # Definitions, so users can check the counts:
 # - rows are compared after normalisation: JSON objects with key order ignored at every
@@ -1066,8 +1068,9 @@ _DS_LABELS_TRACKED = 10000
 _DS_COLUMNS_ROWS = 1000
 _DS_COLUMNS_MAX = 200
 _DS_CHECK_EVERY = 4096
-_DS_INPUT_NAMES = ("text", "input", "inputs", "prompt", "sentence", "question", "content", "review",
-                   "document", "instruction", "query", "utterance")
+# First match wins: "instruction" before "input", which instruction datasets use for optional context.
+_DS_INPUT_NAMES = ("text", "prompt", "instruction", "sentence", "question", "input", "inputs", "content",
+                   "review", "document", "query", "utterance")
 _DS_LABEL_NAMES = ("label", "labels", "target", "class", "category", "sentiment", "y")
 # Packed per-input value: (line << 24) | label id. Two ids are reserved.
 _DS_LID_MASK = 0xFFFFFF

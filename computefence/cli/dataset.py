@@ -25,7 +25,7 @@ dataset_app = typer.Typer(
 )
 app.add_typer(dataset_app, name="dataset")
 
-_INPUT_HELP = "Column with the model input (default: recognised by name: text, input, prompt, sentence, ...)."
+_INPUT_HELP = "Column with the model input (default: recognised by name: text, prompt, instruction, sentence, ...)."
 _LABEL_HELP = "Column with the label (default: recognised by name: label, labels, target, class, ...)."
 
 
@@ -73,8 +73,11 @@ def dedupe(
     by_input: bool = typer.Option(False, "--by-input", help="Keep only the first row of each input, whatever its other fields."),
     as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
 ) -> int:
-    """Write a copy of IN without duplicate rows (the first occurrence is kept) and without
-    unreadable rows; optionally without conflicting inputs and rows with missing values."""
+    """Write a cleaned copy of IN: duplicate and unreadable rows removed.
+
+    The first occurrence of a row is kept; options also remove inputs with conflicting
+    labels, rows with missing values, or repeated inputs. OUT has IN's format (gzip kept).
+    """
     result = dataset_tools.dedupe(in_path, out_path, input_column, label_column, drop_conflicts,
                                   drop_missing=drop_missing, by_input=by_input)
     if as_json:

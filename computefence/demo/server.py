@@ -59,10 +59,9 @@ class PodShell:
             await self._relay(process, proc)
         finally:
             _kill_group(proc.pid)
-            # Reaped, and its whole process group gone, before the pod counts as idle.
+            # Reaped before the pod counts as idle (orphaned grandchildren are init's to reap).
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(proc.wait(), 5)
-            await _group_gone(proc.pid, 2.0)
             self.running.discard(proc.pid)
 
     async def _relay(self, process: asyncssh.SSHServerProcess, proc: asyncio.subprocess.Process) -> None:
@@ -125,16 +124,6 @@ async def _pump_out(source: asyncio.StreamReader | None, sink: asyncssh.SSHWrite
             await sink.drain()
         except (asyncssh.Error, OSError):
             return
-
-
-async def _group_gone(pgid: int, timeout: float) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
-        await asyncio.sleep(0.01)
 
 
 def _kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:

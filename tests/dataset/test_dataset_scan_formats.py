@@ -314,3 +314,10 @@ def test_values_whose_python_hashes_collide_stay_distinct(tmp_path):
     facts = scan(write(tmp_path / "labels.jsonl", jsonl_text(labels)))
     assert facts["label_counts"] == {"-1": 1, "-2": 1, "0": 1, "false": 1, "1": 2, "1.0": 1, "true": 1}
     assert facts["distinct_labels"] == 8 and facts["duplicate_rows"] == 0
+
+
+def test_column_guesses_prefer_the_instruction_over_its_optional_input(tmp_path):
+    rows = [{"instruction": "Add 2 and 2.", "input": "", "output": "4"}, {"instruction": "Say hi.", "input": "", "output": "hi"}]
+    facts = scan(write(tmp_path / "alpaca.jsonl", jsonl_text(rows)))
+    assert (facts["input_column"], facts["label_column"]) == ("instruction", None)
+    assert facts["missing_inputs"] == 0 and facts["missing_labels"] == 0

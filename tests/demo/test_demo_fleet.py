@@ -148,7 +148,11 @@ def test_everything_is_gone_after_an_interrupt():
     assert not client.is_alive(), "the client was left hanging on a pod that is gone"
     assert outcome and not getattr(outcome[0], "exit_status", None) == 0
     assert not root.exists()
-    assert _processes_under(root) == []
+    # SIGKILLed before the fleet returned; the kernel finishes them off a moment later.
+    deadline = time.monotonic() + 5
+    while _processes_under(root):
+        assert time.monotonic() < deadline, f"left running: {_processes_under(root)}"
+        time.sleep(0.02)
     assert all(_refused(port) for port in ports)
     assert not [t for t in threading.enumerate() if t.name == "computefence-demo"]
 
