@@ -28,6 +28,7 @@ from computefence.cli.targets import (
     gather_targets,
 )
 from computefence.connectors.ssh import INSECURE_WARNING, RunOptions, probe_targets
+from computefence.sources.providers import recheck_vanished
 from computefence.errors import ConfigError
 from computefence.models import HostReport, HostStatus, SourceStatus, Target
 
@@ -110,6 +111,8 @@ def check(
         if not targets and all(source.ok for source in sources):
             raise ConfigError("no targets to check")
         hosts, interrupted = asyncio.run(_probe_all(targets, options))
+    if not interrupted and not demo:
+        hosts = _mark_vanished(targets, hosts, api_url)
 
     for index, (target, host) in enumerate(zip(targets, hosts)):
         if host.status is HostStatus.OK and host.facts is not None:
@@ -123,6 +126,24 @@ def check(
         print(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked", file=sys.stderr)
         return EXIT_INTERRUPTED
     return evaluate.exit_code(report)
+
+
+_MAYBE_GONE = {HostStatus.UNREACHABLE, HostStatus.TIMEOUT, HostStatus.CONNECTION_LOST, HostStatus.HOST_KEY_MISMATCH}
+
+
+def _mark_vanished(targets: list[Target], hosts: list[HostReport], api_url: str | None) -> list[HostReport]:
+    """Provider pods that failed to answer are re-listed: one stopped or terminated since
+    discovery is reported as vanished, not as a broken pod."""
+    suspects = [t for t, h in zip(targets, hosts) if t.provider is not None and h.status in _MAYBE_GONE]
+    if not suspects:
+        return hosts
+    gone = recheck_vanished(suspects, api_url)
+    return [
+        host.model_copy(update={"status": HostStatus.VANISHED, "reason": gone[target.name],
+                                "fix": evaluate.status_fix(target, HostStatus.VANISHED)})
+        if target.name in gone else host
+        for target, host in zip(targets, hosts)
+    ]
 
 
 @contextlib.contextmanager

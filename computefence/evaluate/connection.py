@@ -59,7 +59,7 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None) ->
             note += f"; {profile.advice.rediscover}"
         return with_note(f"{ssh_command(target, profile, '-o', 'ConnectTimeout=10')} true", note)
     if status is HostStatus.TIMEOUT:
-        return with_note(f"computefence probe --print | {ssh} {q(target.python)} -",
+        return with_note(f"computefence probe --print | {ssh} python3 -",
                          "shows where it stalls; if ssh itself hangs, the machine or its network is overloaded")
     if status is HostStatus.AUTH_FAILED:
         note = f"shows which keys are offered; add your public key to ~/.ssh/authorized_keys of {user or 'the login user'}"
@@ -73,8 +73,10 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None) ->
         scan = f"ssh-keyscan {port}{q(target.host)} >> {_path(_known_hosts_files(target)[0])}"
         return with_note(scan, "compare the fingerprint with the provider's console first, or rerun with --accept-new")
     if status is HostStatus.HOST_KEY_MISMATCH:
+        # The runner passes the known_hosts file that holds the old key as `detail`.
         name = q(_known_hosts_name(target))
-        removals = " && ".join(f"ssh-keygen -f {_path(f)} -R {name}" for f in _known_hosts_files(target))
+        files = [detail] if detail else _known_hosts_files(target)
+        removals = " && ".join(f"ssh-keygen -f {_path(f)} -R {name}" for f in files)
         return with_note(removals, "only if the pod was recreated (rented pods recycle IPs); otherwise the connection "
                                    "may be intercepted")
     if status is HostStatus.CONNECTION_LOST:
@@ -83,12 +85,10 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None) ->
     if status is HostStatus.NO_PYTHON:
         root = "" if user == "root" else "sudo "
         install = q(f"{root}apt-get update && {root}apt-get install -y python3")
-        note = f"{target.python} is not on the machine's PATH"
-        if target.python not in ("python3", "python"):
-            note += "; or fix the interpreter path (python: in the inventory)"
+        note = "the probe needs python3 (or python) on the login shell's PATH"
         return with_note(f"{ssh} {install}", note)
     if status is HostStatus.PROBE_FAILED:
-        return with_note(f"computefence probe --print | {ssh} {q(target.python)} -", "shows the probe's own error")
+        return with_note(f"computefence probe --print | {ssh} python3 -", "shows the probe's own error")
     if status is HostStatus.NOT_CHECKABLE:
         return target.unreachable_fix or profile.advice.not_checkable or "make the machine reachable over SSH"
     if status is HostStatus.VANISHED:

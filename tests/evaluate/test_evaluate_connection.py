@@ -52,12 +52,17 @@ def test_no_python_installs_python3_with_sudo_for_a_non_root_user():
         status_fix(POD, HostStatus.NO_PYTHON))
 
 
-def test_probe_failures_and_timeouts_run_the_probe_by_hand_with_the_pods_interpreter():
+def test_probe_failures_and_timeouts_run_the_probe_by_hand_under_python3():
+    # The probe runs under the pod's python3 whatever the training interpreter is.
     pod = POD.model_copy(update={"python": "/opt/conda/bin/python", "proxy_jump": "bastion"})
     for status in (HostStatus.PROBE_FAILED, HostStatus.TIMEOUT):
         assert status_fix(pod, status).startswith(
-            "computefence probe --print | ssh -p 22022 -i ~/.ssh/id_ed25519 -J bastion root@203.0.113.10 "
-            "/opt/conda/bin/python -")
+            "computefence probe --print | ssh -p 22022 -i ~/.ssh/id_ed25519 -J bastion root@203.0.113.10 python3 -")
+
+
+def test_host_key_mismatch_removes_the_key_from_the_file_that_holds_it():
+    fix = status_fix(POD, HostStatus.HOST_KEY_MISMATCH, "/home/me/.config/computefence/known_hosts")
+    assert fix.startswith("ssh-keygen -f /home/me/.config/computefence/known_hosts -R '[203.0.113.10]:22022'")
 
 
 def test_connection_lost_looks_at_the_pods_kernel_log():

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
-from fake_api import lambda_instance, runpod_pod, vast_instance
+from fake_api import Fault, lambda_instance, runpod_pod, vast_instance
 
 from computefence.cli import main
 from computefence.models import HostStatus, Report
-from sshfleet import PodSpec
+from sshfleet import PodSpec, closed_port
 
 pytestmark = pytest.mark.sshd
 
@@ -71,3 +72,21 @@ def test_pods_discovered_through_provider_apis_are_checked(api, start_pods, ssh_
     assert not sources["lambda"].ok and "HTTP 401" in sources["lambda"].error and "LAMBDA_API_KEY" in sources["lambda"].error
     assert report.summary.cost_per_hour_total is not None
     assert api.keys["runpod"] not in out + err and api.keys["vast"] not in out + err
+
+
+def test_a_pod_destroyed_after_discovery_is_reported_as_vanished(api, home, capsys, monkeypatch):
+    gone = vast_instance(77, "short-lived", direct=("127.0.0.1", closed_port()))
+    # The first listing (discovery) still shows the instance; by the re-check it is destroyed.
+    api.fail("vast", Fault(status=200, body=json.dumps({"success": True, "instances": [gone], "next_token": None}).encode()))
+    monkeypatch.setenv("VAST_API_URL", api.base_url("vast"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+
+    code = main(["fleet", "check", "--provider", "vast", "--format", "json", "--connect-timeout", "3"])
+    out, err = capsys.readouterr()
+    host = Report.model_validate_json(out).hosts[0]
+
+    assert code == 1, err
+    assert host.status is HostStatus.VANISHED, host.reason
+    assert "vast" in host.reason and "77" in host.reason
+    assert host.fix.startswith("computefence inventory list --provider vast")
+    assert len(api.seen("vast")) == 2
