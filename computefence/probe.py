@@ -1072,10 +1072,11 @@ _DS_CHECK_EVERY = 4096
 _DS_INPUT_NAMES = ("text", "prompt", "instruction", "sentence", "question", "input", "inputs", "content",
                    "review", "document", "query", "utterance")
 _DS_LABEL_NAMES = ("label", "labels", "target", "class", "category", "sentiment", "y")
-# Packed per-input value: (line << 24) | label id. Two ids are reserved.
+# Packed per-input value: (line << 24) | label id. Id 0 is "no label", the top id marks an
+# input already counted as conflicting.
 _DS_LID_MASK = 0xFFFFFF
 _DS_CONFLICT = 0xFFFFFF
-_DS_NO_LABEL = 0xFFFFFE
+_DS_NO_LABEL = 0
 _DS_JSON_WS = re.compile(r"[ \t\n\r]*")
 _DS_BAD_CHAR = re.compile("[\udc80-\udcff]")
 _DS_OTHER_MAGIC = (
@@ -1212,45 +1213,47 @@ class _DatasetScan(object):
         # Key-absent counts, bumped by the row preparers; a named column absent from every
         # row is reported as absent rather than as all-missing.
         self.absent = [0, 0]
-        # label value -> id; None (a missing label) has its own id, so the hot loop needs no test.
+        # label value -> id -> name and count; None (a missing label) is id 0, so the hot loop
+        # needs no test for it.
         self.label_ids = {None: _DS_NO_LABEL}
-        self.label_names = []
-        self.label_counts = {_DS_NO_LABEL: 0}
+        self.label_names = [None]
+        self.label_counts = [0]
         self.examples = {}
         self.plain_rows = _DsFingerprints()
         self.extra_rows = _DsFingerprints()
         self.used = 0
         self._alloc(1 << 12)
 
-    # -- the input table: fingerprint, fingerprint of the input's first row, packed label/line
+    # -- the input table: per slot, three consecutive words (one cache line, which matters
+    # more than anything else in the hot loop): the input's fingerprint, the fingerprint of
+    # its first row, and (line of that row << 24) | its label id.
 
     def _alloc(self, cap):
-        self.ikeys = array("q", [0]) * cap
-        self.irows = array("q", [0]) * cap
-        self.ivals = array("q", [0]) * cap
+        self.table = array("q", [0]) * (3 * cap)
         self.mask = cap - 1
+        self.size = 3 * cap
         self.limit = int(cap * 0.6)
 
     def presize(self, estimated_rows):
         cap = 1 << 12
         while cap * 0.6 < estimated_rows and cap < (1 << 22):
             cap <<= 1
-        if cap > len(self.ikeys):
+        if 3 * cap > self.size:
             self._alloc(cap)
 
     def _grow(self):
-        keys, rows, vals = self.ikeys, self.irows, self.ivals
-        self._alloc(2 * len(keys))
-        nkeys, nrows, nvals, mask = self.ikeys, self.irows, self.ivals, self.mask
-        for j in range(len(keys)):
-            h = keys[j]
+        old = self.table
+        self._alloc(2 * (self.mask + 1))
+        table, mask, size = self.table, self.mask, self.size
+        for j in range(0, len(old), 3):
+            h = old[j]
             if h:
-                i = h & mask
-                while nkeys[i]:
-                    i = (i + 1) & mask
-                nkeys[i] = h
-                nrows[i] = rows[j]
-                nvals[i] = vals[j]
+                i = (h & mask) * 3
+                while table[i]:
+                    i += 3
+                    if i == size:
+                        i = 0
+                table[i:i + 3] = old[j:j + 3]
 
     # -- columns
 
@@ -1289,14 +1292,14 @@ class _DatasetScan(object):
             self.facts["error_kind"] = kind
 
     def _new_label(self, value):
-        if len(self.label_names) < _DS_LABELS_TRACKED:
+        if len(self.label_names) <= _DS_LABELS_TRACKED:
             lid = len(self.label_names)
             self.label_ids[value] = lid
             self.label_names.append(value)
-            self.label_counts[lid] = 1
+            self.label_counts.append(1)
             return lid
         self.facts["distinct_labels_capped"] = True
-        return _DS_LABELS_TRACKED + hash(value) % (_DS_NO_LABEL - _DS_LABELS_TRACKED)
+        return _DS_LABELS_TRACKED + 1 + hash(value) % (_DS_CONFLICT - _DS_LABELS_TRACKED - 1)
 
     def _label_name(self, lid):
         if lid < len(self.label_names):
@@ -1304,16 +1307,16 @@ class _DatasetScan(object):
         return "(one of more than %d labels)" % _DS_LABELS_TRACKED
 
     def _labels_differ(self, i, ih, iv, lv, lid, line):
-        """The row's label differs from what the input table holds for its input."""
-        packed = self.ivals[i]
+        """The row's label differs from what the input table holds for its input (slot i)."""
+        packed = self.table[i + 2]
         first = packed & _DS_LID_MASK
         if first == _DS_NO_LABEL:
             # The input's earlier rows had no label: this is its first label.
-            self.ivals[i] = (line << 24) | lid
+            self.table[i + 2] = (line << 24) | lid
             return
         if first != _DS_CONFLICT:
             self.facts["conflicting_inputs"] += 1
-            self.ivals[i] = packed | _DS_CONFLICT
+            self.table[i + 2] = packed | _DS_CONFLICT
             if len(self.examples) < _DS_EXAMPLES:
                 self.examples[ih] = {"input": _ds_show(iv, _DS_EXAMPLE_CHARS),
                                      "labels": [self._label_name(first)], "lines": [packed >> 24]}
@@ -1332,7 +1335,7 @@ class _DatasetScan(object):
         and label are normalised hashable values, None when missing. `sink.row(raw, duplicate row,
         input fingerprint, input or label missing)` sees every readable row (dedupe uses it)."""
         facts = self.facts
-        ikeys, irows, ivals, mask, limit = self.ikeys, self.irows, self.ivals, self.mask, self.limit
+        table, mask, size, limit = self.table, self.mask, self.size, self.limit
         used = self.used
         label_ids = self.label_ids
         label_counts = self.label_counts
@@ -1341,7 +1344,6 @@ class _DatasetScan(object):
         has_label = facts["label_column"] is not None
         plain_add = self.plain_rows.add
         extra_add = self.extra_rows.add
-        no_label = _DS_NO_LABEL
         max_rows = self.max_rows or (1 << 62)
         next_check = min(_DS_CHECK_EVERY, max_rows)
         n = dup_rows = dup_inputs = missing_inputs = 0
@@ -1349,9 +1351,10 @@ class _DatasetScan(object):
         for n, (line, rh, iv, lv, raw) in enumerate(rows, 1):
             try:
                 lid = label_ids[lv]
-                label_counts[lid] += 1
             except KeyError:
                 lid = new_label(lv)
+            else:
+                label_counts[lid] += 1
             if iv is None:
                 missing_inputs += 1
                 ih = None
@@ -1360,29 +1363,31 @@ class _DatasetScan(object):
                     dup_rows += 1
             else:
                 ih = hash(iv) or 1
-                i = ih & mask
-                k = ikeys[i]
+                i = (ih & mask) * 3
+                k = table[i]
                 while k:
                     if k == ih:
                         break
-                    i = (i + 1) & mask
-                    k = ikeys[i]
+                    i += 3
+                    if i == size:
+                        i = 0
+                    k = table[i]
                 if k:
                     dup_inputs += 1
-                    dup = irows[i] == rh or not extra_add(rh or 1)
+                    dup = table[i + 1] == rh or not extra_add(rh or 1)
                     if dup:
                         dup_rows += 1
-                    if lid != no_label and ivals[i] & 0xFFFFFF != lid:
+                    if lid and table[i + 2] & 0xFFFFFF != lid:
                         self._labels_differ(i, ih, iv, lv, lid, line)
                 else:
-                    ikeys[i] = ih
-                    irows[i] = rh
-                    ivals[i] = (line << 24) | lid
+                    table[i] = ih
+                    table[i + 1] = rh
+                    table[i + 2] = (line << 24) | lid
                     dup = False
                     used += 1
                     if used > limit:
                         self._grow()
-                        ikeys, irows, ivals, mask, limit = self.ikeys, self.irows, self.ivals, self.mask, self.limit
+                        table, mask, size, limit = self.table, self.mask, self.size, self.limit
             if sink is not None:
                 sink.row(raw, dup, ih, (has_input and iv is None) or (has_label and lv is None))
             if n >= next_check:
@@ -1402,13 +1407,13 @@ class _DatasetScan(object):
         if has_input:
             facts["missing_inputs"] += missing_inputs
         if has_label:
-            facts["missing_labels"] = label_counts[no_label]
+            facts["missing_labels"] = label_counts[_DS_NO_LABEL]
 
     def conflicting_input_fingerprints(self):
         """Fingerprints of the inputs seen with several labels (dedupe --drop-conflicts)."""
-        keys, vals = self.ikeys, self.ivals
-        return set(keys[j] for j in range(len(keys))
-                   if keys[j] and vals[j] & _DS_LID_MASK == _DS_CONFLICT)
+        table = self.table
+        return set(table[j] for j in range(0, len(table), 3)
+                   if table[j] and table[j + 2] & _DS_LID_MASK == _DS_CONFLICT)
 
     def finish(self):
         facts = self.facts
@@ -1420,12 +1425,12 @@ class _DatasetScan(object):
             if name in facts["absent_columns"]:
                 facts["missing_%ss" % slot] = 0
         names = {}  # labels shown alike (1 and "1") are counted together
-        for lid, value in enumerate(self.label_names):
-            name = _ds_show(value, _DS_EXAMPLE_CHARS)
+        for lid in range(1, len(self.label_names)):
+            name = _ds_show(self.label_names[lid], _DS_EXAMPLE_CHARS)
             names[name] = names.get(name, 0) + self.label_counts[lid]
         ranked = sorted(names.items(), key=lambda item: (-item[1], item[0]))
         facts["label_counts"] = dict(ranked[:_DS_LABELS_REPORTED])
-        facts["distinct_labels"] = len(self.label_names)
+        facts["distinct_labels"] = len(self.label_names) - 1
         facts["distinct_inputs"] = self.used
         facts["conflict_examples"] = list(self.examples.values())
         return facts

@@ -25,6 +25,7 @@ import asyncssh
 
 from computefence.demo.fakes import write_fake_nvidia_smi, write_fake_torch
 from computefence.demo.server import PodServer, PodShell, start_pod_server
+from computefence.errors import ConfigError
 from computefence.models import CheckOptions, ProviderInfo, Target
 
 HOST = "127.0.0.1"
@@ -38,7 +39,6 @@ class DemoPod:
     """One simulated pod and the fault it carries."""
 
     name: str
-    fault: str  # what is wrong with it, in words (shown by tests and docs, not by the checks)
     gpu_type: str
     cost_per_hour: float
     nvidia_smi: str = "h100x1"  # computefence.demo.fakes scenario
@@ -54,17 +54,21 @@ class DemoPod:
 
 
 DEMO_PODS: tuple[DemoPod, ...] = (
-    DemoPod("pod-healthy", "none", "NVIDIA H100 80GB HBM3", 2.99,
-            extra_env={"HF_TOKEN": "hf_demoTokenNotARealSecret0000"}),
-    DemoPod("pod-cpu-torch", "a CPU-only torch build on a GPU pod", "NVIDIA H100 80GB HBM3", 2.99, torch="cpu"),
-    DemoPod("pod-driver-broken", "nvidia-smi cannot talk to the driver", "NVIDIA A100-SXM4-80GB", 1.89,
-            nvidia_smi="driver-unreachable"),
-    DemoPod("pod-ephemeral-ckpt", "checkpoints and HF cache on the container disk; accelerate set up for 2 GPUs on 1",
-            "NVIDIA GeForce RTX 4090", 0.69, nvidia_smi="rtx4090x1", volume=False, hf_home_on_volume=False,
-            accelerate_processes=2),
-    DemoPod("pod-old-driver", "driver 470 (CUDA 11.4) under a torch built for CUDA 12.6", "NVIDIA A100-SXM4-40GB", 1.29,
-            nvidia_smi="a100x1-driver470", torch="cu126-driver-too-old"),
-    DemoPod("pod-unreachable", "nothing listens on its SSH port", "NVIDIA H100 80GB HBM3", 2.99, reachable=False),
+    # Nothing wrong; its HF_TOKEN shows the probe reports secrets as present, never by value.
+    DemoPod("pod-healthy", "NVIDIA H100 80GB HBM3", 2.99, extra_env={"HF_TOKEN": "hf_demoTokenNotARealSecret0000"}),
+    # A CPU-only torch build on a GPU pod: training silently runs on the CPU.
+    DemoPod("pod-cpu-torch", "NVIDIA H100 80GB HBM3", 2.99, torch="cpu"),
+    # nvidia-smi cannot talk to the driver (exit 9).
+    DemoPod("pod-driver-broken", "NVIDIA A100-SXM4-80GB", 1.89, nvidia_smi="driver-unreachable"),
+    # No volume: checkpoints and the HF cache on the container disk; accelerate set up for
+    # 2 GPUs on a 1-GPU pod.
+    DemoPod("pod-ephemeral-ckpt", "NVIDIA GeForce RTX 4090", 0.69, nvidia_smi="rtx4090x1", volume=False,
+            hf_home_on_volume=False, accelerate_processes=2),
+    # Driver 470 (CUDA 11.4) under a torch built for CUDA 12.6.
+    DemoPod("pod-old-driver", "NVIDIA A100-SXM4-40GB", 1.29, nvidia_smi="a100x1-driver470",
+            torch="cu126-driver-too-old"),
+    # Nothing listens on its SSH port.
+    DemoPod("pod-unreachable", "NVIDIA H100 80GB HBM3", 2.99, reachable=False),
 )
 
 
@@ -80,7 +84,9 @@ class DemoFleet:
 @contextmanager
 def demo_fleet(pods: tuple[DemoPod, ...] = DEMO_PODS) -> Iterator[DemoFleet]:
     """Start the demo pods on 127.0.0.1, yield the fleet, and tear it all down."""
-    root = Path(tempfile.mkdtemp(prefix="cf-demo-"))
+    if os.name != "posix":
+        raise ConfigError("--demo needs Linux or macOS: its simulated pods run their commands with /bin/sh")
+    root = _demo_dir()
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="computefence-demo", daemon=True)
     servers: list[PodServer] = []
@@ -125,6 +131,17 @@ def demo_fleet(pods: tuple[DemoPod, ...] = DEMO_PODS) -> Iterator[DemoFleet]:
         for sock in closed_ports:
             sock.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _demo_dir() -> Path:
+    # The pods execute their fake nvidia-smi and python3 from here: not from a noexec /tmp.
+    root = Path(tempfile.mkdtemp(prefix="cf-demo-"))
+    if not os.statvfs(root).f_flag & getattr(os, "ST_NOEXEC", 0):
+        return root
+    root.rmdir()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "computefence"
+    cache.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="cf-demo-", dir=cache))
 
 
 async def _close_all(servers: list[PodServer]) -> None:

@@ -223,7 +223,6 @@ class ApiClient:
             gap = self._last_request + policy.min_interval_s - time.monotonic()
             if gap > 0:
                 policy.sleep(gap)
-        self._last_request = time.monotonic()
         where = f"{self.provider} API at {self.base_url}"
         try:
             response = self._client.get(url, params=params)
@@ -231,6 +230,9 @@ class ApiClient:
             raise Retry(f"{where} did not answer within {policy.timeout_s:g} s") from None
         except httpx.TransportError as exc:
             raise Retry(f"cannot reach {where} ({scrub(str(exc) or type(exc).__name__, self._key)})") from None
+        finally:
+            # Spaced from the end of the last request, so arrivals at the API are spaced too.
+            self._last_request = time.monotonic()
         raise_for_status(
             self.provider, response.status_code, response.headers, response.content, self._key, self._key_help, self.base_url
         )

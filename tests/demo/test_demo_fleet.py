@@ -157,7 +157,7 @@ def test_everything_is_gone_after_an_interrupt():
     assert not [t for t in threading.enumerate() if t.name == "computefence-demo"]
 
 
-def test_each_fault_is_found_by_the_evaluator(tmp_path, expected_blockers):
+def test_each_fault_is_found_by_the_evaluator(tmp_path, expected_blockers, healthy_pod_warnings):
     options = RunOptions(deadline=30, use_user_known_hosts=False, own_known_hosts=tmp_path / "own")
     with demo_fleet() as fleet:
         reports = {r.name: r for r in asyncio.run(probe_targets(fleet.targets, options))}
@@ -167,5 +167,5 @@ def test_each_fault_is_found_by_the_evaluator(tmp_path, expected_blockers):
     blockers = {name: {f.check for f in found if f.severity is Severity.BLOCK} for name, found in findings.items()}
     warnings = {name: {f.check for f in found if f.severity is Severity.WARN} for name, found in findings.items()}
     assert blockers == expected_blockers
-    assert warnings["pod-healthy"] == set()
+    assert warnings["pod-healthy"] == healthy_pod_warnings
     assert "storage.hf-cache" in warnings["pod-ephemeral-ckpt"]

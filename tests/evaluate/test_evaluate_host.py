@@ -48,8 +48,10 @@ def test_registry_lists_every_check_of_the_issue():
         "storage.hf-cache", "storage.output-dir", "storage.no-volume", "storage.disk-headroom", "system.shm",
         "gpu.driver", "gpu.cuda-unavailable", "gpu.torch-cpu-build", "gpu.driver-too-old", "gpu.arch-unsupported",
         "gpu.memory-in-use", "gpu.count-mismatch", "accelerate.num-processes", "python.torch-missing",
+        "dataset.unreadable", "dataset.columns", "dataset.duplicates", "dataset.conflicting-labels",
+        "dataset.missing-values", "dataset.label-skew",
     }
-    assert len(RULES) == 14
+    assert len(RULES) == 15
 
 
 FINDINGS = [Finding(check=c, severity=Severity.PASS, message="m")
