@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import venv
@@ -91,6 +92,18 @@ def test_installed_doctor_runs_from_the_wheel(installed, tmp_path):
     assert report.hosts[0].facts is not None
     assert json.loads(result.stdout)["schema_version"] == report.schema_version
 
+
+def test_installed_wheel_runs_the_readme_demo(installed, tmp_path):
+    result = subprocess.run(
+        [str(installed / "bin" / "computefence"), "fleet", "check", "--demo", "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")},
+    )
+    # The demo fleet has blocked pods on purpose: exit 1, with a full report.
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    report = Report.model_validate_json(result.stdout)
+    assert {h.status.value for h in report.hosts} == {"ok", "unreachable"}
+    assert report.summary.blockers > 0
 
 
 def _purelib(env: Path) -> Path:
