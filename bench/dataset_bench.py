@@ -13,6 +13,8 @@ Wall time, CPU time and peak RSS (getrusage(RUSAGE_CHILDREN).ru_maxrss of a per-
 intermediate process, so one measurement's peak never leaks into the next) are printed side
 by side with the counts; the counts must be identical. Targets: the scan at least 2x faster
 and at most a fifth of pandas' peak memory. With --repeat N each figure is the best of N runs.
+pandas 3 stores strings with Arrow when pyarrow is installed, and is then markedly faster
+than with its Python string storage; the output names the storage used.
 
     pip install pandas   # for the benchmark only; not a dependency of computefence
     python3 bench/dataset_bench.py [--rows 2000000] [--repeat 1] [--dir DIR] [--keep]
@@ -106,7 +108,8 @@ import json, sys
 import pandas as pd
 path = sys.argv[1]
 df = pd.read_json(path, lines=True) if path.endswith(".jsonl") else pd.read_csv(path)
-print(json.dumps({"rows": int(len(df)), "duplicate_rows": int(df.duplicated().sum()),
+print(json.dumps({"pandas": pd.__version__, "strings": str(getattr(df["text"].dtype, "storage", df["text"].dtype)),
+                  "rows": int(len(df)), "duplicate_rows": int(df.duplicated().sum()),
                   "duplicate_inputs": int(df.duplicated(subset=["text"]).sum()),
                   "conflicting_inputs": int((df.groupby("text")["label"].nunique() > 1).sum()),
                   "label_counts": {str(k): int(v) for k, v in df["label"].value_counts().items()}}))
@@ -179,6 +182,7 @@ def main() -> int:
                 print(f"{path.name:<12} {method:<7} {r['wall_s']:>7.2f} {r['cpu_s']:>7.2f} {r['peak_rss_mb']:>8.0f}  "
                       + "  ".join(f"{r[c]:>18,}" for c in COUNTS))
             scan, pandas_ = results["scan"], results["pandas"]
+            print(f"{path.name:<12} pandas {pandas_['pandas']}, strings stored as {pandas_['strings']}")
             same = all(scan[c] == pandas_[c] for c in COUNTS) and scan["label_counts"] == pandas_["label_counts"]
             speed = pandas_["wall_s"] / scan["wall_s"]
             memory = pandas_["peak_rss_mb"] / scan["peak_rss_mb"]

@@ -123,3 +123,17 @@ def test_dedupe_then_check_finds_no_duplicates(rows, drop_conflicts):
         assert after["conflicting_inputs"] == 0 and result.conflicting_inputs == expected["conflicting_inputs"]
     else:
         assert after["rows"] == len(rows) - expected["duplicate_rows"]
+
+
+def test_parquet_round_trip(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"text": [r["text"] for r in ROWS], "label": [r["label"] for r in ROWS]}), source)
+    result = dedupe(str(source), str(tmp_path / "out.parquet"), drop_conflicts=True)
+    after = scan(tmp_path / "out.parquet")
+    assert after["format"] == "parquet" and after["duplicate_rows"] == 0 and after["conflicting_inputs"] == 0
+    # Without the source column the two 'fine' rows are duplicates too.
+    assert result.duplicate_rows_dropped == 3 and result.conflict_rows_dropped == 2
+    assert [row["text"] for row in pq.read_table(tmp_path / "out.parquet").to_pylist()] == ["good film", None, "fine"]
