@@ -9,7 +9,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
-from computefence.models import Finding, HostReport, HostStatus, Report, Severity
+from computefence.models import DatasetFacts, Finding, HostReport, HostStatus, Report, Severity
 
 AREA_TITLES = {
     "storage": "Storage",
@@ -220,10 +220,12 @@ def torch_cell(host: HostReport) -> str:
 
 
 def machine_line(host: HostReport) -> str:
-    """One line about the machine for the doctor header."""
+    """One line about the machine (or, for a dataset-only check, the file) for the header."""
     facts = host.facts
     if facts is None:
         return ""
+    if "gpu" not in facts.collectors and facts.dataset is not None:
+        return dataset_line(facts.dataset)
     ident = facts.identity
     parts = []
     if ident.os_release.pretty_name:
@@ -238,6 +240,16 @@ def machine_line(host: HostReport) -> str:
     if facts.gpu.driver_version:
         parts.append(f"driver {facts.gpu.driver_version} (CUDA {facts.gpu.cuda_version or '?'})")
     parts.append(f"torch: {torch_cell(host)}")
+    return " · ".join(parts)
+
+
+def dataset_line(data: DatasetFacts) -> str:
+    parts = [data.path]
+    if data.format:
+        parts.append(data.format + (f" ({data.compression})" if data.compression else ""))
+    parts.append(plural(data.rows, "row"))
+    if data.input_column or data.label_column:
+        parts.append(f"input {data.input_column or '-'}, label {data.label_column or '-'}")
     return " · ".join(parts)
 
 

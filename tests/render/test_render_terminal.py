@@ -119,3 +119,16 @@ def test_torch_cell_names_the_build_when_the_version_does_not(fleet_report):
     assert "2.4.0 / CUDA 12.1" in render(fleet_report, "rich", width=200)
     torch.cuda_build = None
     assert "2.4.0 / CPU build" in render(fleet_report, "rich", width=200)
+
+
+def test_dataset_report_header_describes_the_file_not_the_machine():
+    from computefence.evaluate import build_report
+    from computefence.models import CollectorStatus, DatasetFacts, Facts, HostReport, HostStatus
+
+    data = DatasetFacts(path="/workspace/train.jsonl", exists=True, format="jsonl", compression="gzip",
+                        rows=1200, input_column="text", label_column="label")
+    host = HostReport(name="pod", status=HostStatus.OK,
+                      facts=Facts(dataset=data, collectors={"dataset": CollectorStatus()}))
+    out = render(build_report([host], kind="dataset"), "rich")
+    assert "/workspace/train.jsonl · jsonl (gzip) · 1200 rows · input text, label label" in out
+    assert "GPUs" not in out and "torch" not in out
