@@ -13,6 +13,7 @@ from computefence import evaluate, probe
 from computefence.cli.app import app
 from computefence.cli.output import FailOn, OutputFormat, emit
 from computefence.connectors.local import run_probe_local
+from computefence.errors import ConfigError
 from computefence.models import CheckOptions, HostReport, HostStatus
 from computefence.payload import probe_params
 
@@ -47,6 +48,11 @@ def doctor(
     """
     # Checked before the probe runs: a typo in --only should not cost a 30 s probe first.
     evaluate.select_findings([], only=only, skip=skip)
+    # `--output-dir "$CKPT"` with CKPT unset must not silently skip the check it asked for.
+    for flag, value in (("--output-dir", output_dir), ("--python", python), ("--accelerate-config", accelerate_config),
+                        ("--dataset", dataset)):
+        if value is not None and not value.strip():
+            raise ConfigError(f"{flag} is empty; give a path")
     checks = CheckOptions(
         output_dir=output_dir,
         accelerate_config=accelerate_config,

@@ -85,14 +85,14 @@ def summarize(hosts: list[HostReport], sources: Iterable[SourceStatus] = (), *, 
     return summary
 
 
+def fails(severity: Severity, fail_on: Severity) -> bool:
+    """Whether a verdict or finding of `severity` fails a run with this --fail-on level."""
+    return severity is Severity.BLOCK or (severity is Severity.WARN and fail_on is Severity.WARN)
+
+
 def exit_code(report: Report) -> int:
     """1 when the verdict reaches the report's fail_on level, else 0."""
-    verdict = report.summary.verdict
-    if verdict is Severity.BLOCK:
-        return 1
-    if verdict is Severity.WARN and report.fail_on is Severity.WARN:
-        return 1
-    return 0
+    return 1 if fails(report.summary.verdict, report.fail_on) else 0
 
 
 # ---------------------------------------------------------------- drift

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from computefence.evaluate.fleet import fails
 from computefence.models import Finding, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 
@@ -69,8 +70,7 @@ def _check_case(report: Report, classname: str, check: str, findings: list[Findi
     case = ET.Element("testcase", classname=classname, name=_x(check))
     worst = max(findings, key=lambda f: f.severity.rank)
     details = "\n\n".join(_finding_text(f) for f in sorted(findings, key=lambda f: -f.severity.rank))
-    failing = worst.severity is Severity.BLOCK or (worst.severity is Severity.WARN and report.fail_on is Severity.WARN)
-    if failing:
+    if fails(worst.severity, report.fail_on):
         failure = ET.SubElement(case, "failure", message=_x(views.one_line(worst.message)), type=worst.severity.value)
         failure.text = _x(details)
     else:

@@ -9,6 +9,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
+from computefence.evaluate.fleet import fails
 from computefence.models import DatasetFacts, Finding, HostReport, HostStatus, Report, Severity
 
 AREA_TITLES = {
@@ -261,7 +262,7 @@ def verdict_word(report: Report) -> str:
     if verdict is Severity.BLOCK:
         return "BLOCKED"
     if verdict is Severity.WARN:
-        return "FAILED ON WARNINGS" if report.fail_on is Severity.WARN else "READY WITH WARNINGS"
+        return "FAILED ON WARNINGS" if fails(verdict, report.fail_on) else "READY WITH WARNINGS"
     return "READY"
 
 

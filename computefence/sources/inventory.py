@@ -37,7 +37,7 @@ NAME_RULE = "letters, digits and . _ - @ : + = / only"
 def read_text(path: Path, what: str) -> str:
     """The file's text, or a ConfigError naming it."""
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such {what}") from None
     except IsADirectoryError:
@@ -46,6 +46,9 @@ def read_text(path: Path, what: str) -> str:
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    if "\x00" in text:  # valid UTF-8, but binary: an INI parse would make hosts of its bytes
+        raise ConfigError(f"{path}: not a text file")
+    return text
 
 
 def load_yaml_document(path: Path, what: str) -> tuple[Any, yaml.Node | None]:

@@ -88,7 +88,8 @@ def test_skip_removes_a_check(capsys):
     assert "storage.output-dir" not in {f.check for f in report.hosts[0].findings}
 
 
-@pytest.mark.parametrize("argv", [["--bogus"], ["--format", "yaml"], ["--fail-on", "never"], ["--timeout", "0"]])
+@pytest.mark.parametrize("argv", [["--bogus"], ["--format", "yaml"], ["--fail-on", "never"], ["--timeout", "0"],
+                                  ["--output-dir", ""], ["--python", " "], ["--dataset", ""]])
 def test_usage_errors_exit_2(capsys, argv):
     assert main(["doctor", *argv]) == 2
     assert "Traceback" not in capsys.readouterr().err

@@ -166,3 +166,6 @@ def test_missing_and_empty(tmp_path):
     (tmp_path / "empty.ini").write_text("[web]\n# nobody\n")
     with pytest.raises(ConfigError, match="lists no hosts"):
         load_ansible_inventory(tmp_path / "empty.ini")
+    (tmp_path / "binary.ini").write_bytes(b"\x00\x01\n")
+    with pytest.raises(ConfigError, match="binary.ini: not a text file"):
+        load_ansible_inventory(tmp_path / "binary.ini")
