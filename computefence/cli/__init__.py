@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from computefence.cli.app import app
+from computefence.cli.app import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, app
 from computefence.errors import ComputeFenceError
 
 # Command modules register themselves on `app` when imported.
@@ -20,8 +20,6 @@ from computefence.cli import report as _report  # noqa: F401,E402
 from computefence.cli import probe as _probe  # noqa: F401,E402
 from computefence.cli import inventory as _inventory  # noqa: F401,E402
 from computefence.cli import fleet as _fleet  # noqa: F401,E402
-
-EXIT_OK, EXIT_BLOCKED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,9 @@ import typer
 
 from computefence import __version__
 
+# Exit codes shared by every command (see cli/__init__.py).
+EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
+
 app = typer.Typer(
     name="computefence",
     help="Pre-flight checks for rented GPU compute: storage that vanishes, CPU fallbacks, broken drivers, bad datasets.",

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from computefence import evaluate
-from computefence.cli.app import app
+from computefence.cli.app import EXIT_INTERRUPTED, app
 from computefence.cli.output import FailOn, OutputFormat, emit
 from computefence.cli.targets import (
     AnsibleInventoryOpt,
@@ -32,7 +32,6 @@ from computefence.sources.providers import recheck_vanished
 from computefence.errors import ConfigError
 from computefence.models import HostReport, HostStatus, SourceStatus, Target
 
-EXIT_INTERRUPTED = 130
 
 fleet_app = typer.Typer(
     name="fleet",

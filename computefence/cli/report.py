@@ -27,12 +27,19 @@ def report_command(
     return evaluate.exit_code(report)
 
 
+# A 1000-pod report with full facts is a few MiB; anything far larger is not one.
+MAX_REPORT_BYTES = 256 * 2**20
+
+
 def load_report(path: Path) -> Report:
     """A saved report, validated, or ConfigError naming the file and what is wrong."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_REPORT_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_REPORT_BYTES:
+        raise ConfigError(f"{path} is over {MAX_REPORT_BYTES // 2**20} MiB: not a computefence JSON report")
     try:
         report = Report.model_validate_json(raw)
     except ValidationError as exc:

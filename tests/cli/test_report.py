@@ -97,3 +97,14 @@ def test_doctor_json_round_trips_through_report(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(saved_path), "--format", "json"]) == code
     assert capsys.readouterr().out == saved_path.read_text()
+
+
+def test_a_file_far_larger_than_any_report_is_refused_unread(tmp_path, capsys, monkeypatch):
+    from computefence.cli import report as report_cli
+
+    monkeypatch.setattr(report_cli, "MAX_REPORT_BYTES", 1024)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 2048)
+    assert main(["report", str(big)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is over" in err and len(err.splitlines()) == 1
