@@ -17,7 +17,7 @@ from computefence.errors import ComputeFenceError
 from computefence.cli import doctor as _doctor  # noqa: F401,E402
 from computefence.cli import dataset as _dataset  # noqa: F401,E402
 from computefence.cli import report as _report  # noqa: F401,E402
-from computefence.cli import probe as _probe  # noqa: F401,E402
+from computefence.cli import script as _script  # noqa: F401,E402
 from computefence.cli import inventory as _inventory  # noqa: F401,E402
 from computefence.cli import fleet as _fleet  # noqa: F401,E402
 
