@@ -7,7 +7,7 @@ import contextlib
 import signal
 import sys
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import TYPE_CHECKING, Iterator, List, Optional
 
 import typer
 from rich.console import Console
@@ -27,10 +27,11 @@ from computefence.cli.targets import (
     TagOpt,
     gather_targets,
 )
-from computefence.connectors.ssh import INSECURE_WARNING, RunOptions, probe_targets
-from computefence.sources.providers import recheck_vanished
 from computefence.errors import ConfigError
 from computefence.models import HostReport, HostStatus, SourceStatus, Target
+
+if TYPE_CHECKING:
+    from computefence.connectors.ssh import RunOptions
 
 
 fleet_app = typer.Typer(
@@ -93,6 +94,9 @@ def check(
     for path in known_hosts:
         if not path.is_file():
             raise ConfigError(f"--known-hosts {path}: no such file")
+    # asyncssh loads only when a fleet is checked, not for every other command.
+    from computefence.connectors.ssh import INSECURE_WARNING, RunOptions
+
     if insecure_no_host_key_check:
         print(INSECURE_WARNING, file=sys.stderr)
     ensure_open_files(concurrency)
@@ -136,6 +140,8 @@ def _mark_vanished(targets: list[Target], hosts: list[HostReport], api_url: str 
     suspects = [t for t, h in zip(targets, hosts) if t.provider is not None and h.status in _MAYBE_GONE]
     if not suspects:
         return hosts
+    from computefence.sources.providers import recheck_vanished
+
     gone = recheck_vanished(suspects, api_url)
     return [
         host.model_copy(update={"status": HostStatus.VANISHED, "reason": gone[target.name],
@@ -179,6 +185,8 @@ async def _probe_all(targets: list[Target], options: RunOptions) -> tuple[list[H
         handled = False
     try:
         with _ProgressLine(len(targets)) as progress:
+            from computefence.connectors.ssh import probe_targets
+
             hosts = await probe_targets(targets, options, on_progress=progress.update, stop=stop)
     finally:
         if handled:
