@@ -58,9 +58,6 @@ def parse_probe_output(raw: bytes | str) -> Facts:
         document = json.loads(line)
     except ValueError:
         raise ProbeOutputError(f"probe output is not JSON: {_snippet(line)}") from None
-    # A hostile or broken pod can send lone surrogates ("\udcff"); they would crash every
-    # later encode, so they become "?" here, once.
-    document = json.loads(json.dumps(document, ensure_ascii=False).encode("utf-8", "replace"))
     if not isinstance(document, dict):
         raise ProbeOutputError(f"probe output is not a JSON object: {_snippet(line)}")
     if "probe_error" in document:
