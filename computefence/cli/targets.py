@@ -18,7 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from computefence.models import SourceStatus, Target
-from computefence.sources import collect_targets
+from computefence.sources import TargetSelection, collect_targets
 
 _PANEL = "Targets"
 
@@ -107,14 +107,14 @@ def gather_targets(
     default_inventory_dir: Path = Path("inventory"),
 ) -> tuple[list[Target], list[SourceStatus]]:
     """The selected targets and one status per source, from the option values as typer passes them."""
-    return collect_targets(
-        inventories=inventory or [],
-        ssh_hosts=ssh_host or [],
+    return collect_targets(TargetSelection(
+        inventories=inventory or (),
+        ssh_hosts=ssh_host or (),
         ssh_config=ssh_config,
-        ansible_inventories=ansible_inventory or [],
-        providers=provider or [],
+        ansible_inventories=ansible_inventory or (),
+        providers=provider or (),
         api_url=api_url,
         limit=limit,
-        tags=tag or [],
+        tags=tag or (),
         default_inventory_dir=default_inventory_dir,
-    )
+    ))

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from computefence.errors import ConfigError, SourceError
 from computefence.models import SourceStatus, Target
 from computefence.sources.ansible import AnsibleSource
@@ -24,7 +26,7 @@ from computefence.sources.inventory import INVENTORY_SUFFIXES, InventorySource, 
 from computefence.sources.selection import select_targets
 from computefence.sources.ssh_config import SshConfigSource
 
-__all__ = ["TargetSource", "collect_targets", "build_sources", "select_targets"]
+__all__ = ["TargetSelection", "TargetSource", "collect_targets", "build_sources", "select_targets"]
 
 
 def _provider_names(providers: Sequence[str]) -> list[str]:
@@ -32,32 +34,40 @@ def _provider_names(providers: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def build_sources(
-    *,
-    inventories: Sequence[str] = (),
-    ssh_hosts: Sequence[str] = (),
-    ssh_config: str | None = None,
-    ansible_inventories: Sequence[str] = (),
-    providers: Sequence[str] = (),
-    api_url: str | None = None,
-    default_inventory_dir: Path = Path("inventory"),
-) -> list[TargetSource]:
-    """The sources the options name; with none, the inventory files in `default_inventory_dir`."""
+class TargetSelection(BaseModel):
+    """Which targets a command asks for: the sources to read, then how to narrow them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    inventories: tuple[str, ...] = ()
+    ssh_hosts: tuple[str, ...] = ()
+    ssh_config: str | None = None
+    ansible_inventories: tuple[str, ...] = ()
+    # Names, each possibly comma-separated ("runpod,vast").
+    providers: tuple[str, ...] = ()
+    api_url: str | None = None
+    limit: str | None = None
+    tags: tuple[str, ...] = ()
+    default_inventory_dir: Path = Path("inventory")
+
+
+def build_sources(selection: TargetSelection) -> list[TargetSource]:
+    """The sources the selection names; with none, the inventory files in its default directory."""
     sources: list[TargetSource] = []
-    for inventory in inventories:
+    for inventory in selection.inventories:
         sources.extend(InventorySource(path) for path in inventory_files(inventory))
-    if ssh_hosts or ssh_config:
-        sources.append(SshConfigSource(list(ssh_hosts), ssh_config))
-    sources.extend(AnsibleSource(path) for path in ansible_inventories)
-    names = _provider_names(providers)
-    if api_url and not names:
+    if selection.ssh_hosts or selection.ssh_config:
+        sources.append(SshConfigSource(list(selection.ssh_hosts), selection.ssh_config))
+    sources.extend(AnsibleSource(path) for path in selection.ansible_inventories)
+    names = _provider_names(selection.providers)
+    if selection.api_url and not names:
         raise ConfigError("--api-url needs --provider")
     if names:
         from computefence.sources.providers import provider_source
 
-        sources.extend(provider_source(name, api_url=api_url) for name in names)
+        sources.extend(provider_source(name, api_url=selection.api_url) for name in names)
     if not sources:
-        directory = Path(default_inventory_dir)
+        directory = selection.default_inventory_dir
         found = sorted(p for p in directory.glob("*") if p.suffix in INVENTORY_SUFFIXES and p.is_file())
         if not found:
             raise ConfigError(
@@ -80,28 +90,9 @@ def _check_unique(targets: list[Target]) -> None:
             )
 
 
-def collect_targets(
-    *,
-    inventories: Sequence[str] = (),
-    ssh_hosts: Sequence[str] = (),
-    ssh_config: str | None = None,
-    ansible_inventories: Sequence[str] = (),
-    providers: Sequence[str] = (),
-    api_url: str | None = None,
-    limit: str | None = None,
-    tags: Sequence[str] = (),
-    default_inventory_dir: Path = Path("inventory"),
-) -> tuple[list[Target], list[SourceStatus]]:
-    """All targets the options name, narrowed by --limit/--tag, and how each source fared."""
-    sources = build_sources(
-        inventories=inventories,
-        ssh_hosts=ssh_hosts,
-        ssh_config=ssh_config,
-        ansible_inventories=ansible_inventories,
-        providers=providers,
-        api_url=api_url,
-        default_inventory_dir=default_inventory_dir,
-    )
+def collect_targets(selection: TargetSelection) -> tuple[list[Target], list[SourceStatus]]:
+    """All targets the selection names, narrowed by its limit and tags, and how each source fared."""
+    sources = build_sources(selection)
     targets: list[Target] = []
     statuses: list[SourceStatus] = []
     for source in sources:
@@ -113,4 +104,4 @@ def collect_targets(
         statuses.append(SourceStatus(name=source.name, targets=len(found)))
         targets.extend(found)
     _check_unique(targets)
-    return select_targets(targets, limit=limit, tags=tags), statuses
+    return select_targets(targets, limit=selection.limit, tags=selection.tags), statuses

@@ -9,7 +9,7 @@ import pytest
 import computefence.sources.providers as providers
 from computefence.errors import ConfigError, SourceError
 from computefence.models import ProviderInfo, Target
-from computefence.sources import collect_targets
+from computefence.sources import TargetSelection, collect_targets
 
 
 class FakeProvider:
@@ -58,13 +58,13 @@ def test_sources_combine_and_a_failing_provider_does_not_stop_the_rest(tmp_path,
     ssh.write_text("Host box\n  HostName 10.2.2.2\n")
     ini = tmp_path / "hosts.ini"
     ini.write_text("[gpu]\nans-1 ansible_host=10.3.3.3\n")
-    targets, statuses = collect_targets(
+    targets, statuses = collect_targets(TargetSelection(
         inventories=[inv],
         ssh_config=str(ssh),
         ansible_inventories=[str(ini)],
         providers=["runpod,vast", "lambda"],
         api_url="http://127.0.0.1:9",
-    )
+    ))
     assert [t.name for t in targets] == ["inv-1", "inv-2", "box", "ans-1", "rp-1", "lam-1"]
     assert [(s.name, s.ok, s.targets) for s in statuses] == [
         (inv, True, 2),
@@ -80,29 +80,29 @@ def test_sources_combine_and_a_failing_provider_does_not_stop_the_rest(tmp_path,
 
 def test_selection_applies_across_sources(tmp_path, fake_providers):
     inv = inventory(tmp_path / "a.yaml", "inv-1", "inv-2")
-    targets, _ = collect_targets(inventories=[inv], providers=["runpod"], limit="*-1")
+    targets, _ = collect_targets(TargetSelection(inventories=[inv], providers=["runpod"], limit="*-1"))
     assert [t.name for t in targets] == ["inv-1", "rp-1"]
-    targets, _ = collect_targets(inventories=[inv], providers=["runpod"], tags=["t-inv-2"])
+    targets, _ = collect_targets(TargetSelection(inventories=[inv], providers=["runpod"], tags=["t-inv-2"]))
     assert [t.name for t in targets] == ["inv-2"]
 
 
 def test_unknown_provider_is_a_config_error_with_the_real_registry(tmp_path):
     with pytest.raises(ConfigError, match="unknown provider 'aws'"):
-        collect_targets(providers=["aws"])
+        collect_targets(TargetSelection(providers=["aws"]))
 
 
 def test_config_errors_stop_before_any_provider_is_asked(tmp_path, fake_providers):
     bad = tmp_path / "bad.yaml"
     bad.write_text("hosts:\n  - host: x\n    port: nope\n")
     with pytest.raises(ConfigError, match=r"bad\.yaml:3: "):
-        collect_targets(inventories=[str(bad)], providers=["runpod"])
+        collect_targets(TargetSelection(inventories=[str(bad)], providers=["runpod"]))
     assert [p.asked for p in fake_providers] == [False]
 
 
 def test_duplicate_names_across_sources(tmp_path, fake_providers):
     inv = inventory(tmp_path / "a.yaml", "rp-1")
     with pytest.raises(ConfigError) as info:
-        collect_targets(inventories=[inv], providers=["runpod"])
+        collect_targets(TargetSelection(inventories=[inv], providers=["runpod"]))
     assert str(info.value) == (
         f"target 'rp-1' comes from both {inv}:2 and runpod; names must be unique, rename one or drop one source"
     )
@@ -114,7 +114,7 @@ def test_default_inventory_directory(tmp_path, monkeypatch):
     inventory(tmp_path / "inventory/b.yaml", "b")
     inventory(tmp_path / "inventory/a.yml", "a")
     (tmp_path / "inventory/README").write_text("not yaml")
-    targets, statuses = collect_targets()
+    targets, statuses = collect_targets(TargetSelection())
     assert [t.name for t in targets] == ["a", "b"]
     assert [s.name for s in statuses] == ["inventory/a.yml", "inventory/b.yaml"]
     assert targets[0].source == "inventory/a.yml:2"
@@ -123,7 +123,7 @@ def test_default_inventory_directory(tmp_path, monkeypatch):
 def test_no_source_at_all_says_how_to_give_one(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError) as info:
-        collect_targets()
+        collect_targets(TargetSelection())
     message = str(info.value)
     for hint in ("inventory/*.yaml", "-i FILE", "-H SSH_ALIAS", "--ansible-inventory", "--provider", "--demo"):
         assert hint in message
@@ -131,4 +131,4 @@ def test_no_source_at_all_says_how_to_give_one(tmp_path, monkeypatch):
 
 def test_api_url_needs_a_provider(tmp_path):
     with pytest.raises(ConfigError, match="--api-url needs --provider"):
-        collect_targets(inventories=[inventory(tmp_path / "a.yaml", "x")], api_url="http://127.0.0.1:1")
+        collect_targets(TargetSelection(inventories=[inventory(tmp_path / "a.yaml", "x")], api_url="http://127.0.0.1:1"))
