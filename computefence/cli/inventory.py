@@ -28,7 +28,7 @@ from computefence.cli.targets import (
 )
 from computefence.errors import ConfigError, SourceError
 from computefence.models import SCHEMA_VERSION, SourceStatus, Target
-from computefence.render import write_output
+from computefence.files import write_output
 from computefence.sources.export import EXPORT_FORMATS
 
 inventory_app = typer.Typer(

@@ -10,7 +10,8 @@ from pathlib import Path
 from rich.console import Console
 
 from computefence.models import Report, Severity
-from computefence.render import FORMATS, render, write_output
+from computefence.files import write_output
+from computefence.render import FORMATS, render
 
 # Typer shows an Enum's values as the choices in --help and rejects anything else (exit 2).
 OutputFormat = Enum("OutputFormat", {name: name for name in FORMATS}, type=str)
