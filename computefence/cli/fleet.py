@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, List, Optional
 
@@ -28,7 +29,9 @@ from computefence.cli.targets import (
     gather_targets,
 )
 from computefence.errors import ConfigError
+from computefence.gate import HEALTHY_FORMATS, healthy_file
 from computefence.models import HostReport, HostStatus, SourceStatus, Target
+from computefence.render import write_output
 
 if TYPE_CHECKING:
     from computefence.connectors.ssh import RunOptions
@@ -43,6 +46,8 @@ fleet_app = typer.Typer(
 app.add_typer(fleet_app, name="fleet")
 
 _RUN = "Running"
+_OPS = "Fleet operations"
+HealthyFormat = Enum("HealthyFormat", {name: name for name in HEALTHY_FORMATS}, type=str)
 
 
 @fleet_app.command("check", no_args_is_help=False)
@@ -81,6 +86,15 @@ def check(
                                            help="A pod that could not be checked does not fail the run."),
     skip: List[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
     only: List[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
+    # ---- fleet operations: launch gate, history, alerts, shards
+    healthy_out: Optional[Path] = typer.Option(None, "--healthy-out", metavar="FILE",
+                                               help="Write the pods a job can start on here (atomically, also "
+                                                    "when the run exits 1; empty when none is ready).",
+                                               rich_help_panel=_OPS),
+    healthy_format: HealthyFormat = typer.Option("names", "--healthy-format",
+                                                 help="names (one a line), ssh (user@host -p port), inventory "
+                                                      "(YAML of just those pods) or json.",
+                                                 rich_help_panel=_OPS),
 ) -> int:
     """Check every pod over SSH in parallel and print one fleet report.
 
@@ -124,6 +138,8 @@ def check(
     report = evaluate.build_report(hosts, kind="fleet", sources=sources, fail_on=fail_on.severity,
                                    allow_unreachable=allow_unreachable)
     emit(report, fmt.value, output)
+    if not interrupted and healthy_out is not None:
+        write_output(healthy_file(report, targets, healthy_format.value), healthy_out)
     if interrupted:
         cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
         print(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked", file=sys.stderr)

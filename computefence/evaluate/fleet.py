@@ -95,6 +95,14 @@ def exit_code(report: Report) -> int:
     return 1 if fails(report.summary.verdict, report.fail_on) else 0
 
 
+def ready_hosts(report: Report) -> list[HostReport]:
+    """The pods a job can start on: checked, and no finding that fails the run's --fail-on level."""
+    return [
+        host for host in report.hosts
+        if host.status is HostStatus.OK and not any(fails(f.severity, report.fail_on) for f in host.findings)
+    ]
+
+
 # ---------------------------------------------------------------- drift
 
 

@@ -51,8 +51,8 @@ def _describe(name: str, target: Target) -> str:
     return "# " + ", ".join(parts) + "\n" if parts else ""
 
 
-def _header(kind: str, kept: list, skipped: list[Target]) -> str:
-    lines = [f"# {kind} written by `computefence inventory export` ({len(kept)} hosts)."]
+def _header(kind: str, kept: list, skipped: list[Target], written_by: str = "computefence inventory export") -> str:
+    lines = [f"# {kind} written by `{written_by}` ({len(kept)} hosts)."]
     for target in skipped:
         lines.append(f"# Left out, not checkable: {target.name}: {target.unreachable_reason}")
     return "\n".join(lines) + "\n"
@@ -62,10 +62,10 @@ def _absolute(path: str) -> str:
     return str(Path(path).expanduser().absolute())
 
 
-def export_yaml(targets: Sequence[Target]) -> str:
+def export_yaml(targets: Sequence[Target], written_by: str = "computefence inventory export") -> str:
     """A ComputeFence inventory holding the targets."""
     kept, skipped = _exportable(targets)
-    out = [_header("ComputeFence inventory", kept, skipped)]
+    out = [_header("ComputeFence inventory", kept, skipped, written_by)]
     known_hosts = list(dict.fromkeys(_absolute(p) for _, t in kept for p in t.known_hosts))
     if known_hosts:
         out.append(yaml.safe_dump({"known_hosts": known_hosts}, sort_keys=False))

@@ -69,3 +69,18 @@ CLI = [sys.executable, "-m", "computefence"]
 
 def json_hosts(stdout: str) -> dict[str, dict]:
     return {host["name"]: host for host in json.loads(stdout)["hosts"]}
+
+
+# HEALTHY with room in /dev/shm: no warning at all, so it stays ready under --fail-on warn too.
+SPOTLESS = dict(HEALTHY, shm_size="16g")
+POD_TORCH_PTH = "/usr/lib/python3/dist-packages/computefence-fakes.pth"
+
+
+def break_torch(pod: Pod) -> None:
+    """The pod's python loses torch (python.torch-missing blocks), as after a bad `pip uninstall`."""
+    pod.in_namespace(["rm", "-f", str(pod.merged) + POD_TORCH_PTH])
+
+
+def fix_torch(pod: Pod) -> None:
+    pod.in_namespace(["sh", "-c", f'echo /opt/computefence-fakes/site-packages > "$1"', "sh",
+                      str(pod.merged) + POD_TORCH_PTH])
