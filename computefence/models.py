@@ -309,6 +309,8 @@ class Target(_Model):
     user: str | None = None
     identity_files: list[str] = Field(default_factory=list)
     proxy_jump: str | None = None
+    # An ssh ProxyCommand (tokens such as %h %p unexpanded); set instead of proxy_jump, never both.
+    proxy_command: str | None = None
     known_hosts: list[str] = Field(default_factory=list)
     python: str = "python3"
     tags: list[str] = Field(default_factory=list)
@@ -393,6 +395,11 @@ class SourceStatus(_Model):
     ok: bool = True
     targets: int = 0
     error: str | None = None
+    # What read it where there is a choice: "ssh -G" or "built-in parser",
+    # "ansible-inventory" or "built-in reader".
+    resolver: str | None = None
+    # One line each: a line that could not be read, an option that cannot be honoured.
+    warnings: list[str] = Field(default_factory=list)
 
 
 class DriftRow(_Model):

@@ -47,10 +47,16 @@ ExportFormat = Enum("ExportFormat", {name: name for name in EXPORT_FORMATS}, typ
 
 
 def reached_as(target: Target) -> str:
-    """How a target is reached, as one would type it: `user@host:port via jump`."""
+    """How a target is reached, as one would type it: `user@host:port`."""
     address = f"[{target.host}]" if ":" in target.host else target.host
-    text = f"{target.user + '@' if target.user else ''}{address}:{target.port}"
-    return f"{text} via {target.proxy_jump}" if target.proxy_jump else text
+    return f"{target.user + '@' if target.user else ''}{address}:{target.port}"
+
+
+def proxy_text(target: Target) -> str:
+    """The hop in between, in ssh's words: `-J bastion` or `ProxyCommand ssh -W %h:%p bastion`."""
+    if target.proxy_jump:
+        return f"-J {target.proxy_jump}"
+    return f"ProxyCommand {target.proxy_command}" if target.proxy_command else ""
 
 
 def _home_short(path: str) -> str:
@@ -86,12 +92,15 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
         columns = {
             "target": lambda t: t.name,
             "reached as": lambda t: Text(reached_as(t)) if not t.unreachable_reason else Text("not checkable", style="red"),
+            "via": proxy_text,
             "identity": lambda t: "\n".join(_home_short(p) for p in t.identity_files) or "ssh default",
             "python": lambda t: t.python,
             "tags": lambda t: ", ".join(t.tags),
             "source": lambda t: t.source or "",
             "provider": _provider_text,
         }
+        if not any(t.proxy_jump or t.proxy_command for t in targets):
+            del columns["via"]
         if all(t.python == "python3" for t in targets):
             del columns["python"]
         if not any(t.tags for t in targets):
@@ -110,6 +119,9 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
     for status in sources:
         if not status.ok:
             console.print(Text(f"source failed: {_source_error(status)}", style="bold red"))
+    for status in sources:
+        if status.resolver:
+            console.print(f"{status.name}: resolved by {status.resolver}")
     counted = f"{len(checkable)} target{'s' if len(checkable) != 1 else ''} to check"
     if blocked:
         counted += f", {len(blocked)} not checkable"

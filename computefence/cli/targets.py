@@ -12,6 +12,7 @@ A command declares them with these annotated types and hands the values to
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -106,8 +107,12 @@ def gather_targets(
     tag: list[str] | None = None,
     default_inventory_dir: Path = Path("inventory"),
 ) -> tuple[list[Target], list[SourceStatus]]:
-    """The selected targets and one status per source, from the option values as typer passes them."""
-    return collect_targets(TargetSelection(
+    """The selected targets and one status per source, from the option values as typer passes them.
+
+    Each source's warnings (a skipped line, an option that cannot be honoured) go to stderr,
+    one line each, besides being kept in its status for --format json.
+    """
+    targets, statuses = collect_targets(TargetSelection(
         inventories=inventory or (),
         ssh_hosts=ssh_host or (),
         ssh_config=ssh_config,
@@ -118,3 +123,7 @@ def gather_targets(
         tags=tag or (),
         default_inventory_dir=default_inventory_dir,
     ))
+    for status in statuses:
+        for warning in status.warnings:
+            print(f"computefence: warning: {warning}", file=sys.stderr)
+    return targets, statuses

@@ -101,7 +101,12 @@ def collect_targets(selection: TargetSelection) -> tuple[list[Target], list[Sour
         except SourceError as exc:
             statuses.append(SourceStatus(name=source.name, ok=False, error=str(exc)))
             continue
-        statuses.append(SourceStatus(name=source.name, targets=len(found)))
+        statuses.append(SourceStatus(
+            name=source.name,
+            targets=len(found),
+            resolver=getattr(source, "resolver", None),
+            warnings=getattr(source, "warnings", []),
+        ))
         targets.extend(found)
     _check_unique(targets)
     return select_targets(targets, limit=selection.limit, tags=selection.tags), statuses

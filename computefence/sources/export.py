@@ -79,6 +79,8 @@ def export_yaml(targets: Sequence[Target], written_by: str = "computefence inven
             entry["identity_file"] = files[0] if len(files) == 1 else files
         if target.proxy_jump:
             entry["proxy_jump"] = target.proxy_jump
+        if target.proxy_command:
+            entry["proxy_command"] = target.proxy_command
         if target.python != "python3":
             entry["python"] = target.python
         if target.tags:
@@ -108,6 +110,8 @@ def export_ssh_config(targets: Sequence[Target]) -> str:
         lines.extend(f"IdentityFile {_ssh_value(_absolute(p).replace('%', '%%'))}" for p in target.identity_files)
         if target.proxy_jump:
             lines.append(f"ProxyJump {target.proxy_jump}")
+        if target.proxy_command:
+            lines.append(f"ProxyCommand {target.proxy_command}")
         if target.known_hosts:
             # UserKnownHostsFile replaces ssh's default file; keep it first, as ComputeFence does.
             default = "~/.ssh/known_hosts"

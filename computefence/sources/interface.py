@@ -14,6 +14,10 @@ class TargetSource(Protocol):
     `targets()` returns the machines the source knows about. A source that cannot be
     read raises computefence.errors.SourceError (an API that is down) or ConfigError
     (a file the user must fix), each with a one-line message.
+
+    A source that can be read more than one way may also set `resolver` (what read it,
+    e.g. "ssh -G") and `warnings` (one line each: what it skipped or cannot honour);
+    collect_targets copies both into the source's SourceStatus.
     """
 
     name: str

@@ -4,6 +4,7 @@
 known_hosts: ~/.ssh/known_hosts        # or a list
 defaults: {user: root, port: 22, identity_file: ~/.ssh/id_ed25519, python: python3,
            proxy_jump: bastion, checks: {output_dir: /workspace/checkpoints}}
+# instead of proxy_jump, an ssh ProxyCommand: proxy_command: "ssh -W %h:%p bastion"
 hosts:
   - {name: pod-a, host: 203.0.113.10, port: 22022, tags: [sweep-7], checks: {output_dir: ./out}}
 ```
@@ -162,6 +163,7 @@ Port = Annotated[int, Field(ge=1, le=65535)]
 Word = Annotated[str, BeforeValidator(_word("value"))]
 Identifier = Annotated[str, BeforeValidator(_identifier)]
 PathList = Annotated[list[str], BeforeValidator(_one_or_many)]
+ProxyCommand = Annotated[str, Field(min_length=1, pattern=r"^[^\n\r\x00]+$")]
 
 
 class _Strict(BaseModel):
@@ -180,6 +182,7 @@ class InventoryDefaults(_Strict):
     identity_file: PathList | None = None
     python: Word | None = None
     proxy_jump: Word | None = None
+    proxy_command: ProxyCommand | None = None
     checks: InventoryChecks = Field(default_factory=InventoryChecks)
 
 
@@ -191,6 +194,7 @@ class InventoryHost(_Strict):
     identity_file: PathList | None = None
     python: Word | None = None
     proxy_jump: Word | None = None
+    proxy_command: ProxyCommand | None = None
     tags: list[Identifier] = Field(default_factory=list)
     checks: InventoryChecks = Field(default_factory=InventoryChecks)
 
@@ -303,6 +307,13 @@ def load_inventory(path: str | Path) -> list[Target]:
             raise ConfigError(f"{path}:{line}: duplicate host name {name!r} (first at line {first_line[name]}){hint}")
         first_line[name] = line
         identity = host.identity_file if host.identity_file is not None else defaults.identity_file
+        # A host's own proxy replaces the default's, whichever kind either is.
+        own_proxy = host.proxy_jump or host.proxy_command
+        if own_proxy and host.proxy_jump and host.proxy_command:
+            raise ConfigError(f"{path}:{line}: give proxy_jump or proxy_command, not both")
+        proxy = (host.proxy_jump, host.proxy_command) if own_proxy else (defaults.proxy_jump, defaults.proxy_command)
+        if all(proxy):
+            raise ConfigError(f"{path}:{node_line(root, ('defaults',))}: give proxy_jump or proxy_command, not both")
         checks = {**default_checks, **host.checks.model_dump(exclude_unset=True)}
         targets.append(
             Target(
@@ -311,7 +322,8 @@ def load_inventory(path: str | Path) -> list[Target]:
                 port=host.port or defaults.port or 22,
                 user=host.user or defaults.user,
                 identity_files=_paths(identity or [], base),
-                proxy_jump=host.proxy_jump or defaults.proxy_jump,
+                proxy_jump=proxy[0],
+                proxy_command=proxy[1],
                 known_hosts=list(known_hosts),
                 python=host.python or defaults.python or "python3",
                 tags=list(host.tags),

@@ -1,20 +1,30 @@
 """Targets from an OpenSSH client config (`-H alias`, `-H 'gpu-*'`, `--ssh-config FILE`).
 
-Resolves what OpenSSH would for each alias: HostName, Port, User, IdentityFile,
-ProxyJump and UserKnownHostsFile, the first value obtained winning, `Include` globs
-relative to ~/.ssh. `Match` blocks are evaluated for the criteria that need nothing
-but names (all, host, originalhost, user, localuser); a block using any other criterion
-(exec, localnetwork, canonical, final, ...) is treated as not matching: listing targets
-never runs a command.
+Each alias is resolved by the user's own OpenSSH: `ssh -G [-F FILE] ALIAS` prints what
+ssh would use (Match, Include, tokens, canonicalisation, defaults), concurrently, with a
+timeout, once per alias and run. `Match exec` commands therefore run, as ssh runs them.
+
+Without an `ssh` binary the built-in parser decides: HostName, Port, User, IdentityFile,
+ProxyJump/ProxyCommand and UserKnownHostsFile, the first value obtained winning, `Include`
+globs relative to ~/.ssh, `Match` for all, host, originalhost, user, localuser, canonical
+and final (with ssh's second pass); a block using any other criterion (exec, localnetwork)
+is treated as not matching, since the parser never runs a command.
+
+Enumerating Host entries (`--ssh-config FILE` alone, `-H 'gpu-*'`) is always the parser's.
 """
 
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 import re
 import shlex
+import shutil
+import signal
 import socket
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +33,17 @@ from computefence.models import Target
 
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
 MAX_INCLUDE_DEPTH = 16  # as OpenSSH's READCONF_MAX_DEPTH
+SSH_G_TIMEOUT_S = 10.0
+SSH_G_WORKERS = 16
+RESOLVER_SSH = "ssh -G"
+RESOLVER_PARSER = "built-in parser"
+# What `ssh -G` lists when no IdentityFile applies: ComputeFence leaves those to the connector.
+DEFAULT_IDENTITY_FILES = [f"~/.ssh/{name}" for name in (
+    "id_rsa", "id_ecdsa", "id_ecdsa_sk", "id_ed25519", "id_ed25519_sk", "id_xmss", "id_dsa")]
+# Keywords whose values ssh expands ${VAR} in (readconf.c); HostName is not one of them.
+_ENV_KEYWORDS = ("identityfile", "userknownhostsfile")
 _SPLIT_RE = re.compile(r"^(\S+?)(?:\s*=\s*|\s+)(.*)$")
+_SSH_LINE_RE = re.compile(r"^(.*?):? line (\d+):")
 _TOKEN_RE = re.compile(r"%(.)|\$\{([^}]*)\}")
 
 
@@ -40,32 +60,99 @@ class _Line:
 
 @dataclass
 class _Resolved:
-    # keyword -> (arguments, the line that set them; None for the command line's user@)
+    # keyword -> (arguments, the line that set them; None for the command line's user@).
+    # ProxyJump and ProxyCommand share the key "proxy": whichever comes first wins, as in ssh.
     options: dict[str, tuple[list[str], _Line | None]] = field(default_factory=dict)
     identity_files: list[tuple[str, _Line]] = field(default_factory=list)
     host_line: _Line | None = None
+    want_final_pass: bool = False
 
 
-def _pattern_matches(pattern: str, name: str) -> bool:
-    """OpenSSH wildcard match: `*` and `?` only, case-insensitive."""
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern.lower())
-    return re.fullmatch(regex, name.lower()) is not None
+def _pattern_matches(pattern: str, name: str, *, fold_case: bool = False) -> bool:
+    """OpenSSH wildcard match: `*` and `?` only; case-sensitive as for Host lines."""
+    if fold_case:
+        pattern, name = pattern.lower(), name.lower()
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, name, re.DOTALL) is not None
 
 
-def _pattern_list_matches(patterns: list[str], name: str) -> bool:
+def _pattern_list_matches(patterns: list[str], name: str, *, fold_case: bool = False) -> bool:
     """A list of patterns with `!negations`: any negated match wins, else any positive match."""
     matched = False
     for pattern in patterns:
         if pattern.startswith("!"):
-            if _pattern_matches(pattern[1:], name):
+            if _pattern_matches(pattern[1:], name, fold_case=fold_case):
                 return False
-        elif _pattern_matches(pattern, name):
+        elif _pattern_matches(pattern, name, fold_case=fold_case):
             matched = True
     return matched
 
 
 def _is_wildcard(pattern: str) -> bool:
     return "*" in pattern or "?" in pattern
+
+
+def _port(value: str) -> int | None:
+    """A Port value as ssh reads it: a number or a service name (`ssh`)."""
+    if value.isdigit():
+        return int(value) if 1 <= int(value) <= 65535 else None
+    try:
+        return socket.getservbyname(value, "tcp")
+    except OSError:
+        return None
+
+
+def _password_home() -> Path:
+    """The home directory ssh uses for `~`: the password database's, not $HOME."""
+    try:
+        import pwd
+
+        return Path(pwd.getpwuid(os.getuid()).pw_dir)
+    except (ImportError, KeyError):
+        return Path.home()
+
+
+def connection_hash(local_host: str, host: str, port: int, user: str) -> str:
+    """ssh's %C: SHA-1 of %l%h%p%r."""
+    return hashlib.sha1(f"{local_host}{host}{port}{user}".encode()).hexdigest()
+
+
+def expand_tokens(value: str, tokens: dict[str, str], *, allow_env: bool, where: str) -> str:
+    """ssh's %-token (and, for the keywords that allow it, ${VAR}) expansion of one value."""
+
+    def replace(match: re.Match[str]) -> str:
+        token, env = match.group(1), match.group(2)
+        if env is not None:
+            if not allow_env:
+                return match.group(0)
+            if env not in os.environ:
+                raise ConfigError(f"{where}: ${{{env}}} is not set in the environment")
+            return os.environ[env]
+        if token == "%":
+            return "%"
+        if token not in tokens:
+            raise ConfigError(f"{where}: unsupported token %{token} in {value!r}")
+        return tokens[token]
+
+    return _TOKEN_RE.sub(replace, value)
+
+
+def identity_tokens(alias: str, hostname: str, port: int, user: str) -> dict[str, str]:
+    """The tokens IdentityFile may use, for a resolved host."""
+    local_user = getpass.getuser()
+    local_host = socket.gethostname()
+    return {
+        "h": hostname,
+        "n": alias,
+        "p": str(port),
+        "r": user,
+        "u": local_user,
+        "d": str(Path.home()),
+        "i": str(os.getuid()),
+        "l": local_host,
+        "L": local_host.split(".")[0],
+        "C": connection_hash(local_host, hostname, port, user),
+    }
 
 
 class SshConfig:
@@ -137,12 +224,15 @@ class SshConfig:
         if user:
             state.options["user"] = ([user], None)
         if self.path.exists():
-            self._apply(self.path, alias, state, 0)
+            self._apply(self.path, alias, state, 0, final_pass=False)
+            if state.want_final_pass:
+                # ssh reads the whole config again; `Match final` and `canonical` now hold.
+                self._apply(self.path, alias, state, 0, final_pass=True)
         elif self.display != DEFAULT_SSH_CONFIG:
             raise ConfigError(f"{self.display}: no such ssh config file")
         return self._target(alias, state)
 
-    def _apply(self, path: Path, alias: str, state: _Resolved, depth: int) -> None:
+    def _apply(self, path: Path, alias: str, state: _Resolved, depth: int, *, final_pass: bool) -> None:
         active = True
         for line in self._lines(path):
             if line.keyword == "host":
@@ -151,7 +241,7 @@ class SshConfig:
                     state.host_line = line
                 continue
             if line.keyword == "match":
-                active = self._match(line, alias, state)
+                active = self._match(line, alias, state, final_pass)
                 continue
             if not active:
                 continue
@@ -159,18 +249,21 @@ class SshConfig:
                 if depth >= MAX_INCLUDE_DEPTH:
                     raise line.error(f"Include nested more than {MAX_INCLUDE_DEPTH} levels deep")
                 for included in self._included(line):
-                    self._apply(included, alias, state, depth + 1)
-            elif line.keyword in ("hostname", "port", "user", "proxyjump", "userknownhostsfile"):
+                    self._apply(included, alias, state, depth + 1, final_pass=final_pass)
+            elif line.keyword in ("hostname", "port", "user", "userknownhostsfile", "proxyjump", "proxycommand"):
                 if not line.args:
                     raise line.error(f"missing value for {line.keyword}")
-                state.options.setdefault(line.keyword, (line.args, line))
+                key = "proxy" if line.keyword.startswith("proxy") else line.keyword
+                if line.keyword == "proxycommand":
+                    # The command is the rest of the line, as written.
+                    line = _Line(line.path, line.number, line.keyword, [" ".join(line.args)])
+                state.options.setdefault(key, (line.args, line))
             elif line.keyword == "identityfile":
                 if not line.args:
                     raise line.error("missing value for IdentityFile")
-                if line.args[0].lower() != "none":
-                    state.identity_files.append((line.args[0], line))
+                state.identity_files.append((line.args[0], line))
 
-    def _match(self, line: _Line, alias: str, state: _Resolved) -> bool:
+    def _match(self, line: _Line, alias: str, state: _Resolved, final_pass: bool) -> bool:
         args = list(line.args)
         result = True
         while args:
@@ -179,17 +272,20 @@ class SshConfig:
             criterion = criterion.lstrip("!")
             if criterion == "all":
                 matched = True
+            elif criterion in ("canonical", "final"):
+                state.want_final_pass = state.want_final_pass or criterion == "final"
+                matched = final_pass
             elif criterion in ("host", "originalhost", "user", "localuser"):
                 if not args:
                     raise line.error(f"Match {criterion} needs a pattern")
                 patterns = args.pop(0).split(",")
                 value = {
-                    "host": self._option(state, "hostname", alias),
+                    "host": self._hostname(alias, state),
                     "originalhost": alias,
                     "user": self._option(state, "user", getpass.getuser()),
                     "localuser": getpass.getuser(),
                 }[criterion]
-                matched = _pattern_list_matches(patterns, value)
+                matched = _pattern_list_matches(patterns, value, fold_case=criterion in ("host", "originalhost"))
             else:
                 # Criteria we do not evaluate (exec would run a command): the block does not apply.
                 return False
@@ -200,41 +296,46 @@ class SshConfig:
     def _option(state: _Resolved, key: str, default: str) -> str:
         return state.options[key][0][0] if key in state.options else default
 
+    @staticmethod
+    def _hostname(alias: str, state: _Resolved) -> str:
+        """HostName with %h expanded (the only token it takes), as Match host and ssh see it."""
+        if "hostname" not in state.options:
+            return alias
+        args, line = state.options["hostname"]
+        where = f"{line.path}:{line.number}" if line else alias
+        return expand_tokens(args[0], {"h": alias}, allow_env=False, where=where)
+
     def _target(self, alias: str, state: _Resolved) -> Target:
-        hostname = alias
-        if "hostname" in state.options:
-            args, line = state.options["hostname"]
-            hostname = self._expand(args[0], line, {"h": alias, "n": alias})
+        hostname = self._hostname(alias, state).lower()
         port = 22
         if "port" in state.options:
             args, line = state.options["port"]
-            if not args[0].isdigit() or not 1 <= int(args[0]) <= 65535:
-                raise line.error(f"bad Port value {args[0]!r}: expected 1 to 65535")
-            port = int(args[0])
+            found = _port(args[0])
+            if found is None:
+                raise line.error(f"bad Port value {args[0]!r}: expected 1 to 65535 or a service name")
+            port = found
         user = self._option(state, "user", "") or None
-        proxy_jump = None
-        if "proxyjump" in state.options and state.options["proxyjump"][0][0].lower() != "none":
-            proxy_jump = state.options["proxyjump"][0][0]
+        proxy_jump = proxy_command = None
+        if "proxy" in state.options:
+            args, line = state.options["proxy"]
+            if args[0].lower() != "none":
+                if line is not None and line.keyword == "proxycommand":
+                    proxy_command = args[0]
+                else:
+                    proxy_jump = args[0]
         known_hosts: list[str] = []
         if "userknownhostsfile" in state.options:
             args, line = state.options["userknownhostsfile"]
             if args[0].lower() != "none":
-                known_hosts = [str(Path(a).expanduser()) for a in args]
-        local_user = getpass.getuser()
-        tokens = {
-            "h": hostname,
-            "n": alias,
-            "p": str(port),
-            "r": user or local_user,
-            "u": local_user,
-            "d": str(Path.home()),
-            "i": str(os.getuid()),
-            "l": socket.gethostname(),
-            "L": socket.gethostname().split(".")[0],
-        }
-        identity_files = []
+                where = f"{line.path}:{line.number}" if line else alias
+                known_hosts = [str(Path(expand_tokens(a, {}, allow_env=True, where=where)).expanduser()) for a in args]
+        tokens = identity_tokens(alias, hostname, port, user or getpass.getuser())
+        identity_files: list[str] = []
         for raw, line in state.identity_files:
-            identity = self._expand(raw, line, tokens)
+            if raw.lower() == "none":
+                continue
+            identity = expand_tokens(raw, tokens, allow_env=True, where=f"{line.path}:{line.number}")
+            identity = str(Path(identity).expanduser())
             if identity not in identity_files:
                 identity_files.append(identity)
         where = state.host_line
@@ -243,42 +344,115 @@ class SshConfig:
             host=hostname,
             port=port,
             user=user,
-            identity_files=[str(Path(p).expanduser()) for p in identity_files],
+            identity_files=identity_files,
             proxy_jump=proxy_jump,
+            proxy_command=proxy_command,
             known_hosts=known_hosts,
             source=f"{where.path}:{where.number}" if where else self.display,
             ssh_config=str(self.path),
         )
 
-    @staticmethod
-    def _expand(value: str, line: _Line, tokens: dict[str, str]) -> str:
-        def replace(match: re.Match[str]) -> str:
-            token, env = match.group(1), match.group(2)
-            if env is not None:
-                if env not in os.environ:
-                    raise line.error(f"${{{env}}} is not set in the environment")
-                return os.environ[env]
-            if token == "%":
-                return "%"
-            if token not in tokens:
-                raise line.error(f"unsupported token %{token} in {value!r}")
-            return tokens[token]
 
-        return _TOKEN_RE.sub(replace, value)
+# ---------------------------------------------------------------- ssh -G
+
+
+def parse_ssh_g(text: str) -> dict[str, list[str]]:
+    """`ssh -G` output: one `keyword value` a line; repeated keywords (identityfile) collected."""
+    values: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key:
+            values.setdefault(key.lower(), []).append(value)
+    return values
+
+
+def target_from_ssh_g(alias: str, values: dict[str, list[str]], *, source: str, ssh_config: str | None) -> Target:
+    """A Target from what `ssh -G` printed for `alias`."""
+
+    def first(key: str) -> str | None:
+        found = values.get(key)
+        return found[0] if found and found[0].lower() != "none" else None
+
+    hostname = first("hostname") or alias
+    port = int(first("port") or 22)
+    user = first("user") or getpass.getuser()
+    identity_files: list[str] = []
+    raw_identities = values.get("identityfile", [])
+    if raw_identities != DEFAULT_IDENTITY_FILES:
+        tokens = identity_tokens(alias, hostname, port, user)
+        for raw in raw_identities:
+            if raw.lower() == "none":
+                continue
+            identity = str(Path(expand_tokens(raw, tokens, allow_env=True, where=f"ssh -G {alias}")).expanduser())
+            if identity not in identity_files:
+                identity_files.append(identity)
+    home = _password_home()
+    default_known = [str(home / ".ssh/known_hosts"), str(home / ".ssh/known_hosts2")]
+    known = (first("userknownhostsfile") or "").split()
+    return Target(
+        name=alias,
+        host=hostname,
+        port=port,
+        user=user,
+        identity_files=identity_files,
+        proxy_jump=first("proxyjump"),
+        proxy_command=first("proxycommand"),
+        known_hosts=[] if known == default_known else known,
+        source=source,
+        ssh_config=ssh_config,
+    )
+
+
+def _ssh_g(config: Path | None, alias: str, user: str | None) -> dict[str, list[str]]:
+    command = ["ssh", "-G"]
+    if config is not None:
+        command += ["-F", str(config)]
+    if user:
+        command += ["-l", user]
+    command += ["--", alias]
+    try:
+        # Its own session, so a Match exec command that hangs goes down with ssh on overrun.
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        raise ConfigError(f"ssh -G {alias}: cannot run ssh: {exc.strerror or exc}") from None
+    try:
+        stdout, stderr = process.communicate(timeout=SSH_G_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise ConfigError(f"ssh -G {alias}: no answer within {SSH_G_TIMEOUT_S:g} s (a Match exec that hangs?)") from None
+    if process.returncode != 0:
+        lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+        # ssh names the bad line first ("FILE line 2: Bad port 'x'."), then "terminating".
+        why = _SSH_LINE_RE.sub(r"\1:\2:", lines[0]) if lines else f"exit status {process.returncode}"
+        raise ConfigError(f"{why} (ssh -G {alias})")
+    return parse_ssh_g(stdout.decode("utf-8", "replace"))
+
+
+def ssh_available() -> bool:
+    return shutil.which("ssh") is not None
 
 
 class SshConfigSource:
     """`-H ALIAS` (repeatable; a pattern selects the config's Host entries) and/or `--ssh-config FILE`.
 
-    With a file and no -H, every concrete Host entry of the file is a target.
+    With a file and no -H, every concrete Host entry of the file is a target. `resolver`
+    names what resolved the aliases: `ssh -G` where an ssh binary exists, else the parser.
     """
 
-    def __init__(self, hosts: list[str] | tuple[str, ...] = (), config: str | None = None):
+    def __init__(self, hosts: list[str] | tuple[str, ...] = (), config: str | None = None, *,
+                 use_ssh: bool | None = None):
         self.hosts = list(hosts)
+        self.explicit_config = config is not None
         self.config = SshConfig(config or DEFAULT_SSH_CONFIG)
         self.name = f"ssh_config {self.config.display}"
+        self.use_ssh = ssh_available() if use_ssh is None else use_ssh
+        self.resolver = RESOLVER_SSH if self.use_ssh else RESOLVER_PARSER
+        self.warnings: list[str] = []
+        self._resolved: dict[tuple[str, str | None], Target] = {}
 
-    def targets(self) -> list[Target]:
+    def _aliases(self) -> list[tuple[str, str | None]]:
         config = self.config
         specs = self.hosts
         if not specs:
@@ -286,7 +460,7 @@ class SshConfigSource:
             if not entries:
                 raise ConfigError(f"{config.display}: no Host entries without wildcards to check")
             specs = [alias for alias, _ in entries]
-        targets: dict[str, Target] = {}
+        wanted: dict[str, str | None] = {}
         for spec in specs:
             user, _, alias = spec.rpartition("@")
             if not alias:
@@ -300,6 +474,42 @@ class SshConfigSource:
             else:
                 aliases = [alias]
             for name in aliases:
-                if name not in targets:
-                    targets[name] = config.resolve(name, user=user or None)
-        return list(targets.values())
+                wanted.setdefault(name, user or None)
+        return list(wanted.items())
+
+    def _ssh_config_arg(self) -> Path | None:
+        """The -F for ssh -G: none for the user's own config, so ssh also reads /etc/ssh/ssh_config
+        as it would; a $HOME other than the password database's names its config explicitly."""
+        path = self.config.path
+        if self.explicit_config:
+            if not path.exists():
+                raise ConfigError(f"{self.config.display}: no such ssh config file")
+            return path
+        if path.exists() and path != _password_home() / ".ssh/config":
+            return path
+        return None
+
+    def _resolve_with_ssh(self, pending: list[tuple[str, str | None]]) -> list[Target]:
+        config = self._ssh_config_arg()
+        entries = dict(self.config.host_entries()) if self.config.path.exists() else {}
+
+        def one(item: tuple[str, str | None]) -> Target:
+            alias, user = item
+            where = entries.get(alias)
+            source = f"{where.path}:{where.number}" if where else self.config.display
+            return target_from_ssh_g(alias, _ssh_g(config, alias, user), source=source,
+                                     ssh_config=str(self.config.path))
+
+        with ThreadPoolExecutor(max_workers=min(SSH_G_WORKERS, max(1, len(pending)))) as pool:
+            return list(pool.map(one, pending))
+
+    def targets(self) -> list[Target]:
+        wanted = self._aliases()
+        pending = [item for item in wanted if item not in self._resolved]
+        if pending:
+            if self.use_ssh:
+                found = self._resolve_with_ssh(pending)
+            else:
+                found = [self.config.resolve(alias, user=user) for alias, user in pending]
+            self._resolved.update(zip(pending, found))
+        return [self._resolved[item] for item in wanted]

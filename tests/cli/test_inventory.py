@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 
@@ -54,7 +55,9 @@ def test_list_json(capsys, inv):
     a = document["targets"][0]
     assert (a["host"], a["port"], a["user"], a["identity_files"]) == ("127.0.0.1", 22022, "root", ["/keys/id_ed25519"])
     assert a["checks"]["dataset"] == "/workspace/data/train.jsonl" and a["source"] == f"{inv}:7"
-    assert document["sources"] == [{"name": str(inv), "ok": True, "targets": 2, "error": None}]
+    assert document["sources"] == [
+        {"name": str(inv), "ok": True, "targets": 2, "error": None, "resolver": None, "warnings": []}
+    ]
 
 
 def test_list_rich_shows_how_each_is_reached_without_connecting(capsys, tmp_path, monkeypatch):
@@ -74,7 +77,7 @@ def test_list_rich_shows_how_each_is_reached_without_connecting(capsys, tmp_path
         listener.close()
     assert code == 0
     assert f"root@127.0.0.1:{port}" in out
-    assert "root@203.0.113.11:22 via jump@bastion" in out
+    assert re.search(r"root@203\.0\.113\.11:22 +│ -J jump@bastion", out)
     assert "/opt/conda/bin/python" in out and "sweep-8" in out
     assert "2 targets to check, from 1 source; nothing was connected to." in out
 
@@ -108,7 +111,8 @@ def test_other_sources_errors_exit_2_naming_file_and_line(capsys, tmp_path):
     cfg = tmp_path / "ssh_config"
     cfg.write_text("Host box\n  Port x\n")
     code, _, err = run(capsys, "inventory", "list", "--ssh-config", str(cfg))
-    assert code == 2 and err.startswith(f"computefence: error: {cfg}:2: bad Port value 'x'")
+    # ssh -G words it its own way ("Badly formatted port number"); the place is the same
+    assert code == 2 and err.startswith(f"computefence: error: {cfg}:2: ") and "port" in err.lower()
     code, _, err = run(capsys, "inventory", "list", "-i", str(tmp_path / "missing.yaml"))
     assert code == 2 and err == f"computefence: error: {tmp_path / 'missing.yaml'}: no such inventory file\n"
 
@@ -211,7 +215,10 @@ def test_failed_source_list_exits_1_and_export_refuses(capsys, tmp_path, inv, fa
     assert [t["name"] for t in document["targets"]] == ["pod-a", "pod-b", "rp-live", "rp-proxy-only"]
     _, text, _ = run(capsys, "inventory", "list", "--provider", "vast")
     assert "source failed: vast: 401 Unauthorized: check VAST_API_KEY" in text
-    assert document["sources"][-1] == {"name": "vast", "ok": False, "targets": 0, "error": "vast: 401 Unauthorized: check VAST_API_KEY"}
+    assert document["sources"][-1] == {
+        "name": "vast", "ok": False, "targets": 0, "error": "vast: 401 Unauthorized: check VAST_API_KEY",
+        "resolver": None, "warnings": [],
+    }
 
     out_file = tmp_path / "out.yaml"
     code, out, err = run(capsys, "inventory", "export", "-i", str(inv), "--provider", "vast", "-o", str(out_file))

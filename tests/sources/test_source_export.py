@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from computefence.models import CheckOptions, ProviderInfo, Target
 from computefence.sources.export import export_ssh_config, export_yaml
 from computefence.sources.inventory import load_inventory
-from computefence.sources.ssh_config import SshConfigSource
+from computefence.sources.ssh_config import SshConfigSource, ssh_available
 
 CONNECTION = ("host", "port", "user", "identity_files", "proxy_jump")
 
@@ -59,16 +61,22 @@ def test_yaml_round_trip(tmp_path):
     assert back[0].known_hosts == back[2].known_hosts == ["/kh/one", "/kh/two"]
 
 
-def test_ssh_config_round_trip(tmp_path):
+@pytest.mark.parametrize("use_ssh", [
+    pytest.param(True, marks=pytest.mark.skipif(not ssh_available(), reason="needs the OpenSSH client")), False])
+def test_ssh_config_round_trip(tmp_path, use_ssh):
     path = tmp_path / "ssh_config"
     text = export_ssh_config(MIXED)
     assert "Host My-Pod-2\n    HostName 198.51.100.5\n    Port 40022\n    User root\n" in text
     assert "stopped-pod: instance is stopped" in text and "Host stopped-pod" not in text
     path.write_text(text)
-    back = SshConfigSource(config=str(path)).targets()
+    back = SshConfigSource(config=str(path), use_ssh=use_ssh).targets()
     assert [t.name for t in back] == ["pod-a", "My-Pod-2", "My-Pod-2-2"]
     for original, loaded in zip(MIXED[:3], back):
-        assert loaded.model_dump(include=set(CONNECTION)) == original.model_dump(include=set(CONNECTION))
+        # ssh -G names the user ssh would log in as even where the config names none
+        expected = original.model_dump(include=set(CONNECTION))
+        if use_ssh and expected["user"] is None:
+            expected["user"] = getpass.getuser()
+        assert loaded.model_dump(include=set(CONNECTION)) == expected
     assert back[0].known_hosts == [str(Path("~/.ssh/known_hosts").expanduser()), "/kh/one"]
 
 

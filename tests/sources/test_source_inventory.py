@@ -149,3 +149,22 @@ def test_source_protocol(tmp_path):
     source = InventorySource(inv)
     assert source.name == str(inv)
     assert [t.name for t in source.targets()] == ["h"]
+
+
+def test_proxy_command_beside_proxy_jump(tmp_path):
+    path = tmp_path / "pods.yaml"
+    path.write_text(textwrap.dedent("""\
+        defaults: {proxy_jump: jump@bastion}
+        hosts:
+          - {name: a, host: 10.0.0.1}
+          - {name: b, host: 10.0.0.2, proxy_command: "ssh -W %h:%p other-bastion"}
+          - {name: c, host: 10.0.0.3, proxy_jump: second}
+        """))
+    a, b, c = load_inventory(path)
+    assert (a.proxy_jump, a.proxy_command) == ("jump@bastion", None)
+    # A host's own proxy replaces the default one, whichever kind
+    assert (b.proxy_jump, b.proxy_command) == (None, "ssh -W %h:%p other-bastion")
+    assert (c.proxy_jump, c.proxy_command) == ("second", None)
+    path.write_text("hosts:\n  - {name: a, host: x, proxy_jump: j, proxy_command: 'nc %h %p'}\n")
+    with pytest.raises(ConfigError, match=rf"^{path}:2: give proxy_jump or proxy_command, not both"):
+        load_inventory(path)

@@ -1,7 +1,9 @@
-"""Targets from ssh_config: aliases, Host patterns, first-value-wins, Include, Match, tokens."""
+"""Targets from ssh_config through the built-in parser (the fallback without an ssh binary):
+aliases, Host patterns, first-value-wins, Include, Match, tokens. `ssh -G` itself: test_ssh_g.py."""
 
 from __future__ import annotations
 
+import functools
 import getpass
 import shutil
 import subprocess
@@ -11,6 +13,8 @@ import pytest
 
 from computefence.errors import ConfigError
 from computefence.sources.ssh_config import SshConfigSource
+
+Parsed = functools.partial(SshConfigSource, use_ssh=False)
 
 CONFIG = """\
 # pods
@@ -66,7 +70,7 @@ def by_name(source: SshConfigSource) -> dict:
 
 def test_first_value_wins_and_tokens(home):
     ssh = home / ".ssh"
-    targets = by_name(SshConfigSource(["pod-a", "pod-b"]))
+    targets = by_name(Parsed(["pod-a", "pod-b"]))
     a, b = targets["pod-a"], targets["pod-b"]
     assert (a.host, a.port, a.user, a.proxy_jump) == ("pod-a.pods.example", 2222, "root", "bastion")
     # Match originalhost applies to pod-a only; %h/%r/%p use the final values
@@ -83,7 +87,7 @@ def test_first_value_wins_and_tokens(home):
 
 
 def test_negated_pattern_and_unlisted_alias(home):
-    z = by_name(SshConfigSource(["pod-z", "203.0.113.7"]))
+    z = by_name(Parsed(["pod-z", "203.0.113.7"]))
     assert z["pod-z"].user is None and z["pod-z"].proxy_jump is None  # `!pod-z` excludes it from pod-*
     assert z["pod-z"].host == "pod-z"
     other = z["203.0.113.7"]
@@ -92,27 +96,27 @@ def test_negated_pattern_and_unlisted_alias(home):
 
 
 def test_include_is_relative_to_dot_ssh(home):
-    targets = by_name(SshConfigSource(["gpu-*"]))
+    targets = by_name(Parsed(["gpu-*"]))
     assert list(targets) == ["gpu-1", "gpu-2"]
     assert (targets["gpu-2"].host, targets["gpu-2"].port) == ("10.0.0.2", 7000)
     assert targets["gpu-1"].source == f"{home / '.ssh/conf.d/gpu.conf'}:1"
 
 
 def test_pattern_selects_concrete_host_entries(home):
-    assert list(by_name(SshConfigSource(["pod-?"]))) == ["pod-a", "pod-b"]
+    assert list(by_name(Parsed(["pod-?"]))) == ["pod-a", "pod-b"]
     with pytest.raises(ConfigError, match=r"-H 'train-\*': no Host entry .* \(Host entries: gpu-1, gpu-2, bastion, pod-a, pod-b\)"):
-        SshConfigSource(["train-*"]).targets()
+        Parsed(["train-*"]).targets()
 
 
 def test_user_at_alias_overrides_the_config(home):
-    (target,) = SshConfigSource(["bob@bastion"]).targets()
+    (target,) = Parsed(["bob@bastion"]).targets()
     assert (target.name, target.user, target.host) == ("bastion", "bob", "198.51.100.1")
 
 
 def test_config_file_alone_means_all_its_host_entries(tmp_path):
     config = tmp_path / "exported"
     config.write_text("Host x\n  HostName 10.9.9.9\nHost y z\n  Port 2200\nHost *\n  User u\n")
-    targets = by_name(SshConfigSource(config=str(config)))
+    targets = by_name(Parsed(config=str(config)))
     assert list(targets) == ["x", "y", "z"]
     assert (targets["x"].host, targets["z"].port, targets["y"].user) == ("10.9.9.9", 2200, "u")
 
@@ -120,7 +124,7 @@ def test_config_file_alone_means_all_its_host_entries(tmp_path):
 def test_match_exec_is_never_run(home, tmp_path):
     marker = tmp_path / "ran"
     (home / ".ssh/config").write_text(f'Match exec "touch {marker}"\n  User evil\nHost *\n  User good\n')
-    (target,) = SshConfigSource(["anything"]).targets()
+    (target,) = Parsed(["anything"]).targets()
     assert target.user == "good"
     assert not marker.exists()
 
@@ -129,7 +133,7 @@ def test_match_all_and_user(home):
     (home / ".ssh/config").write_text(
         "Host h\n  User deploy\nMatch user deploy\n  Port 2022\nMatch !user deploy all\n  Port 9\nMatch all\n  ProxyJump j\n"
     )
-    (target,) = SshConfigSource(["h"]).targets()
+    (target,) = Parsed(["h"]).targets()
     assert (target.user, target.port, target.proxy_jump) == ("deploy", 2022, "j")
 
 
@@ -147,7 +151,7 @@ def test_errors_name_file_and_line(tmp_path, config, line, words):
     path = tmp_path / "cfg"
     path.write_text(config)
     with pytest.raises(ConfigError) as info:
-        SshConfigSource(["a"], str(path)).targets()
+        Parsed(["a"], str(path)).targets()
     assert str(info.value).startswith(f"{path}:{line}: ")
     for word in words:
         assert word in str(info.value)
@@ -155,10 +159,10 @@ def test_errors_name_file_and_line(tmp_path, config, line, words):
 
 def test_missing_files(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="no such ssh config file"):
-        SshConfigSource(["a"], str(tmp_path / "nope")).targets()
+        Parsed(["a"], str(tmp_path / "nope")).targets()
     # Without ~/.ssh/config an alias is reached as ssh would: by its name
     monkeypatch.setenv("HOME", str(tmp_path))
-    (target,) = SshConfigSource(["10.1.2.3"]).targets()
+    (target,) = Parsed(["10.1.2.3"]).targets()
     assert (target.host, target.port, target.user) == ("10.1.2.3", 22, None)
 
 
@@ -166,7 +170,7 @@ def test_empty_config_alone_is_an_error(tmp_path):
     path = tmp_path / "cfg"
     path.write_text("Host *\n  User root\n")
     with pytest.raises(ConfigError, match="no Host entries without wildcards"):
-        SshConfigSource(config=str(path)).targets()
+        Parsed(config=str(path)).targets()
 
 
 @pytest.mark.skipif(shutil.which("ssh") is None, reason="needs the OpenSSH client for `ssh -G`")
@@ -176,7 +180,7 @@ def test_agrees_with_openssh(home):
     # ssh finds Include files relative to the real home directory, not $HOME: make it absolute.
     config.write_text(CONFIG.replace("Include conf.d/", f"Include {home}/.ssh/conf.d/"))
     aliases = ["pod-a", "pod-b", "pod-z", "bastion", "gpu-1", "gpu-2", "unlisted"]
-    ours = by_name(SshConfigSource(aliases, str(config)))
+    ours = by_name(Parsed(aliases, str(config)))
     for alias in aliases:
         out = subprocess.run(["ssh", "-G", "-F", str(config), alias], capture_output=True, text=True, check=True).stdout
         theirs: dict[str, str] = {}
