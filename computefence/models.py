@@ -138,6 +138,63 @@ class GpuDevice(_Model):
     compute_cap: str | None = None
 
 
+class GpuHealth(_Model):
+    """One GPU's health as `nvidia-smi -q -x` reports it; None where the driver says N/A or
+    leaves the field out (older drivers, consumer cards, MIG mode)."""
+
+    index: int
+    name: str | None = None
+    pci_bus_id: str | None = None
+    ecc_mode: str | None = None  # "Enabled", "Disabled"
+    ecc_volatile_uncorrectable: int | None = None
+    ecc_volatile_correctable: int | None = None
+    ecc_aggregate_uncorrectable: int | None = None
+    ecc_aggregate_correctable: int | None = None
+    # Page retirement (before Ampere).
+    retired_pages: int | None = None
+    retired_pages_pending: bool | None = None
+    # Row remapping (Ampere and later).
+    remapped_rows_correctable: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remapped_rows_pending: bool | None = None
+    remapped_rows_failure: bool | None = None
+    # Clock event ("throttle" before driver 535) reasons by short name, e.g. {"hw_slowdown": False}.
+    clock_event_reasons: dict[str, bool] = Field(default_factory=dict)
+    utilization_pct: int | None = None
+    processes: int | None = None
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    power_draw_w: float | None = None
+    power_limit_w: float | None = None  # enforced
+    power_limit_default_w: float | None = None
+    power_limit_max_w: float | None = None
+    temperature_c: int | None = None
+    temperature_slowdown_c: int | None = None
+    persistence_mode: str | None = None
+    compute_mode: str | None = None  # "Default", "Exclusive_Process", "Prohibited"
+    mig_current: str | None = None
+    mig_pending: str | None = None
+    # NVSwitch systems only (driver 535+): state "Completed", "In Progress", "Not Started".
+    fabric_state: str | None = None
+    fabric_status: str | None = None
+
+
+class XidEvent(_Model):
+    code: int
+    pci_bus_id: str | None = None
+    line: str
+
+
+class KernelLogFacts(_Model):
+    # Whether the kernel log could be read without privileges; `reason` says why not.
+    readable: bool = False
+    source: str | None = None
+    reason: str | None = None
+    xid_events: list[XidEvent] = Field(default_factory=list)
+
+
 class GpuFacts(_Model):
     nvidia_smi_path: str | None = None
     nvidia_smi_found: bool = False
@@ -150,6 +207,14 @@ class GpuFacts(_Model):
     gpus: list[GpuDevice] = Field(default_factory=list)
     # /dev/nvidia0 etc. present even when nvidia-smi is missing.
     device_nodes: list[str] = Field(default_factory=list)
+    # From `nvidia-smi -q -x`; health_error says why there is none (old tool, timeout, bad XML).
+    health: list[GpuHealth] = Field(default_factory=list)
+    health_error: str | None = None
+    # /dev/nvidia-nvswitch* nodes: an HGX board whose NVSwitches need the fabric manager.
+    nvswitch_nodes: list[str] = Field(default_factory=list)
+    # nv-fabricmanager in the process table; None when /proc could not be read.
+    fabric_manager_running: bool | None = None
+    kernel_log: KernelLogFacts = Field(default_factory=KernelLogFacts)
 
 
 class TorchDevice(_Model):
@@ -180,6 +245,31 @@ class TorchFacts(_Model):
     # Warnings torch printed while its CUDA state was queried, e.g. "... with CUDA
     # capability sm_90 is not compatible with the current PyTorch installation".
     warnings: list[str] = Field(default_factory=list)
+
+
+class GpuPerf(_Model):
+    index: int
+    name: str | None = None
+    dtype: str | None = None  # "bfloat16" or "float16"
+    matmul_tflops: float | None = None
+    h2d_gbps: float | None = None
+    d2h_gbps: float | None = None
+    error: str | None = None
+
+
+class PerfFacts(_Model):
+    """The --perf canary's measurements, taken in the training interpreter's torch."""
+
+    ran: bool = False
+    # Why no canary ran (GPU memory held by other processes, torch without CUDA, ...).
+    skipped_reason: str | None = None
+    error: str | None = None
+    duration_s: float = 0.0
+    gpus: list[GpuPerf] = Field(default_factory=list)
+    # "nccl-allreduce" (bus bandwidth) or "p2p-copy", on multi-GPU pods.
+    interconnect_method: str | None = None
+    interconnect_gbps: float | None = None
+    interconnect_error: str | None = None
 
 
 class PackageFacts(_Model):
@@ -261,6 +351,7 @@ class Facts(_Model):
     packages: PackageFacts = Field(default_factory=PackageFacts)
     accelerate: AccelerateFacts = Field(default_factory=AccelerateFacts)
     dataset: DatasetFacts | None = None
+    perf: PerfFacts | None = None
 
 
 # ---------------------------------------------------------------- what to check
@@ -277,6 +368,8 @@ class CheckOptions(_Model):
     input_column: str | None = None
     label_column: str | None = None
     expect_gpu: bool = False
+    # --perf: run the GPU performance canary (seconds of load on every GPU).
+    perf: bool = False
     extra_paths: list[str] = Field(default_factory=list)
 
 

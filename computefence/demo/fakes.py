@@ -65,10 +65,13 @@ def write_fake_nvidia_smi(bin_dir: Path, scenario: str) -> Path:
             for line in _recording("nvidia-smi", entry["query"]).splitlines()
             if line.strip()
         ]
-        table = _recording("nvidia-smi", entry["table"])
-        data.update(fields=fields, rows=rows, table=table)
-        cuda = re.search(r"CUDA Version:\s*(\S+)", table)
+        table = _recording("nvidia-smi", entry["table"]) if "table" in entry else None
+        xml = _recording("nvidia-smi", entry["xml"]) if "xml" in entry else None
+        data.update(fields=fields, rows=rows, table=table, xml=xml)
+        cuda = re.search(r"CUDA Version:\s*(\S+)", table) if table else re.search(r"<cuda_version>([^<]+)<", xml or "")
         state.update(usable=True, cuda_version=cuda.group(1) if cuda else None)
+        if "torch_warning" in entry:
+            state["cuda_init_warning"] = _recording("torch", entry["torch_warning"]).strip()
         for row in rows:
             values = dict(zip(fields, row))
             state["devices"].append(
@@ -143,6 +146,10 @@ DATA = json.loads(@DATA@)
 UNITS = {"memory.total": "MiB", "memory.used": "MiB", "memory.free": "MiB"}
 
 
+def wants_xml(argv):
+    return sorted(argv) in (["-q", "-x"], ["--query", "--xml-format"], ["--query", "-x"], ["--xml-format", "-q"])
+
+
 def parse(argv):
     fields, fmt = None, None
     for arg in argv:
@@ -164,12 +171,16 @@ def main(argv):
     if "failure" in DATA:
         sys.stdout.write(DATA["failure"])
         return DATA["exit_code"]
-    if not argv:
-        sys.stdout.write(DATA["table"])
+    if not argv or wants_xml(argv):
+        output = DATA["xml"] if argv else DATA["table"]
+        if output is None:
+            sys.stderr.write("fake nvidia-smi: scenario @SCENARIO@ has no recording of `nvidia-smi %s`\\n" % " ".join(argv))
+            return 2
+        sys.stdout.write(output)
         return 0
     fields, fmt = parse(argv)
     if not fields or not fmt or "csv" not in fmt:
-        sys.stderr.write("fake nvidia-smi: only plain `nvidia-smi` and --query-gpu=... --format=csv[,noheader][,nounits] are recorded\\n")
+        sys.stderr.write("fake nvidia-smi: only plain `nvidia-smi`, `-q -x` and --query-gpu=... --format=csv[,noheader][,nounits] are recorded\\n")
         return 2
     for field in fields:
         if field not in DATA["fields"]:
@@ -250,6 +261,7 @@ from torch.cuda import nccl  # noqa: F401
 
 _devices = None
 _checked = False
+_init_error = None
 
 CUBIN_WARNING = """
 {} with CUDA capability sm_{} is not compatible with the current PyTorch installation.
@@ -304,6 +316,12 @@ def _discover():
     if not state["usable"]:
         warnings.warn(UNKNOWN_ERROR_WARNING)
         return []
+    if state.get("cuda_init_warning"):
+        global _init_error
+        warnings.warn(state["cuda_init_warning"])
+        # torch.cuda.init() raises the same error without the warning's prefix and tail.
+        _init_error = state["cuda_init_warning"].replace("CUDA initialization: ", "", 1).split(" (Triggered internally")[0]
+        return []
     return _visible(state["devices"])
 
 
@@ -331,7 +349,7 @@ def _lazy_init():
     if SPEC["cuda"] is None:
         raise AssertionError("Torch not compiled with CUDA enabled")
     if not is_available():
-        raise RuntimeError("No CUDA GPUs are available")
+        raise RuntimeError(_init_error or "No CUDA GPUs are available")
     if _checked:
         return
     _checked = True
@@ -341,6 +359,10 @@ def _lazy_init():
         if not any(sm // 10 == major for sm in supported):
             capability = device["capability"].replace(".", "")
             warnings.warn(CUBIN_WARNING.format(device["name"], capability, " ".join(SPEC["arch_list"]), device["name"]))
+
+
+def init():
+    _lazy_init()
 
 
 def get_device_properties(index):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 
 from computefence.errors import ConfigError
-from computefence.evaluate import accelerate, dataset, gpu, python, storage, system
+from computefence.evaluate import accelerate, dataset, gpu, gpu_health, python, storage, system
 from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context, one_line
 from computefence.evaluate.fleet import build_report, exit_code
@@ -21,6 +21,7 @@ RULES: list[Rule] = [
     *storage.RULES,
     *system.RULES,
     *gpu.RULES,
+    *gpu_health.RULES,
     *accelerate.RULES,
     *python.RULES,
     *dataset.RULES,
@@ -31,6 +32,7 @@ CHECKS: dict[str, str] = {
     **storage.CHECKS,
     **system.CHECKS,
     **gpu.CHECKS,
+    **gpu_health.CHECKS,
     **accelerate.CHECKS,
     **python.CHECKS,
     **dataset.CHECKS,

@@ -22,6 +22,9 @@ from computefence.evaluate.context import (
     warn,
     with_note,
 )
+from computefence.evaluate import cuda_errors
+from computefence.evaluate.cuda_errors import CudaError, read_cuda_error
+from computefence.evaluate.gpu_health import fix
 from computefence.evaluate.torch_builds import (
     ARCH_MIN_CUDA,
     choose_build,
@@ -226,12 +229,45 @@ def check_cuda_unavailable(facts: Facts, checks: CheckOptions, ctx: Context) -> 
     if visible is not None and visible.strip().lower() in ("", "-1", "none", "void", "nodevfiles"):
         return [block(cid, f"torch cannot use CUDA: CUDA_VISIBLE_DEVICES={visible!r} hides all {seen} GPU(s) the driver sees",
                       with_note("unset CUDA_VISIBLE_DEVICES", "and remove it from ~/.bashrc or the job's environment"))]
-    why = f": {one_line(torch.cuda_error, 160)}" if torch.cuda_error else ""
+    error = read_cuda_error(torch.cuda_error)
+    why = f": {error.text}" if error else ""
     message = (f"{_torch_name(torch)} cannot use CUDA although the driver sees {seen} GPU(s){why}; "
                "training would silently run on the CPU")
-    fix = with_note(_install_fix(facts, replace=True),
-                    f"`{q(torch.python)} -c 'import torch; torch.cuda.init()'` prints the underlying error")
-    return [block(cid, message, fix)]
+    subject = f"CUDA error {error.code}" if error and error.code is not None else None
+    return [block(cid, message, _cuda_error_fix(facts, ctx, error), subject=subject)]
+
+
+def _cuda_error_fix(facts: Facts, ctx: Context, error: CudaError | None) -> str:
+    """What the CUDA error needs; a torch reinstall only where torch itself may be the cause."""
+    code = error.code if error else None
+    restart = [ctx.restart_command()] if ctx.restart_command() else []
+    root = sudo(facts)
+    if code == cuda_errors.NOT_INITIALIZED:
+        if ctx.on_provider:
+            return fix([*restart, "nvidia-smi -q | grep -A 2 -i fabric"],
+                       f"error 802: the NVSwitch fabric is not initialised because the host's fabric manager is not "
+                       f"running; only the host can start it: restart the {ctx.profile.title} machine or move to "
+                       "another one; reinstalling torch cannot help")
+        return fix([f"{root}systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"],
+                   "error 802: the NVSwitch fabric is not initialised; install nvidia-fabricmanager of the driver's "
+                   "exact version if the service is missing; reinstalling torch cannot help")
+    if code in (cuda_errors.UNKNOWN, cuda_errors.INITIALIZATION):
+        return fix([_dmesg(facts), *restart],
+                   f"CUDA error {code} leaves the GPU unusable until it is reset: " + _restart_note(ctx))
+    if code == cuda_errors.NO_DEVICE:
+        return fix(["ls -l /dev/nvidia*"],
+                   "CUDA finds no device: the container cannot open the GPU device nodes (start it with "
+                   "--gpus all or NVIDIA_VISIBLE_DEVICES=all), or CUDA_VISIBLE_DEVICES names no GPU that exists")
+    if code == cuda_errors.COMPAT_NOT_SUPPORTED:
+        return fix(["ldconfig -p | grep -F libcuda.so"],
+                   "error 804: CUDA forward-compatibility libraries (cuda-compat, /usr/local/cuda/compat) load ahead "
+                   "of the driver's libcuda, and only datacenter GPUs support them: remove that directory from "
+                   "LD_LIBRARY_PATH and /etc/ld.so.conf.d, or use an image built for this driver")
+    if code == cuda_errors.INSUFFICIENT_DRIVER:
+        return fix([_install_fix(facts, replace=True)],
+                   "the driver is older than torch's CUDA runtime; or use a machine with a newer driver")
+    return with_note(_install_fix(facts, replace=True),
+                     f"`{q(facts.torch.python)} -c 'import torch; torch.cuda.init()'` prints the underlying error")
 
 
 # ---------------------------------------------------------------- GPU architectures
@@ -313,7 +349,10 @@ def check_count_mismatch(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     visible = _visible_devices(facts)
     listed = [part for part in (visible or "").split(",") if part.strip()]
     if visible is not None and listed and len(listed) == usable:
-        return [passed(cid, f"torch sees {usable} of {seen} GPUs, as CUDA_VISIBLE_DEVICES={visible} asks")]
+        # The probe runs in a fresh login session: a value it sees is the machine's, not the job's choice.
+        where, fix_hidden = _visible_devices_origin(facts, visible)
+        return [warn(cid, f"CUDA_VISIBLE_DEVICES={visible} hides {seen - usable} of the {seen} GPUs this machine has "
+                          f"(torch sees {usable}); it is set in {where}, so every login and job gets it", fix_hidden)]
     every = ",".join(str(g.index) for g in facts.gpu.gpus)
     if visible is not None:
         message = f"torch sees {usable} GPU(s), the driver lists {seen}; CUDA_VISIBLE_DEVICES={visible!r}"
@@ -326,6 +365,31 @@ def check_count_mismatch(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         fix = with_note("ls -l /dev/nvidia*", "the container was started with fewer GPU devices than nvidia-smi "
                         "reports: " + _restart_note(ctx))
     return [warn(cid, message, fix)]
+
+
+# Where a machine-wide CUDA_VISIBLE_DEVICES can come from (EnvValue.source), as a file to edit.
+_ENV_FILES = {"etc_environment": "/etc/environment", "rp_environment": "/etc/rp_environment"}
+_STARTUP_FILES = "~/.bashrc ~/.profile ~/.bash_profile /etc/profile /etc/bash.bashrc /etc/profile.d/*.sh /etc/ssh/sshd_config"
+
+
+def _visible_devices_origin(facts: Facts, value: str) -> tuple[str, str]:
+    """(where the value is set, the fix that removes it there)."""
+    sources = [source for source, seen in env_by_source(facts, "CUDA_VISIBLE_DEVICES").items()
+               if source != "process" and seen == value]
+    files = [_ENV_FILES.get(source) or source.removeprefix("file:") for source in sources
+             if source in _ENV_FILES or source.startswith("file:")]
+    if files:
+        path = files[0]
+        root = sudo(facts) if not path.startswith(facts.identity.home or "~") else ""
+        command = f"{root}sed -i '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d' -- {q(path)}"
+        return path, fix([command], "then log in again; or set the GPUs the job should use in the job's own command")
+    if "container" in sources:
+        return "the container's environment", fix(
+            ["unset CUDA_VISIBLE_DEVICES"],
+            "that lasts for this shell only: remove the variable from the pod's template or `docker run -e`")
+    return "the login environment", fix(
+        [f"grep -ns CUDA_VISIBLE_DEVICES {_STARTUP_FILES}"],
+        "delete the line it finds (an sshd SetEnv needs `systemctl reload ssh`), then log in again")
 
 
 RULES = [

@@ -8,7 +8,7 @@ gets a pass saying so, never a blocker.
 from __future__ import annotations
 
 from computefence.evaluate.context import Context, block, collector_error, one_line, passed, q, warn, with_note
-from computefence.evaluate.torch_builds import choose_build, install_command
+from computefence.evaluate.torch_builds import choose_build, install_command, reinstall_command
 from computefence.models import CheckOptions, Facts, Finding
 
 CHECKS = {"python.torch-missing": "torch imports in the training interpreter"}
@@ -47,20 +47,20 @@ def check_torch_missing(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
         message = f"torch {installed} is installed in {python} but does not import: {error}"
     else:
         message = f"torch is not installed in {python}: {error}"
-    return [block(cid, message, _install(facts, replace=bool(installed)), subject=python)]
+    fix = reinstall_command(python, installed) if installed else _install(facts)
+    return [block(cid, message, fix, subject=python)]
 
 
-def _install(facts: Facts, replace: bool) -> str:
+def _install(facts: Facts) -> str:
     python = facts.torch.python
     driver = facts.gpu.cuda_version
     if driver is None:
-        pip = f"{q(python)} -m pip"
-        return f"{pip} install --force-reinstall torch" if replace else f"{pip} install torch"
+        return f"{q(python)} -m pip install torch"
     choice = choose_build(None, driver)
     if choice is None:
         return f"no published PyTorch CUDA build runs on this driver (CUDA {driver}): use a machine with a newer NVIDIA driver"
     requirement, tag = choice
-    return install_command(python, requirement, tag, replace=replace)
+    return install_command(python, requirement, tag, replace=False)
 
 
 RULES = [check_torch_missing]

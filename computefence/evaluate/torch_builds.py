@@ -112,3 +112,12 @@ def install_command(python: str, requirement: str, tag: str, replace: bool) -> s
     pip = f"{q(python)} -m pip"
     install = f"{pip} install {q(requirement)} --index-url {INDEX_URL.format(tag=tag)}"
     return f"{pip} uninstall -y torch && {install}" if replace else install
+
+
+def reinstall_command(python: str, installed: str) -> str:
+    """Reinstall the torch that is there, from the index it came from ('2.5.1+cu124' from
+    whl/cu124; a plain '2.5.1' from PyPI), dependencies included: a later pip install that
+    replaced NCCL or cuDNN is what usually broke it."""
+    release, _, local = installed.partition("+")
+    index = f" --index-url {INDEX_URL.format(tag=local)}" if re.fullmatch(r"cu\d+|cpu|rocm[\d.]+", local) else ""
+    return f"{q(python)} -m pip install --force-reinstall {q('torch==' + release)}{index}"

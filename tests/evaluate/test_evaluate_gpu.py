@@ -160,6 +160,62 @@ def test_driver_too_old_for_every_build_says_so():
 # ---------------------------------------------------------------- gpu.cuda-unavailable
 
 
+CUDA_802 = ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+            "calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized "
+            "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)")
+CUDA_804 = ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+            "calling NumCudaDevices() that might have already set an error? Error 804: forward compatibility was "
+            "attempted on non supported HW (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)")
+CUDA_999 = ("CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. "
+            "changing env variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero. "
+            "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)")
+CUDA_35 = ("CUDA initialization: The NVIDIA driver on your system is too old (found version 11040). Please update your "
+           "GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx "
+           "Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with your "
+           "version of the CUDA driver. (Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:109.)")
+CUDA_100 = "RuntimeError: No CUDA GPUs are available"
+
+
+def _cuda_failure(error: str, **update) -> Facts:
+    return _pod(torch=torch(available=False, count=0).model_copy(update={"cuda_error": error}), **update)
+
+
+def test_error_802_keeps_the_whole_message_and_points_at_the_fabric_manager_not_torch():
+    finding = only(_gpu_findings(_cuda_failure(CUDA_802, gpu=gpus(8))), "gpu.cuda-unavailable")
+    assert finding.severity is Severity.BLOCK and finding.subject == "CUDA error 802"
+    assert "Error 802: system not yet initialized; training would silently run on the CPU" in finding.message
+    assert "Triggered internally" not in finding.message
+    assert "pip" not in finding.fix and "fabric manager" in finding.fix and "reinstalling torch cannot help" in finding.fix
+    assert finding.fix.startswith("runpodctl stop pod a1b2c3d4e5f6")
+    bare = _cuda_failure(CUDA_802, identity=runpod_pod().identity.model_copy(update={"provider_hints": {}}))
+    assert only(_gpu_findings(bare), "gpu.cuda-unavailable").fix.startswith(
+        "systemctl start nvidia-fabricmanager && nvidia-smi -q | grep -A 2 -i fabric")
+
+
+def test_error_999_needs_a_reset_or_reboot():
+    finding = only(_gpu_findings(_cuda_failure(CUDA_999)), "gpu.cuda-unavailable")
+    assert finding.subject == "CUDA error 999" and "Setting the available devices to be zero." in finding.message
+    assert "pip" not in finding.fix and "runpodctl stop pod a1b2c3d4e5f6" in finding.fix
+
+
+def test_error_100_is_the_container_not_seeing_the_devices():
+    finding = only(_gpu_findings(_cuda_failure(CUDA_100)), "gpu.cuda-unavailable")
+    assert finding.subject == "CUDA error 100"
+    assert finding.fix.startswith("ls -l /dev/nvidia*") and "--gpus all" in finding.fix and "pip" not in finding.fix
+
+
+def test_error_35_installs_a_build_the_driver_runs():
+    finding = only(_gpu_findings(_cuda_failure(CUDA_35, gpu=gpus(cuda=None))), "gpu.cuda-unavailable")
+    assert finding.subject == "CUDA error 35" and "(found version 11040)" in finding.message
+    assert "pip uninstall -y torch" in finding.fix and "newer driver" in finding.fix
+
+
+def test_error_804_is_a_forward_compatibility_mismatch():
+    finding = only(_gpu_findings(_cuda_failure(CUDA_804)), "gpu.cuda-unavailable")
+    assert finding.subject == "CUDA error 804" and "forward compatibility was attempted on non supported HW" in finding.message
+    assert finding.fix.startswith("ldconfig -p | grep -F libcuda.so") and "LD_LIBRARY_PATH" in finding.fix
+
+
 def test_cuda_unavailable_blocks_with_the_error_and_a_reinstall():
     facts = _pod(torch=torch(available=False, count=0).model_copy(update={"cuda_error": "CUDA error: unknown error"}))
     finding = only(_gpu_findings(facts), "gpu.cuda-unavailable")
@@ -230,10 +286,32 @@ def test_torch_seeing_fewer_gpus_than_the_driver_warns():
     assert finding.severity is Severity.WARN and "torch sees 1 GPU(s), the driver lists 2" in finding.message
 
 
-def test_count_limited_on_purpose_by_cuda_visible_devices_passes():
-    facts = _pod(gpu=gpus(2), torch=torch(count=1), environment=env(CUDA_VISIBLE_DEVICES="1"))
+def test_cuda_visible_devices_set_machine_wide_hides_paid_gpus_and_the_fix_removes_it_there():
+    facts = _pod(gpu=gpus(8), torch=torch(count=1),
+                 environment=env(CUDA_VISIBLE_DEVICES={"process": "0", "etc_environment": "0"}))
     finding = only(_gpu_findings(facts), "gpu.count-mismatch")
-    assert finding.severity is Severity.PASS and "CUDA_VISIBLE_DEVICES=1" in finding.message
+    assert finding.severity is Severity.WARN
+    assert "CUDA_VISIBLE_DEVICES=0 hides 7 of the 8 GPUs" in finding.message and "/etc/environment" in finding.message
+    assert finding.fix.startswith("sed -i '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d' "
+                                  "-- /etc/environment")
+
+
+def test_cuda_visible_devices_from_a_shell_startup_file_names_that_file():
+    facts = _pod(gpu=gpus(2), torch=torch(count=1),
+                 environment=env(CUDA_VISIBLE_DEVICES={"process": "1", "file:/root/.bashrc": "1"}))
+    finding = only(_gpu_findings(facts), "gpu.count-mismatch")
+    assert "set in /root/.bashrc" in finding.message and finding.fix.endswith(
+        "-- /root/.bashrc  # then log in again; or set the GPUs the job should use in the job's own command")
+
+
+def test_cuda_visible_devices_from_the_container_or_nowhere_known():
+    container = _pod(gpu=gpus(2), torch=torch(count=1),
+                     environment=env(CUDA_VISIBLE_DEVICES={"process": "1", "container": "1"}))
+    finding = only(_gpu_findings(container), "gpu.count-mismatch")
+    assert "the container's environment" in finding.message and "pod's template" in finding.fix
+    login = _pod(gpu=gpus(2), torch=torch(count=1), environment=env(CUDA_VISIBLE_DEVICES="1"))
+    finding = only(_gpu_findings(login), "gpu.count-mismatch")
+    assert "set in the login environment" in finding.message and finding.fix.startswith("grep -ns CUDA_VISIBLE_DEVICES ~/.bashrc")
 
 
 def test_cuda_visible_devices_not_matching_what_torch_sees_warns():

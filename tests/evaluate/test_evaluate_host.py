@@ -50,8 +50,10 @@ def test_registry_lists_every_check_of_the_issue():
         "gpu.memory-in-use", "gpu.count-mismatch", "accelerate.num-processes", "python.torch-missing",
         "dataset.unreadable", "dataset.columns", "dataset.duplicates", "dataset.conflicting-labels",
         "dataset.missing-values", "dataset.label-skew",
+        "gpu.ecc", "gpu.pcie-link", "gpu.throttle", "gpu.power-limit", "gpu.mig", "gpu.compute-mode",
+        "gpu.fabric-manager", "gpu.xid",
     }
-    assert len(RULES) == 15
+    assert len(RULES) == 23
 
 
 FINDINGS = [Finding(check=c, severity=Severity.PASS, message="m")

@@ -43,7 +43,20 @@ def test_installed_but_broken_torch_blocks_even_without_gpu():
                                         "packages": PackageFacts(python_found=True, versions={"torch": "2.3.0"})})
     finding = _torch_finding(facts)
     assert finding.severity is Severity.BLOCK and "torch 2.3.0 is installed" in finding.message
-    assert "--force-reinstall" in finding.fix
+    assert finding.fix == "python3 -m pip install --force-reinstall torch==2.3.0"
+
+
+def test_broken_cuda_torch_is_reinstalled_at_its_own_version_from_its_own_index():
+    # A later `pip install` replaced NCCL: the fix restores this release, never another one.
+    broken = no_torch().model_copy(update={
+        "import_error": "ImportError: /usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so: "
+                        "undefined symbol: ncclCommRegister"})
+    facts = runpod_pod().model_copy(update={
+        "torch": broken, "packages": PackageFacts(python_found=True, versions={"torch": "2.5.1+cu124"})})
+    finding = _torch_finding(facts)
+    assert finding.severity is Severity.BLOCK and "undefined symbol: ncclCommRegister" in finding.message
+    assert finding.fix == ("python3 -m pip install --force-reinstall torch==2.5.1 "
+                           "--index-url https://download.pytorch.org/whl/cu124")
 
 
 def test_named_interpreter_that_does_not_exist_blocks():
