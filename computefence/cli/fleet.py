@@ -19,6 +19,8 @@ from computefence.cli.app import EXIT_INTERRUPTED, app
 from computefence.cli.output import FailOn, OutputFormat, emit
 from computefence.cli.targets import (
     AnsibleInventoryOpt,
+    VaultIdOpt,
+    VaultPasswordFileOpt,
     ApiUrlOpt,
     InventoryOpt,
     LimitOpt,
@@ -56,6 +58,8 @@ def check(
     ssh_host: SshHostOpt = None,
     ssh_config: SshConfigOpt = None,
     ansible_inventory: AnsibleInventoryOpt = None,
+    vault_password_file: VaultPasswordFileOpt = None,
+    vault_id: VaultIdOpt = None,
     provider: ProviderOpt = None,
     api_url: ApiUrlOpt = None,
     limit: LimitOpt = None,
@@ -123,7 +127,8 @@ def check(
         insecure_no_host_key_check=insecure_no_host_key_check,
     )
     with _targets(demo, inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
-                  ansible_inventory=ansible_inventory, provider=provider, api_url=api_url,
+                  ansible_inventory=ansible_inventory,
+                  vault_password_file=vault_password_file, vault_id=vault_id, provider=provider, api_url=api_url,
                   limit=limit, tag=tag) as (targets, sources):
         if not targets and all(source.ok for source in sources):
             raise ConfigError("no targets to check")

@@ -61,6 +61,24 @@ AnsibleInventoryOpt = Annotated[
         rich_help_panel=_PANEL,
     ),
 ]
+VaultPasswordFileOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--vault-password-file",
+        metavar="FILE",
+        help="Passed to ansible-inventory for --ansible-inventory (repeatable).",
+        rich_help_panel=_PANEL,
+    ),
+]
+VaultIdOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--vault-id",
+        metavar="ID@SOURCE",
+        help="Passed to ansible-inventory for --ansible-inventory (repeatable).",
+        rich_help_panel=_PANEL,
+    ),
+]
 ProviderOpt = Annotated[
     Optional[list[str]],
     typer.Option(
@@ -101,6 +119,8 @@ def gather_targets(
     ssh_host: list[str] | None = None,
     ssh_config: str | None = None,
     ansible_inventory: list[str] | None = None,
+    vault_password_file: list[str] | None = None,
+    vault_id: list[str] | None = None,
     provider: list[str] | None = None,
     api_url: str | None = None,
     limit: str | None = None,
@@ -117,6 +137,8 @@ def gather_targets(
         ssh_hosts=ssh_host or (),
         ssh_config=ssh_config,
         ansible_inventories=ansible_inventory or (),
+        ansible_vault_password_files=vault_password_file or (),
+        ansible_vault_ids=vault_id or (),
         providers=provider or (),
         api_url=api_url,
         limit=limit,

@@ -43,6 +43,8 @@ class TargetSelection(BaseModel):
     ssh_hosts: tuple[str, ...] = ()
     ssh_config: str | None = None
     ansible_inventories: tuple[str, ...] = ()
+    ansible_vault_password_files: tuple[str, ...] = ()
+    ansible_vault_ids: tuple[str, ...] = ()
     # Names, each possibly comma-separated ("runpod,vast").
     providers: tuple[str, ...] = ()
     api_url: str | None = None
@@ -58,7 +60,13 @@ def build_sources(selection: TargetSelection) -> list[TargetSource]:
         sources.extend(InventorySource(path) for path in inventory_files(inventory))
     if selection.ssh_hosts or selection.ssh_config:
         sources.append(SshConfigSource(list(selection.ssh_hosts), selection.ssh_config))
-    sources.extend(AnsibleSource(path) for path in selection.ansible_inventories)
+    if (selection.ansible_vault_password_files or selection.ansible_vault_ids) and not selection.ansible_inventories:
+        raise ConfigError("--vault-password-file and --vault-id need --ansible-inventory")
+    sources.extend(
+        AnsibleSource(path, vault_password_files=selection.ansible_vault_password_files,
+                      vault_ids=selection.ansible_vault_ids)
+        for path in selection.ansible_inventories
+    )
     names = _provider_names(selection.providers)
     if selection.api_url and not names:
         raise ConfigError("--api-url needs --provider")

@@ -1,22 +1,36 @@
 """Targets from an existing Ansible inventory (INI or YAML), `--ansible-inventory FILE|DIR`.
 
-Reads groups, `[group:vars]`, `[group:children]` (YAML: all/hosts/vars/children), host
-ranges (`web[01:03]`, `node-[a:c]`), `host:port`, and the `group_vars/` and `host_vars/`
-files next to the inventory. Variable precedence follows Ansible: `all` < parent groups
-< child groups (deeper first, then by name) < host; group_vars/host_vars files over the
-inventory's own values. Groups become tags. Variables used:
-ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file,
-ansible_python_interpreter, ansible_connection, and `-J`/`ProxyJump` in
-ansible_ssh_common_args / ansible_ssh_extra_args. Jinja templates are not evaluated:
-a template in one of those variables is an error naming where it is.
+Where Ansible is installed, Ansible itself reads it: `ansible-inventory -i SRC --list`
+(plugins, dynamic inventory scripts, ranges, precedence exactly as in a playbook run),
+with --vault-password-file / --vault-id passed through. Otherwise the built-in reader:
+groups, `[group:vars]`, `[group:children]` (YAML: all/hosts/vars/children), host ranges
+(`web[01:03]`, `w[:2]`, `node-[a:c]`), `host:port` and `[v6addr]:port`, inventory folders
+(recursively, skipping what Ansible skips), and `group_vars/`, `host_vars/` beside the
+inventory, with Ansible's precedence: inline group vars (by depth, ansible_group_priority,
+name) < group_vars/all < group_vars/GROUP < inline host vars < host_vars/HOST. A line it
+cannot read is skipped with a FILE:LINE warning; the rest of the inventory still counts.
+
+Variables used: ansible_host, ansible_port, ansible_user (and their ansible_ssh_* names,
+which win as in Ansible's ssh plugin), ansible_ssh_private_key_file,
+ansible_python_interpreter, ansible_connection, and in ansible_ssh_common_args /
+ansible_ssh_extra_args `-o ProxyCommand=`, `-o ProxyJump=`, `-J`, `-F`, `-p`, `-i`, `-l`
+(first value wins, as on ssh's command line). Any other ssh option there is a warning
+naming the hosts and the option. Jinja templates are not evaluated: a template in one of
+those variables is an error naming where it is.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import os
 import re
 import shlex
+import shutil
+import signal
 import string
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,11 +40,30 @@ import yaml
 from computefence.errors import ConfigError
 from computefence.models import Target
 from computefence.sources.inventory import load_yaml_document, node_line, read_text
+from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g
 
+READER_ANSIBLE = "ansible-inventory"
+READER_BUILTIN = "built-in reader"
+ANSIBLE_TIMEOUT_S = 120.0
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
-# Files in an inventory directory that Ansible itself skips.
-_IGNORED_SUFFIXES = ("~", ".orig", ".cfg", ".retry", ".pyc", ".pyo")
-_RANGE_RE = re.compile(r"\[([0-9a-zA-Z]+):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
+# What Ansible skips in an inventory folder (INVENTORY_IGNORE_EXTS, IGNORED_ALWAYS).
+_IGNORED_SUFFIXES = ("~", ".orig", ".cfg", ".retry", ".pyc", ".pyo", ".swp", ".bak", ".rpm", ".md", ".txt", ".rst")
+_IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
+_RANGE_RE = re.compile(r"\[([0-9a-zA-Z]*):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
+_BRACKETED_RE = re.compile(r"^\[([^\]]+)\](?::(\d+))?$")
+_WARNINGS_SHOWN = 5
+
+
+class _Vaulted:
+    """A `!vault` value: only Ansible with the vault password can read it."""
+
+
+class _VarsLoader(yaml.SafeLoader):
+    """YAML as Ansible writes it: `!vault` and `!unsafe` values are legal."""
+
+
+_VarsLoader.add_constructor("!vault", lambda loader, node: _Vaulted())
+_VarsLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
 _SECTION_RE = re.compile(r"^\[([^\]:\s]+)(?::(vars|children))?\]\s*(?:[#;].*)?$")
 
 
@@ -46,6 +79,9 @@ class _Group:
     vars: dict[str, _Value] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
     hosts: list[str] = field(default_factory=list)
+    priority: int = 1
+    # group_vars/NAME files: they beat every inline group var.
+    file_vars: dict[str, _Value] = field(default_factory=dict)
 
 
 @dataclass
@@ -53,12 +89,22 @@ class _Host:
     name: str
     where: str
     vars: dict[str, _Value] = field(default_factory=dict)
+    file_vars: dict[str, _Value] = field(default_factory=dict)
 
 
 class _Inventory:
     def __init__(self) -> None:
         self.groups: dict[str, _Group] = {"all": _Group("all"), "ungrouped": _Group("ungrouped")}
         self.hosts: dict[str, _Host] = {}
+        self.warnings: list[str] = []
+
+    def set_group_var(self, group: str, name: str, value: _Value) -> None:
+        self.group(group).vars[name] = value
+        if name == "ansible_group_priority":
+            priority = value.value
+            if isinstance(priority, bool) or not str(priority).lstrip("-").isdigit():
+                raise ConfigError(f"{value.where}: ansible_group_priority must be a whole number, got {priority!r}")
+            self.group(group).priority = int(priority)
 
     def group(self, name: str) -> _Group:
         return self.groups.setdefault(name, _Group(name))
@@ -85,7 +131,7 @@ def expand_host_pattern(pattern: str, where: str) -> list[str]:
     match = _RANGE_RE.search(pattern)
     if not match:
         return [pattern]
-    start, end, step = match.group(1), match.group(2), int(match.group(3) or 1)
+    start, end, step = match.group(1) or "0", match.group(2), int(match.group(3) or 1)
     head, tail = pattern[: match.start()], pattern[match.end() :]
     if start.isdigit() and end.isdigit():
         width = len(start) if start.startswith("0") else 0
@@ -100,7 +146,11 @@ def expand_host_pattern(pattern: str, where: str) -> list[str]:
 
 
 def _split_port(pattern: str) -> tuple[str, int | None]:
-    """`host:2222` -> ("host", 2222); a bare IPv6 address keeps its colons."""
+    """`host:2222` -> ("host", 2222), `[2001:db8::1]:2222` -> ("2001:db8::1", 2222);
+    a bare IPv6 address keeps its colons."""
+    bracketed = _BRACKETED_RE.match(pattern)
+    if bracketed:
+        return bracketed.group(1), int(bracketed.group(2)) if bracketed.group(2) else None
     if pattern.count(":") == 1:
         name, _, port = pattern.partition(":")
         if port.isdigit():
@@ -119,46 +169,57 @@ def _ini_value(text: str) -> Any:
 # ---------------------------------------------------------------- INI
 
 
-def _parse_ini(path: Path, inventory: _Inventory) -> None:
-    section, kind = "ungrouped", "hosts"
-    for number, raw in enumerate(read_text(path, "Ansible inventory").splitlines(), 1):
+def _parse_ini(path: Path, inventory: _Inventory, text: str) -> None:
+    section: str | None = "ungrouped"
+    kind = "hosts"
+    for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         where = f"{path}:{number}"
         if not line or line[0] in "#;":
             continue
-        if line.startswith("["):
-            match = _SECTION_RE.match(line)
-            if not match:
-                raise ConfigError(f"{where}: bad section header {line!r}")
-            section, kind = match.group(1), match.group(2) or "hosts"
-            inventory.group(section)
-            continue
-        if kind == "vars":
-            name, eq, value = line.partition("=")
-            if not eq or not name.strip():
-                raise ConfigError(f"{where}: expected key=value in [{section}:vars], got {line!r}")
-            inventory.group(section).vars[name.strip()] = _Value(_ini_value(value.strip()), where)
-        elif kind == "children":
-            child = line.split("#")[0].split(";")[0].strip()
-            if not child or any(c.isspace() for c in child):
-                raise ConfigError(f"{where}: expected one group name in [{section}:children], got {line!r}")
-            inventory.add_child(section, child)
-        else:
-            try:
-                tokens = shlex.split(line, comments=True)
-            except ValueError as exc:
-                raise ConfigError(f"{where}: {exc}") from None
-            variables: dict[str, _Value] = {}
-            for token in tokens[1:]:
-                key, eq, value = token.partition("=")
-                if not eq or not key:
-                    raise ConfigError(f"{where}: expected key=value after the host name, got {token!r}")
-                variables[key] = _Value(_ini_value(value), where)
-            name_pattern, port = _split_port(tokens[0])
-            if port is not None:
-                variables.setdefault("ansible_port", _Value(port, where))
-            for name in expand_host_pattern(name_pattern, where):
-                inventory.add_host(name, section, where, variables)
+        try:
+            header = _SECTION_RE.match(line)
+            if header:
+                section, kind = header.group(1), header.group(2) or "hosts"
+                inventory.group(section)
+                continue
+            if line.startswith("[") and not _BRACKETED_RE.match(line.split()[0]):
+                section = None  # the lines up to the next good header belong nowhere
+                raise ConfigError(f"{where}: bad section header {line!r}; skipped up to the next section")
+            if section is None:
+                continue
+            _ini_line(line, where, section, kind, inventory)
+        except ConfigError as exc:
+            inventory.warnings.append(str(exc))
+
+
+def _ini_line(line: str, where: str, section: str, kind: str, inventory: _Inventory) -> None:
+    if kind == "vars":
+        name, eq, value = line.partition("=")
+        if not eq or not name.strip():
+            raise ConfigError(f"{where}: expected key=value in [{section}:vars], got {line!r}")
+        inventory.set_group_var(section, name.strip(), _Value(_ini_value(value.strip()), where))
+    elif kind == "children":
+        child = line.split("#")[0].split(";")[0].strip()
+        if not child or any(c.isspace() for c in child):
+            raise ConfigError(f"{where}: expected one group name in [{section}:children], got {line!r}")
+        inventory.add_child(section, child)
+    else:
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        variables: dict[str, _Value] = {}
+        for token in tokens[1:]:
+            key, eq, value = token.partition("=")
+            if not eq or not key:
+                raise ConfigError(f"{where}: expected key=value after the host name, got {token!r}")
+            variables[key] = _Value(_ini_value(value), where)
+        name_pattern, port = _split_port(tokens[0])
+        if port is not None:
+            variables.setdefault("ansible_port", _Value(port, where))
+        for name in expand_host_pattern(name_pattern, where):
+            inventory.add_host(name, section, where, variables)
 
 
 # ---------------------------------------------------------------- YAML
@@ -172,8 +233,7 @@ def _mapping(value: Any, root: yaml.Node | None, loc: tuple[Any, ...], path: Pat
     return value
 
 
-def _parse_yaml(path: Path, inventory: _Inventory) -> None:
-    data, root = load_yaml_document(path, "Ansible inventory")
+def _parse_yaml(path: Path, inventory: _Inventory, data: Any, root: yaml.Node | None) -> None:
     if root is None:
         return
     top = _mapping(data, root, (), path, "the inventory")
@@ -188,7 +248,7 @@ def _parse_yaml(path: Path, inventory: _Inventory) -> None:
                 line = node_line(root, (*loc, key), key=True)
                 raise ConfigError(f"{path}:{line}: group {name!r}: unknown key {key!r} (allowed: hosts, vars, children)")
         for var, value in _mapping(body.get("vars"), root, (*loc, "vars"), path, "vars").items():
-            inventory.group(name).vars[str(var)] = _Value(value, f"{path}:{node_line(root, (*loc, 'vars', var))}")
+            inventory.set_group_var(name, str(var), _Value(value, f"{path}:{node_line(root, (*loc, 'vars', var))}"))
         for pattern, host_vars in _mapping(body.get("hosts"), root, (*loc, "hosts"), path, "hosts").items():
             hloc = (*loc, "hosts", pattern)
             where = f"{path}:{node_line(root, hloc, key=True)}"
@@ -223,7 +283,7 @@ def _vars_files(directory: Path, name: str) -> list[Path]:
 def _load_vars(directory: Path, name: str) -> dict[str, _Value]:
     merged: dict[str, _Value] = {}
     for path in _vars_files(directory, name):
-        data, root = load_yaml_document(path, "Ansible vars file")
+        data, root = load_yaml_document(path, "Ansible vars file", loader_class=_VarsLoader)
         for key, value in _mapping(data, root, (), path, "a vars file").items():
             merged[str(key)] = _Value(value, f"{path}:{node_line(root, (key,))}")
     return merged
@@ -246,101 +306,229 @@ def _depths(inventory: _Inventory) -> dict[str, int]:
     return depth
 
 
-def _template_free(key: str, value: _Value) -> Any:
+_VAULT_HELP = "pass --vault-password-file or --vault-id with Ansible installed, or set the value unencrypted"
+
+
+def _plain(key: str, value: _Value) -> Any:
+    if isinstance(value.value, _Vaulted) or (isinstance(value.value, dict) and "__ansible_vault" in value.value):
+        raise ConfigError(f"{value.where}: {key} is vault-encrypted and cannot be read here: {_VAULT_HELP}")
     if isinstance(value.value, str) and ("{{" in value.value or "{%" in value.value):
         raise ConfigError(f"{value.where}: {key} uses a Jinja template, which ComputeFence does not evaluate; set a literal value")
     return value.value
 
 
-def _proxy_jump(args: str) -> str | None:
+# ---------------------------------------------------------------- ssh arguments
+
+
+@dataclass
+class _SshArgs:
+    """What ansible_ssh_common_args / ansible_ssh_extra_args say about where to connect."""
+
+    # ssh options in command-line order: (keyword, value); the first of each keyword wins.
+    options: list[tuple[str, str]] = field(default_factory=list)
+    config: str | None = None
+    # Options ComputeFence cannot honour, as written.
+    ignored: list[str] = field(default_factory=list)
+
+
+_OPTION_FLAGS = {"-p": "port", "-i": "identityfile", "-l": "user", "-J": "proxyjump"}
+_HONOURED = ("proxycommand", "proxyjump", "port", "identityfile", "user", "hostname")
+# Flags of ssh that take a value; any other flag stands alone.
+_VALUE_FLAGS = set("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _ssh_args(text: str, result: _SshArgs, where: str, key: str) -> None:
     try:
-        tokens = shlex.split(args)
-    except ValueError:
-        return None
-    for i, token in enumerate(tokens):
-        following = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if token.startswith("-J"):
-            return token[2:] or following or None
-        option = following if token == "-o" else token[2:] if token.startswith("-o") else ""
-        key, _, value = re.sub(r"\s*=\s*|\s+", "=", option.strip(), count=1).partition("=")
-        if key.lower() == "proxyjump" and value:
-            return value
-    return None
+        tokens = shlex.split(text)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {key}: {exc}") from None
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if not token.startswith("-") or len(token) < 2:
+            result.ignored.append(token)
+            continue
+        flag, value = token[:2], token[2:]
+        if flag[1] in _VALUE_FLAGS and not value:
+            if i >= len(tokens):
+                result.ignored.append(token)
+                continue
+            value = tokens[i]
+            i += 1
+        if flag == "-o":
+            name, _, option_value = re.sub(r"\s*=\s*|\s+", "=", value.strip(), count=1).partition("=")
+            if name.lower() in _HONOURED and option_value:
+                result.options.append((name.lower(), option_value))
+            else:
+                result.ignored.append(f"-o {value}")
+        elif flag == "-F":
+            result.config = result.config or value
+        elif flag in _OPTION_FLAGS:
+            result.options.append((_OPTION_FLAGS[flag], value))
+        else:
+            result.ignored.append(token if flag[1] not in _VALUE_FLAGS else f"{flag} {value}")
 
 
-def _target(host: _Host, groups: list[str], variables: dict[str, _Value]) -> Target:
+def _first(options: list[tuple[str, str]], key: str) -> str | None:
+    return next((value for name, value in options if name == key), None)
+
+
+# ---------------------------------------------------------------- targets
+
+
+def _target(name: str, where: str, groups: list[str], variables: dict[str, _Value], ignored: dict) -> Target:
+    """The target Ansible's ssh connection would reach for one host's merged variables."""
+
     def var(*names: str) -> tuple[str, Any] | None:
-        for name in names:
-            if name in variables:
-                return name, _template_free(name, variables[name])
+        # As in Ansible's ssh plugin, the ansible_ssh_* spelling wins over the short one.
+        for var_name in names:
+            if var_name in variables:
+                return var_name, _plain(var_name, variables[var_name])
         return None
 
-    address = var("ansible_host", "ansible_ssh_host")
-    port = 22
-    found = var("ansible_port", "ansible_ssh_port")
+    # Ansible's ssh command line: -o Port=, -o IdentityFile=, -o User= from the variables,
+    # then the common and extra args; ssh keeps the first value of each option.
+    options: list[tuple[str, str]] = []
+    found = var("ansible_ssh_port", "ansible_port")
     if found is not None:
         key, value = found
         if isinstance(value, bool) or not str(value).isdigit() or not 1 <= int(value) <= 65535:
             raise ConfigError(f"{variables[key].where}: {key} must be a port from 1 to 65535, got {value!r}")
-        port = int(value)
-    user = var("ansible_user", "ansible_ssh_user")
+        options.append(("port", str(int(value))))
     key_file = var("ansible_ssh_private_key_file", "ansible_private_key_file")
-    python = var("ansible_python_interpreter")
-    jump = None
-    for name in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-        found = var(name)
+    if key_file:
+        options.append(("identityfile", str(key_file[1])))
+    user = var("ansible_ssh_user", "ansible_user")
+    if user:
+        options.append(("user", str(user[1])))
+    args = _SshArgs()
+    for arg_var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+        found = var(arg_var)
         if found and isinstance(found[1], str):
-            jump = jump or _proxy_jump(found[1])
+            _ssh_args(found[1], args, variables[arg_var].where, arg_var)
+            for option in args.ignored:
+                ignored.setdefault((arg_var, option), []).append(name)
+            args.ignored.clear()
+    options.extend(args.options)
+    address = var("ansible_ssh_host", "ansible_host")
+    host = str(address[1]) if address else name
+    python = var("ansible_python_interpreter")
     connection = var("ansible_connection")
     reason = fix = None
     if connection and str(connection[1]) not in ("ssh", "paramiko", "smart"):
         reason = f"ansible_connection={connection[1]}: ComputeFence checks hosts over SSH"
         fix = "run `computefence doctor` on that machine" if str(connection[1]) == "local" else "expose SSH on it"
     interpreter = str(python[1]) if python else "python3"
-    return Target(
-        name=host.name,
-        host=str(address[1]) if address else host.name,
-        port=port,
-        user=str(user[1]) if user else None,
-        identity_files=[str(Path(str(key_file[1])).expanduser())] if key_file else [],
-        proxy_jump=jump,
+    if args.config:
+        target = _through_ssh_config(name, host, options, Path(args.config).expanduser())
+    else:
+        proxy = next(((k, v) for k, v in options if k in ("proxyjump", "proxycommand")), None)
+        port = _first(options, "port")
+        target = Target(
+            name=name,
+            host=host,
+            port=int(port) if port else 22,
+            user=_first(options, "user"),
+            identity_files=list(dict.fromkeys(
+                str(Path(v).expanduser()) for k, v in options if k == "identityfile")),
+            proxy_jump=proxy[1] if proxy and proxy[0] == "proxyjump" and proxy[1].lower() != "none" else None,
+            proxy_command=proxy[1] if proxy and proxy[0] == "proxycommand" and proxy[1].lower() != "none" else None,
+        )
+    return target.model_copy(update=dict(
         python="python3" if interpreter.startswith("auto") else interpreter,
         tags=groups,
-        source=host.where,
+        source=where,
         unreachable_reason=reason,
         unreachable_fix=fix,
-    )
+    ))
+
+
+def _through_ssh_config(name: str, host: str, options: list[tuple[str, str]], config: Path) -> Target:
+    """`-F FILE` in the ssh args: ssh resolves the host through that file, after the command line."""
+    if not config.is_file():
+        raise ConfigError(f"{name}: ansible_ssh_common_args names -F {config}, which is not a file")
+    if ssh_available():
+        flags = [arg for key, value in options for arg in ("-o", f"{key}={value}")]
+        target = target_from_ssh_g(host, ssh_g(host, config=config, options=flags), source=name, ssh_config=str(config))
+    else:
+        target = SshConfig(config).resolve(host, user=_first(options, "user"))
+        proxy = next(((k, v) for k, v in options if k in ("proxyjump", "proxycommand")), None)
+        port = _first(options, "port")
+        target = target.model_copy(update=dict(
+            port=int(port) if port else target.port,
+            identity_files=list(dict.fromkeys(
+                [str(Path(v).expanduser()) for k, v in options if k == "identityfile"] + target.identity_files)),
+            **({"proxy_jump": proxy[1] if proxy[0] == "proxyjump" else None,
+                "proxy_command": proxy[1] if proxy[0] == "proxycommand" else None} if proxy else {}),
+        ))
+    return target.model_copy(update=dict(name=name))
+
+
+def _ignored_warnings(source: str, ignored: dict) -> list[str]:
+    warnings = []
+    for (arg_var, option), hosts in ignored.items():
+        shown = ", ".join(hosts[:_WARNINGS_SHOWN]) + (f" and {len(hosts) - _WARNINGS_SHOWN} more" if len(hosts) > _WARNINGS_SHOWN else "")
+        warnings.append(f"{source}: host {shown}: {arg_var} `{option}` cannot be honoured; ComputeFence connects without it")
+    return warnings
+
+
+# ---------------------------------------------------------------- the built-in reader
 
 
 def _inventory_files(path: Path) -> list[Path]:
+    """The files Ansible reads for a source: the file itself, or a folder's files, recursively
+    and in name order, without the names and extensions Ansible ignores."""
     if not path.is_dir():
         return [path]
-    return sorted(
-        p
-        for p in path.iterdir()
-        if p.is_file() and not p.name.startswith(".") and not p.name.endswith(_IGNORED_SUFFIXES)
-    )
+    files: list[Path] = []
+    for entry in sorted(path.iterdir()):
+        if entry.name.startswith(".") or entry.name in _IGNORED_NAMES or entry.name.endswith(_IGNORED_SUFFIXES):
+            continue
+        if entry.is_dir():
+            files.extend(_inventory_files(entry))
+        elif entry.is_file():
+            files.append(entry)
+    return files
 
 
-def load_ansible_inventory(path: str | Path) -> list[Target]:
-    """The hosts of an Ansible inventory file or directory, as targets tagged with their groups."""
+def _read_file(file: Path, inventory: _Inventory) -> None:
+    """One inventory file: YAML by extension, or when a file without one holds a YAML mapping
+    (as Ansible's yaml plugin tries it first), else INI."""
+    text = read_text(file, "Ansible inventory")
+    if file.suffix in YAML_SUFFIXES:
+        data, root = load_yaml_document(file, "Ansible inventory", loader_class=_VarsLoader, text=text)
+        _parse_yaml(file, inventory, data, root)
+        return
+    if not file.suffix:
+        try:
+            data, root = load_yaml_document(file, "Ansible inventory", loader_class=_VarsLoader, text=text)
+        except ConfigError:
+            data, root = None, None
+        if isinstance(data, dict) and all(isinstance(v, dict) or v is None for v in data.values()):
+            _parse_yaml(file, inventory, data, root)
+            return
+    _parse_ini(file, inventory, text)
+
+
+def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
+    """The built-in reader: the hosts of an inventory file or folder as targets tagged with
+    their groups, and the warnings for what it skipped."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such Ansible inventory")
     inventory = _Inventory()
     for file in _inventory_files(path):
-        if file.suffix in YAML_SUFFIXES:
-            _parse_yaml(file, inventory)
-        else:
-            _parse_ini(file, inventory)
+        _read_file(file, inventory)
     if not inventory.hosts:
-        raise ConfigError(f"{path}: the Ansible inventory lists no hosts")
+        more = f" ({inventory.warnings[0]})" if inventory.warnings else ""
+        raise ConfigError(f"{path}: the Ansible inventory lists no hosts{more}")
 
     base = path if path.is_dir() else path.parent
     for name, group in inventory.groups.items():
-        group.vars.update(_load_vars(base / "group_vars", name))
+        group.file_vars = _load_vars(base / "group_vars", name)
     for name, host in inventory.hosts.items():
-        host.vars.update(_load_vars(base / "host_vars", name))
+        host.file_vars = _load_vars(base / "host_vars", name)
     # Groups listed under no parent hang off `all`; hosts in no group are `ungrouped`.
     parents = {child for g in inventory.groups.values() for child in g.children}
     for name in inventory.groups:
@@ -353,6 +541,7 @@ def load_ansible_inventory(path: str | Path) -> list[Target]:
             parent_of.setdefault(child, []).append(group.name)
 
     targets = []
+    ignored: dict = {}
     for host in inventory.hosts.values():
         member = {g.name for g in inventory.groups.values() if host.name in g.hosts}
         stack = list(member)
@@ -361,22 +550,151 @@ def load_ansible_inventory(path: str | Path) -> list[Target]:
                 if parent not in member:
                     member.add(parent)
                     stack.append(parent)
-        member.add("all")
-        variables: dict[str, _Value] = {}
-        for name in sorted(member, key=lambda g: (depth.get(g, 0), g)):
+        # Ansible's order: inline group vars, group_vars/all, group_vars/GROUP, inline host
+        # vars, host_vars/HOST; groups by depth, then ansible_group_priority, then name.
+        ordered = sorted(member - {"all"}, key=lambda g: (depth.get(g, 0), inventory.groups[g].priority, g))
+        variables: dict[str, _Value] = dict(inventory.groups["all"].vars)
+        for name in ordered:
             variables.update(inventory.groups[name].vars)
+        for name in ["all", *ordered]:
+            variables.update(inventory.groups[name].file_vars)
         variables.update(host.vars)
+        variables.update(host.file_vars)
         tags = sorted(member - {"all", "ungrouped"})
-        targets.append(_target(host, tags, variables))
-    return targets
+        targets.append(_target(host.name, host.where, tags, variables, ignored))
+    return targets, inventory.warnings + _ignored_warnings(str(path), ignored)
+
+
+def load_ansible_inventory(path: str | Path) -> list[Target]:
+    """The built-in reader's targets (see read_ansible_inventory)."""
+    return read_ansible_inventory(path)[0]
+
+
+# ---------------------------------------------------------------- ansible-inventory
+
+
+def ansible_inventory_command() -> list[str] | None:
+    """How to run Ansible's own inventory reader here, or None without Ansible."""
+    found = shutil.which("ansible-inventory")
+    if found:
+        return [found]
+    try:
+        import ansible.cli.inventory  # noqa: F401
+    except ImportError:
+        return None
+    return [sys.executable, "-m", "ansible.cli.inventory"]
+
+
+def _ansible_list(command: list[str], path: Path, vault_args: list[str]) -> tuple[dict, list[str]]:
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_LOCALHOST_WARNING": "0"}
+    argv = [*command, "-i", str(path), "--list", *vault_args]
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env=env, start_new_session=True)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot run ansible-inventory: {exc.strerror or exc}") from None
+    try:
+        stdout, stderr = process.communicate(timeout=ANSIBLE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise ConfigError(f"{path}: ansible-inventory gave no answer within {ANSIBLE_TIMEOUT_S:g} s") from None
+    messages = _ansible_messages(stderr.decode("utf-8", "replace"))
+    if process.returncode != 0:
+        errors = [m for m in messages if m.startswith("[ERROR]")] or messages
+        why = errors[0].removeprefix("[ERROR]:").strip() if errors else f"exit status {process.returncode}"
+        raise ConfigError(f"{path}: ansible-inventory: {why}")
+    try:
+        document = json.loads(stdout)
+    except ValueError:
+        raise ConfigError(f"{path}: ansible-inventory printed no JSON inventory") from None
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path}: ansible-inventory printed no JSON inventory")
+    warnings = [f"{path}: ansible-inventory: {m.removeprefix('[WARNING]:').strip()}"
+                for m in messages if m.startswith("[WARNING]")]
+    return document, warnings
+
+
+def _ansible_messages(text: str) -> list[str]:
+    """Ansible's stderr as one string per message (continuation lines joined)."""
+    messages: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("["):
+            messages.append(line.strip())
+        elif messages and line.strip():
+            messages[-1] += " " + line.strip()
+    return messages
+
+
+def targets_from_ansible_list(document: dict, source: str) -> tuple[list[Target], list[str]]:
+    """Targets from `ansible-inventory --list` JSON: `_meta.hostvars` and the groups' members."""
+    meta = document.get("_meta") if isinstance(document.get("_meta"), dict) else {}
+    hostvars = meta.get("hostvars") if isinstance(meta.get("hostvars"), dict) else {}
+    groups = {name: body for name, body in document.items() if name != "_meta" and isinstance(body, dict)}
+    parent_of: dict[str, list[str]] = {}
+    member_of: dict[str, list[str]] = {}
+    order: list[str] = []
+
+    def visit(name: str, seen: set[str]) -> None:
+        body = groups.get(name, {})
+        for host in body.get("hosts") or []:
+            member_of.setdefault(str(host), []).append(name)
+            if host not in order:
+                order.append(str(host))
+        for child in body.get("children") or []:
+            parent_of.setdefault(str(child), []).append(name)
+            if child not in seen:
+                seen.add(child)
+                visit(str(child), seen)
+
+    visit("all", {"all"})
+    for name in hostvars:
+        if name not in order:
+            order.append(str(name))
+    targets = []
+    ignored: dict = {}
+    for host in order:
+        member = set(member_of.get(host, []))
+        stack = list(member)
+        while stack:
+            for parent in parent_of.get(stack.pop(), []):
+                if parent not in member:
+                    member.add(parent)
+                    stack.append(parent)
+        raw = hostvars.get(host) if isinstance(hostvars.get(host), dict) else {}
+        variables = {str(k): _Value(v, f"{source}: host {host}") for k, v in raw.items()}
+        tags = sorted(member - {"all", "ungrouped"})
+        targets.append(_target(host, f"{source} (ansible-inventory)", tags, variables, ignored))
+    return targets, _ignored_warnings(source, ignored)
 
 
 class AnsibleSource:
-    """An Ansible inventory file or directory."""
+    """An Ansible inventory file or folder, read by `ansible-inventory` where it is installed."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, vault_password_files: tuple[str, ...] | list[str] = (),
+                 vault_ids: tuple[str, ...] | list[str] = (), use_ansible: bool | None = None):
         self.path = Path(path)
         self.name = f"ansible {path}"
+        self.vault_args = [arg for f in vault_password_files for arg in ("--vault-password-file", f)]
+        self.vault_args += [arg for v in vault_ids for arg in ("--vault-id", v)]
+        self.command = ansible_inventory_command() if use_ansible in (None, True) else None
+        if use_ansible and self.command is None:
+            raise ConfigError("ansible-inventory is not installed")
+        self.resolver = READER_ANSIBLE if self.command else READER_BUILTIN
+        self.warnings: list[str] = []
 
     def targets(self) -> list[Target]:
-        return load_ansible_inventory(self.path)
+        if self.command is None:
+            if self.vault_args:
+                raise ConfigError(f"{self.path}: vault options need Ansible installed (ansible-inventory)")
+            targets, self.warnings = read_ansible_inventory(self.path)
+            return targets
+        if not self.path.exists():
+            raise ConfigError(f"{self.path}: no such Ansible inventory")
+        document, warnings = _ansible_list(self.command, self.path, self.vault_args)
+        targets, ignored = targets_from_ansible_list(document, str(self.path))
+        self.warnings = warnings + ignored
+        if not targets:
+            more = f" ({warnings[0]})" if warnings else ""
+            raise ConfigError(f"{self.path}: the Ansible inventory lists no hosts{more}")
+        return targets

@@ -52,13 +52,14 @@ def read_text(path: Path, what: str) -> str:
     return text
 
 
-def load_yaml_document(path: Path, what: str) -> tuple[Any, yaml.Node | None]:
+def load_yaml_document(path: Path, what: str, *, loader_class: type[yaml.SafeLoader] = yaml.SafeLoader,
+                       text: str | None = None) -> tuple[Any, yaml.Node | None]:
     """Parse one YAML document; returns (data, root node), (None, None) when empty.
 
     Duplicate mapping keys, which PyYAML silently resolves to the last one, are errors.
     """
-    text = read_text(path, what)
-    loader = yaml.SafeLoader(text)
+    text = read_text(path, what) if text is None else text
+    loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -272,10 +273,28 @@ def _paths(values: list[str], base: Path) -> list[str]:
     return out
 
 
+_INI_SECTION_RE = re.compile(r"^\[[^\]\s]+\]\s*$", re.MULTILINE)
+
+
+def _ansible_hint(path: Path, data: Any = None, text: str | None = None) -> None:
+    """`-i` given an Ansible inventory: say which option reads it instead of a YAML error."""
+    looks_ini = text is not None and _INI_SECTION_RE.search(text) is not None
+    looks_yaml = isinstance(data, dict) and not isinstance(data.get("hosts"), list) and any(
+        isinstance(body, dict) and body and set(body) <= {"hosts", "vars", "children"} for body in data.values()
+    )
+    if looks_ini or looks_yaml:
+        raise ConfigError(f"{path}: this looks like an Ansible inventory: use --ansible-inventory {path}")
+
+
 def load_inventory(path: str | Path) -> list[Target]:
     """The targets of one ComputeFence inventory file; ConfigError("FILE:LINE: ...") on any problem."""
     path = Path(path)
-    data, root = load_yaml_document(path, "inventory file")
+    try:
+        data, root = load_yaml_document(path, "inventory file")
+    except ConfigError:
+        _ansible_hint(path, text=read_text(path, "inventory file"))
+        raise
+    _ansible_hint(path, data=data)
     if root is None:
         raise ConfigError(f"{path}:1: the inventory is empty; it needs a 'hosts:' list")
     if not isinstance(data, dict):

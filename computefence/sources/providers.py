@@ -1,7 +1,7 @@
 """Provider discovery: `--provider runpod,vast,lambda` -> sources that list pods as targets.
 
 Base URLs: the `api_url` argument (the CLI's --api-url), else RUNPOD_API_BASE_URL (the runpod
-SDK's own variable), VAST_API_URL or LAMBDA_API_URL, else the provider's production API.
+SDK's own variable), VAST_URL (or the older VAST_API_URL) or LAMBDA_API_URL, else the provider's production API.
 """
 
 from __future__ import annotations

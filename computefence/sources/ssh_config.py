@@ -403,13 +403,13 @@ def target_from_ssh_g(alias: str, values: dict[str, list[str]], *, source: str, 
     )
 
 
-def _ssh_g(config: Path | None, alias: str, user: str | None) -> dict[str, list[str]]:
+def ssh_g(alias: str, *, config: Path | None = None, options: list[str] | tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """What `ssh -G [-F config] [options] -- alias` prints; options such as `-l user` or
+    `-o Port=2222` come first on ssh's command line, so they beat the config."""
     command = ["ssh", "-G"]
     if config is not None:
         command += ["-F", str(config)]
-    if user:
-        command += ["-l", user]
-    command += ["--", alias]
+    command += [*options, "--", alias]
     try:
         # Its own session, so a Match exec command that hangs goes down with ssh on overrun.
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -497,7 +497,8 @@ class SshConfigSource:
             alias, user = item
             where = entries.get(alias)
             source = f"{where.path}:{where.number}" if where else self.config.display
-            return target_from_ssh_g(alias, _ssh_g(config, alias, user), source=source,
+            values = ssh_g(alias, config=config, options=["-l", user] if user else [])
+            return target_from_ssh_g(alias, values, source=source,
                                      ssh_config=str(self.config.path))
 
         with ThreadPoolExecutor(max_workers=min(SSH_G_WORKERS, max(1, len(pending)))) as pool:

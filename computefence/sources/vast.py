@@ -1,11 +1,13 @@
 """Vast.ai discovery: GET {base}/api/v1/instances, keyset-paginated (at most 25 a page).
 
-Key: VAST_API_KEY, else ~/.config/vastai/vast_api_key, else ~/.vast_api_key (where the vastai
-CLI keeps it). Base URL: --api-url, else VAST_API_URL, else https://console.vast.ai.
+The vastai CLI's conventions: key from VAST_API_KEY, else $XDG_CONFIG_HOME/vastai/vast_api_key
+(~/.config when unset), else the CLI's older ~/.vast_api_key. Base URL: --api-url, else VAST_URL
+(the CLI's variable), else VAST_API_URL (ComputeFence's older name), else https://console.vast.ai.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +18,18 @@ from computefence.sources.providers import as_dict, as_float, as_int, as_str, ba
 
 PROVIDER = "Vast.ai"
 DEFAULT_API = "https://console.vast.ai"
-URL_ENV = "VAST_API_URL"
+URL_ENV = "VAST_URL"
+OLD_URL_ENV = "VAST_API_URL"
 KEY_ENV = "VAST_API_KEY"
 PAGE_SIZE = 25
 # 10,000 instances: beyond any real account; stops a server whose listing never ends.
 MAX_PAGES = 400
-KEY_HELP = "check VAST_API_KEY (or ~/.config/vastai/vast_api_key); keys are at https://cloud.vast.ai/manage-keys/"
+KEY_HELP = "check VAST_API_KEY (or $XDG_CONFIG_HOME/vastai/vast_api_key); keys are at https://cloud.vast.ai/manage-keys/"
 
 
 def key_files() -> list[Path]:
-    return [Path.home() / ".config" / "vastai" / "vast_api_key", Path.home() / ".vast_api_key"]
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return [Path(config_home) / "vastai" / "vast_api_key", Path.home() / ".vast_api_key"]
 
 
 class VastSource:
@@ -41,7 +45,8 @@ class VastSource:
         return f"VastSource(api_url={self.api_url!r})"
 
     def targets(self) -> list[Target]:
-        base = base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API)
+        url_env = URL_ENV if os.environ.get(URL_ENV) or not os.environ.get(OLD_URL_ENV) else OLD_URL_ENV
+        base = base_url(PROVIDER, self.api_url, url_env, DEFAULT_API)
         key = find_api_key(
             PROVIDER, KEY_ENV, key_files(), "create one at https://cloud.vast.ai/manage-keys/ and export VAST_API_KEY"
         )

@@ -16,6 +16,8 @@ ENV_VARS = (
     "LAMBDA_API_KEY",
     "RUNPOD_API_BASE_URL",
     "VAST_API_URL",
+    "VAST_URL",
+    "XDG_CONFIG_HOME",
     "LAMBDA_API_URL",
 )
 

@@ -104,10 +104,31 @@ def test_env_key_wins_over_files(api, fast, home):
     assert len(discover(api, fast)) == 1
 
 
-def test_base_url_from_env(api, fast, monkeypatch):
-    monkeypatch.setenv("VAST_API_URL", api.base_url("vast") + "/")
+@pytest.mark.parametrize("var", ["VAST_URL", "VAST_API_URL"])
+def test_base_url_from_env(api, fast, monkeypatch, var):
+    """VAST_URL is the vastai CLI's variable; VAST_API_URL, ComputeFence's older name, still works."""
+    monkeypatch.setenv(var, api.base_url("vast") + "/")
     api.vast_instances = [vast_instance(1, "one")]
     assert len(VastSource(policy=fast).targets()) == 1
+
+
+def test_the_cli_variable_wins_over_the_old_name(api, fast, monkeypatch):
+    monkeypatch.setenv("VAST_URL", api.base_url("vast"))
+    monkeypatch.setenv("VAST_API_URL", "http://127.0.0.1:9/never")
+    api.vast_instances = [vast_instance(1, "one")]
+    assert len(VastSource(policy=fast).targets()) == 1
+
+
+def test_key_file_follows_xdg_config_home(api, fast, home, tmp_path, monkeypatch):
+    monkeypatch.delenv("VAST_API_KEY")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "xdg/vastai").mkdir(parents=True)
+    (tmp_path / "xdg/vastai/vast_api_key").write_text(api.keys["vast"] + "\n")
+    (home / ".config/vastai").mkdir(parents=True)
+    (home / ".config/vastai/vast_api_key").write_text("not-this-one\n")
+    api.vast_instances = [vast_instance(1, "one")]
+    assert len(discover(api, fast)) == 1
+    assert api.seen("vast")[0].authorization == f"Bearer {api.keys['vast']}"
 
 
 def test_a_listing_that_never_ends(api, fast):

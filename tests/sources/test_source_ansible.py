@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from computefence.errors import ConfigError
-from computefence.sources.ansible import AnsibleSource, expand_host_pattern, load_ansible_inventory
+from computefence.sources.ansible import AnsibleSource, expand_host_pattern, load_ansible_inventory, read_ansible_inventory
 
 INI = """\
 # ungrouped hosts come first
@@ -122,7 +122,7 @@ def test_directory_of_inventories(tmp_path):
     write(tmp_path / "inv/10-ini", "[a]\nh1\n")
     write(tmp_path / "inv/20.yaml", "b:\n  hosts:\n    h2:\n")
     write(tmp_path / "inv/old~", "garbage line that is not an inventory = =\n")
-    source = AnsibleSource(tmp_path / "inv")
+    source = AnsibleSource(tmp_path / "inv", use_ansible=False)
     assert [(t.name, t.tags) for t in source.targets()] == [("h1", ["a"]), ("h2", ["b"])]
 
 
@@ -137,10 +137,6 @@ def test_ranges():
 @pytest.mark.parametrize(
     "name,content,line,words",
     [
-        ("h.ini", "[web\nhost\n", 1, ["bad section header"]),
-        ("h.ini", "[web:vars]\nnot a var\n", 2, ["expected key=value in [web:vars]"]),
-        ("h.ini", "[web]\nhost1 port 22\n", 2, ["expected key=value after the host name"]),
-        ("h.ini", "[g:children]\ntwo words\n", 2, ["expected one group name"]),
         ("h.ini", "[web]\nh ansible_port=99999\n", 2, ["ansible_port must be a port"]),
         ("h.ini", "[web]\nh ansible_host='{{ lookup(\"env\", \"IP\") }}'\n", 2, ["Jinja template"]),
         ("h.yml", "all:\n  hosts:\n    h:\n      ansible_port: nope\n", 4, ["ansible_port must be a port"]),
@@ -158,6 +154,24 @@ def test_errors_name_file_and_line(tmp_path, name, content, line, words):
     assert str(info.value).startswith(f"{path}:{line}: "), str(info.value)
     for word in words:
         assert word in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "content,line,words",
+    [
+        ("[web\nlost\n[ok]\ngood\n", 1, "bad section header"),
+        ("[ok]\ngood\n[web:vars]\nnot a var\n", 4, "expected key=value in [web:vars]"),
+        ("[ok]\ngood\nhost1 port 22\n", 3, "expected key=value after the host name"),
+        ("[ok]\ngood\n[g:children]\ntwo words\n", 4, "expected one group name"),
+        ("[ok]\ngood\nbad[1:b]\n", 3, "bad host range"),
+    ],
+)
+def test_a_bad_line_costs_that_line_with_a_warning(tmp_path, content, line, words):
+    path = tmp_path / "h.ini"
+    path.write_text(content)
+    targets, warnings = read_ansible_inventory(path)
+    assert [t.name for t in targets] == ["good"]
+    assert len(warnings) == 1 and warnings[0].startswith(f"{path}:{line}: ") and words in warnings[0]
 
 
 def test_missing_and_empty(tmp_path):

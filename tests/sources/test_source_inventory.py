@@ -168,3 +168,15 @@ def test_proxy_command_beside_proxy_jump(tmp_path):
     path.write_text("hosts:\n  - {name: a, host: x, proxy_jump: j, proxy_command: 'nc %h %p'}\n")
     with pytest.raises(ConfigError, match=rf"^{path}:2: give proxy_jump or proxy_command, not both"):
         load_inventory(path)
+
+
+@pytest.mark.parametrize("content", [
+    "[gpu]\nnode-1 ansible_host=10.0.0.1\n",
+    "all:\n  children:\n    gpu:\n      hosts:\n        node-1:\n",
+    "gpu:\n  hosts:\n    node-1:\n      ansible_host: 10.0.0.1\n",
+])
+def test_an_ansible_inventory_given_to_dash_i_says_which_option_reads_it(tmp_path, content):
+    path = tmp_path / "hosts.yml"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=rf"^{path}: this looks like an Ansible inventory: use --ansible-inventory {path}$"):
+        load_inventory(path)

@@ -37,13 +37,13 @@ def test_proxy_command_and_first_proxy_wins(tmp_path):
 
 def test_each_alias_is_resolved_once_per_run(tmp_path, monkeypatch):
     calls = []
-    real = ssh_config._ssh_g
+    real = ssh_config.ssh_g
 
-    def counting(config, alias, user):
+    def counting(alias, **kwargs):
         calls.append(alias)
-        return real(config, alias, user)
+        return real(alias, **kwargs)
 
-    monkeypatch.setattr(ssh_config, "_ssh_g", counting)
+    monkeypatch.setattr(ssh_config, "ssh_g", counting)
     config = tmp_path / "cfg"
     config.write_text("Host a b\n  Port 2200\n")
     source = SshConfigSource(["a", "b", "a"], str(config))
