@@ -106,7 +106,7 @@ def ready_hosts(report: Report) -> list[HostReport]:
 # ---------------------------------------------------------------- drift
 
 
-def _components(facts: Facts) -> dict[str, str]:
+def component_versions(facts: Facts) -> dict[str, str]:
     torch = facts.torch
     values = {
         "torch": torch.version if torch.importable and torch.version else NOT_INSTALLED,
@@ -127,7 +127,7 @@ def drift(hosts: list[HostReport]) -> list[DriftRow]:
     checked = [h for h in hosts if h.status is HostStatus.OK and h.facts is not None]
     if len(checked) < 2:
         return []
-    per_host = {h.name: _components(h.facts) for h in checked}
+    per_host = {h.name: component_versions(h.facts) for h in checked}
     names: list[str] = []
     for components in per_host.values():
         names += [name for name in components if name not in names]
