@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 
 from computefence.errors import ConfigError
-from computefence.evaluate import accelerate, dataset, gpu, gpu_health, python, storage, system
+from computefence.evaluate import accelerate, dataset, gpu, gpu_health, gpu_perf, python, storage, system
 from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context, one_line
 from computefence.evaluate.fleet import build_report, exit_code
@@ -22,6 +22,7 @@ RULES: list[Rule] = [
     *system.RULES,
     *gpu.RULES,
     *gpu_health.RULES,
+    *gpu_perf.RULES,
     *accelerate.RULES,
     *python.RULES,
     *dataset.RULES,
@@ -33,6 +34,7 @@ CHECKS: dict[str, str] = {
     **system.CHECKS,
     **gpu.CHECKS,
     **gpu_health.CHECKS,
+    **gpu_perf.CHECKS,
     **accelerate.CHECKS,
     **python.CHECKS,
     **dataset.CHECKS,
