@@ -9,13 +9,14 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from computefence import evaluate, probe
+from computefence import evaluate
 from computefence.cli.app import app
 from computefence.cli.output import FailOn, OutputFormat, emit
 from computefence.connectors.local import run_probe_local
 from computefence.errors import ConfigError
 from computefence.models import CheckOptions, HostReport, HostStatus
 from computefence.payload import probe_params
+from computefence.probe.core import DEFAULT_TIMEOUTS
 
 # Time the probe process gets beyond its own deadline to print its answer.
 _GRACE_S = 10.0
@@ -65,7 +66,7 @@ def doctor(
         perf=perf,
     )
     params = probe_params(checks, python=python, deadline_s=timeout)
-    limit = timeout + _GRACE_S + (probe.DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
+    limit = timeout + _GRACE_S + (DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
 
     started = time.monotonic()
     status_console = Console(stderr=True)
