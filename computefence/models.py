@@ -1,7 +1,7 @@
 """The data shared by every part of ComputeFence.
 
-Facts are what the probe (computefence/probe/, sent as one script) prints, parsed. Findings
-are what the evaluator decides about them. Reports bundle both per host. Renderers read reports.
+Facts are what the probe (computefence/probe.py) prints, parsed. Findings are what the
+evaluator decides about them. Reports bundle both per host. Renderers read reports.
 A field added here is visible to the probe parser, the evaluator and every renderer.
 """
 
@@ -337,6 +337,24 @@ class DatasetFacts(_Model):
     distinct_inputs: int = 0
 
 
+class CustomCheckResult(_Model):
+    """What one of the policy's custom checks did on the machine."""
+
+    id: str
+    exit_code: int | None = None
+    # The signal that ended it (killed past its timeout, or a crash).
+    signal: int | None = None
+    timed_out: bool = False
+    timeout_s: float | None = None
+    stdout: str = ""
+    stderr: str = ""
+    # Output beyond the cap (64 KiB per stream) was read and dropped.
+    output_truncated: bool = False
+    duration_s: float = 0.0
+    # Why it could not be started.
+    error: str | None = None
+
+
 class Facts(_Model):
     """Everything the probe reports about one machine."""
 
@@ -352,6 +370,7 @@ class Facts(_Model):
     accelerate: AccelerateFacts = Field(default_factory=AccelerateFacts)
     dataset: DatasetFacts | None = None
     perf: PerfFacts | None = None
+    custom: list[CustomCheckResult] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------- what to check
@@ -419,6 +438,8 @@ class Target(_Model):
     # Overrides for the probe's filesystem roots ("proc", "etc", "sys", "dev"), passed into
     # the probe's params["roots"]; the demo fleet uses them to present simulated pod layouts.
     probe_roots: dict[str, str] = Field(default_factory=dict)
+    # Probe parameters from the job's policy: the packages it names, its custom checks.
+    probe_extra: dict[str, Any] = Field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- verdicts
@@ -503,6 +524,24 @@ class DriftRow(_Model):
     values: dict[str, list[str]]
 
 
+BASELINE_SCHEMA_VERSION = 1
+
+
+class BaselineLock(_Model):
+    """computefence.lock.json: the environment fingerprint of pods that worked."""
+
+    schema_version: int = BASELINE_SCHEMA_VERSION
+    tool_version: str
+    generated_at: str
+    # "majority" (each field's most common value) or "pod" (one pod's values).
+    reference: str = "majority"
+    pods: list[str] = Field(default_factory=list)
+    # Field -> value, e.g. {"torch": "2.5.1+cu124", "torch-cuda": "12.4", "transformers": "4.48.0"}.
+    fingerprint: dict[str, str] = Field(default_factory=dict)
+    # Field -> {pod: its value} for the pods whose value was not the one recorded.
+    differing: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+
 class Summary(_Model):
     hosts: int = 0
     ok: int = 0
@@ -520,52 +559,11 @@ class Summary(_Model):
     verdict: Severity = Severity.PASS
 
 
-# ---------------------------------------------------------------- since the last run
+class AppliedFile(_Model):
+    """A policy or baseline file a run applied, as it was then."""
 
-
-class FindingChange(_Model):
-    """A blocker or warning that is new since the last run, or one that cleared."""
-
-    host: str
-    # None: absent (or a pass) on that side.
-    severity_before: Severity | None = None
-    severity_after: Severity | None = None
-    # The finding as the side that has it reports it (new: this run, cleared: the last run).
-    finding: Finding
-
-
-class StatusChange(_Model):
-    """A pod whose connection status changed (ok -> unreachable, timeout -> ok, ...)."""
-
-    host: str
-    before: HostStatus
-    after: HostStatus
-    reason: str | None = None
-
-
-class VersionChange(_Model):
-    """A component (torch, the NVIDIA driver, a package) whose version changed on a pod."""
-
-    host: str
-    component: str
-    before: str
-    after: str
-
-
-class Changes(_Model):
-    """What differs from an earlier run; every list sorted by pod, then check or component."""
-
-    since: str  # generated_at of the earlier run
-    new: list[FindingChange] = Field(default_factory=list)
-    cleared: list[FindingChange] = Field(default_factory=list)
-    appeared: list[str] = Field(default_factory=list)
-    vanished: list[str] = Field(default_factory=list)
-    status: list[StatusChange] = Field(default_factory=list)
-    versions: list[VersionChange] = Field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.new or self.cleared or self.appeared or self.vanished or self.status or self.versions)
+    path: str
+    sha256: str
 
 
 class Report(_Model):
@@ -580,5 +578,5 @@ class Report(_Model):
     # Options that shape the verdict, recorded so a saved report re-renders the same.
     fail_on: Severity = Severity.BLOCK
     allow_unreachable: bool = False
-    # Set with `fleet check --history DIR`: what differs from the last run there.
-    changes: Changes | None = None
+    policy: AppliedFile | None = None
+    baseline: AppliedFile | None = None

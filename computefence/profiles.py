@@ -62,6 +62,9 @@ class Advice(_Strict):
     rediscover: str = ""
     # May name the pod as {pod_id}.
     restart: str = ""
+    # How to find a machine whose driver runs CUDA {cuda}: a command, and words for the rest.
+    driver_search: str = ""
+    newer_driver: str = ""
 
 
 class Profile(_Strict):

@@ -20,6 +20,8 @@ from computefence.cli import report as _report  # noqa: F401,E402
 from computefence.cli import script as _script  # noqa: F401,E402
 from computefence.cli import inventory as _inventory  # noqa: F401,E402
 from computefence.cli import fleet as _fleet  # noqa: F401,E402
+from computefence.cli import policy as _policy  # noqa: F401,E402
+from computefence.cli import snapshot as _snapshot  # noqa: F401,E402
 
 
 def main(argv: list[str] | None = None) -> int:

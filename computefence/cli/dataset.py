@@ -11,8 +11,7 @@ from typing import Optional
 
 import typer
 
-from computefence import dataset_tools, evaluate
-from computefence.probe.dataset import run_dataset_scan
+from computefence import dataset_tools, evaluate, probe
 from computefence.cli.app import app
 from computefence.cli.output import FailOn, OutputFormat, emit, write_stdout
 from computefence.evaluate.context import build_context
@@ -46,7 +45,7 @@ def check(
     Exit status: 0 no blockers, 1 blockers (or warnings with --fail-on warn), 2 usage error.
     """
     started = time.monotonic()
-    scan = run_dataset_scan(path, input_column, label_column, max_rows=max_rows, max_seconds=max_seconds)
+    scan = probe.run_dataset_scan(path, input_column, label_column, max_rows=max_rows, max_seconds=max_seconds)
     data = DatasetFacts.model_validate(scan.facts)
     facts = Facts(dataset=data, collectors={"dataset": CollectorStatus(duration_s=data.duration_s)})
     checks = CheckOptions(dataset=path, input_column=input_column, label_column=label_column)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -9,14 +10,26 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from computefence import evaluate
+from computefence import evaluate, probe
 from computefence.cli.app import app
 from computefence.cli.output import FailOn, OutputFormat, emit
+from computefence.cli.policy import (
+    BaselineOpt,
+    NoPolicyOpt,
+    PolicyOpt,
+    applied,
+    custom_ids,
+    merge_checks,
+    probe_extra,
+    resolve_baseline,
+    write_lock,
+)
 from computefence.connectors.local import run_probe_local
 from computefence.errors import ConfigError
+from computefence.evaluate.environment import build_lock
 from computefence.models import CheckOptions, HostReport, HostStatus
 from computefence.payload import probe_params
-from computefence.probe.core import DEFAULT_TIMEOUTS
+from computefence.policy import resolve_policy
 
 # Time the probe process gets beyond its own deadline to print its answer.
 _GRACE_S = 10.0
@@ -35,22 +48,27 @@ def doctor(
     input_column: Optional[str] = typer.Option(None, "--input-column", metavar="NAME", help="Dataset column with the model input."),
     label_column: Optional[str] = typer.Option(None, "--label-column", metavar="NAME", help="Dataset column with the label."),
     expect_gpu: bool = typer.Option(False, "--expect-gpu", help="A machine without a usable GPU is a blocker."),
-    perf: bool = typer.Option(False, "--perf", help="Also measure the GPUs: matmul TFLOPS, PCIe copies, NCCL all-reduce "
-                                                    "(up to 20 s of load; skipped on GPUs other processes use)."),
     fmt: OutputFormat = typer.Option("rich", "--format", "-f", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
     fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", help="Exit 1 on blockers only, or on warnings too."),
     skip: List[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
     only: List[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
     timeout: float = typer.Option(30.0, "--timeout", min=1.0, metavar="SECONDS", help="Deadline for the probe (most of it is the torch import)."),
+    policy: PolicyOpt = None,
+    no_policy: NoPolicyOpt = False,
+    baseline: BaselineOpt = None,
+    snapshot: Optional[Path] = typer.Option(None, "--snapshot", metavar="FILE",
+                                            help="Also record this machine's environment as a baseline lock (see `fleet snapshot`)."),
 ) -> int:
     """Check this machine: storage that vanishes, CPU fallbacks, broken drivers, launch configs.
 
     Exit status: 0 no blockers, 1 blockers (or warnings with --fail-on warn), 2 usage error.
     Use it as a gate: `computefence doctor --output-dir /workspace/ckpt && python train.py`.
     """
-    # Checked before the probe runs: a typo in --only should not cost a 30 s probe first.
-    evaluate.select_findings([], only=only, skip=skip)
+    # Checked before the probe runs: a typo in --only or the policy should not cost a 30 s probe first.
+    loaded = resolve_policy(policy, no_policy)
+    lock, lock_file = resolve_baseline(baseline, loaded)
+    evaluate.select_findings([], only=only, skip=skip, extra_checks=custom_ids(loaded))
     # `--output-dir "$CKPT"` with CKPT unset must not silently skip the check it asked for.
     for flag, value in (("--output-dir", output_dir), ("--python", python), ("--accelerate-config", accelerate_config),
                         ("--dataset", dataset)):
@@ -63,10 +81,13 @@ def doctor(
         input_column=input_column,
         label_column=label_column,
         expect_gpu=expect_gpu,
-        perf=perf,
     )
-    params = probe_params(checks, python=python, deadline_s=timeout)
-    limit = timeout + _GRACE_S + (DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
+    name = socket.gethostname()
+    effective = loaded.policy.for_target(name, []) if loaded is not None else None
+    if effective is not None:
+        checks = merge_checks(checks, effective)
+    params = probe_params(checks, python=python, deadline_s=timeout, **(probe_extra(effective) if effective else {}))
+    limit = timeout + _GRACE_S + (probe.DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
 
     started = time.monotonic()
     status_console = Console(stderr=True)
@@ -76,16 +97,20 @@ def doctor(
     else:
         facts = run_probe_local(params, limit)
 
-    findings = evaluate.select_findings(evaluate.evaluate_host(facts, checks), only=only, skip=skip)
     host = HostReport(
-        name=facts.identity.hostname or "localhost",
+        name=facts.identity.hostname or name or "localhost",
         status=HostStatus.OK,
         host="localhost",
         duration_s=round(time.monotonic() - started, 3),
         facts=facts,
-        findings=findings,
+        findings=evaluate.evaluate_host(facts, checks, policy=effective),
     )
+    policies = {host.name: effective} if effective is not None else {}
+    [host] = evaluate.finish_hosts([host], policies, lock, only=only, skip=skip)
+    if snapshot is not None:
+        write_lock(build_lock([host]), snapshot)
     report = evaluate.build_report([host], kind="doctor", fail_on=fail_on.severity)
+    report = report.model_copy(update={"policy": applied(loaded), "baseline": lock_file})
     emit(report, fmt.value, output)
     return evaluate.exit_code(report)
 

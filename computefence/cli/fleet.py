@@ -17,6 +17,15 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from computefence import evaluate
 from computefence.cli.app import EXIT_INTERRUPTED, app
 from computefence.cli.output import FailOn, OutputFormat, emit
+from computefence.cli.policy import (
+    BaselineOpt,
+    NoPolicyOpt,
+    PolicyOpt,
+    applied,
+    apply_to_targets,
+    custom_ids,
+    resolve_baseline,
+)
 from computefence.cli.targets import (
     AnsibleInventoryOpt,
     VaultIdOpt,
@@ -31,9 +40,10 @@ from computefence.cli.targets import (
     gather_targets,
 )
 from computefence.errors import ConfigError
-from computefence.files import write_output
 from computefence.gate import HEALTHY_FORMATS, healthy_file
 from computefence.models import HostReport, HostStatus, SourceStatus, Target
+from computefence.policy import resolve_policy
+from computefence.render import write_output
 
 if TYPE_CHECKING:
     from computefence.connectors.ssh import RunOptions
@@ -54,7 +64,6 @@ HealthyFormat = Enum("HealthyFormat", {name: name for name in HEALTHY_FORMATS}, 
 
 @fleet_app.command("check", no_args_is_help=False)
 def check(
-    ctx: typer.Context,
     inventory: InventoryOpt = None,
     ssh_host: SshHostOpt = None,
     ssh_config: SshConfigOpt = None,
@@ -91,9 +100,6 @@ def check(
                                            help="A pod that could not be checked does not fail the run."),
     skip: List[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
     only: List[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
-    perf: bool = typer.Option(False, "--perf", help="Also measure every pod's GPUs: matmul TFLOPS, PCIe copies, NCCL "
-                                                    "all-reduce (up to 20 s of load per pod; skipped on pods whose "
-                                                    "GPUs other processes use)."),
     # ---- fleet operations: launch gate, history, alerts, shards
     healthy_out: Optional[Path] = typer.Option(None, "--healthy-out", metavar="FILE",
                                                help="Write the pods a job can start on here (atomically, also "
@@ -103,23 +109,19 @@ def check(
                                                  help="names (one a line), ssh (user@host -p port), inventory "
                                                       "(YAML of just those pods) or json.",
                                                  rich_help_panel=_OPS),
-    history: Optional[Path] = typer.Option(None, "--history", metavar="DIR",
-                                           help="Keep each run's JSON in DIR and lead the report with what "
-                                                "changed since the last run there.",
-                                           rich_help_panel=_OPS),
-    keep: int = typer.Option(200, "--keep", min=1, metavar="N", help="Runs kept in --history.",
-                             rich_help_panel=_OPS),
-    history_wait: float = typer.Option(60.0, "--history-wait", min=0.0, metavar="SECONDS",
-                                       help="How long to wait for another run holding --history, then give up.",
-                                       rich_help_panel=_OPS),
+    policy: PolicyOpt = None,
+    no_policy: NoPolicyOpt = False,
+    baseline: BaselineOpt = None,
 ) -> int:
     """Check every pod over SSH in parallel and print one fleet report.
 
     Exit status: 0 no blockers; 1 blockers, where a pod that could not be checked counts
     unless --allow-unreachable; 2 usage or inventory error; 130 interrupted.
     """
-    # A typo in --only/--skip fails here, before any pod is contacted.
-    evaluate.select_findings([], only=only, skip=skip)
+    # The policy, the baseline and a typo in --only/--skip fail here, before any pod is contacted.
+    loaded = resolve_policy(policy, no_policy)
+    lock, lock_file = resolve_baseline(baseline, loaded)
+    evaluate.select_findings([], only=only, skip=skip, extra_checks=custom_ids(loaded))
     if accept_new and insecure_no_host_key_check:
         raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")
     for path in known_hosts:
@@ -139,36 +141,28 @@ def check(
         accept_new=accept_new,
         insecure_no_host_key_check=insecure_no_host_key_check,
     )
-    run_history = None
-    if history is not None:
-        from computefence.history import open_history  # fcntl: POSIX only
-
-        run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
     with _targets(demo, inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
                   ansible_inventory=ansible_inventory,
                   vault_password_file=vault_password_file, vault_id=vault_id, provider=provider, api_url=api_url,
                   limit=limit, tag=tag) as (targets, sources):
         if not targets and all(source.ok for source in sources):
             raise ConfigError("no targets to check")
-        if perf:
-            targets = [t.model_copy(update={"checks": t.checks.model_copy(update={"perf": True})}) for t in targets]
+        targets, policies = apply_to_targets(targets, loaded)
         hosts, interrupted = asyncio.run(_probe_all(targets, options))
     if not interrupted and not demo:
         hosts = _mark_vanished(targets, hosts, api_url)
 
     for index, (target, host) in enumerate(zip(targets, hosts)):
         if host.status is HostStatus.OK and host.facts is not None:
-            findings = evaluate.evaluate_host(host.facts, target.checks, target.provider)
-            hosts[index] = host.model_copy(update={"findings": evaluate.select_findings(findings, only=only, skip=skip)})
+            findings = evaluate.evaluate_host(host.facts, target.checks, target.provider, policies.get(target.name))
+            hosts[index] = host.model_copy(update={"findings": findings})
+    hosts = evaluate.finish_hosts(hosts, policies, lock, only=only, skip=skip)
     report = evaluate.build_report(hosts, kind="fleet", sources=sources, fail_on=fail_on.severity,
                                    allow_unreachable=allow_unreachable)
-    if run_history is not None and not interrupted:
-        report = run_history.with_changes(report)
+    report = report.model_copy(update={"policy": applied(loaded), "baseline": lock_file})
     emit(report, fmt.value, output)
     if not interrupted and healthy_out is not None:
-        write_output(healthy_file(report, targets, healthy_format.value), healthy_out, flag="--healthy-out")
-    if not interrupted and run_history is not None:
-        run_history.save(report)
+        write_output(healthy_file(report, targets, healthy_format.value), healthy_out)
     if interrupted:
         cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
         print(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked", file=sys.stderr)

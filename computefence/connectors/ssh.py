@@ -230,6 +230,7 @@ class _Runner:
             params["deadline_s"] = round(budget, 1)
         if target.probe_roots:
             params["roots"] = dict(target.probe_roots)
+        params.update(target.probe_extra)
         payload = probe_payload(params).encode("utf-8")
         try:
             proc = await conn.create_process(probe_command(limit), encoding=None)

@@ -8,21 +8,20 @@ rules in RULES and its check ids in CHECKS.
 
 from __future__ import annotations
 
-import fnmatch
-
 from computefence.errors import ConfigError
-from computefence.evaluate import accelerate, dataset, gpu, gpu_health, gpu_perf, python, storage, system
+from computefence.evaluate import accelerate, dataset, environment, gpu, gpu_health, python, storage, system
+from computefence.evaluate import policy as policy_rules
 from computefence.evaluate.connection import status_fix
-from computefence.evaluate.context import Rule, build_context, one_line
+from computefence.evaluate.context import Rule, build_context, matches, one_line
 from computefence.evaluate.fleet import build_report, exit_code
-from computefence.models import CheckOptions, Facts, Finding, ProviderInfo
+from computefence.models import BaselineLock, CheckOptions, Facts, Finding, HostReport, HostStatus, ProviderInfo
+from computefence.policy import EffectivePolicy
 
 RULES: list[Rule] = [
     *storage.RULES,
     *system.RULES,
     *gpu.RULES,
     *gpu_health.RULES,
-    *gpu_perf.RULES,
     *accelerate.RULES,
     *python.RULES,
     *dataset.RULES,
@@ -34,23 +33,49 @@ CHECKS: dict[str, str] = {
     **system.CHECKS,
     **gpu.CHECKS,
     **gpu_health.CHECKS,
-    **gpu_perf.CHECKS,
     **accelerate.CHECKS,
     **python.CHECKS,
     **dataset.CHECKS,
+    **policy_rules.CHECKS,
+    **environment.CHECKS,
 }
 CHECK_IDS: frozenset[str] = frozenset(CHECKS)
 
-__all__ = ["CHECKS", "CHECK_IDS", "RULES", "build_report", "evaluate_host", "exit_code", "select_findings", "status_fix"]
+__all__ = ["CHECKS", "CHECK_IDS", "RULES", "build_report", "evaluate_host", "exit_code", "finish_hosts", "reapply_policy",
+           "select_findings",
+           "status_fix"]
 
 
-def evaluate_host(facts: Facts, checks: CheckOptions, provider: ProviderInfo | None = None) -> list[Finding]:
-    """All findings for one host, passes included, in RULES order."""
-    ctx = build_context(facts, checks, provider)
+def evaluate_host(facts: Facts, checks: CheckOptions, provider: ProviderInfo | None = None,
+                  policy: EffectivePolicy | None = None) -> list[Finding]:
+    """All findings for one host, passes included, in RULES order, then the policy's own;
+    the policy's severities and skips are applied by finish_hosts."""
+    ctx = build_context(facts, checks, provider, policy.thresholds if policy is not None else None)
     findings: list[Finding] = []
     for rule in RULES:
         findings.extend(rule(facts, checks, ctx))
+    if policy is not None:
+        findings.extend(policy_rules.policy_findings(facts, policy, ctx))
     return [_single_line(f) for f in findings]
+
+
+def finish_hosts(hosts: list[HostReport], policies: dict[str, EffectivePolicy], lock: BaselineLock | None,
+                 only: list[str], skip: list[str]) -> list[HostReport]:
+    """The fleet-wide findings (env.outlier, env.drift against `lock`) added to each checked
+    host, then each host's policy severities and skips, then --only/--skip."""
+    severities = {name: p.severity for name, p in policies.items()}
+    extra = environment.environment_findings(hosts, lock, severities)
+    finished = []
+    for host in hosts:
+        if host.status is not HostStatus.OK or host.facts is None:
+            finished.append(host)
+            continue
+        findings = [*host.findings, *(_single_line(f) for f in extra.get(host.name, []))]
+        policy = policies.get(host.name)
+        if policy is not None:
+            findings = policy_rules.apply_policy(findings, policy)
+        finished.append(host.model_copy(update={"findings": select_findings(findings, only=only, skip=skip)}))
+    return finished
 
 
 def _single_line(finding: Finding) -> Finding:
@@ -61,20 +86,27 @@ def _single_line(finding: Finding) -> Finding:
     return finding.model_copy(update={"message": one_line(finding.message, None), "fix": fix})
 
 
-def _matches(check: str, pattern: str) -> bool:
-    """An exact id, an area ('gpu' matches every gpu.* check) or a glob ('storage.*')."""
-    if check == pattern or check.split(".", 1)[0] == pattern:
-        return True
-    return any(ch in pattern for ch in "*?[") and fnmatch.fnmatchcase(check, pattern)
+def reapply_policy(host: HostReport, policy: EffectivePolicy) -> HostReport:
+    """A saved host's findings under another policy: its policy.* and custom.* findings
+    judged again from the saved facts, then the policy's severities and skips. Thresholds
+    and checks that need the pod again are not re-run."""
+    if host.status is not HostStatus.OK or host.facts is None:
+        return host
+    ctx = build_context(host.facts, CheckOptions(), host.provider, policy.thresholds)
+    kept = [f for f in host.findings if not f.check.startswith(("policy.", "custom."))]
+    findings = [*kept, *(_single_line(f) for f in policy_rules.policy_findings(host.facts, policy, ctx))]
+    return host.model_copy(update={"findings": policy_rules.apply_policy(findings, policy)})
 
 
-def select_findings(findings: list[Finding], only: list[str], skip: list[str]) -> list[Finding]:
+def select_findings(findings: list[Finding], only: list[str], skip: list[str],
+                    extra_checks: frozenset[str] = frozenset()) -> list[Finding]:
     """Findings of the --only checks (all when empty) minus the --skip ones. A pattern that
-    names no known check is a ConfigError: a typo in --only must not turn a run green."""
-    known = set(CHECKS) | {f.check for f in findings}
+    names no known check is a ConfigError: a typo in --only must not turn a run green.
+    `extra_checks` are ids known beyond the registry (a policy's custom.<id>)."""
+    known = set(CHECKS) | extra_checks | {f.check for f in findings}
     for flag, patterns in (("--only", only), ("--skip", skip)):
         for pattern in patterns:
-            if not any(_matches(check, pattern) for check in known):
+            if not any(matches(check, pattern) for check in known):
                 raise ConfigError(f"{flag} {pattern!r} names no check; known checks: {', '.join(sorted(CHECKS))}")
-    kept = [f for f in findings if not only or any(_matches(f.check, p) for p in only)]
-    return [f for f in kept if not any(_matches(f.check, p) for p in skip)]
+    kept = [f for f in findings if not only or any(matches(f.check, p) for p in only)]
+    return [f for f in kept if not any(matches(f.check, p) for p in skip)]

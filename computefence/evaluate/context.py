@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from computefence.evaluate.mounts import StorageMap
 from computefence.models import CheckOptions, Facts, Finding, PathFacts, ProviderInfo, Severity
+from computefence.policy import Thresholds
 from computefence.profiles import Profile, detect_provider, get_profile
 
 
@@ -29,6 +31,8 @@ class Context:
 
     # The machine's id at its provider (from the API, else from the environment), if known.
     pod_id: str | None = None
+    # The built-in checks' limits (the policy's `thresholds`, else the defaults).
+    thresholds: Thresholds = Thresholds()
 
     @property
     def on_provider(self) -> bool:
@@ -44,7 +48,8 @@ class Context:
 Rule = Callable[[Facts, CheckOptions, Context], list[Finding]]
 
 
-def build_context(facts: Facts, checks: CheckOptions, provider: ProviderInfo | None) -> Context:
+def build_context(facts: Facts, checks: CheckOptions, provider: ProviderInfo | None,
+                  thresholds: Thresholds | None = None) -> Context:
     name = provider.provider if provider is not None else detect_provider(facts.identity.provider_hints)
     profile = get_profile(name)
     gpu = facts.gpu
@@ -65,6 +70,7 @@ def build_context(facts: Facts, checks: CheckOptions, provider: ProviderInfo | N
         gpu_expected=gpu_expected,
         gpu_usable=gpu_usable,
         ml_host=ml_host,
+        thresholds=thresholds or Thresholds(),
     )
 
 
@@ -96,6 +102,13 @@ def env_by_source(facts: Facts, name: str) -> dict[str, str | None]:
 
 
 # ---------------------------------------------------------------- finding helpers
+
+
+def matches(check: str, pattern: str) -> bool:
+    """An exact id, an area ('gpu' matches every gpu.* check) or a glob ('storage.*')."""
+    if check == pattern or check.split(".", 1)[0] == pattern:
+        return True
+    return any(ch in pattern for ch in "*?[") and fnmatch.fnmatchcase(check, pattern)
 
 
 def passed(check: str, message: str, subject: str | None = None) -> Finding:

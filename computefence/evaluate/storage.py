@@ -27,6 +27,7 @@ from computefence.evaluate.context import (
 )
 from computefence.evaluate.mounts import Level, Storage, mount_of, normalize
 from computefence.models import CheckOptions, Facts, Finding, PathFacts
+from computefence.policy import Thresholds
 
 CHECKS = {
     "storage.hf-cache": "the HF cache is on storage that survives a restart, set where SSH sessions see it",
@@ -35,8 +36,9 @@ CHECKS = {
     "storage.disk-headroom": "enough free space on the filesystems the job writes to",
 }
 
-WARN_FREE_BYTES = 20 * 10**9
-BLOCK_FREE_BYTES = 5 * 10**9
+# The defaults; a policy's `thresholds` change them per host (ctx.thresholds).
+WARN_FREE_BYTES = int(Thresholds().disk_warn_gb * 10**9)
+BLOCK_FREE_BYTES = int(Thresholds().disk_block_gb * 10**9)
 
 NOT_ML = "no GPU and no torch on this machine"
 
@@ -305,9 +307,10 @@ def _headroom(point: str, item: PathFacts, roles: list[str], facts: Facts, ctx: 
     of_total = f" of {gb(total)}" if total else ""
     where = f"{point} ({fs_type}{device}: {holds})"
     holds_data = any(r in DATA_ROLES for r in roles)
-    if free < BLOCK_FREE_BYTES:
+    block_gb, warn_gb = ctx.thresholds.disk_block_gb, ctx.thresholds.disk_warn_gb
+    if free < block_gb * 1e9:
         severity = block
-    elif free < WARN_FREE_BYTES and holds_data:
+    elif free < warn_gb * 1e9 and holds_data:
         severity = warn
     else:
         return passed(cid, f"{where}: {gb(free)} free{of_total}", subject=point)
@@ -317,7 +320,7 @@ def _headroom(point: str, item: PathFacts, roles: list[str], facts: Facts, ctx: 
     if ctx.profile.advice.grow_volume:
         notes.append(ctx.profile.advice.grow_volume)
     fix = with_note(f"du -xh -d 2 {q(point)} 2>/dev/null | sort -h | tail -n 15", "; ".join(notes))
-    limit = "5 GB" if severity is block else "20 GB"
+    limit = f"{block_gb if severity is block else warn_gb:g} GB"
     return severity(cid, f"{where}: only {gb(free)} free{of_total} (under {limit})", fix, subject=point)
 
 

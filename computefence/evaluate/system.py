@@ -7,8 +7,6 @@ from computefence.models import CheckOptions, Facts, Finding
 
 CHECKS = {"system.shm": "/dev/shm is large enough for DataLoader workers"}
 
-SHM_MIN_BYTES = 10**9  # 1 GB
-
 
 def _size(n_bytes: int) -> str:
     return f"{n_bytes / 1e9:.1f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.0f} MB"
@@ -30,8 +28,9 @@ def check_shm(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
                      subject="/dev/shm")]
     if shm.total_bytes is None:
         return []
-    if shm.total_bytes < SHM_MIN_BYTES:
-        return [warn(cid, f"/dev/shm is {_size(shm.total_bytes)} (under 1 GB): DataLoader workers die with 'bus error'",
+    minimum = ctx.thresholds.shm_min_gb
+    if shm.total_bytes < minimum * 1e9:
+        return [warn(cid, f"/dev/shm is {_size(shm.total_bytes)} (under {minimum:g} GB): DataLoader workers die with 'bus error'",
                      fix, subject="/dev/shm")]
     return [passed(cid, f"/dev/shm is {_size(shm.total_bytes)}", subject="/dev/shm")]
 

@@ -32,6 +32,21 @@ ARCH_MIN_CUDA: dict[tuple[int, int], tuple[int, int]] = {
 }
 
 
+# The newest CUDA each Linux driver branch runs (NVIDIA's CUDA toolkit release notes, table 3).
+DRIVER_CUDA: tuple[tuple[int, str], ...] = (
+    (450, "11.0"), (455, "11.1"), (460, "11.2"), (465, "11.3"), (470, "11.4"), (495, "11.5"),
+    (510, "11.6"), (515, "11.7"), (520, "11.8"), (525, "12.0"), (530, "12.1"), (535, "12.2"),
+    (545, "12.3"), (550, "12.4"), (555, "12.5"), (560, "12.6"), (570, "12.8"), (575, "12.9"),
+    (580, "13.0"),
+)
+
+
+def driver_cuda(driver: tuple[int, ...]) -> str | None:
+    """The CUDA version a driver of this branch runs: '12.4' for (550,) or (550, 54)."""
+    fitting = [cuda for branch, cuda in DRIVER_CUDA if branch <= driver[0]]
+    return fitting[-1] if fitting else None
+
+
 def parse_version(text: str | None) -> tuple[int, ...] | None:
     """(2, 3, 1) from '2.3.1+cu121'; (12, 4) from '12.4'; None if there is no number."""
     if not text:

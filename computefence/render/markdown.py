@@ -8,9 +8,8 @@ backtick run inside them.
 from __future__ import annotations
 
 import re
-import textwrap
 
-from computefence.models import Changes, Finding, HostReport, HostStatus, Report, Severity
+from computefence.models import Finding, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 
 _ICON = {Severity.BLOCK: "🛑", Severity.WARN: "⚠️", Severity.PASS: "✅"}
@@ -77,7 +76,7 @@ def _single(report: Report) -> list[str]:
             lines += ["### Fixes", ""]
             for finding in sorted(fixes, key=lambda f: -f.severity.rank):
                 lines += _fix(finding)
-    lines += [f"<sub>generated {md(report.generated_at)} by computefence {md(report.tool_version)}</sub>"]
+    lines += _generated(report)
     return lines
 
 
@@ -90,8 +89,6 @@ def _fix(finding: Finding) -> list[str]:
 
 def _fleet(report: Report) -> list[str]:
     lines = _heading(report, "ComputeFence fleet check")
-    if report.changes is not None:
-        lines += changes_section(report.changes)
     money = views.money_line(report)
     if money:
         lines += [f"**Money at risk:** {md(money)}", ""]
@@ -130,8 +127,8 @@ def _fleet(report: Report) -> list[str]:
     if report.drift:
         lines += ["### Version drift", "", "| Component | Version | Pods |", "|---|---|---|"]
         for row in report.drift:
-            for version, hosts in sorted(row.values.items(), key=lambda kv: -len(kv[1])):
-                lines.append(f"| {md(row.component)} | {md(version)} | {md(', '.join(hosts))} |")
+            for version, pods in views.drift_cells(row.values):
+                lines.append(f"| {md(row.component)} | {md(version)} | {md(pods)} |")
         lines.append("")
 
     checked = [h for h in report.hosts if h.facts is not None]
@@ -140,20 +137,8 @@ def _fleet(report: Report) -> list[str]:
         for host in checked:
             lines += [f"- **{md(host.name)}**: {md(views.machine_line(host))}"]
         lines += ["", "</details>", ""]
-    lines += [f"<sub>generated {md(report.generated_at)} by computefence {md(report.tool_version)}</sub>"]
+    lines += _generated(report)
     return lines
-
-
-_CHANGE_ICON = {True: "🔴", False: "🟢", None: "•"}
-
-
-def changes_section(changes: Changes) -> list[str]:
-    lines = [f"### {md(views.since_title(changes))}", "", md(views.changes_count_line(changes)), ""]
-    for line in views.change_lines(changes):
-        lines.append(f"- {_CHANGE_ICON[line.worse]} {md(line.label)} **{md(line.host)}**: {md(line.text)}")
-        if line.fix:
-            lines += ["", textwrap.indent(code_block(line.fix), "  "), ""]
-    return lines + [""]
 
 
 def _not_ok_table(hosts: list[HostReport]) -> list[str]:
@@ -161,3 +146,9 @@ def _not_ok_table(hosts: list[HostReport]) -> list[str]:
     for host in hosts:
         lines.append(f"| {md(host.name)} | {md(host.status.value)} | {md(host.reason or '')} | {md(host.fix or '')} |")
     return lines + [""]
+
+
+def _generated(report: Report) -> list[str]:
+    applied = views.applied_line(report)
+    return [f"<sub>generated {md(report.generated_at)} by computefence {md(report.tool_version)}"
+            + (f" · {md(applied)}" if applied else "") + "</sub>"]

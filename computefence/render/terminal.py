@@ -9,7 +9,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from computefence.models import Changes, Finding, HostReport, HostStatus, Report, Severity
+from computefence.models import Finding, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.views import clean
 
@@ -20,15 +20,6 @@ _VERDICT_STYLE = {Severity.BLOCK: "bold white on red", Severity.WARN: "bold blac
 
 
 def render(report: Report, *, color: bool = False, width: int = 100) -> str:
-    return _print(_renderables(report), color=color, width=width)
-
-
-def render_changes(changes: Changes, *, color: bool = False, width: int = 100) -> str:
-    """`report diff`: the 'Since the last run' section alone."""
-    return _print(changes_section(changes), color=color, width=width)
-
-
-def _print(renderables: list[RenderableType], *, color: bool, width: int) -> str:
     console = Console(
         file=io.StringIO(),
         force_terminal=color,
@@ -40,7 +31,7 @@ def _print(renderables: list[RenderableType], *, color: bool, width: int) -> str
         markup=False,
         legacy_windows=False,
     )
-    for renderable in renderables:
+    for renderable in _renderables(report):
         # no_wrap Text (fix commands) goes out unfolded; the terminal wraps it softly.
         console.print(renderable, soft_wrap=isinstance(renderable, Text) and bool(renderable.no_wrap))
     text = console.file.getvalue()
@@ -49,9 +40,9 @@ def _print(renderables: list[RenderableType], *, color: bool, width: int) -> str
 
 
 def _renderables(report: Report) -> list[RenderableType]:
-    if report.kind == "fleet":
-        return _fleet(report)
-    return _single(report)
+    out = _fleet(report) if report.kind == "fleet" else _single(report)
+    applied = views.applied_line(report)
+    return out + [Text(clean(applied), style="dim")] if applied else out
 
 
 # ---------------------------------------------------------------- one machine
@@ -127,8 +118,6 @@ def _fleet(report: Report) -> list[RenderableType]:
     out: list[RenderableType] = [
         Text.assemble(("ComputeFence fleet check", "bold"), f" · {views.plural(s.hosts, 'pod')}", (f" · {clean(report.generated_at)}", "dim"))
     ]
-    if report.changes is not None:
-        out += changes_section(report.changes)
     for source in views.failed_sources(report):
         out.append(Text(f"source {views.one_line(source.name)} failed: {views.one_line(source.error or 'unknown error')}", style="red"))
     out.append(_summary_table(report.hosts))
@@ -154,30 +143,6 @@ def _fleet(report: Report) -> list[RenderableType]:
     if money:
         out.append(Text.assemble(("Money at risk: ", "bold"), (money, "bold red" if s.cost_per_hour_at_risk else "")))
     out.append(_verdict(report))
-    return out
-
-
-_CHANGE_STYLE = {True: "bold red", False: "green", None: ""}
-
-
-def changes_section(changes: Changes) -> list[RenderableType]:
-    """'Since the last run (time)': one row per change, fixes under new findings."""
-    out: list[RenderableType] = [Text(views.since_title(changes), style="bold underline"),
-                                 Text(views.changes_count_line(changes))]
-    lines = views.change_lines(changes)
-    if lines:
-        label_width = max(len(line.label) for line in lines)
-        host_width = max(len(clean(line.host)) for line in lines)
-        for line in lines:
-            grid = Table.grid(padding=(0, 1))
-            grid.add_column(no_wrap=True, min_width=label_width)
-            grid.add_column(no_wrap=True, min_width=host_width)
-            grid.add_column(ratio=1, overflow="fold")
-            grid.add_row(Text(line.label, style=_CHANGE_STYLE[line.worse]), Text(clean(line.host)), Text(line.text))
-            out.append(grid)
-            if line.fix:
-                out.append(_fix(line.fix))
-    out.append(Text())
     return out
 
 
@@ -242,11 +207,11 @@ def _drift_table(report: Report) -> Table:
     table.add_column("Version", overflow="fold")
     table.add_column("Pods", overflow="fold")
     for row in report.drift:
-        for i, (version, hosts) in enumerate(sorted(row.values.items(), key=lambda kv: -len(kv[1]))):
+        for i, (version, pods) in enumerate(views.drift_cells(row.values)):
             table.add_row(
                 Text(clean(row.component) if i == 0 else ""),
                 Text(clean(version)),
-                Text(clean(", ".join(hosts))),
+                Text(clean(pods)),
             )
     return table
 

@@ -1,0 +1,334 @@
+"""`computefence policy init|show`, and the --policy/--no-policy/--baseline options that
+`doctor`, `fleet check` and `report` share."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+import yaml
+
+from computefence.cli.app import app
+from computefence.cli.output import write_stdout
+from computefence.cli.targets import (
+    AnsibleInventoryOpt,
+    ApiUrlOpt,
+    InventoryOpt,
+    LimitOpt,
+    ProviderOpt,
+    SshConfigOpt,
+    SshHostOpt,
+    TagOpt,
+    gather_targets,
+)
+from computefence.errors import ConfigError
+from computefence.files import read_config_bytes, write_output
+from computefence.models import AppliedFile, BaselineLock, BASELINE_SCHEMA_VERSION, CheckOptions, Facts, Target
+from computefence.policy import (
+    ENV_VAR,
+    POLICY_FILE,
+    SPECIAL_REQUIREMENTS,
+    EffectivePolicy,
+    LoadedPolicy,
+    parse_policy_text,
+    resolve_policy,
+)
+
+_PANEL = "Policy"
+PolicyOpt = Annotated[
+    Optional[Path],
+    typer.Option("--policy", metavar="FILE", envvar=ENV_VAR, rich_help_panel=_PANEL,
+                 help=f"The job's policy (default: {POLICY_FILE} here or in a parent folder, up to the repository root or $HOME)."),
+]
+NoPolicyOpt = Annotated[bool, typer.Option("--no-policy", rich_help_panel=_PANEL, help=f"Ignore any {POLICY_FILE}.")]
+BaselineOpt = Annotated[
+    Optional[Path],
+    typer.Option("--baseline", metavar="FILE", rich_help_panel=_PANEL,
+                 help="A lock from `fleet snapshot`: each pod gets an env.drift finding naming what moved (default: the policy's `baseline:`)."),
+]
+# A lock of 1000 pods' disagreements is well under this.
+MAX_LOCK_BYTES = 16 * 2**20
+
+policy_app = typer.Typer(name="policy", help=f"Write or inspect the job's policy ({POLICY_FILE}).", no_args_is_help=True,
+                         context_settings={"help_option_names": ["-h", "--help"]})
+app.add_typer(policy_app, name="policy")
+
+
+# ---------------------------------------------------------------- shared by the checking commands
+
+
+def applied(loaded: LoadedPolicy | None) -> AppliedFile | None:
+    return AppliedFile(path=loaded.path, sha256=loaded.sha256) if loaded is not None else None
+
+
+def merge_checks(checks: CheckOptions, policy: EffectivePolicy) -> CheckOptions:
+    """The policy's `checks` where the inventory or command line left a value unset."""
+    wanted = policy.checks
+    update: dict[str, Any] = {}
+    for key in ("output_dir", "accelerate_config", "dataset", "input_column", "label_column"):
+        if getattr(checks, key) is None and getattr(wanted, key) is not None:
+            update[key] = getattr(wanted, key)
+    if wanted.expect_gpu and not checks.expect_gpu:
+        update["expect_gpu"] = True
+    if wanted.extra_paths:
+        update["extra_paths"] = checks.extra_paths + [p for p in wanted.extra_paths if p not in checks.extra_paths]
+    return checks.model_copy(update=update) if update else checks
+
+
+def probe_extra(policy: EffectivePolicy) -> dict:
+    """What the probe needs from the policy: the packages it names and its custom checks."""
+    extra: dict[str, Any] = {}
+    if policy.package_names():
+        extra["packages"] = policy.package_names()
+    if policy.custom:
+        extra["custom"] = [{"id": c.id, "run": c.run, "timeout": c.timeout} for c in policy.custom]
+    return extra
+
+
+def apply_to_targets(targets: list[Target], loaded: LoadedPolicy | None) -> tuple[list[Target], dict[str, EffectivePolicy]]:
+    """Targets with the policy's checks and probe parameters, and each one's effective policy."""
+    if loaded is None:
+        return targets, {}
+    policies = {t.name: loaded.policy.for_target(t.name, t.tags) for t in targets}
+    prepared = [t.model_copy(update={"checks": merge_checks(t.checks, policies[t.name]),
+                                     "probe_extra": probe_extra(policies[t.name])}) for t in targets]
+    return prepared, policies
+
+
+def custom_ids(loaded: LoadedPolicy | None) -> frozenset[str]:
+    """custom.<id> of every custom check the policy and its overrides define (for --only/--skip)."""
+    if loaded is None:
+        return frozenset()
+    checks = [*loaded.policy.custom, *(c for o in loaded.policy.overrides for c in o.custom)]
+    return frozenset(c.check for c in checks)
+
+
+def load_baseline(path: Path) -> tuple[BaselineLock, AppliedFile]:
+    raw = read_config_bytes(path, "baseline lock", limit=MAX_LOCK_BYTES)
+    try:
+        lock = BaselineLock.model_validate_json(raw)
+    except ValueError as exc:
+        errors = getattr(exc, "errors", None)
+        first = errors()[0]["msg"] if callable(errors) else str(exc)
+        raise ConfigError(f"{path}: not a computefence baseline lock ({' '.join(str(first).split())})") from None
+    if lock.schema_version > BASELINE_SCHEMA_VERSION:
+        raise ConfigError(f"{path} has schema_version {lock.schema_version}; this computefence reads up to "
+                          f"{BASELINE_SCHEMA_VERSION} (upgrade it)")
+    return lock, AppliedFile(path=str(path), sha256=hashlib.sha256(raw).hexdigest())
+
+
+def resolve_baseline(path: Path | None, loaded: LoadedPolicy | None) -> tuple[BaselineLock | None, AppliedFile | None]:
+    """--baseline, else the policy's `baseline:` (relative to the policy file)."""
+    if path is None and loaded is not None:
+        path = loaded.baseline_path
+        if path is not None and not path.exists():
+            raise ConfigError(f"{loaded.path}: baseline {loaded.policy.baseline} not found at {path} "
+                              "(take one with `computefence fleet snapshot -o FILE`)")
+    if path is None:
+        return None, None
+    return load_baseline(path)
+
+
+def write_lock(lock: BaselineLock, path: Path) -> None:
+    """The lock as stable, indented JSON (fields in schema order), so it diffs cleanly in git."""
+    write_output(lock.model_dump_json(indent=2) + "\n", path)
+    print(f"computefence: wrote the baseline of {len(lock.pods)} pod(s) to {path}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- policy show
+
+
+def _spec_text(value: Any) -> Any:
+    return value.text if hasattr(value, "text") and hasattr(value, "clauses") else value
+
+
+def effective_document(policy: EffectivePolicy) -> dict:
+    """The effective policy as a user would write it (only what is set)."""
+    data = policy.model_dump(exclude_defaults=True, exclude={"hardware", "custom"})
+    hardware = {k: _spec_text(getattr(policy.hardware, k)) for k in type(policy.hardware).model_fields
+                if getattr(policy.hardware, k) is not None}
+    if hardware:
+        data["hardware"] = hardware
+    if policy.checks.model_dump(exclude_defaults=True):
+        data["checks"] = policy.checks.model_dump(exclude_defaults=True)
+    elif "checks" in data:
+        del data["checks"]
+    if policy.custom:
+        data["custom"] = [c.model_dump(exclude_defaults=True) | {"id": c.id, "run": c.run} for c in policy.custom]
+    return data
+
+
+@policy_app.command("show")
+def show(
+    policy: PolicyOpt = None,
+    inventory: InventoryOpt = None,
+    ssh_host: SshHostOpt = None,
+    ssh_config: SshConfigOpt = None,
+    ansible_inventory: AnsibleInventoryOpt = None,
+    provider: ProviderOpt = None,
+    api_url: ApiUrlOpt = None,
+    limit: LimitOpt = None,
+    tag: TagOpt = None,
+    fmt: str = typer.Option("yaml", "--format", "-f", metavar="yaml|json", help="yaml or json."),
+) -> int:
+    """Print the effective policy for each target, after its overrides are merged.
+
+    Without target options (and no inventory/ folder here) it prints the policy as it
+    applies to a target that no override matches.
+    """
+    if fmt not in ("yaml", "json"):
+        raise ConfigError(f"--format {fmt}: use yaml or json")
+    loaded = resolve_policy(policy, no_policy=False)
+    if loaded is None:
+        raise ConfigError(f"no {POLICY_FILE} here or in a parent folder (write one with `computefence policy init`)")
+    selected = any([inventory, ssh_host, ssh_config, ansible_inventory, provider]) or Path("inventory").is_dir()
+    targets: list[Target] = []
+    if selected:
+        targets, _ = gather_targets(inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
+                                    ansible_inventory=ansible_inventory, provider=provider, api_url=api_url,
+                                    limit=limit, tag=tag)
+    entries = [("(any target)", [], loaded.policy.for_target("", []))] if not targets else [
+        (t.name, t.tags, loaded.policy.for_target(t.name, t.tags)) for t in targets]
+    if fmt == "json":
+        document = {"policy": loaded.path, "sha256": loaded.sha256,
+                    "targets": [{"name": n, "tags": tags, "policy": effective_document(p)} for n, tags, p in entries]}
+        write_stdout(json.dumps(document, indent=2) + "\n")
+        return 0
+    lines = [f"# policy {loaded.path} (sha256 {loaded.sha256[:12]})"]
+    for name, tags, effective in entries:
+        tag_text = f" (tags: {', '.join(tags)})" if tags else ""
+        lines += ["", f"# --- {name}{tag_text}", yaml.safe_dump(effective_document(effective), sort_keys=False,
+                                                                 allow_unicode=True).rstrip()]
+    write_stdout("\n".join(lines) + "\n")
+    return 0
+
+
+# ---------------------------------------------------------------- policy init
+
+
+def _q(value: str) -> str:
+    """A YAML scalar that reads back as exactly this string (values come from a pod)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def starter_policy(facts: Facts, source: str) -> str:
+    """A commented policy whose requirements and hardware are true of `facts`."""
+    torch, gpu, identity = facts.torch, facts.gpu, facts.identity
+    requirements: list[tuple[str, str, str]] = []
+    python = torch.python_version or identity.python_version
+    if python:
+        requirements.append(("python", ">=" + ".".join(python.split(".")[:2]), "the training interpreter"))
+    if torch.importable and torch.version:
+        requirements.append(("torch", ">=" + torch.version.split("+")[0], ""))
+        if torch.cuda_build:
+            requirements.append(("torch-cuda", ">=" + torch.cuda_build, "torch's CUDA build"))
+    if gpu.driver_version:
+        requirements.append(("nvidia-driver", ">=" + gpu.driver_version.split(".")[0], ""))
+    if identity.glibc:
+        requirements.append(("glibc", ">=" + identity.glibc, ""))
+    for name, version in sorted(facts.packages.versions.items()):
+        if version and name != "torch" and name not in SPECIAL_REQUIREMENTS:
+            requirements.append((name, ">=" + version.split("+")[0], ""))
+    requirements = [r for r in requirements if _valid_requirement(*r[:2])]
+    lines = [
+        "# computefence.yaml: what this job needs from a machine. Written by `computefence policy init`",
+        f"# from {source}; every requirement below is true there. Tighten or delete lines as the job needs.",
+        "# Checked by `computefence doctor` and `computefence fleet check`; `computefence policy show` prints",
+        "# what applies to each pod.",
+        "",
+        "requirements:            # PEP 440 specifiers; \"*\" means installed, any version",
+    ]
+    for name, spec, note in requirements:
+        lines.append(f"  {_q(name)}: {_q(spec)}" + (f"  # {note}" if note else ""))
+    if not requirements:
+        lines[-1] = "requirements: {}         # e.g. transformers: \">=4.48\""
+    lines += ["", "hardware:"]
+    hardware = []
+    if gpu.gpus:
+        names = sorted({g.name for g in gpu.gpus})
+        if len(names) == 1:
+            hardware.append(f"  gpu_model: {_q(names[0])}    # a glob on nvidia-smi's name, e.g. \"*H100*\"")
+        hardware.append(f"  gpu_count: {len(gpu.gpus)}              # or \">=2\"")
+        memory = [g.memory_total_mib for g in gpu.gpus if g.memory_total_mib]
+        if memory:
+            hardware.append(f"  gpu_memory_gb: {_q('>=' + str(int(min(memory) * 2**20 / 1e9)))}")
+    lines += hardware or ["  {}                      # gpu_model, gpu_count, gpu_memory_gb, disk_free_gb, shm_gb"]
+    lines += [
+        "  # disk_free_gb: 100      # free where checkpoints go (checks.output_dir)",
+        "  # shm_gb: 8",
+        "",
+        "# thresholds: {disk_warn_gb: 20, disk_block_gb: 5, shm_min_gb: 1}",
+        "# severity: {storage.no-volume: block, gpu.memory-in-use: ignore}   # block, warn or ignore",
+        "# skip: [dataset.label-skew]",
+        "# checks: {output_dir: /workspace/ckpt}",
+        "# custom:                 # your own pre-flight commands, run with `sh -c` on each pod",
+        "#   - id: wandb-login",
+        "#     run: \"wandb status\"",
+        "#     expect: {exit: 0, stdout_matches: \"Logged in\"}",
+        "#     severity: block",
+        "#     fix: \"wandb login\"",
+        "#     timeout: 10",
+        "# overrides:              # per tag or name pattern, merged over the above",
+        "#   - match: {tag: train-8x}",
+        "#     hardware: {gpu_count: 8}",
+        "# baseline: computefence.lock.json   # from `computefence fleet snapshot`",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _valid_requirement(name: str, spec: str) -> bool:
+    # A version or name from a pod that no specifier can hold is left out, not written broken.
+    try:
+        parse_policy_text(f"requirements: {{{_q(name)}: {_q(spec)}}}", "-")
+    except ConfigError:
+        return False
+    return True
+
+
+def _report_facts(path: Path, pod: str | None) -> tuple[Facts, str]:
+    from computefence.cli.report import load_report
+
+    report = load_report(path)
+    checked = [h for h in report.hosts if h.facts is not None]
+    if pod is not None:
+        checked = [h for h in checked if h.name == pod]
+        if not checked:
+            raise ConfigError(f"--pod {pod}: no checked pod of that name in {path}")
+    if not checked:
+        raise ConfigError(f"{path}: no pod in this report was checked; nothing to start a policy from")
+    return checked[0].facts, f"pod {checked[0].name} in {path.name}"
+
+
+@policy_app.command("init")
+def init(
+    from_report: Optional[Path] = typer.Option(None, "--from", metavar="REPORT.json",
+                                               help="Start from a saved report (`--format json`) instead of this machine."),
+    pod: Optional[str] = typer.Option(None, "--pod", metavar="NAME", help="With --from: the pod to start from (default: the first checked)."),
+    python: str = typer.Option("python3", "--python", metavar="PATH", help="The training interpreter on this machine."),
+    output: Path = typer.Option(Path(POLICY_FILE), "--output", "-o", metavar="FILE", help="Where to write it ('-' for stdout)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing file."),
+) -> int:
+    """Write a commented starter policy whose requirements are true of this machine (or a saved report's pod)."""
+    if str(output) != "-" and output.exists() and not force:
+        raise ConfigError(f"{output} exists; use --force to replace it, or -o another file")
+    if from_report is not None:
+        facts, source = _report_facts(from_report, pod)
+    else:
+        if pod is not None:
+            raise ConfigError("--pod needs --from REPORT.json")
+        from computefence.connectors.local import run_probe_local
+        from computefence.payload import probe_params
+
+        facts = run_probe_local(probe_params(CheckOptions(), python=python, deadline_s=30.0), 40.0)
+        source = f"this machine ({facts.identity.hostname or 'localhost'})"
+    text = starter_policy(facts, source)
+    parse_policy_text(text, str(output))  # what it writes must load
+    write_output(text, output)
+    if str(output) != "-":
+        print(f"computefence: wrote {output}; `computefence policy show` prints what applies", file=sys.stderr)
+    return 0

@@ -1,0 +1,83 @@
+"""`computefence fleet snapshot`: record the environment of pods that worked as a baseline lock."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from computefence.cli.app import EXIT_INTERRUPTED
+from computefence.cli.fleet import _probe_all, _targets, ensure_open_files, fleet_app
+from computefence.cli.policy import NoPolicyOpt, PolicyOpt, apply_to_targets, write_lock
+from computefence.cli.targets import (
+    AnsibleInventoryOpt,
+    ApiUrlOpt,
+    InventoryOpt,
+    LimitOpt,
+    ProviderOpt,
+    SshConfigOpt,
+    SshHostOpt,
+    TagOpt,
+)
+from computefence.errors import ConfigError
+from computefence.evaluate.environment import build_lock, differing_lines
+from computefence.models import HostStatus
+from computefence.policy import resolve_policy
+
+
+@fleet_app.command("snapshot", no_args_is_help=False)
+def snapshot(
+    output: Path = typer.Option(..., "--output", "-o", metavar="FILE", help="Where to write the lock, e.g. computefence.lock.json."),
+    from_pod: Optional[str] = typer.Option(None, "--from", metavar="POD",
+                                           help="Take this pod's values as the baseline (default: each field's majority)."),
+    inventory: InventoryOpt = None,
+    ssh_host: SshHostOpt = None,
+    ssh_config: SshConfigOpt = None,
+    ansible_inventory: AnsibleInventoryOpt = None,
+    provider: ProviderOpt = None,
+    api_url: ApiUrlOpt = None,
+    limit: LimitOpt = None,
+    tag: TagOpt = None,
+    demo: bool = typer.Option(False, "--demo", help="Snapshot the simulated demo fleet."),
+    concurrency: int = typer.Option(256, "--concurrency", min=1, metavar="N", help="Pods probed at once."),
+    timeout: float = typer.Option(60.0, "--timeout", min=1.0, metavar="SECONDS", help="Deadline per pod, connecting included."),
+    accept_new: bool = typer.Option(False, "--accept-new", help="Trust the host key of a pod seen for the first time."),
+    known_hosts: List[Path] = typer.Option([], "--known-hosts", metavar="FILE", help="Another known_hosts file to trust (repeatable)."),
+    policy: PolicyOpt = None,
+    no_policy: NoPolicyOpt = False,
+) -> int:
+    """Record the pods' environment as a baseline lock for `fleet check --baseline`.
+
+    The lock holds torch and its CUDA build, cuDNN, NCCL, the driver, Python, glibc, OS,
+    kernel, GPUs and packages (the fixed list plus the policy's). Where pods disagree, the lock keeps the majority value and the pods that differ are printed.
+    """
+    loaded = resolve_policy(policy, no_policy)
+    for path in known_hosts:
+        if not path.is_file():
+            raise ConfigError(f"--known-hosts {path}: no such file")
+    from computefence.connectors.ssh import RunOptions
+
+    ensure_open_files(concurrency)
+    options = RunOptions(concurrency=concurrency, deadline=timeout, known_hosts=[str(p) for p in known_hosts],
+                         accept_new=accept_new)
+    with _targets(demo, inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
+                  ansible_inventory=ansible_inventory, provider=provider, api_url=api_url,
+                  limit=limit, tag=tag) as (targets, _sources):
+        if not targets:
+            raise ConfigError("no targets to snapshot")
+        targets, _ = apply_to_targets(targets, loaded)
+        hosts, interrupted = asyncio.run(_probe_all(targets, options))
+    if interrupted:
+        print("computefence: interrupted; no baseline written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    for host in hosts:
+        if host.status is not HostStatus.OK:
+            print(f"computefence: {host.name} left out ({host.status.value}: {host.reason})", file=sys.stderr)
+    lock = build_lock(hosts, from_pod)
+    for line in differing_lines(lock):
+        print(f"computefence: {line}", file=sys.stderr)
+    write_lock(lock, output)
+    return 0

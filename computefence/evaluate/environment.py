@@ -1,0 +1,149 @@
+"""env.drift (a pod against the baseline lock) and env.outlier (the odd pod out of a fleet),
+and the lock itself: the fingerprint of the pods that worked."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timezone
+
+from computefence import __version__
+from computefence.evaluate.context import block, passed, q, warn, with_note
+from computefence.evaluate.fingerprint import NOT_INSTALLED, fingerprint, is_package, label, outlier_fields
+from computefence.errors import ConfigError
+from computefence.models import BaselineLock, Facts, Finding, HostReport, HostStatus
+
+CHECKS = {
+    "env.drift": "the pod's versions and hardware match the baseline lock",
+    "env.outlier": "the pod's torch, Python and packages match the fleet's majority",
+}
+DRIFT, OUTLIER = "env.drift", "env.outlier"
+# Fields a lock leaves out: derived from another one.
+_DERIVED = ("python-minor",)
+
+
+def _checked(hosts: list[HostReport]) -> list[HostReport]:
+    return [h for h in hosts if h.status is HostStatus.OK and h.facts is not None]
+
+
+# ---------------------------------------------------------------- the lock
+
+
+def build_lock(hosts: list[HostReport], from_pod: str | None = None) -> BaselineLock:
+    """Each field's majority value over the checked pods, or one pod's values with --from."""
+    checked = _checked(hosts)
+    if not checked:
+        raise ConfigError("no pod could be checked: nothing to record in a baseline")
+    prints = {h.name: {k: v for k, v in fingerprint(h.facts).items() if k not in _DERIVED} for h in checked}
+    if from_pod is not None:
+        if from_pod not in prints:
+            names = ", ".join(sorted(prints))
+            raise ConfigError(f"--from {from_pod}: not among the pods checked ({names})")
+        reference = prints[from_pod]
+    else:
+        fields: list[str] = []
+        for values in prints.values():
+            fields += [f for f in values if f not in fields]
+        reference = {}
+        for field in fields:
+            counts = Counter(values[field] for values in prints.values() if field in values)
+            # Ties go to the value seen first, so the lock does not depend on dict order.
+            reference[field] = max(counts, key=lambda value: counts[value])
+    differing: dict[str, dict[str, str]] = {}
+    for field, value in reference.items():
+        odd = {pod: values[field] for pod, values in sorted(prints.items()) if values.get(field, value) != value}
+        if odd:
+            differing[field] = odd
+    return BaselineLock(
+        tool_version=__version__,
+        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        reference="majority" if from_pod is None else f"pod {from_pod}",
+        pods=sorted(prints),
+        fingerprint=reference,
+        differing=dict(sorted(differing.items())),
+    )
+
+
+def differing_lines(lock: BaselineLock) -> list[str]:
+    """What a snapshot prints: each field on which pods disagree, and who has what."""
+    lines = []
+    for field, pods in lock.differing.items():
+        odd = ", ".join(f"{pod} {value}" for pod, value in pods.items())
+        lines.append(f"{label(field)}: recorded {lock.fingerprint[field]}; differs on {odd}")
+    return lines
+
+
+# ---------------------------------------------------------------- env.drift
+
+
+def _python(facts: Facts) -> str:
+    return facts.torch.python_executable or facts.torch.python or facts.packages.python
+
+
+def _restore_fix(facts: Facts, fields: list[tuple[str, str, str]]) -> str:
+    """pip commands for the packages that moved; words for what pip cannot change."""
+    packages = [f"{field}=={old}" for field, old, _ in fields if is_package(field) and old != NOT_INSTALLED]
+    others = [label(field) for field, _, _ in fields if not is_package(field)]
+    note = f"{', '.join(others)} come with the image or machine: use the baseline's" if others else None
+    if packages:
+        return with_note(f"{q(_python(facts))} -m pip install " + " ".join(q(p) for p in packages), note)
+    return note or "redeploy from the image the baseline pod ran"
+
+
+def drift_finding(host: HostReport, lock: BaselineLock, severity: dict[str, str]) -> Finding:
+    """One env.drift finding for a pod: every field that moved, old -> new."""
+    values = fingerprint(host.facts)
+    moved = [(field, old, values[field]) for field, old in lock.fingerprint.items()
+             if field in values and values[field] != old]
+    if not moved:
+        return passed(DRIFT, f"matches the baseline ({len(lock.fingerprint)} fields)")
+    message = "; ".join(f"{label(field)} {old} → {new}" for field, old, new in moved)
+    raised = any(severity.get(f"{DRIFT}.{field}") == "block" for field, _, _ in moved)
+    kept = [m for m in moved if severity.get(f"{DRIFT}.{m[0]}") != "ignore"]
+    if not kept:
+        return passed(DRIFT, f"matches the baseline except fields the policy ignores ({message})")
+    if len(kept) != len(moved):
+        message = "; ".join(f"{label(field)} {old} → {new}" for field, old, new in kept)
+    finding = block if raised else warn
+    return finding(DRIFT, f"differs from the baseline: {message}", _restore_fix(host.facts, kept))
+
+
+# ---------------------------------------------------------------- env.outlier
+
+
+def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
+    """Pod name -> env.outlier warnings, where >= 3 pods were checked and a strict majority
+    of them agrees on a field the job imports (torch, its CUDA build, Python minor, packages)."""
+    checked = _checked(hosts)
+    found: dict[str, list[Finding]] = {}
+    if len(checked) < 3:
+        return found
+    prints = {h.name: outlier_fields(fingerprint(h.facts)) for h in checked}
+    fields: list[str] = []
+    for values in prints.values():
+        fields += [f for f in values if f not in fields]
+    for field in fields:
+        counts = Counter(values[field] for values in prints.values() if field in values)
+        value, count = counts.most_common(1)[0]
+        if count * 2 <= len(checked) or len(counts) == 1:
+            continue
+        for host in checked:
+            mine = prints[host.name].get(field)
+            if mine is None or mine == value:
+                continue
+            fix = (f"{q(_python(host.facts))} -m pip install {q(f'{field}=={value}')}"
+                   if is_package(field) and value != NOT_INSTALLED
+                   else f"compare with a majority pod: `computefence fleet check --format json` shows both; "
+                        f"the {label(field)} comes with the image")
+            found.setdefault(host.name, []).append(
+                warn(OUTLIER, f"{label(field)} {mine} here; {count} of {len(checked)} pods have {value}", fix, subject=field))
+    return found
+
+
+def environment_findings(hosts: list[HostReport], lock: BaselineLock | None,
+                         severities: dict[str, dict[str, str]]) -> dict[str, list[Finding]]:
+    """Pod name -> its env.outlier and env.drift findings (severities: pod -> the policy's map)."""
+    found = outlier_findings(hosts)
+    if lock is not None:
+        for host in _checked(hosts):
+            found.setdefault(host.name, []).append(drift_finding(host, lock, severities.get(host.name, {})))
+    return found

@@ -1,0 +1,86 @@
+"""A machine's environment fingerprint: the versions and hardware a job depends on, as
+comparable strings. The drift table, env.outlier, env.drift and the baseline lock read it."""
+
+from __future__ import annotations
+
+from computefence.models import Facts
+from computefence.policy import normalize_name
+
+NOT_INSTALLED = "(not installed)"
+NONE = "(none)"
+
+# Field key -> how a message names it. Package fields are keyed by their PEP 503 name.
+LABELS: dict[str, str] = {
+    "torch": "torch",
+    "torch-cuda": "torch CUDA build",
+    "cudnn": "cuDNN",
+    "nccl": "NCCL",
+    "nvidia-driver": "NVIDIA driver",
+    "driver-cuda": "driver CUDA",
+    "python": "python",
+    "glibc": "glibc",
+    "os": "OS",
+    "kernel": "kernel",
+    "gpu-model": "GPU model",
+    "gpu-count": "GPU count",
+    "gpu-memory-gb": "GPU memory (GB)",
+}
+# What a job imports: only these make a pod an outlier without a baseline. Driver, kernel,
+# glibc and OS differ between rented machines as a matter of course.
+OUTLIER_FIELDS = ("torch", "torch-cuda", "python-minor")
+
+
+def label(field: str) -> str:
+    return "python minor" if field == "python-minor" else LABELS.get(field, field)
+
+
+def _torch_build(facts: Facts) -> str:
+    torch = facts.torch
+    if not torch.importable:
+        return NOT_INSTALLED
+    return torch.cuda_build or ("ROCm " + torch.hip_build if torch.hip_build else "CPU")
+
+
+def fingerprint(facts: Facts) -> dict[str, str]:
+    """Field -> value, in a stable order; a field whose facts were not collected is left out."""
+    torch, gpu, identity = facts.torch, facts.gpu, facts.identity
+    values: dict[str, str] = {}
+    if torch.python_found or torch.importable:
+        values["torch"] = torch.version if torch.importable and torch.version else NOT_INSTALLED
+        values["torch-cuda"] = _torch_build(facts)
+        if torch.importable and torch.cuda_build:
+            values["cudnn"] = str(torch.cudnn_version) if torch.cudnn_version else NONE
+            values["nccl"] = torch.nccl_version or NONE
+    values["nvidia-driver"] = gpu.driver_version or NONE
+    values["driver-cuda"] = gpu.cuda_version or NONE
+    python = torch.python_version or identity.python_version
+    if python:
+        values["python"] = python
+        values["python-minor"] = ".".join(python.split(".")[:2])
+    if identity.glibc:
+        values["glibc"] = identity.glibc
+    release = identity.os_release
+    if release.id or release.pretty_name:
+        values["os"] = release.pretty_name or f"{release.id} {release.version_id or ''}".strip()
+    if identity.kernel:
+        values["kernel"] = identity.kernel
+    if gpu.gpus:
+        names = sorted({g.name for g in gpu.gpus})
+        values["gpu-model"] = ", ".join(names)
+        values["gpu-count"] = str(len(gpu.gpus))
+        memory = [g.memory_total_mib for g in gpu.gpus if g.memory_total_mib]
+        if memory:
+            values["gpu-memory-gb"] = f"{min(memory) * 2**20 / 1e9:.0f}"
+    for name, version in sorted(facts.packages.versions.items()):
+        key = normalize_name(name)
+        if key != "torch":
+            values[key] = version or NOT_INSTALLED
+    return values
+
+
+def is_package(field: str) -> bool:
+    return field not in LABELS and field != "python-minor"
+
+
+def outlier_fields(values: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in values.items() if k in OUTLIER_FIELDS or is_package(k)}

@@ -1,0 +1,276 @@
+"""The job's policy against a host's facts: policy.requirement, policy.hardware and custom.<id>,
+then the policy's severities and skips over every finding. Pure: facts and policy in, findings out."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from computefence.evaluate.context import Context, block, first_path, gb, matches, one_line, passed, q, warn, with_note
+from computefence.evaluate.torch_builds import choose_build, cuda_text, driver_cuda, install_command, parse_version
+from computefence.models import Facts, Finding, Severity
+from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, normalize_name
+
+CHECKS = {
+    "policy.requirement": "every version the policy requires is installed and satisfies its specifier",
+    "policy.hardware": "the GPUs, disk and shared memory are what the policy expects",
+}
+REQUIREMENT = "policy.requirement"
+HARDWARE = "policy.hardware"
+_SEVERITY = {"block": Severity.BLOCK, "warn": Severity.WARN}
+
+
+# ---------------------------------------------------------------- requirements
+
+
+def _python(facts: Facts) -> str:
+    """The training interpreter as the pod resolved it, for pip commands."""
+    return facts.torch.python_executable or facts.torch.python or facts.packages.python
+
+
+def _installed(facts: Facts, name: str) -> tuple[bool, str | None, str | None]:
+    """(collected, version, why not collected) of a requirement's subject on this host."""
+    torch, gpu = facts.torch, facts.gpu
+    if name == "python":
+        version = torch.python_version or (facts.identity.python_version if not torch.python_found else None)
+        return version is not None, version, f"the training interpreter {torch.python} did not run"
+    if name == "torch-cuda":
+        if not torch.importable:
+            return torch.python_found and not torch.timed_out, None, one_line(torch.import_error, 160) or "torch did not import"
+        return True, torch.cuda_build, None
+    if name in ("nvidia-driver", "driver-cuda"):
+        version = gpu.driver_version if name == "nvidia-driver" else gpu.cuda_version
+        return version is not None or not (gpu.nvidia_smi_found or gpu.device_nodes), version, "nvidia-smi did not answer"
+    if name == "glibc":
+        return facts.identity.glibc is not None, facts.identity.glibc, "the glibc version was not found"
+    if name == "torch" and torch.importable and torch.version:
+        return True, torch.version, None
+    versions = {normalize_name(k): v for k, v in facts.packages.versions.items()}
+    if name in versions:
+        return True, versions[name], None
+    why = facts.packages.error or "this probe did not look the package up"
+    return False, None, one_line(why, 160)
+
+
+def _title(name: str) -> str:
+    return SPECIAL_REQUIREMENTS.get(name, name)
+
+
+def _satisfies(spec: SpecifierSet, version: str) -> bool | None:
+    try:
+        return spec.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return None
+
+
+def check_requirement(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> Finding:
+    """Exactly one finding per requirement: a pass, or why it is not met."""
+    collected, version, why = _installed(facts, name)
+    title = _title(name)
+    wanted = "any version" if requirement.any_version else requirement.spec
+    if not collected:
+        return warn(REQUIREMENT, f"{title} could not be checked against {wanted}: {why}",
+                    "computefence doctor --format json  # on the pod, shows what the probe collected", subject=name)
+    if version is None:
+        return block(REQUIREMENT, _missing_message(facts, name, wanted), _fix(facts, name, requirement, ctx), subject=name)
+    if requirement.any_version:
+        return passed(REQUIREMENT, f"{title} {version} is installed", subject=name)
+    ok = _satisfies(requirement.specifier(), version)
+    if ok:
+        return passed(REQUIREMENT, f"{title} {version} satisfies {requirement.spec}", subject=name)
+    reason = "is not a PEP 440 version" if ok is None else "does not satisfy"
+    return block(REQUIREMENT, f"{title} {version} {reason} {requirement.spec}", _fix(facts, name, requirement, ctx),
+                 subject=name)
+
+
+def _missing_message(facts: Facts, name: str, wanted: str) -> str:
+    if name == "torch-cuda":
+        return f"torch {facts.torch.version or ''} is a CPU build; the policy requires CUDA {wanted}".replace("  ", " ")
+    if name in ("nvidia-driver", "driver-cuda"):
+        return f"no NVIDIA driver on this machine; the policy requires {_title(name)} {wanted}"
+    return f"{_title(name)} is not installed in {facts.torch.python}; the policy requires {wanted}"
+
+
+def _lowest(spec: SpecifierSet) -> tuple[int, ...] | None:
+    """The lowest version a specifier lets through, as far as its bounds say."""
+    bounds = [parse_version(s.version) for s in spec if s.operator in (">=", ">", "==", "~=", "===")]
+    bounds = [b for b in bounds if b]
+    return max(bounds) if bounds else None
+
+
+def _fix(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> str:
+    python = _python(facts)
+    if name in ("nvidia-driver", "driver-cuda"):
+        return _driver_fix(requirement, ctx)
+    if name == "torch-cuda":
+        low = _lowest(requirement.specifier())
+        choice = choose_build(facts.torch.version, facts.gpu.cuda_version, tuple(low[:2]) if low else None)
+        if choice is None:
+            return _driver_fix(Requirement(spec=f">={cuda_text(low)}") if low else requirement, ctx, cuda=True)
+        requirement_text, tag = choice
+        return install_command(python, requirement_text, tag, replace=True)
+    if name == "python":
+        return f"no pip install changes Python: use an image with Python {requirement.spec} (or point --python at one)"
+    if name == "glibc":
+        return f"glibc comes with the OS image: use an image whose glibc is {requirement.spec}"
+    target = name if requirement.any_version else f"{name}{requirement.spec}"
+    return f"{q(python)} -m pip install {q(target)}"
+
+
+def _driver_fix(requirement: Requirement, ctx: Context, cuda: bool = False) -> str:
+    low = _lowest(requirement.specifier())
+    needed = (cuda_text(low) if cuda else driver_cuda(low)) if low else None
+    advice = ctx.profile.advice
+    words = (advice.newer_driver.format(cuda=needed) if needed and advice.newer_driver
+             else f"use a machine whose NVIDIA driver satisfies {requirement.spec}")
+    if needed and advice.driver_search:
+        return with_note(advice.driver_search.format(cuda=needed), words)
+    return f"the driver comes with the machine: {words}"
+
+
+def check_requirements(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[Finding]:
+    return [check_requirement(facts, name, requirement, ctx) for name, requirement in policy.requirement_specs().items()]
+
+
+# ---------------------------------------------------------------- hardware
+
+
+def _gpu_names(facts: Facts) -> list[str]:
+    if facts.gpu.gpus:
+        return [g.name for g in facts.gpu.gpus]
+    return [d.name or "?" for d in facts.torch.devices]
+
+
+def _gpu_memory_gb(facts: Facts) -> float | None:
+    memory = [g.memory_total_mib * 2**20 for g in facts.gpu.gpus if g.memory_total_mib]
+    memory = memory or [d.total_memory_bytes for d in facts.torch.devices if d.total_memory_bytes]
+    return min(memory) / 1e9 if memory else None
+
+
+def _size_check(key: str, what: str, spec: NumberSpec, n_bytes: int | None, fix: str) -> Finding:
+    if n_bytes is None:
+        return warn(HARDWARE, f"{what} was not collected; the policy expects {key} {spec.text}", fix, subject=key)
+    value = n_bytes / 1e9
+    if spec.satisfied_by(value):
+        return passed(HARDWARE, f"{what}: {gb(n_bytes)} ({key} {spec.text})", subject=key)
+    return block(HARDWARE, f"{what}: {gb(n_bytes)}, the policy expects {key} {spec.text}", fix, subject=key)
+
+
+def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[Finding]:
+    hardware = policy.hardware
+    found: list[Finding] = []
+    names = _gpu_names(facts)
+    other_machine = _driver_fix(Requirement(spec="*"), ctx).split(": ", 1)[-1]
+    redeploy = f"this machine does not have it: {other_machine}" if ctx.on_provider else "use a machine that has it"
+    if hardware.gpu_model is not None:
+        pattern = hardware.gpu_model.lower()
+        odd = sorted({n for n in names if not fnmatch.fnmatchcase(n.lower(), pattern)})
+        if names and not odd:
+            found.append(passed(HARDWARE, f"GPU model {names[0]} matches {hardware.gpu_model}", subject="gpu_model"))
+        else:
+            have = ", ".join(odd) if odd else "no GPU"
+            found.append(block(HARDWARE, f"GPU model {have} does not match {hardware.gpu_model}", redeploy,
+                               subject="gpu_model"))
+    if hardware.gpu_count is not None:
+        count = len(names)
+        if hardware.gpu_count.satisfied_by(count):
+            found.append(passed(HARDWARE, f"{count} GPUs (gpu_count {hardware.gpu_count.text})", subject="gpu_count"))
+        else:
+            found.append(block(HARDWARE, f"{count} GPU{'' if count == 1 else 's'} here, the policy expects "
+                                         f"gpu_count {hardware.gpu_count.text}", redeploy, subject="gpu_count"))
+    if hardware.gpu_memory_gb is not None:
+        memory = _gpu_memory_gb(facts)
+        found.append(_size_check("gpu_memory_gb", "smallest GPU memory", hardware.gpu_memory_gb,
+                                 None if memory is None else int(memory * 1e9), redeploy))
+    if hardware.disk_free_gb is not None:
+        place = first_path(facts, "output_dir") or first_path(facts, "workspace") or first_path(facts, "volume")
+        where = f"free on {place.path}" if place is not None else "free space where checkpoints go (no output_dir set)"
+        grow = ctx.profile.advice.grow_volume
+        fix = with_note(f"du -xh -d 2 {q(place.path)} 2>/dev/null | sort -h | tail -n 15" if place else
+                        "computefence doctor --output-dir /path/to/checkpoints",
+                        "delete what is not needed" + (f" {grow}" if grow else ""))
+        found.append(_size_check("disk_free_gb", where, hardware.disk_free_gb,
+                                 place.free_bytes if place is not None else None, fix))
+    if hardware.shm_gb is not None:
+        shm = first_path(facts, "shm")
+        fix = "recreate the container with a larger --shm-size (or --ipc=host)"
+        found.append(_size_check("shm_gb", "/dev/shm size", hardware.shm_gb,
+                                 shm.total_bytes if shm is not None else None, fix))
+    return found
+
+
+# ---------------------------------------------------------------- custom checks
+
+
+def check_custom(facts: Facts, policy: EffectivePolicy) -> list[Finding]:
+    results = {r.id: r for r in facts.custom}
+    found = []
+    for check in policy.custom:
+        cid = check.check
+        result = results.get(check.id)
+        fail = block if check.severity == "block" else warn
+        fix = check.fix or check.advice or f"run it by hand to see why: sh -c {q(check.run)}"
+        if check.fix and check.advice:
+            fix = with_note(check.fix, check.advice)
+        if result is None:
+            found.append(fail(cid, f"`{one_line(check.run, 80)}` did not run (the probe reported no result)", fix))
+            continue
+        if result.error:
+            found.append(fail(cid, f"`{one_line(check.run, 80)}` could not start: {one_line(result.error, 160)}", fix))
+            continue
+        if result.timed_out:
+            found.append(fail(cid, f"`{one_line(check.run, 80)}` did not finish within its {result.timeout_s or check.timeout:g} s "
+                                   "timeout and was killed", fix))
+            continue
+        problems = []
+        if result.signal is not None:
+            problems.append(f"was killed by signal {result.signal}")
+        elif result.exit_code != check.expect.exit:
+            problems.append(f"exited {result.exit_code} (expected {check.expect.exit})")
+        pattern = check.expect.stdout_matches
+        if pattern is not None and not re.search(pattern, result.stdout):
+            problems.append(f"printed nothing matching /{pattern}/")
+        if problems:
+            tail = one_line(result.stderr or result.stdout, 120)
+            found.append(fail(cid, f"`{one_line(check.run, 80)}` {' and '.join(problems)}" + (f": {tail}" if tail else ""), fix))
+        else:
+            found.append(passed(cid, f"`{one_line(check.run, 80)}` passed"))
+    return found
+
+
+# ---------------------------------------------------------------- the policy over all findings
+
+
+def policy_findings(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[Finding]:
+    return [*check_requirements(facts, policy, ctx), *check_hardware(facts, policy, ctx), *check_custom(facts, policy)]
+
+
+def severity_for(finding: Finding, severity: dict[str, str]) -> str | None:
+    """The policy's severity for a finding: `check.subject` (e.g. env.drift.torch-cuda or
+    policy.requirement.transformers) before `check` before an area or glob."""
+    if finding.subject is not None and f"{finding.check}.{finding.subject}" in severity:
+        return severity[f"{finding.check}.{finding.subject}"]
+    if finding.check in severity:
+        return severity[finding.check]
+    for pattern, level in severity.items():
+        if matches(finding.check, pattern):
+            return level
+    return None
+
+
+def apply_policy(findings: list[Finding], policy: EffectivePolicy) -> list[Finding]:
+    """The policy's `severity` and `skip` over a host's findings; "ignore" drops one."""
+    result = []
+    for finding in findings:
+        if any(matches(finding.check, pattern) for pattern in policy.skip):
+            continue
+        level = severity_for(finding, policy.severity)
+        if level == "ignore":
+            continue
+        if level is not None and finding.severity is not Severity.PASS:
+            finding = finding.model_copy(update={"severity": _SEVERITY[level]})
+        result.append(finding)
+    return result

@@ -1,0 +1,517 @@
+"""The job's own policy, `computefence.yaml`: requirements, expected hardware, thresholds,
+severities, custom checks and per-tag overrides.
+
+Loading is strict: every key is a pydantic model that forbids unknown keys, and every error
+is one line `FILE:LINE: ...` raised as ConfigError (exit 2) before any pod is contacted.
+Judging facts against a policy is the evaluator's job (computefence/evaluate/policy.py).
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import hashlib
+import os
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from computefence.errors import ConfigError
+from computefence.files import read_config_bytes
+
+POLICY_FILE = "computefence.yaml"
+ENV_VAR = "COMPUTEFENCE_POLICY"
+# A policy is a page of YAML; anything far larger is not one.
+MAX_POLICY_BYTES = 1 << 20
+
+# Requirement names that are not Python distributions.
+SPECIAL_REQUIREMENTS = {
+    "python": "Python",
+    "torch-cuda": "torch CUDA build",
+    "nvidia-driver": "NVIDIA driver",
+    "driver-cuda": "driver CUDA",
+    "glibc": "glibc",
+}
+_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
+_CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_NUMBER_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)?\s*([0-9]+(?:\.[0-9]+)?)\s*$")
+
+SeverityName = Literal["block", "warn", "ignore"]
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503: `Flash_Attn`, `flash-attn` and `flash.attn` are one distribution."""
+    return canonicalize_name(name)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- value types
+
+
+class Requirement(_Strict):
+    """A PEP 440 specifier; "*" (or "") means installed, any version."""
+
+    spec: str
+
+    @property
+    def any_version(self) -> bool:
+        return self.spec.strip() in ("", "*")
+
+    def specifier(self) -> SpecifierSet:
+        return SpecifierSet("" if self.any_version else self.spec)
+
+
+def _requirement(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str):
+        # `python: 3.10` is the float 3.1 to YAML: make the user say what they mean.
+        raise ValueError(f"must be a quoted specifier such as \">=1.2\" (YAML read the unquoted {value!r})")
+    if value.strip() in ("", "*"):
+        return value.strip() or "*"
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier:
+        raise ValueError(f"{value!r} is not a PEP 440 specifier (e.g. \">=4.48\", \">=2.4,<2.7\", \"==4.48.*\" or \"*\")") from None
+    return value
+
+
+class NumberSpec(_Strict):
+    """A number with an optional comparison: `8` (exact for counts, a minimum for sizes), ">=80"."""
+
+    clauses: tuple[tuple[str, float], ...]
+    text: str
+
+    def satisfied_by(self, value: float) -> bool:
+        value = float(value)  # int.__eq__(float) is NotImplemented, which is truthy
+        ops = {">=": value.__ge__, "<=": value.__le__, "==": value.__eq__, "!=": value.__ne__,
+               ">": value.__gt__, "<": value.__lt__}
+        return all(ops[op](bound) for op, bound in self.clauses)
+
+
+def _number_spec(value: Any, bare: str) -> NumberSpec:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number or a comparison such as \">=2\", not {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"must not be negative ({value})")
+        return NumberSpec(clauses=((bare, float(value)),), text=f"{bare}{value:g}" if bare != "==" else f"{value:g}")
+    if not isinstance(value, str):
+        raise ValueError(f"must be a number or a comparison such as \">=2\", not {type(value).__name__}")
+    clauses = []
+    for part in value.split(","):
+        match = _NUMBER_CLAUSE.match(part)
+        if not match:
+            raise ValueError(f"{value!r} is not a number or comparison (e.g. 8, \">=2\", \">=80,<200\")")
+        clauses.append((match.group(1) or bare, float(match.group(2))))
+    return NumberSpec(clauses=tuple(clauses), text=value.strip())
+
+
+def _glob(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty glob such as \"*H100*\"")
+    if value.count("[") != value.count("]"):
+        raise ValueError(f"{value!r} is not a valid glob: unbalanced [ ]")
+    try:
+        re.compile(fnmatch.translate(value))
+    except re.error as exc:
+        raise ValueError(f"{value!r} is not a valid glob: {exc}") from None
+    return value
+
+
+# ---------------------------------------------------------------- sections
+
+
+class Hardware(_Strict):
+    gpu_model: str | None = None
+    gpu_count: NumberSpec | None = None
+    gpu_memory_gb: NumberSpec | None = None
+    disk_free_gb: NumberSpec | None = None
+    shm_gb: NumberSpec | None = None
+
+    @field_validator("gpu_model", mode="before")
+    @classmethod
+    def _model_glob(cls, value: Any) -> Any:
+        return None if value is None else _glob(value)
+
+    @field_validator("gpu_count", mode="before")
+    @classmethod
+    def _count(cls, value: Any) -> Any:
+        return value if value is None or isinstance(value, NumberSpec) else _number_spec(value, "==")
+
+    @field_validator("gpu_memory_gb", "disk_free_gb", "shm_gb", mode="before")
+    @classmethod
+    def _minimum(cls, value: Any) -> Any:
+        return value if value is None or isinstance(value, NumberSpec) else _number_spec(value, ">=")
+
+
+class Thresholds(_Strict):
+    """The built-in checks' limits, in GB (10^9 bytes)."""
+
+    disk_warn_gb: float = Field(20.0, ge=0)
+    disk_block_gb: float = Field(5.0, ge=0)
+    shm_min_gb: float = Field(1.0, ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Thresholds":
+        if self.disk_block_gb > self.disk_warn_gb:
+            raise ValueError(f"disk_block_gb ({self.disk_block_gb:g}) is above disk_warn_gb ({self.disk_warn_gb:g})")
+        return self
+
+
+class Checks(_Strict):
+    """Per-job check parameters; an inventory's or the command line's own values win."""
+
+    output_dir: str | None = None
+    accelerate_config: str | None = None
+    dataset: str | None = None
+    input_column: str | None = None
+    label_column: str | None = None
+    expect_gpu: bool | None = None
+    extra_paths: list[str] = Field(default_factory=list)
+
+
+class Expect(_Strict):
+    exit: int = 0
+    stdout_matches: str | None = None
+
+    @field_validator("stdout_matches")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"{value!r} is not a valid regular expression: {exc}") from None
+        return value
+
+
+class CustomCheck(_Strict):
+    id: str
+    run: str
+    expect: Expect = Field(default_factory=Expect)
+    severity: Literal["block", "warn"] = "block"
+    fix: str | None = None
+    # Plain words for when no command helps; shown apart from `fix`.
+    advice: str | None = None
+    timeout: float = Field(10.0, gt=0, le=600)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not _CHECK_ID.match(value):
+            raise ValueError(f"{value!r} is not a check id: lowercase letters, digits, '-' and '_'")
+        return value
+
+    @field_validator("run")
+    @classmethod
+    def _run(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("is empty; give a shell command")
+        return value
+
+    @property
+    def check(self) -> str:
+        return f"custom.{self.id}"
+
+
+SpecifierText = typing.Annotated[str, BeforeValidator(_requirement)]
+CheckPattern = typing.Annotated[str, AfterValidator(lambda key: _check_known(key))]
+
+
+class _Rules(_Strict):
+    """What a policy and an override both may set."""
+
+    requirements: dict[str, SpecifierText] = Field(default_factory=dict)
+    hardware: Hardware = Field(default_factory=Hardware)
+    thresholds: Thresholds | None = None
+    severity: dict[CheckPattern, SeverityName] = Field(default_factory=dict)
+    skip: list[CheckPattern] = Field(default_factory=list)
+    checks: Checks = Field(default_factory=Checks)
+    custom: list[CustomCheck] = Field(default_factory=list)
+
+    @field_validator("requirements", mode="before")
+    @classmethod
+    def _requirement_names(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        seen: dict[str, str] = {}
+        for name in value:
+            if not isinstance(name, str) or not _NAME.match(name):
+                raise ValueError(f"{name!r} is not a package name")
+            if normalize_name(name) in seen:
+                raise ValueError(f"{seen[normalize_name(name)]!r} and {name!r} name the same package")
+            seen[normalize_name(name)] = name
+        return value
+
+    @field_validator("custom")
+    @classmethod
+    def _unique_ids(cls, value: list[CustomCheck]) -> list[CustomCheck]:
+        seen = set()
+        for check in value:
+            if check.id in seen:
+                raise ValueError(f"custom check id {check.id!r} is used twice")
+            seen.add(check.id)
+        return value
+
+    def requirement_specs(self) -> dict[str, Requirement]:
+        """Normalised name -> requirement; the special names keep their spelling."""
+        return {normalize_name(name): Requirement(spec=spec) for name, spec in self.requirements.items()}
+
+
+def _check_known(key: str) -> str:
+    """A check id, area or glob the evaluator knows, `custom.<id>`, or `<check>.<subject>`
+    (env.drift.torch-cuda, policy.requirement.transformers)."""
+    from computefence.evaluate import CHECKS
+    from computefence.evaluate.context import matches
+
+    if key.startswith("custom.") and _CHECK_ID.match(key.removeprefix("custom.")):
+        return key
+    if any(matches(check, key) for check in CHECKS) or ".".join(key.split(".")[:2]) in CHECKS and key.count(".") >= 2:
+        return key
+    close = difflib.get_close_matches(key, list(CHECKS), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else " (`computefence doctor --format json` lists the check ids)"
+    raise ValueError(f"{key!r} names no check{hint}")
+
+
+class Match(_Strict):
+    tag: str | None = None
+    name: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_glob(cls, value: str | None) -> str | None:
+        return None if value is None else _glob(value)
+
+    @model_validator(mode="after")
+    def _something(self) -> "Match":
+        if self.tag is None and self.name is None:
+            raise ValueError("needs `tag` or `name`")
+        return self
+
+    def matches(self, name: str, tags: list[str]) -> bool:
+        return (self.tag is None or self.tag in tags) and (self.name is None or fnmatch.fnmatchcase(name, self.name))
+
+
+class Override(_Rules):
+    match: Match
+
+
+class Policy(_Rules):
+    overrides: list[Override] = Field(default_factory=list)
+    baseline: str | None = None
+
+    def for_target(self, name: str, tags: list[str]) -> "EffectivePolicy":
+        """This policy with every override that matches the target merged over it, in order."""
+        merged = EffectivePolicy(**{key: getattr(self, key) for key in _Rules.model_fields})
+        for override in self.overrides:
+            if override.match.matches(name, tags):
+                merged = merged.merged_with(override)
+        return merged
+
+
+class EffectivePolicy(_Rules):
+    """The rules that apply to one target."""
+
+    def merged_with(self, over: _Rules) -> "EffectivePolicy":
+        set_fields = over.model_fields_set
+        hardware = self.hardware.model_copy(update={k: getattr(over.hardware, k) for k in over.hardware.model_fields_set})
+        checks = self.checks.model_copy(update={k: getattr(over.checks, k) for k in over.checks.model_fields_set})
+        thresholds = self.thresholds
+        if "thresholds" in set_fields and over.thresholds is not None:
+            base = thresholds or Thresholds()
+            thresholds = Thresholds(**{**base.model_dump(), **{k: getattr(over.thresholds, k)
+                                                               for k in over.thresholds.model_fields_set}})
+        custom = {check.id: check for check in self.custom}
+        custom.update({check.id: check for check in over.custom})
+        return EffectivePolicy(
+            requirements={**self.requirements, **over.requirements},
+            hardware=hardware,
+            thresholds=thresholds,
+            severity={**self.severity, **over.severity},
+            skip=self.skip + [s for s in over.skip if s not in self.skip],
+            checks=checks,
+            custom=list(custom.values()),
+        )
+
+    def package_names(self) -> list[str]:
+        """The Python distributions the policy names (for the probe to look up)."""
+        return sorted(name for name in self.requirement_specs() if name not in SPECIAL_REQUIREMENTS)
+
+
+class LoadedPolicy(BaseModel):
+    """A policy and the file it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    policy: Policy
+    path: str
+    sha256: str
+
+    @property
+    def baseline_path(self) -> Path | None:
+        """`baseline:` resolved from the policy file's folder."""
+        if not self.policy.baseline:
+            return None
+        return Path(self.path).parent / os.path.expanduser(self.policy.baseline)
+
+
+# ---------------------------------------------------------------- loading
+
+
+class _LineLoader(yaml.SafeLoader):
+    """Keeps each node's line so a validation error can point at it."""
+
+
+def _to_python(node: yaml.Node, loader: _LineLoader, path: tuple, lines: dict, seen: set) -> Any:
+    if id(node) in seen:
+        # Aliases make small files expand into huge ones; a policy has no need for them.
+        raise ConfigError(f"{{file}}:{node.start_mark.line + 1}: YAML aliases (*name) are not allowed in a policy")
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        seen.add(id(node))
+        result: dict = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node)
+            if not isinstance(key, (str, int, float)) or isinstance(key, bool):
+                raise ConfigError(f"{{file}}:{key_node.start_mark.line + 1}: a key must be a name, not {key!r}")
+            if key in result:
+                raise ConfigError(f"{{file}}:{key_node.start_mark.line + 1}: {key!r} is given twice")
+            lines[path + (key, "\0key")] = key_node.start_mark.line + 1
+            result[key] = _to_python(value_node, loader, path + (key,), lines, seen)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        seen.add(id(node))
+        return [_to_python(item, loader, path + (i,), lines, seen) for i, item in enumerate(node.value)]
+    return loader.construct_object(node)
+
+
+def parse_policy_text(text: str, filename: str) -> Policy:
+    """The policy in `text`, or ConfigError `filename:LINE: ...`."""
+    loader = _LineLoader(text)
+    lines: dict[tuple, int] = {}
+    try:
+        try:
+            root = loader.get_single_node()
+            data = {} if root is None else _to_python(root, loader, (), lines, set())
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise ConfigError(f"{filename}:{line}: not valid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{filename}:1: not valid YAML: {' '.join(str(exc).split())}") from None
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("{file}", filename, 1)) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{filename}:1: a policy is a mapping of keys (requirements, hardware, ...), not {type(data).__name__}")
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_first_error(exc, lines, filename)) from None
+
+
+def _first_error(exc: ValidationError, lines: dict[tuple, int], filename: str) -> str:
+    # An unknown key first: a misspelt key also makes its real one look missing.
+    error = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
+    loc = tuple(error.get("loc", ()))
+    where = ".".join(str(part) for part in loc if part != "[key]") or "policy"
+    line = _line_of(loc, lines)
+    if error["type"] == "extra_forbidden":
+        line = lines.get(loc + ("\0key",), line)
+        valid = _valid_keys(loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (valid keys: {', '.join(valid)})"
+        parent = ".".join(str(p) for p in loc[:-1])
+        return f"{filename}:{line}: unknown key {str(loc[-1])!r}{' in ' + parent if parent else ''}{hint}"
+    message = " ".join(str(error["msg"]).split()).removeprefix("Value error, ")
+    if error["type"] == "missing":
+        message = "is required"
+    elif error["type"] == "literal_error":
+        message = f"must be one of {error['ctx']['expected']}, not {error.get('input')!r}"
+    return f"{filename}:{line}: {where}: {message}"
+
+
+def _line_of(loc: tuple, lines: dict[tuple, int]) -> int:
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 1
+
+
+def _valid_keys(loc: tuple) -> list[str]:
+    """The keys allowed at `loc` in the policy schema."""
+    model: Any = Policy
+    for part in loc:
+        model = _field_type(model, part)
+    model = _unwrap(model)
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+
+
+def _unwrap(tp: Any) -> Any:
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        inner = [arg for arg in typing.get_args(tp) if arg is not type(None)]
+        return inner[0] if inner else tp
+    return tp
+
+
+def _field_type(model: Any, part: Any) -> Any:
+    model = _unwrap(model)
+    origin = typing.get_origin(model)
+    if origin in (list, tuple):
+        return typing.get_args(model)[0]
+    if origin is dict:
+        return typing.get_args(model)[1]
+    if isinstance(model, type) and issubclass(model, BaseModel) and part in model.model_fields:
+        return model.model_fields[part].annotation
+    return None
+
+
+def load_policy(path: Path) -> LoadedPolicy:
+    """Read and validate the policy file at `path` (ConfigError on any problem)."""
+    raw = read_config_bytes(path, "policy file", limit=MAX_POLICY_BYTES)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text") from None
+    policy = parse_policy_text(text, str(path))
+    return LoadedPolicy(policy=policy, path=str(path), sha256=hashlib.sha256(raw).hexdigest())
+
+
+def find_policy(start: Path | None = None) -> Path | None:
+    """computefence.yaml in `start` (the current folder) or a parent, stopping after the
+    repository root (a folder with .git) or $HOME, whichever comes first."""
+    here = (start or Path.cwd()).resolve()
+    home = Path(os.path.expanduser("~")).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / POLICY_FILE
+        if candidate.is_file():
+            return candidate
+        if (folder / ".git").exists() or folder == home:
+            return None
+    return None
+
+
+def resolve_policy(path: Path | None, no_policy: bool) -> LoadedPolicy | None:
+    """The policy a command applies: --policy (or $COMPUTEFENCE_POLICY), else the one found
+    from the current folder up; none with --no-policy."""
+    if no_policy:
+        if path is not None:
+            raise ConfigError("--policy and --no-policy exclude each other")
+        return None
+    if path is not None:
+        if not Path(path).is_file():
+            raise ConfigError(f"--policy {path}: no such file")
+        return load_policy(Path(path))
+    found = find_policy()
+    return load_policy(found) if found is not None else None

@@ -1,0 +1,88 @@
+"""The baseline lock, env.drift against it and env.outlier without one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from computefence.errors import ConfigError
+from computefence.evaluate import finish_hosts
+from computefence.evaluate.environment import build_lock, differing_lines
+from computefence.models import BaselineLock, HostReport, HostStatus, Severity
+from computefence.policy import parse_policy_text
+from evaluate_builders import only, runpod_pod
+
+
+def pod(name: str, transformers: str = "4.48.0", cuda: str = "12.4", driver: str = "550.54.15") -> HostReport:
+    facts = runpod_pod()
+    facts.packages.versions["transformers"] = transformers
+    facts.torch.cuda_build = cuda
+    facts.gpu.driver_version = driver
+    return HostReport(name=name, status=HostStatus.OK, facts=facts)
+
+
+def test_lock_keeps_the_majority_and_names_the_pods_that_differ():
+    lock = build_lock([pod("a"), pod("b", transformers="4.41.2"), pod("c"),
+                       HostReport(name="down", status=HostStatus.UNREACHABLE)])
+    assert lock.pods == ["a", "b", "c"] and lock.reference == "majority"
+    assert lock.fingerprint["transformers"] == "4.48.0" and lock.fingerprint["torch-cuda"] == "12.4"
+    assert lock.differing == {"transformers": {"b": "4.41.2"}}
+    assert differing_lines(lock) == ["transformers: recorded 4.48.0; differs on b 4.41.2"]
+    # Stable: the same pods give the same document, field for field.
+    again = build_lock([pod("c"), pod("a"), pod("b", transformers="4.41.2")])
+    assert list(json.loads(again.model_dump_json())) == list(json.loads(lock.model_dump_json()))
+    assert again.fingerprint == lock.fingerprint
+
+
+def test_lock_from_one_pod_and_from_an_unknown_pod():
+    lock = build_lock([pod("a"), pod("b", transformers="4.41.2"), pod("c")], from_pod="b")
+    assert lock.fingerprint["transformers"] == "4.41.2" and lock.reference == "pod b"
+    with pytest.raises(ConfigError, match="--from nope: not among the pods checked"):
+        build_lock([pod("a")], from_pod="nope")
+
+
+def test_drift_names_exactly_the_moved_fields_and_the_policy_raises_one():
+    lock = build_lock([pod("ref")])
+    moved = pod("moved", transformers="4.41.2", cuda="11.8")
+    same = pod("same")
+    [m, s] = finish_hosts([moved, same], {}, lock, only=[], skip=[])
+    drift = only(m.findings, "env.drift")
+    assert drift.severity is Severity.WARN
+    assert drift.message == "differs from the baseline: torch CUDA build 12.4 → 11.8; transformers 4.48.0 → 4.41.2"
+    assert "pip install transformers==4.48.0" in drift.fix
+    assert only(s.findings, "env.drift").severity is Severity.PASS
+    strict = parse_policy_text("severity: {env.drift.torch-cuda: block}", "computefence.yaml").for_target("moved", [])
+    [raised] = finish_hosts([moved], {"moved": strict}, lock, only=[], skip=[])
+    assert only(raised.findings, "env.drift").severity is Severity.BLOCK
+
+
+def test_outlier_among_five_pods_only_for_what_the_job_imports():
+    hosts = [pod("a"), pod("b"), pod("c"), pod("d", driver="535.104.05"), pod("e", transformers="4.41.2")]
+    finished = {h.name: h for h in finish_hosts(hosts, {}, None, only=[], skip=[])}
+    odd = only(finished["e"].findings, "env.outlier")
+    assert odd.message == "transformers 4.41.2 here; 4 of 5 pods have 4.48.0"
+    assert odd.severity is Severity.WARN and odd.subject == "transformers"
+    # Another driver is normal between rented machines: no outlier for pod d.
+    assert not [f for f in finished["d"].findings if f.check == "env.outlier"]
+    assert not [f for h in ("a", "b", "c") for f in finished[h].findings if f.check == "env.outlier"]
+
+
+def test_no_outlier_without_three_pods_or_a_strict_majority():
+    two = finish_hosts([pod("a"), pod("b", transformers="4.41.2")], {}, None, only=[], skip=[])
+    assert not [f for h in two for f in h.findings if f.check == "env.outlier"]
+    split = finish_hosts([pod("a"), pod("b", transformers="4.41.2"), pod("c", transformers="4.40.0"),
+                          pod("d", transformers="4.39.0")], {}, None, only=[], skip=[])
+    assert not [f for h in split for f in h.findings if f.check == "env.outlier"]
+
+
+def test_a_lock_from_a_newer_computefence_is_refused(tmp_path):
+    from computefence.cli.policy import load_baseline
+
+    path = tmp_path / "computefence.lock.json"
+    path.write_text(BaselineLock(schema_version=99, tool_version="9", generated_at="x").model_dump_json())
+    with pytest.raises(ConfigError, match="schema_version 99"):
+        load_baseline(path)
+    path.write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="not a computefence baseline lock"):
+        load_baseline(path)

@@ -1,0 +1,58 @@
+"""Policies over saved reports: `policy init --from report.json` and `report --policy`."""
+
+from __future__ import annotations
+
+import pytest
+
+from computefence.cli import main
+from computefence.evaluate import build_report, evaluate_host
+from computefence.models import CheckOptions, HostReport, HostStatus, Report
+from computefence.policy import parse_policy_text
+from evaluate_builders import runpod_pod
+
+
+@pytest.fixture
+def cli(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("COMPUTEFENCE_POLICY", raising=False)
+
+    def run(*argv: str):
+        capsys.readouterr()
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def test_init_from_a_saved_report_writes_a_commented_policy_that_holds_there(cli, tmp_path, monkeypatch):
+    facts = runpod_pod()
+    report = build_report([HostReport(name="good-pod", status=HostStatus.OK, facts=facts)], kind="fleet")
+    saved = tmp_path / "report.json"
+    saved.write_text(report.model_dump_json())
+    out_file = tmp_path / "computefence.yaml"
+    code, _, err = cli("policy", "init", "--from", str(saved), "-o", str(out_file))
+    assert code == 0, err
+    text = out_file.read_text()
+    assert text.startswith("# computefence.yaml") and "# custom:" in text
+    policy = parse_policy_text(text, "computefence.yaml").for_target("good-pod", [])
+    assert policy.requirements["transformers"] == ">=4.44.2" and policy.requirements["torch-cuda"] == ">=12.4"
+    findings = evaluate_host(facts, CheckOptions(), policy=policy)
+    judged = [f for f in findings if f.check.startswith("policy.")]
+    assert judged and all(f.severity.value == "pass" for f in judged), judged
+    code, _, err = cli("policy", "init", "--from", str(saved), "-o", str(out_file))
+    assert code == 2 and "exists; use --force" in err
+
+
+def test_report_reapplies_a_policy_to_saved_facts(cli, tmp_path):
+    report = build_report([HostReport(name="p", status=HostStatus.OK, facts=runpod_pod())], kind="fleet")
+    saved = tmp_path / "report.json"
+    saved.write_text(report.model_dump_json())
+    policy = tmp_path / "computefence.yaml"
+    policy.write_text("requirements: {transformers: '>=4.48'}\n")
+    code, out, err = cli("report", str(saved), "--policy", str(policy), "--format", "json")
+    assert code == 1, err
+    again = Report.model_validate_json(out)
+    assert again.policy is not None and again.policy.path == str(policy) and len(again.policy.sha256) == 64
+    [finding] = [f for f in again.hosts[0].findings if f.check == "policy.requirement"]
+    assert finding.message == "transformers 4.44.2 does not satisfy >=4.48"
