@@ -97,8 +97,13 @@ def write_fake_nvidia_smi(bin_dir: Path, scenario: str) -> Path:
     return script
 
 
-def write_fake_torch(site_dir: Path, scenario: str) -> Path:
-    """Write a fake `torch` package (and its dist-info) for `scenario` into site_dir; returns the package dir."""
+def write_fake_torch(site_dir: Path, scenario: str, canary: dict | None = None) -> Path:
+    """Write a fake `torch` package (and its dist-info) for `scenario` into site_dir; returns the package dir.
+
+    `canary` sets what the --perf canary measures on this pod's GPUs: {"tflops": 740.0 (or one
+    figure per GPU), "h2d_gbps": 53.0, "d2h_gbps": 52.0, "allreduce_busbw_gbps": 470.0 (None:
+    NCCL fails to start), "p2p_gbps": 40.0}. The fake GPU work takes no time: CUDA events
+    report the time the figures imply, as real events report the GPU's time."""
     if scenario not in TORCH_SCENARIOS:
         raise ValueError(f"unknown torch scenario {scenario!r}; known: {', '.join(TORCH_SCENARIOS)}")
     spec = json.loads(_recording("torch", _TORCH_ALIASES.get(scenario, scenario) + ".json"))
@@ -111,13 +116,14 @@ def write_fake_torch(site_dir: Path, scenario: str) -> Path:
         shutil.rmtree(old, ignore_errors=True)
     recorded = _TORCH_RECORDED.replace("@SPEC@", repr(json.dumps(spec, sort_keys=True))).replace(
         "@UNKNOWN_ERROR@", repr(_recording("torch", "unknown-error-warning.txt").strip())
-    ).replace("@STATE_FILE@", repr(DRIVER_STATE_FILE))
+    ).replace("@STATE_FILE@", repr(DRIVER_STATE_FILE)).replace("@CANARY@", repr(json.dumps(canary)))
     files = {
         "__init__.py": _TORCH_INIT.replace("@SCENARIO@", scenario),
         "_recorded.py": recorded,
         "version.py": _TORCH_VERSION,
         "cuda/__init__.py": _TORCH_CUDA,
         "cuda/nccl.py": _TORCH_NCCL,
+        "_canary.py": _TORCH_CANARY,
         "backends/__init__.py": "from torch.backends import cudnn  # noqa: F401\n",
         "backends/cudnn/__init__.py": _TORCH_CUDNN,
     }
@@ -215,6 +221,7 @@ if SPEC.get("import_error"):
 __version__ = SPEC["version"]
 
 from torch import backends, cuda, version  # noqa: E402,F401
+from torch._canary import bfloat16, empty, float16, float32, matmul, randn, uint8  # noqa: E402,F401
 '''
 
 _TORCH_RECORDED = '''import json
@@ -222,6 +229,7 @@ _TORCH_RECORDED = '''import json
 SPEC = json.loads(@SPEC@)
 UNKNOWN_ERROR_WARNING = @UNKNOWN_ERROR@
 DRIVER_STATE_FILE = @STATE_FILE@
+CANARY = json.loads(@CANARY@)
 '''
 
 _TORCH_VERSION = '''from torch._recorded import SPEC
@@ -249,6 +257,11 @@ def version():
     if SPEC["nccl"] is None:
         raise AttributeError("module 'torch._C' has no attribute '_nccl_version'")
     return tuple(SPEC["nccl"])
+
+
+def all_reduce(inputs, outputs=None, op=0, streams=None, comms=None):
+    from torch._canary import all_reduce as run
+    run(inputs)
 '''
 
 _TORCH_CUDA = '''import json
@@ -365,6 +378,9 @@ def init():
     _lazy_init()
 
 
+from torch._canary import Event, current_device, device, empty_cache, synchronize  # noqa: E402,F401
+
+
 def get_device_properties(index):
     _lazy_init()
     if not 0 <= index < len(_devices):
@@ -379,4 +395,138 @@ def get_device_name(index=0):
 def get_device_capability(index=0):
     props = get_device_properties(index)
     return props.major, props.minor
+'''
+
+_TORCH_CANARY = '''"""The GPU work of the --perf canary, timed by the figures the pod was given (CANARY).
+
+Work queued on a device advances that device's clock by the time the figures imply; CUDA
+events read that clock, so elapsed_time() reports GPU time as real events do.
+"""
+import threading
+
+from torch._recorded import CANARY
+
+
+class _Dtype(object):
+    def __init__(self, name, itemsize):
+        self.name, self.itemsize = name, itemsize
+
+    def __repr__(self):
+        return "torch." + self.name
+
+
+bfloat16, float16, float32, uint8 = _Dtype("bfloat16", 2), _Dtype("float16", 2), _Dtype("float32", 4), _Dtype("uint8", 1)
+_clock = {}
+_state = threading.local()
+
+
+def _figure(key, index):
+    if not CANARY or CANARY.get(key) is None:
+        raise RuntimeError("fake torch: this pod records no %s figure" % key)
+    value = CANARY[key]
+    return float(value[index] if isinstance(value, list) else value)
+
+
+def _index(where):
+    if where is None or where == "cpu":
+        return None
+    text = str(where)
+    return int(text.split(":")[1]) if ":" in text else current_device()
+
+
+def _advance(index, seconds):
+    _clock[index] = _clock.get(index, 0.0) + seconds
+
+
+class Tensor(object):
+    def __init__(self, shape, dtype, index):
+        self.shape, self.dtype, self.index = tuple(shape), dtype or float32, index
+
+    def numel(self):
+        count = 1
+        for size in self.shape:
+            count *= size
+        return count
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def copy_(self, src, non_blocking=False):
+        size = self.numel() * self.element_size()
+        if self.index is None and src.index is not None:
+            _advance(src.index, size / (_figure("d2h_gbps", src.index) * 1e9))
+        elif self.index is not None and src.index is None:
+            _advance(self.index, size / (_figure("h2d_gbps", self.index) * 1e9))
+        elif self.index is not None and src.index != self.index:
+            seconds = size / (_figure("p2p_gbps", self.index) * 1e9)
+            _advance(self.index, seconds)
+            _advance(src.index, seconds)
+        return self
+
+
+def _shape(size):
+    return size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+
+
+def empty(*size, **kwargs):
+    return Tensor(_shape(size), kwargs.get("dtype"), _index(kwargs.get("device")))
+
+
+def randn(*size, **kwargs):
+    return empty(*size, **kwargs)
+
+
+def matmul(a, b, out=None):
+    flops = 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
+    _advance(a.index, flops / (_figure("tflops", a.index) * 1e12))
+    return out or Tensor((a.shape[0], b.shape[1]), a.dtype, a.index)
+
+
+def all_reduce(tensors):
+    if not CANARY or CANARY.get("allreduce_busbw_gbps") is None:
+        raise RuntimeError("NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)")
+    n = len(tensors)
+    size = tensors[0].numel() * tensors[0].element_size()
+    seconds = size * 2.0 * (n - 1) / n / (float(CANARY["allreduce_busbw_gbps"]) * 1e9)
+    for tensor in tensors:
+        _advance(tensor.index, seconds)
+
+
+def current_device():
+    return getattr(_state, "device", 0)
+
+
+class device(object):
+    def __init__(self, index):
+        self.index = index
+
+    def __enter__(self):
+        self.previous = current_device()
+        _state.device = self.index
+
+    def __exit__(self, *exc):
+        _state.device = self.previous
+
+
+class Event(object):
+    def __init__(self, enable_timing=False):
+        self.at = None
+
+    def record(self, stream=None):
+        index = current_device()
+        self.at = (index, _clock.get(index, 0.0))
+
+    def elapsed_time(self, end):
+        return (end.at[1] - self.at[1]) * 1000.0
+
+    def synchronize(self):
+        pass
+
+
+def synchronize(device=None):
+    pass
+
+
+def empty_cache():
+    pass
 '''

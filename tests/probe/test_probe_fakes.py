@@ -66,3 +66,37 @@ def test_unknown_scenarios_are_refused(tmp_path):
         fakes.write_fake_nvidia_smi(tmp_path, "v100")
     with pytest.raises(ValueError, match="unknown torch scenario 'rocm'"):
         fakes.write_fake_torch(tmp_path, "rocm")
+
+
+XML_SCENARIOS = ["h100x8", "h100x8-fabric-manager-stopped", "a100x1-remap-pending", "a100x1-mig", "rtx4090x1-driver535",
+                 "rtx4090x1-pcie-x4", "rtx4090x1-power-capped", "a100x1-driver470"]
+
+
+@pytest.mark.parametrize("python", INTERPRETERS)
+@pytest.mark.parametrize("scenario", XML_SCENARIOS)
+def test_nvidia_smi_replays_the_xml_recording(tmp_path, python, scenario):
+    script = fakes.write_fake_nvidia_smi(tmp_path, scenario)
+    for argv in (["-q", "-x"], ["-x", "-q"], ["--query", "--xml-format"]):
+        done = subprocess.run([python, str(script), *argv], capture_output=True, text=True, timeout=30)
+        assert (done.returncode, done.stdout) == (0, fakes._recording("nvidia-smi", f"{scenario}.xml"))
+    assert done.stdout.startswith('<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v1')
+
+
+def test_a_scenario_without_a_table_says_so_instead_of_inventing_one(tmp_path):
+    script = fakes.write_fake_nvidia_smi(tmp_path, "a100x1-mig")
+    done = subprocess.run([str(script)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and done.stdout == "" and "has no recording of `nvidia-smi `" in done.stderr
+
+
+def test_fabric_manager_stopped_makes_torch_fail_with_error_802(tmp_path):
+    fakes.write_fake_nvidia_smi(tmp_path / "bin", "h100x8-fabric-manager-stopped")
+    fakes.write_fake_torch(tmp_path / "site", "cu124")
+    code = ("import warnings, torch\nwith warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n    print(torch.cuda.is_available())\n    print(w[0].message)\n"
+            "try:\n    torch.cuda.init()\nexcept RuntimeError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True, timeout=30,
+                          env={"PYTHONPATH": str(tmp_path / "site"), "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    available, warning, raised = done.stdout.splitlines()
+    assert available == "False"
+    assert warning == fakes._recording("torch", "cuda-error-802.txt").strip()
+    assert raised.endswith("Error 802: system not yet initialized") and raised.startswith("Unexpected error")
