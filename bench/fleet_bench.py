@@ -43,6 +43,7 @@ def worker_asyncssh(spec: dict) -> dict:
     import asyncssh
 
     command, payload = spec["command"], Path(spec["payload"]).read_bytes()
+    ciphers = {"encryption_algs": [spec["cipher"]]} if spec.get("cipher") else {}
 
     async def main() -> dict:
         known_hosts = asyncssh.read_known_hosts(spec["known_hosts"])
@@ -51,7 +52,7 @@ def worker_asyncssh(spec: dict) -> dict:
         async def one(pod: dict) -> str | None:
             try:
                 async with asyncssh.connect(pod["host"], pod["port"], username="root", known_hosts=known_hosts,
-                                            client_keys=keys, agent_path=None) as conn:
+                                            client_keys=keys, agent_path=None, **ciphers) as conn:
                     result = await conn.run(command, input=payload, encoding=None)
                 return _answer_error(result.stdout)
             except (OSError, asyncssh.Error) as exc:
@@ -440,9 +441,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=str(REPO / "bench" / "results"))
     parser.add_argument("--worker", choices=("asyncssh", "pssh"), help=argparse.SUPPRESS)
     parser.add_argument("--spec", help=argparse.SUPPRESS)
+    parser.add_argument("--cipher", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        spec = json.loads(Path(args.spec).read_text())
+        spec = {**json.loads(Path(args.spec).read_text()), "cipher": args.cipher}
         tally = worker_asyncssh(spec) if args.worker == "asyncssh" else worker_pssh(spec)
         print(json.dumps(tally))
         return 0

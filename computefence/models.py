@@ -10,32 +10,16 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
 PROBE_SCHEMA_VERSION = 1
 
 
-def _valid_utf8(value: Any) -> Any:
-    """Lone surrogates ("\udcff", an undecodable byte from a pod or an API as json.loads
-    leaves it) become "?", so every string held in a model can be written out as UTF-8."""
-    if isinstance(value, str):
-        return value if value.isascii() else value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_valid_utf8(k): _valid_utf8(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_valid_utf8(v) for v in value]
-    return value
-
-
 class _Model(BaseModel):
-    # Unknown keys from a newer probe are ignored, never fatal.
+    # Unknown keys from a newer probe are ignored, never fatal. Strings from pods and APIs
+    # arrive already free of lone surrogates (computefence.jsontext).
     model_config = ConfigDict(extra="ignore", validate_assignment=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_lone_surrogates(cls, value: Any) -> Any:
-        return _valid_utf8(value)
 
 
 # ---------------------------------------------------------------- facts (probe output)

@@ -7,6 +7,7 @@ from importlib import resources
 
 from pydantic import ValidationError
 
+from computefence import jsontext
 from computefence.errors import ProbeOutputError
 from computefence.models import CheckOptions, Facts
 
@@ -49,7 +50,7 @@ def parse_probe_output(raw: bytes | str) -> Facts:
         raw = raw.encode("utf-8", "replace")
     if len(raw) > MAX_OUTPUT_BYTES:
         raise ProbeOutputError(f"probe output is {len(raw)} bytes, over the {MAX_OUTPUT_BYTES}-byte cap")
-    text = raw.decode("utf-8", "replace").strip()
+    text = jsontext.utf8_text(raw).strip()
     if not text:
         raise ProbeOutputError("probe printed nothing")
     # Login banners or shell noise may precede the document; the probe's JSON is the last line.

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from computefence import dataset_tools, evaluate, probe
+from computefence import dataset_tools, evaluate, jsontext, probe
 from computefence.cli.app import app
 from computefence.cli.output import FailOn, OutputFormat, emit, write_stdout
 from computefence.evaluate.context import build_context
@@ -46,7 +46,8 @@ def check(
     """
     started = time.monotonic()
     scan = probe.run_dataset_scan(path, input_column, label_column, max_rows=max_rows, max_seconds=max_seconds)
-    data = DatasetFacts.model_validate(scan.facts)
+    # Text read from the file may hold undecodable bytes (lone surrogates): gone in the round trip.
+    data = DatasetFacts.model_validate(jsontext.loads(json.dumps(scan.facts)))
     facts = Facts(dataset=data, collectors={"dataset": CollectorStatus(duration_s=data.duration_s)})
     checks = CheckOptions(dataset=path, input_column=input_column, label_column=label_column)
     host = HostReport(

@@ -39,7 +39,7 @@ import yaml
 
 from computefence.errors import ConfigError
 from computefence.models import Target
-from computefence.sources.inventory import load_yaml_document, node_line, read_text
+from computefence.sources.inventory import SAFE_LOADER, load_yaml_document, node_line, read_text
 from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g
 
 READER_ANSIBLE = "ansible-inventory"
@@ -58,7 +58,7 @@ class _Vaulted:
     """A `!vault` value: only Ansible with the vault password can read it."""
 
 
-class _VarsLoader(yaml.SafeLoader):
+class _VarsLoader(SAFE_LOADER):
     """YAML as Ansible writes it: `!vault` and `!unsafe` values are legal."""
 
 

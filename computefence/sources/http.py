@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from computefence import __version__
+from computefence import __version__, jsontext
 from computefence.errors import ConfigError, SourceError
 
 T = TypeVar("T")
@@ -237,7 +237,7 @@ class ApiClient:
             self.provider, response.status_code, response.headers, response.content, self._key, self._key_help, self.base_url
         )
         try:
-            return response.json()
+            return jsontext.loads(response.content)
         except ValueError:
             kind = response.headers.get("Content-Type", "no content type").split(";")[0]
             raise SourceError(

@@ -18,6 +18,7 @@ import threading
 from types import ModuleType
 from typing import Any
 
+from computefence import jsontext
 from computefence.errors import SourceError
 from computefence.models import ProviderInfo, Target
 from computefence.sources.http import Retry, RetryPolicy, call_with_retries, raise_for_status, scrub
@@ -111,6 +112,9 @@ class _Transport:
             raise_for_status(
                 PROVIDER, response.status_code, response.headers, response.content, self._key, KEY_HELP, self._base
             )
+        # The SDK parses the body itself; lone surrogates go before they reach a model.
+        body = response.content
+        response.json = lambda **_: jsontext.loads(body)
         return response
 
 

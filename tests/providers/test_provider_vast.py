@@ -151,3 +151,11 @@ def test_odd_field_values_do_not_crash(api, fast):
     [target] = discover(api, fast)
     assert target.provider.gpu_count is None and target.provider.cost_per_hour is None
     assert target.unreachable_reason is not None
+
+
+def test_lone_surrogates_in_the_api_answer_become_question_marks(api, fast):
+    # json.dumps in the fake API sends the name as "gpu\\udcffbox", a lone surrogate escape.
+    api.vast_instances = [vast_instance(7, "gpu\udcffbox")]
+    [target] = discover(api, fast)
+    assert target.provider.name == "gpu?box"
+    target.model_dump_json()

@@ -1,6 +1,7 @@
 import json
 
 from computefence.models import SCHEMA_VERSION, Report
+from computefence.payload import parse_probe_output
 from computefence.render import render
 
 
@@ -33,8 +34,8 @@ def test_hostile_strings_survive_json_exactly(hostile_report):
 
 
 def test_lone_surrogates_from_a_pod_do_not_break_json(fleet_report):
-    # json.loads turns a pod's "\udcff" (an undecodable byte) into a lone surrogate.
-    fleet_report.hosts[0].facts.identity.hostname = "bad\udcffname"
+    # A lone "\udcff" escape and an undecodable byte, as a broken or hostile pod answers.
+    fleet_report.hosts[0].facts = parse_probe_output(b'{"identity": {"hostname": "bad\\udcffname", "kernel": "k\xff"}}')
     back = Report.model_validate_json(render(fleet_report, "json"))
-    assert back.hosts[0].facts.identity.hostname == "bad?name"
+    assert (back.hosts[0].facts.identity.hostname, back.hosts[0].facts.identity.kernel) == ("bad?name", "k?")
     assert back.hosts[1] == fleet_report.hosts[1]

@@ -1,0 +1,304 @@
+"""Client-side cost at fleet scale: `computefence fleet check` against a bare asyncssh gather.
+
+Real pods spend most of a fleet check's CPU on their own side (sshd, the probe), so on one
+machine they hide the client's cost. Here the pods are canned-answer SSH servers running in
+other processes: each accepts the same probe command, reads the probe from stdin and
+answers with one recorded probe output (recorded at start from a demo pod running the real
+probe). What is left to measure is the client: its CPU (wait4, user + system) and peak RSS,
+for ComputeFence and for the least a user could write (an asyncio.gather of
+asyncssh.connect(...).run(...)), at 1,000 targets by default.
+
+    python3 bench/client_bench.py --targets 1000 --repeat 3
+    python3 bench/client_bench.py --targets 1000 --cipher chacha20-poly1305@openssh.com --profile
+
+--cipher restricts what the servers offer, so both clients negotiate that cipher; --profile
+also runs ComputeFence once under cProfile and prints its top functions. Results go to
+bench/results/client-<time>.json. No root needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+from fleet_bench import PROBE_LIMIT_S, measure  # noqa: E402
+
+HOST = "127.0.0.1"
+TOOLS = ("computefence", "asyncssh")
+
+
+# ---------------------------------------------------------------- the canned-answer servers
+
+
+def serve(ports: list[int], host_key_path: str, client_key_path: str, answer_path: str, ciphers: list[str] | None,
+          ready: multiprocessing.Event, stop: multiprocessing.Event) -> None:
+    """One server process: listens on `ports` and answers every exec with the recorded output."""
+    import asyncssh
+
+    answer = Path(answer_path).read_bytes()
+    client_key = asyncssh.read_private_key(client_key_path)
+
+    async def answer_one(process: asyncssh.SSHServerProcess) -> None:
+        # Read the whole probe as sshd would hand it to python3, then answer as the probe did.
+        while await process.stdin.read(65536):
+            pass
+        process.stdout.write(answer)
+        process.exit(0)
+
+    async def main() -> None:
+        options = {} if not ciphers else {"encryption_algs": ciphers}
+        authorized = asyncssh.import_authorized_keys(client_key.export_public_key().decode())
+        acceptors = [
+            await asyncssh.listen(HOST, port, server_host_keys=[host_key_path], authorized_client_keys=authorized,
+                                  process_factory=answer_one, encoding=None, backlog=4096, **options)
+            for port in ports
+        ]
+        ready.set()
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        for acceptor in acceptors:
+            acceptor.close()
+
+    asyncio.run(main())
+
+
+def free_ports(count: int) -> list[int]:
+    import socket
+
+    holders = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.bind((HOST, 0))
+        holders.append(sock)
+    ports = [s.getsockname()[1] for s in holders]
+    for sock in holders:
+        sock.close()
+    return ports
+
+
+# ---------------------------------------------------------------- the recorded answer
+
+
+def record_answer(path: Path) -> int:
+    """Run the real probe once on a demo pod (fake H100, fake torch cu124) and keep its stdout."""
+    import asyncssh
+
+    from computefence.connectors.ssh import probe_command
+    from computefence.demo.fleet import DEMO_PODS, demo_fleet
+    from computefence.payload import probe_params, probe_payload
+
+    with demo_fleet(DEMO_PODS[:1]) as fleet:
+        target = fleet.targets[0]
+        payload = probe_payload(probe_params(target.checks, "python3", deadline_s=PROBE_LIMIT_S - 10)).encode()
+
+        async def run() -> bytes:
+            async with asyncssh.connect(target.host, target.port, username="root", known_hosts=fleet.known_hosts_path,
+                                        client_keys=[fleet.client_key_path], agent_path=None) as conn:
+                result = await conn.run(probe_command(PROBE_LIMIT_S), input=payload, encoding=None, check=True)
+            return result.stdout
+
+        path.write_bytes(asyncio.run(run()))
+    return path.stat().st_size
+
+
+# ---------------------------------------------------------------- the benchmark
+
+
+class CannedFleet:
+    def __init__(self, args: argparse.Namespace, work: Path):
+        import asyncssh
+        import yaml
+
+        from computefence.connectors.ssh import probe_command
+        from computefence.models import CheckOptions
+        from computefence.payload import probe_params, probe_payload
+
+        self.n = args.targets
+        self.answer = work / "answer.json"
+        self.answer_bytes = record_answer(self.answer)
+        host_key = asyncssh.generate_private_key("ssh-ed25519")
+        client_key = asyncssh.generate_private_key("ssh-ed25519")
+        self.host_key_path, self.client_key_path = work / "host_key", work / "client_key"
+        host_key.write_private_key(str(self.host_key_path))
+        client_key.write_private_key(str(self.client_key_path))
+        os.chmod(self.client_key_path, 0o600)
+        ports = free_ports(args.servers * args.ports_per_server)
+        self.known_hosts = work / "known_hosts"
+        public = host_key.export_public_key().decode().strip()
+        self.known_hosts.write_text("".join(f"[{HOST}]:{port} {public}\n" for port in ports))
+        context = multiprocessing.get_context("spawn")
+        self.stop = context.Event()
+        self.servers = []
+        ciphers = [args.cipher] if args.cipher else None
+        for i in range(args.servers):
+            ready = context.Event()
+            mine = ports[i * args.ports_per_server:(i + 1) * args.ports_per_server]
+            proc = context.Process(target=serve, args=(mine, str(self.host_key_path), str(self.client_key_path),
+                                                       str(self.answer), ciphers, ready, self.stop), daemon=True)
+            proc.start()
+            if not ready.wait(60):
+                raise SystemExit("client_bench: a canned-answer server did not start")
+            self.servers.append(proc)
+        pods = [{"name": f"pod-{i:04d}", "host": HOST, "port": ports[i % len(ports)]} for i in range(self.n)]
+        checks = CheckOptions(output_dir="/workspace/checkpoints")
+        self.payload = work / "probe.py"
+        self.payload.write_text(probe_payload(probe_params(checks, "python3", deadline_s=PROBE_LIMIT_S - 10)))
+        self.spec = work / "spec.json"
+        self.spec.write_text(json.dumps({
+            "pods": pods, "identity_file": str(self.client_key_path), "known_hosts": str(self.known_hosts),
+            "command": probe_command(PROBE_LIMIT_S), "payload": str(self.payload),
+        }))
+        self.inventory = work / "inventory.yaml"
+        self.inventory.write_text(yaml.safe_dump({
+            "known_hosts": str(self.known_hosts),
+            "defaults": {"user": "root", "identity_file": str(self.client_key_path), "python": "python3",
+                         "checks": checks.model_dump(exclude_defaults=True)},
+            "hosts": pods,
+        }, sort_keys=False))
+
+    def close(self) -> None:
+        self.stop.set()
+        for proc in self.servers:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+
+
+def run_tool(tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namespace) -> dict:
+    run_dir.mkdir(parents=True)
+    env = {**os.environ, "HOME": str(run_dir)}
+    if tool == "computefence":
+        report = run_dir / "report.json"
+        argv = [args.python, "-m", "computefence", "fleet", "check", "-i", str(fleet.inventory), "--format", "json",
+                "-o", str(report), "--timeout", str(PROBE_LIMIT_S + 20), "--concurrency", str(args.concurrency)]
+        result = measure(argv, env=env)
+        try:
+            hosts = json.loads(report.read_text())["hosts"]
+            result["ok"] = sum(1 for h in hosts if h["status"] == "ok")
+            result["failed"] = {h["name"]: h.get("reason") for h in hosts if h["status"] != "ok"}
+        except (OSError, ValueError, KeyError) as exc:
+            result.update(ok=0, failed={"*": f"no report: {exc}"})
+    else:
+        answer = run_dir / "answer.json"
+        argv = [args.python, str(BENCH / "fleet_bench.py"), "--worker", "asyncssh", "--spec", str(fleet.spec)]
+        if args.cipher:
+            argv += ["--cipher", args.cipher]
+        result = measure(argv, env=env, stdout_path=answer)
+        try:
+            result.update(json.loads(answer.read_text()))
+        except ValueError:
+            result.update(ok=0, failed={"*": "worker printed no tally"})
+    result["valid"] = result.get("ok") == fleet.n
+    if not result["valid"]:
+        first = next(iter(result.get("failed", {}).items()), None)
+        result["first_failure"] = first
+    result.pop("failed", None)
+    return result
+
+
+def profile(fleet: CannedFleet, work: Path, args: argparse.Namespace, top: int = 25) -> str:
+    stats = work / "cf.prof"
+    argv = [args.python, "-m", "cProfile", "-o", str(stats), "-m", "computefence", "fleet", "check", "-i",
+            str(fleet.inventory), "--format", "json", "-o", str(work / "profiled.json"),
+            "--concurrency", str(args.concurrency)]
+    subprocess.run(argv, env={**os.environ, "HOME": str(work)}, stdout=subprocess.DEVNULL, check=False)
+    code = ("import pstats, sys; s = pstats.Stats(sys.argv[1]); s.sort_stats('tottime').print_stats(int(sys.argv[2]))")
+    return subprocess.run([args.python, "-c", code, str(stats), str(top)], capture_output=True, text=True).stdout
+
+
+def summarise(runs: list[dict], n: int) -> dict:
+    """Each figure's own min and median over the valid runs (not the figures of one run)."""
+    valid = [r for r in runs if r["valid"]]
+    out: dict = {"runs": runs, "valid_runs": len(valid)}
+    for key in ("wall_s", "cpu_s", "maxrss_mib"):
+        values = [r[key] for r in valid]
+        if values:
+            out[key] = {"min": min(values), "median": statistics.median(values)}
+    if valid:
+        out["cpu_ms_per_target"] = {k: round(1000 * v / n, 2) for k, v in out["cpu_s"].items()}
+    return out
+
+
+def table(results: dict) -> str:
+    rows = [f"{'tool':13s} {'valid':>5} {'wall s min/med':>15} {'CPU s min/med':>14} {'ms/target med':>13} "
+            f"{'maxRSS MiB min/med':>18} {'x bare CPU':>10}"]
+    tools = results["tools"]
+    bare = tools.get("asyncssh", {}).get("cpu_s", {}).get("median")
+    for tool, s in tools.items():
+        if "cpu_s" not in s:
+            rows.append(f"{tool:13s} {s['valid_runs']:>5} (no valid run)")
+            continue
+        ratio = f"{s['cpu_s']['median'] / bare:10.2f}" if bare else f"{'-':>10}"
+        rows.append(f"{tool:13s} {s['valid_runs']:>5} {s['wall_s']['min']:7.2f}/{s['wall_s']['median']:<7.2f} "
+                    f"{s['cpu_s']['min']:6.2f}/{s['cpu_s']['median']:<7.2f} {s['cpu_ms_per_target']['median']:13.2f} "
+                    f"{s['maxrss_mib']['min']:8.1f}/{s['maxrss_mib']['median']:<9.1f} {ratio}")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--targets", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per tool, interleaved (default 3)")
+    parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument("--servers", type=int, default=2, help="canned-answer server processes (default 2)")
+    parser.add_argument("--ports-per-server", type=int, default=4)
+    parser.add_argument("--cipher", help="the only cipher the servers offer, e.g. aes128-gcm@openssh.com")
+    parser.add_argument("--concurrency", type=int, default=1000, help="computefence --concurrency (default 1000)")
+    parser.add_argument("--profile", action="store_true", help="also profile one computefence run (cProfile)")
+    parser.add_argument("--python", default=sys.executable, help="interpreter with computefence and asyncssh")
+    parser.add_argument("--results", default=str(BENCH / "results"))
+    args = parser.parse_args(argv)
+    tools = [t.strip() for t in args.tools.split(",")]
+    if unknown := [t for t in tools if t not in TOOLS]:
+        parser.error(f"--tools: unknown {', '.join(unknown)}; known: {', '.join(TOOLS)}")
+    results: dict = {"targets": args.targets, "cipher": args.cipher or "negotiated", "cpus": os.cpu_count(),
+                     "loadavg_at_start": os.getloadavg(), "tools": {}}
+    with tempfile.TemporaryDirectory(prefix="cf-client-bench-") as tmp:
+        work = Path(tmp)
+        fleet = CannedFleet(args, work)
+        results["answer_bytes"] = fleet.answer_bytes
+        results["payload_bytes"] = fleet.payload.stat().st_size
+        try:
+            print(f"== {args.targets} targets on {args.servers}x{args.ports_per_server} canned ports; warming up",
+                  file=sys.stderr, flush=True)
+            for tool in tools:  # every tool once, untimed: page cache, imports, the servers' first handshakes
+                run_tool(tool, fleet, work / "runs" / f"warm-{tool}", args)
+            runs: dict[str, list[dict]] = {tool: [] for tool in tools}
+            for round_ in range(args.repeat):
+                for tool in (tools if round_ % 2 == 0 else list(reversed(tools))):
+                    result = run_tool(tool, fleet, work / "runs" / f"{tool}-{round_}", args)
+                    runs[tool].append(result)
+                    status = "ok" if result["valid"] else f"INVALID ({result.get('ok')}/{args.targets}: " \
+                                                          f"{result.get('first_failure')})"
+                    print(f"   {tool:13s} wall {result['wall_s']:6.2f}s cpu {result['cpu_s']:6.2f}s "
+                          f"rss {result['maxrss_mib']:6.1f} MiB  {status}", file=sys.stderr, flush=True)
+            results["tools"] = {tool: summarise(r, args.targets) for tool, r in runs.items()}
+            if args.profile:
+                results["profile"] = profile(fleet, work, args)
+        finally:
+            fleet.close()
+    print(table(results))
+    if args.profile:
+        print(results["profile"])
+    out = Path(args.results)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"client-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"results: {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
