@@ -66,7 +66,9 @@ def serve(ports: list[int], host_key_path: str, client_key_path: str, answer_pat
             for port in ports
         ]
         ready.set()
-        while not stop.is_set():
+        parent = os.getppid()
+        # Stops with the benchmark, even when it is killed before it can say so.
+        while not stop.is_set() and os.getppid() == parent:
             await asyncio.sleep(0.2)
         for acceptor in acceptors:
             acceptor.close()
@@ -182,7 +184,11 @@ def run_tool(tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namesp
     if tool == "computefence":
         report = run_dir / "report.json"
         argv = [args.python, "-m", "computefence", "fleet", "check", "-i", str(fleet.inventory), "--format", "json",
-                "-o", str(report), "--timeout", str(PROBE_LIMIT_S + 20), "--concurrency", str(args.concurrency)]
+                "-o", str(report), "--timeout", str(PROBE_LIMIT_S + 20),
+                # The bare gather has no handshake timeout; two loaded cores may need long for 1,000.
+                "--connect-timeout", "60"]
+        if args.concurrency:
+            argv += ["--concurrency", str(args.concurrency)]
         result = measure(argv, env=env)
         try:
             hosts = json.loads(report.read_text())["hosts"]
@@ -212,7 +218,7 @@ def profile(fleet: CannedFleet, work: Path, args: argparse.Namespace, top: int =
     stats = work / "cf.prof"
     argv = [args.python, "-m", "cProfile", "-o", str(stats), "-m", "computefence", "fleet", "check", "-i",
             str(fleet.inventory), "--format", "json", "-o", str(work / "profiled.json"),
-            "--concurrency", str(args.concurrency)]
+            "--connect-timeout", "60"] + (["--concurrency", str(args.concurrency)] if args.concurrency else [])
     subprocess.run(argv, env={**os.environ, "HOME": str(work)}, stdout=subprocess.DEVNULL, check=False)
     code = ("import pstats, sys; s = pstats.Stats(sys.argv[1]); s.sort_stats('tottime').print_stats(int(sys.argv[2]))")
     return subprocess.run([args.python, "-c", code, str(stats), str(top)], capture_output=True, text=True).stdout
@@ -255,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--servers", type=int, default=2, help="canned-answer server processes (default 2)")
     parser.add_argument("--ports-per-server", type=int, default=4)
     parser.add_argument("--cipher", help="the only cipher the servers offer, e.g. aes128-gcm@openssh.com")
-    parser.add_argument("--concurrency", type=int, default=1000, help="computefence --concurrency (default 1000)")
+    parser.add_argument("--concurrency", type=int, help="computefence --concurrency (default: its own, 256)")
     parser.add_argument("--profile", action="store_true", help="also profile one computefence run (cProfile)")
     parser.add_argument("--python", default=sys.executable, help="interpreter with computefence and asyncssh")
     parser.add_argument("--results", default=str(BENCH / "results"))

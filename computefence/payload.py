@@ -55,18 +55,22 @@ def parse_probe_output(raw: bytes | str) -> Facts:
         raise ProbeOutputError("probe printed nothing")
     # Login banners or shell noise may precede the document; the probe's JSON is the last line.
     line = text.splitlines()[-1]
+    if '"probe_error"' in line:
+        try:
+            document = json.loads(line)
+        except ValueError:
+            document = None
+        if isinstance(document, dict) and "probe_error" in document:
+            raise ProbeOutputError(f"probe failed: {_snippet(str(document['probe_error']))}")
     try:
-        document = json.loads(line)
-    except ValueError:
-        raise ProbeOutputError(f"probe output is not JSON: {_snippet(line)}") from None
-    if not isinstance(document, dict):
-        raise ProbeOutputError(f"probe output is not a JSON object: {_snippet(line)}")
-    if "probe_error" in document:
-        raise ProbeOutputError(f"probe failed: {_snippet(str(document['probe_error']))}")
-    try:
-        return Facts.model_validate(document)
+        # Straight from the text into the models: no intermediate dicts, repeated strings shared.
+        return Facts.model_validate_json(line)
     except ValidationError as exc:
         first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            raise ProbeOutputError(f"probe output is not JSON: {_snippet(line)}") from None
+        if not first.get("loc"):
+            raise ProbeOutputError(f"probe output is not a JSON object: {_snippet(line)}") from None
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise ProbeOutputError(f"probe output does not match the facts schema at {where}: {first.get('msg')}") from None
 
