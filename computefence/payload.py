@@ -30,6 +30,7 @@ def probe_params(checks: CheckOptions, python: str = "python3", **extra) -> dict
         "input_column": checks.input_column,
         "label_column": checks.label_column,
         "extra_paths": list(checks.extra_paths),
+        "perf": checks.perf,
     }
     params.update(extra)
     return params

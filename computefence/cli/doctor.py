@@ -48,6 +48,8 @@ def doctor(
     input_column: Optional[str] = typer.Option(None, "--input-column", metavar="NAME", help="Dataset column with the model input."),
     label_column: Optional[str] = typer.Option(None, "--label-column", metavar="NAME", help="Dataset column with the label."),
     expect_gpu: bool = typer.Option(False, "--expect-gpu", help="A machine without a usable GPU is a blocker."),
+    perf: bool = typer.Option(False, "--perf", help="Also measure the GPUs: matmul TFLOPS, PCIe copies, NCCL all-reduce "
+                                                    "(up to 20 s of load; skipped on GPUs other processes use)."),
     fmt: OutputFormat = typer.Option("rich", "--format", "-f", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
     fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", help="Exit 1 on blockers only, or on warnings too."),
@@ -81,6 +83,7 @@ def doctor(
         input_column=input_column,
         label_column=label_column,
         expect_gpu=expect_gpu,
+        perf=perf,
     )
     name = socket.gethostname()
     effective = loaded.policy.for_target(name, []) if loaded is not None else None

@@ -100,6 +100,9 @@ def check(
                                            help="A pod that could not be checked does not fail the run."),
     skip: List[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
     only: List[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
+    perf: bool = typer.Option(False, "--perf", help="Also measure every pod's GPUs: matmul TFLOPS, PCIe copies, NCCL "
+                                                    "all-reduce (up to 20 s of load per pod; skipped on pods whose "
+                                                    "GPUs other processes use)."),
     # ---- fleet operations: launch gate, history, alerts, shards
     healthy_out: Optional[Path] = typer.Option(None, "--healthy-out", metavar="FILE",
                                                help="Write the pods a job can start on here (atomically, also "
@@ -148,6 +151,8 @@ def check(
         if not targets and all(source.ok for source in sources):
             raise ConfigError("no targets to check")
         targets, policies = apply_to_targets(targets, loaded)
+        if perf:
+            targets = [t.model_copy(update={"checks": t.checks.model_copy(update={"perf": True})}) for t in targets]
         hosts, interrupted = asyncio.run(_probe_all(targets, options))
     if not interrupted and not demo:
         hosts = _mark_vanished(targets, hosts, api_url)

@@ -9,7 +9,7 @@ rules in RULES and its check ids in CHECKS.
 from __future__ import annotations
 
 from computefence.errors import ConfigError
-from computefence.evaluate import accelerate, dataset, environment, gpu, gpu_health, python, storage, system
+from computefence.evaluate import accelerate, dataset, environment, gpu, gpu_health, gpu_perf, python, storage, system
 from computefence.evaluate import policy as policy_rules
 from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context, matches, one_line
@@ -22,6 +22,7 @@ RULES: list[Rule] = [
     *system.RULES,
     *gpu.RULES,
     *gpu_health.RULES,
+    *gpu_perf.RULES,
     *accelerate.RULES,
     *python.RULES,
     *dataset.RULES,
@@ -33,6 +34,7 @@ CHECKS: dict[str, str] = {
     **system.CHECKS,
     **gpu.CHECKS,
     **gpu_health.CHECKS,
+    **gpu_perf.CHECKS,
     **accelerate.CHECKS,
     **python.CHECKS,
     **dataset.CHECKS,

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from computefence import __version__
+from computefence.evaluate import gpu_perf
 from computefence.evaluate.fingerprint import fingerprint, is_package, label
 from computefence.models import (
     DriftRow,
@@ -31,6 +32,8 @@ def build_report(
     allow_unreachable: bool = False,
 ) -> Report:
     sources = list(sources)
+    if kind == "fleet":
+        hosts = gpu_perf.beside_fleet_median(list(hosts))
     return Report(
         tool_version=__version__,
         kind=kind,

@@ -51,10 +51,10 @@ def test_registry_lists_every_check_of_the_issue():
         "dataset.unreadable", "dataset.columns", "dataset.duplicates", "dataset.conflicting-labels",
         "dataset.missing-values", "dataset.label-skew",
         "gpu.ecc", "gpu.pcie-link", "gpu.throttle", "gpu.power-limit", "gpu.mig", "gpu.compute-mode",
-        "gpu.fabric-manager", "gpu.xid",
+        "gpu.fabric-manager", "gpu.xid", "gpu.perf-compute", "gpu.perf-pcie", "gpu.perf-interconnect",
         "policy.requirement", "policy.hardware", "env.drift", "env.outlier",
     }
-    assert len(RULES) == 23
+    assert len(RULES) == 26
 
 
 FINDINGS = [Finding(check=c, severity=Severity.PASS, message="m")

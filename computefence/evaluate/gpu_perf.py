@@ -1,0 +1,259 @@
+"""The --perf canary's figures against what the GPU model should deliver
+(providers/hardware/gpu-performance.yaml), and each pod's figures beside the fleet median.
+
+Without --perf there are no perf facts and these checks stay silent; a pod the canary
+skipped (GPU memory held by other processes) gets one note.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from computefence.errors import ConfigError
+from computefence.evaluate.context import Context, passed, q, warn
+from computefence.evaluate.gpu_health import fix
+from computefence.models import CheckOptions, Facts, Finding, GpuPerf, HostReport, HostStatus, PerfFacts
+from computefence.profiles import profiles_dir
+
+CHECKS = {
+    "gpu.perf-compute": "--perf: bf16 matmul reaches 60% of what the GPU model should deliver",
+    "gpu.perf-pcie": "--perf: pinned host-device copies reach 50% of what the PCIe link should carry",
+    "gpu.perf-interconnect": "--perf: GPU-to-GPU bandwidth (NCCL all-reduce or P2P) reaches 50% of the expected",
+}
+COMPUTE_SHARE = 0.6
+PCIE_SHARE = 0.5
+INTERCONNECT_SHARE = 0.5
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GpuModel(_Strict):
+    model: str
+    match: list[str]
+    peak_tflops: float
+    achievable: float
+    nvlink_gbps: float | None = None
+    pcie_gen: int
+    source: str
+
+    @property
+    def expected_tflops(self) -> float:
+        return self.peak_tflops * self.achievable
+
+
+class PcieFigures(_Strict):
+    lane_gbps: dict[int, float]
+    achievable: float
+    p2p_achievable: float
+
+
+class PerformanceData(_Strict):
+    pcie: PcieFigures
+    nvlink_achievable: float
+    gpus: list[GpuModel]
+
+    def model_of(self, name: str | None) -> GpuModel | None:
+        for entry in self.gpus:
+            if name and any(re.search(pattern, name, re.IGNORECASE) for pattern in entry.match):
+                return entry
+        return None
+
+    def pcie_gbps(self, gen: int, width: int) -> float | None:
+        lane = self.pcie.lane_gbps.get(gen)
+        return lane * width * self.pcie.achievable if lane else None
+
+
+@lru_cache(maxsize=None)
+def load_performance_data(path: Path | None = None) -> PerformanceData:
+    path = path or profiles_dir() / "hardware" / "gpu-performance.yaml"
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return PerformanceData.model_validate(document)
+    except OSError as exc:
+        raise ConfigError(f"GPU performance data {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError:
+        raise ConfigError(f"GPU performance data {path}: not valid YAML") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "(top level)"
+        raise ConfigError(f"GPU performance data {path}: {where}: {first.get('msg')}") from None
+
+
+def _perf(facts: Facts) -> PerfFacts | None:
+    return facts.perf if facts.perf is not None and facts.perf.ran else None
+
+
+CLOCKS = "nvidia-smi -q -d PERFORMANCE,CLOCK,POWER"
+
+
+# ---------------------------------------------------------------- gpu.perf-compute
+
+
+def check_perf_compute(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
+    cid = "gpu.perf-compute"
+    perf = facts.perf
+    if perf is None:
+        return []
+    if perf.skipped_reason:
+        return [passed(cid, f"performance canary not run: {perf.skipped_reason}")]
+    if perf.error and not perf.gpus:
+        return [warn(cid, f"performance canary failed: {perf.error}",
+                     fix([f"{q(facts.torch.python)} -c 'import torch; torch.ones(1).cuda()'"],
+                         "a GPU that cannot run a matmul will not train either"))]
+    data = load_performance_data()
+    findings, measured = [], []
+    for gpu in perf.gpus:
+        if gpu.error:
+            findings.append(warn(cid, f"GPU {gpu.index}: the canary's matmul failed: {gpu.error}",
+                                 fix([CLOCKS], "a GPU that fails a matmul will fail the job too: choose another machine"),
+                                 subject=f"GPU {gpu.index}"))
+            continue
+        if gpu.matmul_tflops is None:
+            continue
+        model = data.model_of(gpu.name)
+        measured.append(gpu.matmul_tflops)
+        if model is not None and gpu.matmul_tflops < COMPUTE_SHARE * model.expected_tflops:
+            findings.append(warn(cid, (
+                f"GPU {gpu.index} ({gpu.name}) reaches {gpu.matmul_tflops:.0f} TFLOPS {gpu.dtype or 'bf16'} matmul, "
+                f"{gpu.matmul_tflops / model.expected_tflops:.0%} of the ~{model.expected_tflops:.0f} a healthy "
+                f"{model.model} delivers"),
+                fix([CLOCKS], "gpu.throttle and gpu.power-limit say why when the host slows it; "
+                    "otherwise choose another machine"), subject=f"GPU {gpu.index}"))
+    if findings or not measured:
+        return findings
+    models = {g.name: data.model_of(g.name) for g in perf.gpus}
+    known = {m.model: m for m in models.values() if m is not None}
+    if None in models.values():
+        reference = " (no reference figure for this GPU model)"
+    elif len(known) == 1:
+        [model] = known.values()
+        reference = f" (a healthy {model.model}: ~{model.expected_tflops:.0f})"
+    else:
+        reference = ""
+    return [passed(cid, f"bf16 matmul {_span(measured)} TFLOPS per GPU{reference}")]
+
+
+def _span(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}-{high:.0f}"
+
+
+# ---------------------------------------------------------------- gpu.perf-pcie
+
+
+def _link(facts: Facts, gpu: GpuPerf, model) -> tuple[int, int] | None:
+    health = next((h for h in facts.gpu.health if h.index == gpu.index), None)
+    gen = health.pcie_gen_max if health and health.pcie_gen_max else (model.pcie_gen if model else None)
+    width = health.pcie_width_current if health and health.pcie_width_current else 16
+    return (gen, width) if gen else None
+
+
+def check_perf_pcie(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
+    cid = "gpu.perf-pcie"
+    perf = _perf(facts)
+    if perf is None:
+        return []
+    data = load_performance_data()
+    findings, measured = [], []
+    for gpu in perf.gpus:
+        if gpu.h2d_gbps is None or gpu.d2h_gbps is None:
+            continue
+        slowest = min(gpu.h2d_gbps, gpu.d2h_gbps)
+        measured.append(slowest)
+        link = _link(facts, gpu, data.model_of(gpu.name))
+        expected = data.pcie_gbps(*link) if link else None
+        if expected and slowest < PCIE_SHARE * expected:
+            findings.append(warn(cid, (
+                f"GPU {gpu.index} copies host-to-device {gpu.h2d_gbps:.1f} GB/s and device-to-host "
+                f"{gpu.d2h_gbps:.1f} GB/s, {slowest / expected:.0%} of the ~{expected:.0f} GB/s a PCIe gen{link[0]} "
+                f"x{link[1]} link carries"),
+                fix(["nvidia-smi --query-gpu=index,pcie.link.gen.max,pcie.link.width.current --format=csv"],
+                    "a slow link with the full width points at the host (a PCIe switch shared by several GPUs, "
+                    "IOMMU, a NUMA-remote slot): choose another machine"), subject=f"GPU {gpu.index}"))
+    if findings or not measured:
+        return findings
+    return [passed(cid, f"pinned host-device copies {_span(measured)} GB/s per GPU (slower direction)")]
+
+
+# ---------------------------------------------------------------- gpu.perf-interconnect
+
+
+def check_perf_interconnect(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
+    cid = "gpu.perf-interconnect"
+    perf = _perf(facts)
+    if perf is None or len(perf.gpus) < 2:
+        return []
+    if perf.interconnect_gbps is None:
+        return [passed(cid, f"GPU-to-GPU bandwidth not measured: {perf.interconnect_error or 'no method worked'}")]
+    data = load_performance_data()
+    model = data.model_of(perf.gpus[0].name)
+    nccl = perf.interconnect_method == "nccl-allreduce"
+    what = "NCCL all-reduce bus bandwidth" if nccl else "peer-to-peer copy bandwidth"
+    if model is not None and model.nvlink_gbps:
+        expected, path = model.nvlink_gbps * data.nvlink_achievable, f"{model.model} NVLink"
+    else:
+        link = _link(facts, perf.gpus[0], model)
+        pcie = data.pcie_gbps(*link) if link else None
+        expected = pcie * data.pcie.p2p_achievable if pcie else None
+        path = f"PCIe gen{link[0]} x{link[1]}" if link else "PCIe"
+    measured = perf.interconnect_gbps
+    if expected and measured < INTERCONNECT_SHARE * expected:
+        advice = ("on an NVLink board this means NVLink links are down or traffic goes over PCIe "
+                  "(`nvidia-smi nvlink -s`, `nvidia-smi topo -m`); choose another machine")
+        return [warn(cid, f"{what} {measured:.1f} GB/s across {len(perf.gpus)} GPUs, {measured / expected:.0%} of the "
+                          f"~{expected:.0f} GB/s {path} should carry",
+                     fix(["nvidia-smi topo -m"], advice))]
+    reference = f" (~{expected:.0f} expected over {path})" if expected else ""
+    return [passed(cid, f"{what} {measured:.1f} GB/s across {len(perf.gpus)} GPUs{reference}")]
+
+
+# ---------------------------------------------------------------- the fleet
+
+
+def _figures(perf: PerfFacts) -> dict[str, float]:
+    """Each perf check's one figure for a pod: its GPUs' median matmul, its slowest copy, its interconnect."""
+    figures = {}
+    tflops = [g.matmul_tflops for g in perf.gpus if g.matmul_tflops is not None]
+    copies = [min(g.h2d_gbps, g.d2h_gbps) for g in perf.gpus if g.h2d_gbps is not None and g.d2h_gbps is not None]
+    if tflops:
+        figures["gpu.perf-compute"] = statistics.median(tflops)
+    if copies:
+        figures["gpu.perf-pcie"] = min(copies)
+    if perf.interconnect_gbps is not None:
+        figures["gpu.perf-interconnect"] = perf.interconnect_gbps
+    return figures
+
+
+_UNITS = {"gpu.perf-compute": "TFLOPS", "gpu.perf-pcie": "GB/s", "gpu.perf-interconnect": "GB/s"}
+
+
+def beside_fleet_median(hosts: list[HostReport]) -> list[HostReport]:
+    """Each pod's perf findings with its figure beside the fleet's median, so the slow pod stands out."""
+    figures = {h.name: _figures(h.facts.perf) for h in hosts
+               if h.status is HostStatus.OK and h.facts is not None and _perf(h.facts) is not None}
+    if len(figures) < 2:
+        return hosts
+    medians = {check: statistics.median(values[check] for values in figures.values() if check in values)
+               for check in _UNITS if sum(check in values for values in figures.values()) >= 2}
+    out = []
+    for host in hosts:
+        mine = figures.get(host.name, {})
+        findings = [
+            f.model_copy(update={"message": f"{f.message}; this pod {mine[f.check]:.1f} {_UNITS[f.check]}, "
+                                            f"fleet median {medians[f.check]:.1f}"})
+            if f.check in medians and f.check in mine else f
+            for f in host.findings
+        ]
+        out.append(host.model_copy(update={"findings": findings}))
+    return out
+
+
+RULES = [check_perf_compute, check_perf_pcie, check_perf_interconnect]

@@ -1,0 +1,124 @@
+"""gpu.perf-compute, gpu.perf-pcie, gpu.perf-interconnect: the --perf canary's figures against
+providers/hardware/gpu-performance.yaml, and each pod beside the fleet median."""
+
+from __future__ import annotations
+
+import pytest
+from evaluate_builders import only, problems, runpod_pod
+
+from computefence.errors import ConfigError
+from computefence.evaluate import build_report, evaluate_host
+from computefence.evaluate.gpu_perf import load_performance_data
+from computefence.models import CheckOptions, Facts, GpuHealth, GpuPerf, HostReport, HostStatus, PerfFacts, Severity
+
+H100 = "NVIDIA H100 80GB HBM3"
+PERF_CHECKS = ("gpu.perf-compute", "gpu.perf-pcie", "gpu.perf-interconnect")
+
+
+def perf_pod(n: int = 8, tflops: float = 740.0, h2d: float = 53.0, d2h: float = 52.0, interconnect: float | None = 470.0,
+             method: str = "nccl-allreduce", name: str = H100, **perf) -> Facts:
+    pod = runpod_pod(n_gpus=n)
+    gpus = [GpuPerf(index=i, name=name, dtype="bfloat16", matmul_tflops=tflops, h2d_gbps=h2d, d2h_gbps=d2h)
+            for i in range(n)]
+    values = dict(ran=True, duration_s=9.5, gpus=gpus, interconnect_method=method if n > 1 else None,
+                  interconnect_gbps=interconnect if n > 1 else None)
+    values.update(perf)
+    return pod.model_copy(update={"perf": PerfFacts(**values)})
+
+
+def _perf(facts: Facts) -> list:
+    return [f for f in evaluate_host(facts, CheckOptions()) if f.check in PERF_CHECKS]
+
+
+def test_without_perf_the_checks_are_silent():
+    assert _perf(runpod_pod()) == []
+
+
+def test_healthy_h100x8_passes_with_its_figures_and_the_reference():
+    findings = _perf(perf_pod())
+    assert problems(findings) == [] and len(findings) == 3
+    assert only(findings, "gpu.perf-compute").message == "bf16 matmul 740 TFLOPS per GPU (a healthy H100 SXM: ~742)"
+    assert "NCCL all-reduce bus bandwidth 470.0 GB/s across 8 GPUs (~360 expected over H100 SXM NVLink)" == only(
+        findings, "gpu.perf-interconnect").message
+
+
+def test_slow_gpu_warns_under_60_percent_of_the_expected():
+    facts = perf_pod(n=1, tflops=300.0)
+    finding = only(_perf(facts), "gpu.perf-compute")
+    assert finding.severity is Severity.WARN and finding.subject == "GPU 0"
+    assert "reaches 300 TFLOPS bfloat16 matmul, 40% of the ~742 a healthy H100 SXM delivers" in finding.message
+    assert finding.fix.startswith("nvidia-smi -q -d PERFORMANCE,CLOCK,POWER  # ")
+
+
+def test_pcie_copy_under_half_of_the_link_warns_and_x4_is_judged_against_x4():
+    rtx = "NVIDIA GeForce RTX 4090"
+    slow = only(_perf(perf_pod(n=1, name=rtx, tflops=150.0, h2d=9.0, d2h=11.0)), "gpu.perf-pcie")
+    assert slow.severity is Severity.WARN
+    assert "36% of the ~25 GB/s a PCIe gen4 x16 link carries" in slow.message
+    x4 = perf_pod(n=1, name=rtx, tflops=150.0, h2d=6.0, d2h=6.1)
+    health = GpuHealth(index=0, name=rtx, pcie_gen_max=4, pcie_width_current=4, pcie_width_max=16)
+    x4 = x4.model_copy(update={"gpu": x4.gpu.model_copy(update={"health": [health]})})
+    # x4 itself is gpu.pcie-link's finding; the copies are right for an x4 link.
+    assert only(_perf(x4), "gpu.perf-pcie").severity is Severity.PASS
+
+
+def test_interconnect_under_half_warns_and_pcie_only_gpus_expect_p2p_over_pcie():
+    nvlink_down = only(_perf(perf_pod(interconnect=40.0)), "gpu.perf-interconnect")
+    assert nvlink_down.severity is Severity.WARN and "11% of the ~360 GB/s H100 SXM NVLink" in nvlink_down.message
+    assert nvlink_down.fix.startswith("nvidia-smi topo -m")
+    p2p = perf_pod(n=2, name="NVIDIA GeForce RTX 4090", tflops=150.0, h2d=24.0, d2h=25.0, interconnect=16.0,
+                   method="p2p-copy")
+    finding = only(_perf(p2p), "gpu.perf-interconnect")
+    assert finding.severity is Severity.PASS and "peer-to-peer copy bandwidth 16.0 GB/s" in finding.message
+
+
+def test_unknown_model_is_measured_without_a_verdict():
+    finding = only(_perf(perf_pod(n=1, name="NVIDIA Future GPU", tflops=5.0)), "gpu.perf-compute")
+    assert finding.severity is Severity.PASS and "no reference figure" in finding.message
+
+
+def test_busy_pod_gets_a_note_and_no_canary():
+    facts = runpod_pod().model_copy(update={"perf": PerfFacts(
+        skipped_reason="GPU 0 holds 71893 MiB of other processes' memory; the canary never disturbs a running job")})
+    [note] = _perf(facts)
+    assert note.check == "gpu.perf-compute" and note.severity is Severity.PASS
+    assert note.message.startswith("performance canary not run: GPU 0 holds 71893 MiB")
+
+
+def test_a_failed_canary_warns_with_its_error():
+    facts = runpod_pod().model_copy(update={"perf": PerfFacts(ran=True, error="RuntimeError: CUDA error: out of memory")})
+    finding = only(_perf(facts), "gpu.perf-compute")
+    assert finding.severity is Severity.WARN and "CUDA error: out of memory" in finding.message
+
+
+def test_fleet_report_puts_each_pod_beside_the_fleet_median():
+    hosts = []
+    for name, tflops in (("pod-a", 740.0), ("pod-b", 745.0), ("pod-c", 310.0)):
+        facts = perf_pod(tflops=tflops)
+        hosts.append(HostReport(name=name, status=HostStatus.OK, facts=facts,
+                                findings=evaluate_host(facts, CheckOptions())))
+    report = build_report(hosts, kind="fleet")
+    slow = [f for f in report.hosts[2].findings if f.check == "gpu.perf-compute"]
+    assert all(f.severity is Severity.WARN for f in slow) and len(slow) == 8
+    assert slow[0].message.endswith("; this pod 310.0 TFLOPS, fleet median 740.0")
+    fine = only(report.hosts[0].findings, "gpu.perf-compute")
+    assert fine.message.endswith("this pod 740.0 TFLOPS, fleet median 740.0")
+
+
+def test_performance_data_covers_the_issue_models_with_sources():
+    data = load_performance_data()
+    for name in ("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H200", "NVIDIA B200", "NVIDIA A100-SXM4-40GB",
+                 "NVIDIA A100-SXM4-80GB", "NVIDIA L40S", "NVIDIA L4", "NVIDIA A10", "NVIDIA RTX A6000",
+                 "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 3090"):
+        model = data.model_of(name)
+        assert model is not None and model.source and 0 < model.achievable <= 1, name
+    assert data.model_of("NVIDIA L40S").model == "L40S" and data.model_of("NVIDIA L4").model == "L4"
+    assert data.model_of("NVIDIA A100 80GB PCIe").model == "A100 PCIe"
+    assert set(data.pcie.lane_gbps) == {1, 2, 3, 4, 5, 6}
+
+
+def test_a_broken_data_file_is_a_config_error_naming_it(tmp_path):
+    bad = tmp_path / "gpu-performance.yaml"
+    bad.write_text("pcie: {lane_gbps: {4: fast}}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="gpu-performance.yaml: pcie"):
+        load_performance_data(bad)
