@@ -1,13 +1,18 @@
 """The fix line for a pod that could not be checked: the command to try next, with the
-target's own user, port, key and jump host."""
+target's own user, port, key, ssh_config and hop (-J or -o ProxyCommand=...)."""
 
 from __future__ import annotations
+
+import ipaddress
 
 from computefence.evaluate.context import q, with_note
 from computefence.models import HostStatus, Target
 from computefence.profiles import Profile, get_profile
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+# Addresses only a local network reaches (RFC 1918, carrier-grade NAT, IPv6 unique local).
+_PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+                                                             "100.64.0.0/10", "fc00::/7"))
 
 
 def _path(path: str) -> str:
@@ -30,9 +35,30 @@ def ssh_command(target: Target, profile: Profile, *options: str) -> str:
         parts += ["-i", _path(target.identity_files[0])]
     if target.proxy_jump:
         parts += ["-J", q(target.proxy_jump)]
+    if target.proxy_command:
+        parts += ["-o", q(f"ProxyCommand={target.proxy_command}")]
     user = _user(target, profile)
     parts.append(q(f"{user}@{target.host}" if user else target.host))
     return " ".join(parts)
+
+
+def _hop(target: Target) -> str | None:
+    """The hop ssh goes through, in words: `jump@bastion` or `ProxyCommand nc %h %p`."""
+    if target.proxy_jump:
+        return target.proxy_jump
+    return f"ProxyCommand {target.proxy_command}" if target.proxy_command else None
+
+
+def _needs_a_hop(target: Target, detail: str | None) -> bool:
+    """A direct connection to a name that does not resolve here, or to a private address:
+    the usual sign of a pod that only a bastion can reach."""
+    if detail is not None and "cannot resolve" in detail:
+        return True
+    try:
+        address = ipaddress.ip_address(target.host)
+    except ValueError:
+        return False
+    return any(address in network for network in _PRIVATE_NETWORKS)
 
 
 def _known_hosts_name(target: Target) -> str:
@@ -53,8 +79,14 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None) ->
         return ""
     if status is HostStatus.UNREACHABLE:
         refused = detail is not None and "refused" in detail.lower()
+        hop = _hop(target)
         note = (f"nothing listens on port {target.port}: sshd is not running or the port is wrong" if refused
                 else f"no answer from {target.host}:{target.port}: check the machine is running and the address is right")
+        if hop:
+            note += f" (reached through {hop}: that hop must be up and able to reach it)"
+        elif _needs_a_hop(target, detail):
+            note += ("; no jump host is configured for it: if only a bastion reaches it, add ProxyJump "
+                     "(`-J BASTION`, `proxy_jump:` in the inventory) or a ProxyCommand")
         if profile.advice.rediscover:
             note += f"; {profile.advice.rediscover}"
         return with_note(f"{ssh_command(target, profile, '-o', 'ConnectTimeout=10')} true", note)
@@ -69,6 +101,11 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None) ->
             note += f" (the login user on {title} is {profile.ssh.user})"
         return with_note(f"{ssh_command(target, profile, '-v')} true", note)
     if status is HostStatus.HOST_KEY_UNKNOWN:
+        if _hop(target):
+            # ssh-keyscan cannot go through a hop; ssh itself shows the key and asks.
+            return with_note(f"{ssh_command(target, profile, '-o', 'StrictHostKeyChecking=ask')} true",
+                             "ssh shows the fingerprint and asks before recording it: compare it with the "
+                             "provider's console first, or rerun with --accept-new")
         port = f"-p {target.port} " if target.port != 22 else ""
         scan = f"ssh-keyscan {port}{q(target.host)} >> {_path(_known_hosts_files(target)[0])}"
         return with_note(scan, "compare the fingerprint with the provider's console first, or rerun with --accept-new")

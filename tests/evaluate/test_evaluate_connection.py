@@ -87,3 +87,30 @@ def test_every_non_ok_status_has_a_fix():
     for status in HostStatus:
         if status is not HostStatus.OK:
             assert status_fix(POD, status), status
+
+
+BEHIND = POD.model_copy(update={"host": "10.0.0.5", "port": 22, "proxy_command": "ssh -W %h:%p bastion",
+                                "ssh_config": "/etc/cf/ssh_config"})
+
+
+def test_every_command_carries_the_proxy_command_and_the_config():
+    for status in (HostStatus.UNREACHABLE, HostStatus.AUTH_FAILED, HostStatus.NO_PYTHON, HostStatus.PROBE_FAILED,
+                   HostStatus.HOST_KEY_UNKNOWN, HostStatus.CONNECTION_LOST):
+        fix = status_fix(BEHIND, status)
+        assert "-F /etc/cf/ssh_config" in fix and "-o 'ProxyCommand=ssh -W %h:%p bastion'" in fix, status
+
+
+def test_unknown_host_key_behind_a_hop_asks_ssh_instead_of_keyscan():
+    fix = status_fix(BEHIND, HostStatus.HOST_KEY_UNKNOWN)
+    assert fix.startswith("ssh -o StrictHostKeyChecking=ask -F /etc/cf/ssh_config -i ~/.ssh/id_ed25519 "
+                          "-o 'ProxyCommand=ssh -W %h:%p bastion' root@10.0.0.5 true")
+
+
+def test_unreachable_names_the_hop_or_the_missing_one():
+    through = status_fix(BEHIND.model_copy(update={"proxy_command": None, "proxy_jump": "jump@bastion"}),
+                         HostStatus.UNREACHABLE, "cannot connect to 10.0.0.5: timed out")
+    assert "-J jump@bastion" in through and "reached through jump@bastion" in through
+    direct = BEHIND.model_copy(update={"proxy_command": None, "host": "gpu-behind"})
+    fix = status_fix(direct, HostStatus.UNREACHABLE, "cannot resolve gpu-behind: Name or service not known")
+    assert "no jump host is configured for it" in fix and "-J BASTION" in fix
+    assert "no jump host" not in status_fix(POD, HostStatus.UNREACHABLE, "cannot connect: timed out")
