@@ -4,7 +4,7 @@ Generates a realistic dataset (natural-language review text, a label, a source c
 rows exact duplicates of earlier rows, 1% earlier inputs repeated with a different label) as
 JSON Lines and as CSV, then measures, each in its own subprocess:
 
-- scan:   the probe's own code (computefence/probe.py run as a stdlib script in a fresh
+- scan:   the probe's own code (the script computefence sends, run as a stdlib script in a fresh
           interpreter, `python3 -I`), calling its dataset collector alone;
 - pandas: read_json(lines=True) / read_csv, then duplicated(), duplicated(subset=[input])
           and groupby(input)[label].nunique().
@@ -35,8 +35,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-PROBE = Path(__file__).resolve().parent.parent / "computefence" / "probe.py"
 
 LABELS = ["positive", "negative", "neutral"]
 SOURCES = ["imdb", "yelp", "amazon", "forum"]
@@ -129,9 +127,9 @@ def measure_child(argv: list[str]) -> None:
     print(json.dumps(result))
 
 
-def measure(method: str, path: Path) -> dict:
+def measure(method: str, path: Path, probe: Path) -> dict:
     if method == "scan":
-        worker = [sys.executable, "-I", "-c", SCAN_WORKER, str(PROBE), str(path)]
+        worker = [sys.executable, "-I", "-c", SCAN_WORKER, str(probe), str(path)]
     else:
         worker = [sys.executable, "-c", PANDAS_WORKER, str(path)]
     proc = subprocess.run([sys.executable, __file__, "_measure", "--", *worker], capture_output=True, text=True)
@@ -140,12 +138,22 @@ def measure(method: str, path: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def best(method: str, path: Path, repeat: int) -> dict:
-    runs = [measure(method, path) for _ in range(repeat)]
+def best(method: str, path: Path, repeat: int, probe: Path) -> dict:
+    runs = [measure(method, path, probe) for _ in range(repeat)]
     result = dict(min(runs, key=lambda r: r["wall_s"]))
     result["cpu_s"] = min(r["cpu_s"] for r in runs)
     result["peak_rss_mb"] = min(r["peak_rss_mb"] for r in runs)
     return result
+
+
+def write_probe(directory: Path) -> Path:
+    """The probe script exactly as computefence sends it, for the scan worker to run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from computefence.payload import probe_source
+
+    script = directory / "probe.py"
+    script.write_text(probe_source(), encoding="utf-8")
+    return script
 
 
 COUNTS = ("rows", "duplicate_rows", "duplicate_inputs", "conflicting_inputs")
@@ -174,10 +182,11 @@ def main() -> int:
         files = generate(directory, args.rows)
         print(f"generated {args.rows:,} rows as {', '.join(f'{p.name} ({p.stat().st_size / 1e6:.0f} MB)' for p in files)}"
               f" in {time.perf_counter() - started:.0f}s under {directory}")
+        probe = write_probe(directory)
         header = f"{'file':<12} {'method':<7} {'wall s':>7} {'cpu s':>7} {'peak MB':>8}  " + "  ".join(f"{c:>18}" for c in COUNTS)
         print(header)
         for path in files:
-            results = {method: best(method, path, args.repeat) for method in ("scan", "pandas")}
+            results = {method: best(method, path, args.repeat, probe) for method in ("scan", "pandas")}
             for method, r in results.items():
                 print(f"{path.name:<12} {method:<7} {r['wall_s']:>7.2f} {r['cpu_s']:>7.2f} {r['peak_rss_mb']:>8.0f}  "
                       + "  ".join(f"{r[c]:>18,}" for c in COUNTS))

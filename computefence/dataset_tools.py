@@ -1,6 +1,6 @@
 """Cleaning a dataset: `computefence dataset dedupe`.
 
-Reads the file with the probe's own reader (computefence.probe.run_dataset_scan), so a row the
+Reads the file with the probe's own reader (computefence.probe.dataset), so a row the
 check calls a duplicate is exactly a row dedupe drops, and writes the kept rows in the input's
 format (gzip preserved). JSON Lines and CSV/TSV records are copied byte for byte; JSON arrays
 are rewritten element by element; Parquet is rewritten with pyarrow.
@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from computefence import probe
 from computefence.errors import ConfigError
+from computefence.probe.dataset import detect_dataset, run_dataset_scan
 
 
 @dataclass
@@ -52,7 +52,7 @@ def dedupe(
     is kept) and without unreadable rows. Options: drop every row of an input that carries
     several labels (needs a first pass), drop rows lacking their input or label, keep only the
     first row of each input. Raises ConfigError with a one-line reason."""
-    source = probe.detect_dataset(in_path)
+    source = detect_dataset(in_path)
     if source["error"]:
         raise ConfigError(f"cannot read {in_path}: {source['error']}")
     fmt = source["format"]
@@ -62,13 +62,13 @@ def dedupe(
 
     conflicts: set[int] = set()
     if drop_conflicts:
-        first = probe.run_dataset_scan(in_path, input_column, label_column)
+        first = run_dataset_scan(in_path, input_column, label_column)
         _check_scan(in_path, first.facts, drop_conflicts, drop_missing, by_input)
         conflicts = first.conflicting_input_fingerprints()
 
     sink = _Sink(out_path, fmt, source["compression"], conflicts, drop_missing, by_input)
     try:
-        scan = probe.run_dataset_scan(in_path, input_column, label_column, sink=sink)
+        scan = run_dataset_scan(in_path, input_column, label_column, sink=sink)
         _check_scan(in_path, scan.facts, drop_conflicts, drop_missing, by_input)
         sink.commit(in_path)
     finally:

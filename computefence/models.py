@@ -1,7 +1,7 @@
 """The data shared by every part of ComputeFence.
 
-Facts are what the probe (computefence/probe.py) prints, parsed. Findings are what the
-evaluator decides about them. Reports bundle both per host. Renderers read reports.
+Facts are what the probe (computefence/probe/, sent as one script) prints, parsed. Findings
+are what the evaluator decides about them. Reports bundle both per host. Renderers read reports.
 A field added here is visible to the probe parser, the evaluator and every renderer.
 """
 

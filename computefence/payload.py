@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from importlib import resources
 
 from pydantic import ValidationError
@@ -10,6 +12,7 @@ from pydantic import ValidationError
 from computefence import jsontext
 from computefence.errors import ProbeOutputError
 from computefence.models import CheckOptions, Facts
+from computefence.probe import PARTS
 
 _PARAMS_LINE = 'EMBEDDED_PARAMS = "{}"\n'
 
@@ -17,8 +20,19 @@ _PARAMS_LINE = 'EMBEDDED_PARAMS = "{}"\n'
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 
 
+# A part's imports of earlier parts: `from .core import a, b` or the parenthesised form.
+_PART_IMPORT = re.compile(r"^from \.\w+ import (?:\([^)]*\)|[^\n(]*)\n", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=1)
 def probe_source() -> str:
-    return resources.files("computefence").joinpath("probe.py").read_text(encoding="utf-8")
+    """The probe parts joined into one stdlib script, the same bytes on every build."""
+    folder = resources.files("computefence.probe")
+    pieces = []
+    for name in PARTS:
+        text = folder.joinpath(name + ".py").read_text(encoding="utf-8")
+        pieces.append("# ---- computefence/probe/%s.py\n" % name + _PART_IMPORT.sub("", text))
+    return "\n\n".join(pieces)
 
 
 def probe_params(checks: CheckOptions, python: str = "python3", **extra) -> dict:
@@ -40,7 +54,7 @@ def probe_payload(params: dict) -> str:
     """The probe script with `params` embedded as a string literal (never shell-spliced)."""
     source = probe_source()
     if _PARAMS_LINE not in source:
-        raise RuntimeError("probe.py lost its EMBEDDED_PARAMS line")
+        raise RuntimeError("probe/core.py lost its EMBEDDED_PARAMS line")
     literal = repr(json.dumps(params, sort_keys=True))
     return source.replace(_PARAMS_LINE, "EMBEDDED_PARAMS = %s\n" % literal, 1)
 

@@ -54,7 +54,7 @@ def test_wheel_holds_only_the_computefence_package(wheel):
     top = {name.split("/", 1)[0] for name in names}
     assert top - {"computefence"} == {name.split("/", 1)[0] for name in names if ".dist-info/" in name}
     assert len(top) == 2
-    assert "computefence/probe.py" in names
+    assert "computefence/probe/core.py" in names
     profiles = {n for n in names if n.startswith("computefence/_providers/") and n.endswith(".yaml")}
     assert {"computefence/_providers/runpod.yaml", "computefence/_providers/vast.yaml",
             "computefence/_providers/lambda.yaml", "computefence/_providers/generic.yaml"} <= profiles
@@ -64,7 +64,7 @@ def test_installed_wheel_adds_no_generic_top_level_names(installed):
     purelib = _purelib(installed)
     assert not (purelib / "providers").exists()
     assert not (purelib / "inventory").exists()
-    assert (purelib / "computefence" / "probe.py").is_file()
+    assert (purelib / "computefence" / "probe" / "core.py").is_file()
     assert sorted(p.name for p in (purelib / "computefence" / "_providers").glob("*.yaml")) == [
         "generic.yaml", "lambda.yaml", "runpod.yaml", "vast.yaml"
     ]

@@ -11,7 +11,8 @@ from typing import Optional
 
 import typer
 
-from computefence import dataset_tools, evaluate, jsontext, probe
+from computefence import dataset_tools, evaluate, jsontext
+from computefence.probe.dataset import run_dataset_scan
 from computefence.cli.app import app
 from computefence.cli.output import FailOn, OutputFormat, emit, write_stdout
 from computefence.evaluate.context import build_context
@@ -45,7 +46,7 @@ def check(
     Exit status: 0 no blockers, 1 blockers (or warnings with --fail-on warn), 2 usage error.
     """
     started = time.monotonic()
-    scan = probe.run_dataset_scan(path, input_column, label_column, max_rows=max_rows, max_seconds=max_seconds)
+    scan = run_dataset_scan(path, input_column, label_column, max_rows=max_rows, max_seconds=max_seconds)
     # Text read from the file may hold undecodable bytes (lone surrogates): gone in the round trip.
     data = DatasetFacts.model_validate(jsontext.loads(json.dumps(scan.facts)))
     facts = Facts(dataset=data, collectors={"dataset": CollectorStatus(duration_s=data.duration_s)})

@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from computefence import evaluate, probe
+from computefence import evaluate
 from computefence.cli.app import app
 from computefence.cli.output import FailOn, OutputFormat, emit
 from computefence.cli.policy import (
@@ -30,6 +30,7 @@ from computefence.evaluate.environment import build_lock
 from computefence.models import CheckOptions, HostReport, HostStatus
 from computefence.payload import probe_params
 from computefence.policy import resolve_policy
+from computefence.probe.core import DEFAULT_TIMEOUTS
 
 # Time the probe process gets beyond its own deadline to print its answer.
 _GRACE_S = 10.0
@@ -90,7 +91,7 @@ def doctor(
     if effective is not None:
         checks = merge_checks(checks, effective)
     params = probe_params(checks, python=python, deadline_s=timeout, **(probe_extra(effective) if effective else {}))
-    limit = timeout + _GRACE_S + (probe.DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
+    limit = timeout + _GRACE_S + (DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
 
     started = time.monotonic()
     status_console = Console(stderr=True)

@@ -9,13 +9,13 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from computefence import probe
+from computefence.probe.dataset import run_dataset_scan
 
 ABSENT = object()  # a key left out of a JSON row
 
 
 def scan(path: Path | str, input_column: str | None = None, label_column: str | None = None, **kw) -> dict:
-    return probe.run_dataset_scan(str(path), input_column, label_column, **kw).facts
+    return run_dataset_scan(str(path), input_column, label_column, **kw).facts
 
 
 def jsonl_text(rows: list[dict]) -> str:

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from computefence import probe
 from computefence.models import DatasetFacts
+from computefence.probe import dataset as scanner
 from dataset_helpers import counts_of, csv_text, jsonl_text, reference, scan, write
 
 ROWS = [
@@ -47,7 +47,7 @@ def test_json_lines_plain_and_gzip_detected_by_magic(tmp_path, name, gz):
 
 @pytest.mark.parametrize("gz", [False, True])
 def test_json_array_streamed_across_small_chunks(tmp_path, monkeypatch, gz):
-    monkeypatch.setattr(probe, "_DS_CHUNK", 16)  # elements straddle every chunk boundary
+    monkeypatch.setattr(scanner, "_DS_CHUNK", 16)  # elements straddle every chunk boundary
     text = "[\n" + ",\n".join(json.dumps(row, indent=2) for row in ROWS) + "\n]\n"
     facts = scan(write(tmp_path / "train.json", text, gz=gz))
     assert facts["error"] is None and facts["format"] == "json-array"
@@ -182,7 +182,7 @@ def test_empty_files(tmp_path, content):
 
 
 def test_huge_single_line_is_unreadable_and_the_rest_is_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(probe, "_DS_LINE_CAP", 4096)
+    monkeypatch.setattr(scanner, "_DS_LINE_CAP", 4096)
     huge = json.dumps({"text": "x" * 50000, "label": 1})
     text = jsonl_text(ROWS[:1]) + huge + "\n" + jsonl_text(ROWS[1:])
     facts = scan(write(tmp_path / "train.jsonl", text))
@@ -192,7 +192,7 @@ def test_huge_single_line_is_unreadable_and_the_rest_is_read(tmp_path, monkeypat
 
 
 def test_the_real_line_cap_is_64_mib():
-    assert probe._DS_LINE_CAP == 64 * 1024 * 1024
+    assert scanner._DS_LINE_CAP == 64 * 1024 * 1024
 
 
 def test_lines_that_are_not_objects(tmp_path):
@@ -267,7 +267,7 @@ def test_label_counts_keep_the_top_50_and_say_how_many(tmp_path, monkeypatch):
     facts = scan(write(tmp_path / "train.jsonl", jsonl_text(rows)))
     assert facts["distinct_labels"] == 60 and len(facts["label_counts"]) == 50
     assert facts["label_counts"]["l0"] == 11 and not facts["distinct_labels_capped"]
-    monkeypatch.setattr(probe, "_DS_LABELS_TRACKED", 20)
+    monkeypatch.setattr(scanner, "_DS_LABELS_TRACKED", 20)
     capped = scan(tmp_path / "train.jsonl")
     assert capped["distinct_labels_capped"] and capped["distinct_labels"] == 20
     assert capped["conflicting_inputs"] == 0 and capped["rows"] == 601
@@ -278,19 +278,19 @@ def test_row_and_time_budgets_give_a_partial_scan(tmp_path):
     by_rows = scan(path, max_rows=10)
     assert by_rows["partial"] and by_rows["rows"] == 10 and "row budget of 10" in by_rows["partial_reason"]
     by_time = scan(path, max_seconds=1e-9)
-    assert by_time["partial"] and by_time["rows"] == probe._DS_CHECK_EVERY
+    assert by_time["partial"] and by_time["rows"] == scanner._DS_CHECK_EVERY
     assert "time budget" in by_time["partial_reason"]
 
 
 def test_collect_dataset_keeps_within_the_collector_timeout(tmp_path):
     path = write(tmp_path / "train.jsonl", jsonl_text([{"text": str(i)} for i in range(10000)]))
-    facts = probe.collect_dataset({"dataset": str(path), "dataset_max_seconds": 600.0, "timeouts": {"dataset": 1e-9}})
+    facts = scanner.collect_dataset({"dataset": str(path), "dataset_max_seconds": 600.0, "timeouts": {"dataset": 1e-9}})
     assert facts["partial"] and "time budget" in facts["partial_reason"]
-    assert probe.collect_dataset({"dataset": None}) is None
+    assert scanner.collect_dataset({"dataset": None}) is None
 
 
 def test_table_growth_keeps_counts_exact():
-    scan_ = probe._DatasetScan("synthetic", "text", "label", None, float("inf"))
+    scan_ = scanner._DatasetScan("synthetic", "text", "label", None, float("inf"))
     scan_.facts["input_column"], scan_.facts["label_column"] = "text", "label"
     n = 20000  # far beyond the initial 4096 slots
     rows = [(i + 1, hash(("row", i)), f"input {i}", str(i % 3), None) for i in range(n)]

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from computefence import probe
+from computefence.probe import accelerate
 
 # As `accelerate config` writes them (yaml.safe_dump, sorted keys).
 MULTI_GPU = """\
@@ -80,7 +80,7 @@ use_cpu: false
 
 @pytest.mark.parametrize("text", [MULTI_GPU, FSDP, DEEPSPEED])
 def test_subset_parser_reads_what_accelerate_writes_like_pyyaml(text):
-    assert probe._parse_accelerate_yaml(text) == yaml.safe_load(text)
+    assert accelerate._parse_accelerate_yaml(text) == yaml.safe_load(text)
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_subset_parser_reads_what_accelerate_writes_like_pyyaml(text):
 )
 def test_subset_parser_refuses_other_yaml(text):
     with pytest.raises(ValueError):
-        probe._parse_accelerate_yaml(text)
+        accelerate._parse_accelerate_yaml(text)
 
 
 def test_default_location_under_the_hf_cache(pod):

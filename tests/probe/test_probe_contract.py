@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from computefence import probe
+from computefence.probe import packages, torch as torch_part
 from computefence.demo import fakes
 from computefence.payload import probe_source
 from probe_pod import PYTHON38, path_fact
@@ -52,7 +52,7 @@ def test_probe_is_python38_stdlib_only():
 
 def test_embedded_scripts_and_fakes_are_python38_stdlib_only(tmp_path):
     # The packages/torch scripts run in the training interpreter; the fakes run on test pods.
-    sources = [probe._PACKAGES_SCRIPT, probe._TORCH_SCRIPT]
+    sources = [packages._PACKAGES_SCRIPT, torch_part._TORCH_SCRIPT]
     fakes.write_fake_nvidia_smi(tmp_path / "bin", "h100x1")
     sources.append((tmp_path / "bin" / "nvidia-smi").read_text())
     fakes.write_fake_torch(tmp_path / "site", "cu124")

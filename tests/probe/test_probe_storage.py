@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from computefence import probe
+from computefence.probe import core, storage
 from probe_pod import path_fact
 
 
@@ -188,10 +188,10 @@ def test_mountinfo_parser_keeps_stacked_mounts_in_order():
         "11 10 0:2 / /data rw - ext4 /dev/sdb rw\n"
         "12 11 0:3 / /data rw - nfs4 host:/export rw,vers=4.1\n"
     )
-    mounts = probe._parse_mountinfo(text)
-    assert probe._mount_for("/data/x", mounts)["fs_type"] == "nfs4"
-    assert probe._mount_for("/database", mounts)["fs_type"] == "overlay"
-    assert probe._mount_for("/", mounts)["mount_id"] == 10
+    mounts = storage._parse_mountinfo(text)
+    assert storage._mount_for("/data/x", mounts)["fs_type"] == "nfs4"
+    assert storage._mount_for("/database", mounts)["fs_type"] == "overlay"
+    assert storage._mount_for("/", mounts)["mount_id"] == 10
 
 
 def test_a_hung_mount_costs_only_its_paths(pod, monkeypatch):
@@ -207,15 +207,15 @@ def test_a_hung_mount_costs_only_its_paths(pod, monkeypatch):
             release.wait(30)
         return real_statvfs(path)
 
-    monkeypatch.setattr(probe.os, "statvfs", statvfs)
-    params = probe._load_params(json.dumps({
+    monkeypatch.setattr(storage.os, "statvfs", statvfs)
+    params = core._load_params(json.dumps({
         "roots": {"proc": str(pod.proc)},
         "extra_paths": [str(dead / "a"), str(dead / "b"), str(pod.cwd)],
     }))
     params["_deadline"] = time.time() + 8.0
     started = time.monotonic()
     try:
-        facts = probe.collect_storage(params)
+        facts = storage.collect_storage(params)
     finally:
         release.set()
     assert time.monotonic() - started < 4.0

@@ -1,0 +1,966 @@
+# Probe part: the dataset scan.
+# Reads a training file once and counts what poisons fine-tuning: unreadable rows, duplicate
+# rows, inputs carrying several labels, missing values and the label distribution.
+#
+# Memory grows with the number of distinct rows, never with the file size: each row is
+# reduced to 64-bit fingerprints (the interpreter's SipHash of the normalised value; two
+# different rows collide with probability ~n^2/2^65, 1e-7 at two million rows), kept in flat
+# open-addressing arrays at most 60% full: 24 bytes a slot per distinct input (its row and
+# first label ride along), 8 per other distinct row. The input table starts sized for the
+# row count estimated from the file size (at most 4M slots) and doubles as it fills.
+#
+# The laptop-side `computefence dataset` commands import this module: one reader, one set
+# of definitions.
+#
+# Definitions, so users can check the counts:
+# - rows are compared after normalisation: JSON objects with key order ignored at every
+#   depth, surrounding whitespace of every string stripped, other values compared with their
+#   type (1, 1.0, true and "1" are four different values); CSV/TSV rows cell by cell,
+#   each cell stripped. A duplicate row is identical to an earlier row: a row present three
+#   times counts two.
+# - an input or label is missing when its key or cell is absent, null or blank. A duplicate
+#   input is a present input equal to an earlier row's; a conflicting input is a distinct
+#   present input seen with more than one distinct present label.
+# - unreadable: a line that is not a JSON object, is not UTF-8, is longer than 64 MiB, or a
+#   CSV record with more cells than the header (pandas refuses those files).
+# - line numbers are 1-based physical lines where the row starts (Parquet: row numbers).
+
+import codecs
+import csv
+import gzip
+import io
+import json
+import os
+import re
+import time
+import zlib
+from array import array
+
+from .core import DEFAULT_TIMEOUTS
+
+_DS_LINE_CAP = 64 * 1024 * 1024
+_DS_SAMPLE_BYTES = 65536
+_DS_CHUNK = 1024 * 1024
+_DS_EXAMPLES = 5
+_DS_EXAMPLE_CHARS = 120
+_DS_EXAMPLE_LINES = 10
+_DS_UNREADABLE_LINES = 10
+_DS_LABELS_REPORTED = 50
+# Beyond this many distinct labels the column is free text: names are no longer kept (label
+# identity falls back to a 24-bit fingerprint, enough to notice conflicts).
+_DS_LABELS_TRACKED = 10000
+# Columns of JSON rows: keys seen in this many first rows (they also decide the guesses).
+_DS_COLUMNS_ROWS = 1000
+_DS_COLUMNS_MAX = 200
+_DS_CHECK_EVERY = 4096
+# First match wins: "instruction" before "input", which instruction datasets use for optional context.
+_DS_INPUT_NAMES = ("text", "prompt", "instruction", "sentence", "question", "input", "inputs", "content",
+                   "review", "document", "query", "utterance")
+_DS_LABEL_NAMES = ("label", "labels", "target", "class", "category", "sentiment", "y")
+# Packed per-input value: (line << 24) | label id. Id 0 is "no label", the top id marks an
+# input already counted as conflicting.
+_DS_LID_MASK = 0xFFFFFF
+_DS_CONFLICT = 0xFFFFFF
+_DS_NO_LABEL = 0
+_DS_JSON_WS = re.compile(r"[ \t\n\r]*")
+_DS_BAD_CHAR = re.compile("[\udc80-\udcff]")
+_DS_OTHER_MAGIC = (
+    (b"BZh", "bzip2", "bunzip2 -k"),
+    (b"\xfd7zXZ\x00", "xz", "unxz -k"),
+    (b"\x28\xb5\x2f\xfd", "zstd", "zstd -d"),
+    (b"PK\x03\x04", "zip", "unzip"),
+)
+
+class _DatasetProblem(Exception):
+    """The file cannot be scanned at all; `kind` names the problem for the evaluator."""
+
+    def __init__(self, kind, message):
+        Exception.__init__(self, message)
+        self.kind = kind
+
+
+# Values are fingerprinted with hash(), which is SipHash for strings but structured for the
+# rest (hash(0) == hash(""), hash(-1) == hash(-2)): other scalars enter as tagged strings.
+_DS_TAG = "\x00"
+_DS_SCALAR_TAGS = {int: _DS_TAG, float: _DS_TAG, bool: _DS_TAG, type(None): _DS_TAG}
+
+
+def _ds_freeze(value):
+    """A hashable form of a JSON value: strings stripped, other scalars as tagged reprs,
+    objects as frozensets of items, arrays as tuples."""
+    kind = value.__class__
+    if kind is str:
+        return value.strip()
+    if kind is dict:
+        return frozenset([(k, _ds_freeze(v)) for k, v in value.items()])
+    if kind is list or kind is tuple:
+        return tuple([_ds_freeze(v) for v in value])
+    return _DS_TAG + repr(value)
+
+
+def _ds_thaw(value):
+    """The frozen value back as JSON-like data, for showing it."""
+    kind = value.__class__
+    if kind is frozenset:
+        return dict((str(k), _ds_thaw(v)) for k, v in value)
+    if kind is tuple:
+        return [_ds_thaw(v) for v in value]
+    if kind is str and value.startswith(_DS_TAG):
+        text = value[1:]
+        if text in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[text]
+        for number in (int, float):
+            try:
+                return number(text)
+            except ValueError:
+                pass
+        return text
+    return value
+
+
+def _ds_show(value, limit=None):
+    """A frozen value as users wrote it (strings as is, anything else as JSON), optionally cut."""
+    if value.__class__ is str and not value.startswith(_DS_TAG):
+        text = value
+    else:
+        text = json.dumps(_ds_thaw(value), ensure_ascii=False, sort_keys=True, default=str)
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    if limit is not None and len(text) > limit:
+        text = text[:limit - 3] + "..."
+    return text
+
+
+class _DsFingerprints(object):
+    """A growable set of nonzero 64-bit ints in one flat array (linear probing)."""
+
+    def __init__(self, bits=10):
+        self.keys = array("q", [0]) * (1 << bits)
+        self.mask = (1 << bits) - 1
+        self.used = 0
+
+    def add(self, h):
+        """True when h is new."""
+        keys = self.keys
+        mask = self.mask
+        i = h & mask
+        k = keys[i]
+        while k:
+            if k == h:
+                return False
+            i = (i + 1) & mask
+            k = keys[i]
+        keys[i] = h
+        self.used += 1
+        if self.used * 2 > mask:
+            old = self.keys
+            self.keys = array("q", [0]) * (2 * len(old))
+            self.mask = 2 * len(old) - 1
+            self.used = 0
+            for k in old:
+                if k:
+                    self.add(k)
+        return True
+
+
+class _DatasetScan(object):
+    """Counts over a stream of prepared rows (line, row fingerprint, input, label, raw)."""
+
+    def __init__(self, path, input_column, label_column, max_rows, deadline):
+        self.path = path
+        self.given_input = input_column
+        self.given_label = label_column
+        self.max_rows = max_rows
+        self.deadline = deadline
+        self.facts = {
+            "path": path, "exists": False, "format": None, "compression": None, "error": None,
+            "error_kind": None, "columns": [], "input_column": None, "label_column": None,
+            "input_column_guessed": False, "label_column_guessed": False, "absent_columns": [],
+            "rows": 0, "unreadable_rows": 0, "unreadable_lines": [], "unreadable_reason": None,
+            "duplicate_rows": 0, "duplicate_inputs": 0, "conflicting_inputs": 0,
+            "conflict_examples": [], "missing_inputs": 0, "missing_labels": 0, "label_counts": {},
+            "distinct_labels": 0, "distinct_labels_capped": False, "distinct_inputs": 0, "partial": False,
+            "partial_reason": None, "duration_s": 0.0,
+        }
+        # Key-absent counts, bumped by the row preparers; a named column absent from every
+        # row is reported as absent rather than as all-missing.
+        self.absent = [0, 0]
+        # label value -> id -> name and count; None (a missing label) is id 0, so the hot loop
+        # needs no test for it.
+        self.label_ids = {None: _DS_NO_LABEL}
+        self.label_names = [None]
+        self.label_counts = [0]
+        self.examples = {}
+        self.plain_rows = _DsFingerprints()
+        self.extra_rows = _DsFingerprints()
+        self.used = 0
+        self._alloc(1 << 12)
+        # Undecodable bytes read through text_reader() become lone surrogates (as with
+        # surrogateescape) and are counted here, so the rows holding them can be found.
+        self.bad_bytes = [0]
+
+    def text_reader(self, stream):
+        """`stream` as UTF-8 text whose undecodable bytes are kept as lone surrogates and counted."""
+        bad = self.bad_bytes
+
+        def count_bad_bytes(exc):
+            if isinstance(exc, UnicodeDecodeError):
+                bad[0] += exc.end - exc.start
+            return codecs.lookup_error("surrogateescape")(exc)
+
+        # Handler names are process-wide: the scan reading now owns this one (scans run one
+        # after another, in the probe and in the dataset commands alike).
+        codecs.register_error("computefence-dataset", count_bad_bytes)
+        return io.TextIOWrapper(stream, encoding="utf-8-sig", errors="computefence-dataset", newline="")
+
+    # -- the input table: per slot, three consecutive words (one cache line, which matters
+    # more than anything else in the hot loop): the input's fingerprint, the fingerprint of
+    # its first row, and (line of that row << 24) | its label id.
+
+    def _alloc(self, cap):
+        self.table = array("q", [0]) * (3 * cap)
+        self.mask = cap - 1
+        self.size = 3 * cap
+        self.limit = int(cap * 0.6)
+
+    def presize(self, estimated_rows):
+        cap = 1 << 12
+        while cap * 0.6 < estimated_rows and cap < (1 << 22):
+            cap <<= 1
+        if 3 * cap > self.size:
+            self._alloc(cap)
+
+    def _grow(self):
+        old = self.table
+        self._alloc(2 * (self.mask + 1))
+        table, mask, size = self.table, self.mask, self.size
+        for j in range(0, len(old), 3):
+            h = old[j]
+            if h:
+                i = (h & mask) * 3
+                while table[i]:
+                    i += 3
+                    if i == size:
+                        i = 0
+                table[i:i + 3] = old[j:j + 3]
+
+    # -- columns
+
+    def choose_columns(self, columns):
+        facts = self.facts
+        facts["columns"] = [c[:120] for c in columns[:_DS_COLUMNS_MAX]]
+        lowered = dict((c.lower(), c) for c in reversed(columns))
+        for slot, given, names in (("input", self.given_input, _DS_INPUT_NAMES),
+                                   ("label", self.given_label, _DS_LABEL_NAMES)):
+            if given:
+                facts[slot + "_column"] = given
+                continue
+            for name in names:
+                if name in lowered:
+                    facts[slot + "_column"] = lowered[name]
+                    facts[slot + "_column_guessed"] = True
+                    break
+        if facts["input_column"] is not None and facts["input_column"] == facts["label_column"]:
+            facts["label_column"] = None
+            facts["label_column_guessed"] = False
+        return facts["input_column"], facts["label_column"]
+
+    # -- per-row bookkeeping off the hot path
+
+    def unreadable(self, line, reason):
+        facts = self.facts
+        facts["unreadable_rows"] += 1
+        if len(facts["unreadable_lines"]) < _DS_UNREADABLE_LINES:
+            facts["unreadable_lines"].append(line)
+        if facts["unreadable_reason"] is None:
+            facts["unreadable_reason"] = "line %d: %s" % (line, reason[:200])
+
+    def fail(self, kind, message):
+        if self.facts["error"] is None:
+            self.facts["error"] = message
+            self.facts["error_kind"] = kind
+
+    def _new_label(self, value):
+        if len(self.label_names) <= _DS_LABELS_TRACKED:
+            lid = len(self.label_names)
+            self.label_ids[value] = lid
+            self.label_names.append(value)
+            self.label_counts.append(1)
+            return lid
+        self.facts["distinct_labels_capped"] = True
+        return _DS_LABELS_TRACKED + 1 + hash(value) % (_DS_CONFLICT - _DS_LABELS_TRACKED - 1)
+
+    def _label_name(self, lid):
+        if lid < len(self.label_names):
+            return _ds_show(self.label_names[lid], _DS_EXAMPLE_CHARS)
+        return "(one of more than %d labels)" % _DS_LABELS_TRACKED
+
+    def _labels_differ(self, i, ih, iv, lv, lid, line):
+        """The row's label differs from what the input table holds for its input (slot i)."""
+        packed = self.table[i + 2]
+        first = packed & _DS_LID_MASK
+        if first == _DS_NO_LABEL:
+            # The input's earlier rows had no label: this is its first label.
+            self.table[i + 2] = (line << 24) | lid
+            return
+        if first != _DS_CONFLICT:
+            self.facts["conflicting_inputs"] += 1
+            self.table[i + 2] = packed | _DS_CONFLICT
+            if len(self.examples) < _DS_EXAMPLES:
+                self.examples[ih] = {"input": _ds_show(iv, _DS_EXAMPLE_CHARS),
+                                     "labels": [self._label_name(first)], "lines": [packed >> 24]}
+        example = self.examples.get(ih)
+        if example is not None:
+            name = _ds_show(lv, _DS_EXAMPLE_CHARS)
+            if name not in example["labels"]:
+                example["labels"].append(name)
+            if len(example["lines"]) < _DS_EXAMPLE_LINES:
+                example["lines"].append(line)
+
+    # -- the hot loop
+
+    def consume(self, rows, sink=None):
+        """Count `rows`, an iterable of (line, row fingerprint, input, label, raw) where input
+        and label are normalised hashable values, None when missing. `sink.row(raw, duplicate row,
+        input fingerprint, input or label missing)` sees every readable row (dedupe uses it)."""
+        facts = self.facts
+        table, mask, size, limit = self.table, self.mask, self.size, self.limit
+        used = self.used
+        label_ids = self.label_ids
+        label_counts = self.label_counts
+        new_label = self._new_label
+        has_input = facts["input_column"] is not None
+        has_label = facts["label_column"] is not None
+        plain_add = self.plain_rows.add
+        extra_add = self.extra_rows.add
+        max_rows = self.max_rows or (1 << 62)
+        next_check = min(_DS_CHECK_EVERY, max_rows)
+        n = dup_rows = dup_inputs = missing_inputs = 0
+        # Per row this is the whole cost of the scan beyond parsing: keep it lean.
+        for n, (line, rh, iv, lv, raw) in enumerate(rows, 1):
+            try:
+                lid = label_ids[lv]
+            except KeyError:
+                lid = new_label(lv)
+            else:
+                label_counts[lid] += 1
+            if iv is None:
+                missing_inputs += 1
+                ih = None
+                dup = not plain_add(rh or 1)
+                if dup:
+                    dup_rows += 1
+            else:
+                ih = hash(iv) or 1
+                i = (ih & mask) * 3
+                k = table[i]
+                while k:
+                    if k == ih:
+                        break
+                    i += 3
+                    if i == size:
+                        i = 0
+                    k = table[i]
+                if k:
+                    dup_inputs += 1
+                    dup = table[i + 1] == rh or not extra_add(rh or 1)
+                    if dup:
+                        dup_rows += 1
+                    if lid and table[i + 2] & 0xFFFFFF != lid:
+                        self._labels_differ(i, ih, iv, lv, lid, line)
+                else:
+                    table[i] = ih
+                    table[i + 1] = rh
+                    table[i + 2] = (line << 24) | lid
+                    dup = False
+                    used += 1
+                    if used > limit:
+                        self._grow()
+                        table, mask, size, limit = self.table, self.mask, self.size, self.limit
+            if sink is not None:
+                sink.row(raw, dup, ih, (has_input and iv is None) or (has_label and lv is None))
+            if n >= next_check:
+                if n >= max_rows:
+                    facts["partial"] = True
+                    facts["partial_reason"] = "stopped at the row budget of %d rows" % max_rows
+                    break
+                if time.time() > self.deadline:
+                    facts["partial"] = True
+                    facts["partial_reason"] = "stopped at the time budget after %d rows" % n
+                    break
+                next_check = min(n + _DS_CHECK_EVERY, max_rows)
+        self.used = used
+        facts["rows"] += n
+        facts["duplicate_rows"] += dup_rows
+        facts["duplicate_inputs"] += dup_inputs
+        if has_input:
+            facts["missing_inputs"] += missing_inputs
+        if has_label:
+            facts["missing_labels"] = label_counts[_DS_NO_LABEL]
+
+    def conflicting_input_fingerprints(self):
+        """Fingerprints of the inputs seen with several labels (dedupe --drop-conflicts)."""
+        table = self.table
+        return set(table[j] for j in range(0, len(table), 3)
+                   if table[j] and table[j + 2] & _DS_LID_MASK == _DS_CONFLICT)
+
+    def finish(self):
+        facts = self.facts
+        rows = facts["rows"]
+        for slot, absent in (("input", self.absent[0]), ("label", self.absent[1])):
+            name = facts[slot + "_column"]
+            if name is not None and rows and absent == rows and name not in facts["absent_columns"]:
+                facts["absent_columns"].append(name)
+            if name in facts["absent_columns"]:
+                facts["missing_%ss" % slot] = 0
+        names = {}  # labels shown alike (1 and "1") are counted together
+        for lid in range(1, len(self.label_names)):
+            name = _ds_show(self.label_names[lid], _DS_EXAMPLE_CHARS)
+            names[name] = names.get(name, 0) + self.label_counts[lid]
+        ranked = sorted(names.items(), key=lambda item: (-item[1], item[0]))
+        facts["label_counts"] = dict(ranked[:_DS_LABELS_REPORTED])
+        facts["distinct_labels"] = len(self.label_names) - 1
+        facts["distinct_inputs"] = self.used
+        facts["conflict_examples"] = list(self.examples.values())
+        return facts
+
+
+# -- readers: each turns a file into prepared rows for _DatasetScan.consume
+
+
+def _ds_object_columns(objects):
+    seen = {}
+    for obj in objects:
+        for key in obj:
+            if key not in seen and len(seen) < _DS_COLUMNS_MAX:
+                seen[key] = True
+    return list(seen)
+
+
+def _ds_stream_failed(scan, exc, line):
+    """A read error (a truncated gzip, an I/O error) ends the scan where it happened."""
+    if isinstance(exc, EOFError):
+        scan.fail("truncated", "the gzip data ends early, after line %d: the file is truncated" % line)
+        scan.unreadable(line + 1, "the file ends in the middle of this row")
+    else:
+        scan.fail("io", "reading stopped after line %d: %s: %s" % (line, type(exc).__name__, exc))
+
+
+def _ds_jsonl_objects(scan, stream):
+    """(line, object, raw) for each JSON Lines row; blank lines are skipped."""
+    loads = json.loads
+    readline = stream.readline
+    cap = _DS_LINE_CAP
+    line = 0
+    while True:
+        try:
+            raw = readline(cap + 1)
+            if len(raw) > cap:
+                line += 1
+                scan.unreadable(line, "line longer than %d MiB" % (cap >> 20))
+                while raw and not raw.endswith(b"\n"):
+                    raw = readline(cap)
+                continue
+        except (EOFError, OSError, zlib.error) as exc:
+            _ds_stream_failed(scan, exc, line)
+            return
+        if not raw:
+            return
+        line += 1
+        if line == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[3:]
+        try:
+            obj = loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            scan.unreadable(line, "not UTF-8 (byte 0x%02x at column %d)" % (raw[exc.start], exc.start + 1))
+            continue
+        except ValueError as exc:
+            if not raw.strip():
+                continue
+            reason = "not JSON: %s" % exc
+            if not raw.endswith(b"\n"):
+                reason = "the last line is cut off (%s)" % exc
+            scan.unreadable(line, reason)
+            continue
+        if obj.__class__ is not dict:
+            scan.unreadable(line, "a JSON %s, not an object" % type(obj).__name__)
+            continue
+        yield line, obj, raw
+
+
+def _ds_array_objects(scan, stream, want_raw):
+    """(line, object, raw text) for each element of a JSON array, streamed in chunks."""
+    text = scan.text_reader(stream)
+    decode = json.JSONDecoder().raw_decode
+    skip_ws = _DS_JSON_WS.match
+    bad = scan.bad_bytes
+    buf = ""
+    pos = 0
+    line = 1  # line number at buf[mark]
+    mark = 0
+    eof = False
+    chunk = _DS_CHUNK
+    started = False
+    expect_value = True
+    elements = 0
+    while True:
+        pos = skip_ws(buf, pos).end()
+        if pos >= len(buf):
+            if eof:
+                break
+            line += buf.count("\n", mark, pos)
+            buf = ""
+            pos = mark = 0
+            try:
+                more = text.read(chunk)
+            except (EOFError, OSError, zlib.error) as exc:
+                _ds_stream_failed(scan, exc, line + buf.count("\n", mark, pos))
+                return
+            if more:
+                buf += more
+            else:
+                eof = True
+            continue
+        char = buf[pos]
+        if not started:
+            if char != "[":
+                scan.fail("invalid_json", "the file starts with %r, not a JSON array" % char)
+                return
+            started = True
+            pos += 1
+            continue
+        if not expect_value:
+            if char == ",":
+                expect_value = True
+                pos += 1
+                continue
+            if char == "]":
+                return
+            line += buf.count("\n", mark, pos)
+            mark = pos
+            scan.unreadable(line, "expected ',' or ']' between array elements")
+            scan.fail("invalid_json", "the JSON array is malformed at line %d" % line)
+            return
+        if char == "]" and elements == 0:
+            return
+        try:
+            obj, end = decode(buf, pos)
+        except ValueError as exc:
+            line += buf.count("\n", mark, pos)
+            mark = pos
+            if not eof and len(buf) - pos <= _DS_LINE_CAP:
+                # Most likely the element continues in the next chunk: keep only its start.
+                buf = buf[pos:]
+                pos = mark = 0
+                more = None
+                try:
+                    more = text.read(chunk)
+                except (EOFError, OSError, zlib.error):
+                    pass
+                if more:
+                    buf += more
+                    chunk = min(chunk * 2, _DS_LINE_CAP)
+                    continue
+                eof = True
+                continue
+            if not eof:
+                scan.unreadable(line, "element larger than %d MiB" % (_DS_LINE_CAP >> 20))
+                scan.fail("invalid_json", "a JSON array element at line %d is larger than %d MiB"
+                          % (line, _DS_LINE_CAP >> 20))
+            elif buf.rstrip().endswith("]"):
+                scan.unreadable(line, "not JSON: %s" % exc)
+                scan.fail("invalid_json", "the JSON array is malformed at line %d: %s" % (line, exc))
+            else:
+                scan.unreadable(line, "the file ends inside this element (%s)" % exc)
+                scan.fail("truncated", "the JSON array is cut off at line %d: the file is truncated" % line)
+            return
+        chunk = _DS_CHUNK
+        line += buf.count("\n", mark, pos)
+        mark = pos
+        expect_value = False
+        elements += 1
+        raw = buf[pos:end] if want_raw or bad[0] else None
+        pos = end
+        if bad[0]:
+            found = len(_DS_BAD_CHAR.findall(raw))
+            if found:
+                bad[0] = max(0, bad[0] - found)
+                scan.unreadable(line, "not UTF-8")
+                continue
+        if obj.__class__ is not dict:
+            scan.unreadable(line, "a JSON %s, not an object" % type(obj).__name__)
+            continue
+        yield line, obj, raw
+    if started:
+        scan.fail("truncated", "the JSON array has no closing ']': the file is truncated")
+    else:
+        scan.fail("invalid_json", "the file holds no JSON array")
+
+
+def _ds_object_rows(scan, head, objects, icol, lcol):
+    """Prepared rows from (line, object, raw): the rows in `head`, then the rest."""
+    freeze = _ds_freeze
+    absent = scan.absent
+    tags = _DS_SCALAR_TAGS
+    for source in (head, objects):
+        for line, obj, raw in source:
+            try:
+                # freeze(obj), inlined for flat rows
+                rh = hash(frozenset([(k, v.strip() if v.__class__ is str else tags[v.__class__] + repr(v))
+                                     for k, v in obj.items()]))
+            except KeyError:  # nested lists or objects
+                rh = hash(freeze(obj))
+            iv = lv = None
+            if icol is not None:
+                try:
+                    iv = obj[icol]
+                except KeyError:
+                    absent[0] += 1
+                else:
+                    if iv.__class__ is str:
+                        iv = iv.strip() or None
+                    elif iv is not None:
+                        iv = freeze(iv)
+            if lcol is not None:
+                try:
+                    lv = obj[lcol]
+                except KeyError:
+                    absent[1] += 1
+                else:
+                    if lv.__class__ is str:
+                        lv = lv.strip() or None
+                    elif lv is not None:
+                        lv = freeze(lv)
+            yield line, rh, iv, lv, raw
+
+
+def _ds_delimiter(sample, suffix):
+    header = sample.split("\n", 1)[0]
+    if suffix == ".tsv" and "\t" in header:
+        return "\t"
+    cut = sample[:16384]
+    if "\n" in cut:
+        cut = cut[:cut.rindex("\n")]
+    try:
+        delimiter = csv.Sniffer().sniff(cut, delimiters=",\t;|").delimiter
+    except csv.Error:
+        delimiter = None
+    if delimiter is None or delimiter not in header:
+        counts = [(header.count(c), c) for c in ",\t;|"]
+        best = max(counts)
+        delimiter = best[1] if best[0] else ","
+    return delimiter
+
+
+class _DsLineCapture(object):
+    """Hands lines to csv.reader and keeps them, so dedupe can copy records byte for byte."""
+
+    def __init__(self, text):
+        self.text = text
+        self.lines = []
+
+    def __iter__(self):
+        for line in self.text:
+            self.lines.append(line)
+            yield line
+
+    def take(self):
+        record = "".join(self.lines)
+        del self.lines[:]
+        return record
+
+
+def _ds_csv_rows(scan, stream, delimiter, sink):
+    """Read the header, choose the columns, and yield prepared rows."""
+    text = scan.text_reader(stream)
+    capture = _DsLineCapture(text) if sink is not None else None
+    reader = csv.reader(capture if capture is not None else text, delimiter=delimiter, quotechar='"',
+                        doublequote=True, strict=False)
+    csv.field_size_limit(_DS_LINE_CAP)
+    header = []
+    try:
+        while not header:  # blank lines before the header are skipped, as pandas does
+            header = next(reader)
+    except StopIteration:
+        scan.choose_columns([])
+        return
+    except csv.Error as exc:
+        scan.fail("invalid_csv", "the header line cannot be read: %s" % exc)
+        return
+    except (EOFError, OSError, zlib.error) as exc:
+        _ds_stream_failed(scan, exc, 0)
+        return
+    bad = scan.bad_bytes
+    if bad[0]:
+        bad[0] = max(0, bad[0] - len(_DS_BAD_CHAR.findall("".join(header))))
+    header = [cell.strip().encode("utf-8", "replace").decode("utf-8") for cell in header]
+    if capture is not None:
+        sink.header(capture.take())
+    icol, lcol = scan.choose_columns(header)
+    ncols = len(header)
+    ic = header.index(icol) if icol in header else 1 << 30
+    lc = header.index(lcol) if lcol in header else 1 << 30
+    for name in (icol, lcol):
+        if name is not None and name not in header:
+            scan.facts["absent_columns"].append(name)
+    scan.consume(_ds_csv_prepared(scan, reader, capture, ncols, ic, lc), sink)
+
+
+def _ds_csv_prepared(scan, reader, capture, ncols, ic, lc):
+    strip = str.strip
+    bad = scan.bad_bytes
+    prev = reader.line_num
+    raw = None
+    while True:
+        try:
+            for row in reader:
+                line = prev + 1
+                prev = reader.line_num
+                if capture is not None:
+                    raw = capture.take()
+                m = len(row)
+                if m > ncols or not m or bad[0]:
+                    if not m or _ds_bad_record(scan, row, m, ncols, line):
+                        continue
+                t = tuple(map(strip, row))
+                yield (line, hash(t), (t[ic] if ic < m else None) or None,
+                       (t[lc] if lc < m else None) or None, raw)
+            return
+        except csv.Error as exc:
+            line = prev + 1
+            prev = reader.line_num
+            if capture is not None:
+                capture.take()
+            scan.unreadable(line, "CSV: %s" % exc)
+        except (EOFError, OSError, zlib.error) as exc:
+            _ds_stream_failed(scan, exc, prev)
+            return
+
+
+def _ds_bad_record(scan, row, cells, ncols, line):
+    """True (and counted) when a CSV record is unreadable."""
+    bad = scan.bad_bytes
+    if bad[0]:
+        found = len(_DS_BAD_CHAR.findall("".join(row)))
+        if found:
+            bad[0] = max(0, bad[0] - found)
+            scan.unreadable(line, "not UTF-8")
+            return True
+    if cells > ncols:
+        scan.unreadable(line, "%d cells, the header has %d (an unquoted delimiter in the text?)" % (cells, ncols))
+        return True
+    return False
+
+
+# -- detection and the entry points
+
+
+def _ds_read_sample(opener):
+    """The first bytes of the (decompressed) content; a truncated gzip gives what it has."""
+    pieces = []
+    total = 0
+    stream = opener()
+    try:
+        while total < _DS_SAMPLE_BYTES:
+            try:
+                piece = stream.read(8192)
+            except (EOFError, OSError, zlib.error):
+                break
+            if not piece:
+                break
+            pieces.append(piece)
+            total += len(piece)
+    finally:
+        stream.close()
+    return b"".join(pieces)
+
+
+def _ds_text_format(sample, ext):
+    """jsonl, json-array, csv or tsv from the content, the suffix only breaking ties."""
+    body = sample.lstrip()
+    first = body[:1]
+    if first == b"[":
+        return "json-array"
+    if first == b"{":
+        if ext not in (".csv", ".tsv"):
+            return "jsonl"
+        try:
+            json.loads(body.split(b"\n", 1)[0].decode("utf-8"))
+            return "jsonl"
+        except ValueError:
+            pass
+    if ext in (".json", ".jsonl", ".ndjson"):
+        header = body.split(b"\n", 1)[0]
+        if not any(c in header for c in (b",", b"\t", b";", b"|")):
+            return "jsonl"
+    return "csv"
+
+
+def _ds_detect(scan, path):
+    """Find the file, its compression and its format (recorded in scan.facts). Returns how
+    to read it: {"full", "opener", "sample", "estimated_bytes", "delimiter"}, or None when
+    there is nothing to read row by row (Parquet, an empty file)."""
+    facts = scan.facts
+    full = os.path.expanduser(path)
+    if not os.path.exists(full):
+        raise _DatasetProblem("not_found", "%s does not exist" % path)
+    facts["exists"] = True
+    if os.path.isdir(full):
+        raise _DatasetProblem("not_a_file", "%s is a directory; name a data file in it" % path)
+    try:
+        with open(full, "rb") as handle:
+            magic = handle.read(8)
+            size = os.fstat(handle.fileno()).st_size
+            if magic[:2] == b"\x1f\x8b" and size >= 18:
+                handle.seek(-4, 2)
+                isize = int.from_bytes(handle.read(4), "little")
+            else:
+                isize = 0
+    except OSError as exc:
+        raise _DatasetProblem("unreadable_file", "cannot read %s: %s" % (path, exc.strerror or exc))
+    name = os.path.basename(full).lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    ext = os.path.splitext(name)[1]
+    if magic[:4] == b"PAR1":
+        facts["format"] = "parquet"
+        return None
+    for prefix, compression, command in _DS_OTHER_MAGIC:
+        if magic.startswith(prefix):
+            facts["compression"] = compression
+            raise _DatasetProblem("compressed", "%s-compressed; decompress it first (%s)" % (compression, command))
+    if magic[:2] == b"\x1f\x8b":
+        facts["compression"] = "gzip"
+        # The gzip trailer holds the uncompressed size modulo 4 GiB.
+        estimated_bytes = isize if isize >= size else size * 4
+
+        def opener():
+            return gzip.open(full, "rb")
+    else:
+        estimated_bytes = size
+
+        def opener():
+            return open(full, "rb")
+
+    sample = _ds_read_sample(opener)
+    if sample.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # UTF-32's marks start the same way
+        raise _DatasetProblem("utf16", "UTF-16/32 text; training loaders expect UTF-8 "
+                                       "(iconv -f UTF-16 -t UTF-8 converts it)")
+    if sample.startswith(codecs.BOM_UTF8):
+        sample = sample[3:]
+    if b"\x00" in sample:
+        what = "an Arrow file (datasets' save_to_disk?)" if sample.startswith(b"ARROW1") else "binary data"
+        raise _DatasetProblem("unknown_format", "%s holds %s, not JSON Lines, JSON, CSV, TSV or Parquet" % (path, what))
+    if not sample.strip():
+        facts["format"] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv"}.get(ext)
+        return None
+    fmt = _ds_text_format(sample, ext)
+    delimiter = None
+    if fmt == "csv":
+        text = sample.decode("utf-8", "replace")
+        if len(sample) >= _DS_SAMPLE_BYTES and "\n" in text:
+            text = text[:text.rindex("\n")]
+        delimiter = _ds_delimiter(text, ext)
+        fmt = "tsv" if delimiter == "\t" else "csv"
+    facts["format"] = fmt
+    return {"full": full, "opener": opener, "sample": sample, "estimated_bytes": estimated_bytes,
+            "delimiter": delimiter}
+
+
+def _ds_scan_file(scan, path, sink):
+    facts = scan.facts
+    source = _ds_detect(scan, path)
+    if facts["format"] == "parquet":
+        _ds_scan_parquet(scan, os.path.expanduser(path), sink)
+        return
+    if source is None:
+        scan.choose_columns([])
+        return
+    sample = source["sample"]
+    lines = sample.count(b"\n")
+    if lines:
+        scan.presize(source["estimated_bytes"] * lines // len(sample))
+    fmt = facts["format"]
+    stream = source["opener"]()
+    try:
+        if fmt in ("csv", "tsv"):
+            _ds_csv_rows(scan, stream, source["delimiter"], sink)
+            return
+        if fmt == "jsonl":
+            objects = _ds_jsonl_objects(scan, stream)
+        else:
+            objects = _ds_array_objects(scan, stream, sink is not None)
+        head = []
+        for item in objects:
+            head.append(item)
+            if len(head) >= _DS_COLUMNS_ROWS:
+                break
+        icol, lcol = scan.choose_columns(_ds_object_columns(obj for _, obj, _ in head))
+        scan.consume(_ds_object_rows(scan, head, objects, icol, lcol), sink)
+        if fmt == "jsonl" and not facts["rows"] and facts["unreadable_rows"]:
+            scan.fail("invalid_json", "no line is a JSON object (a pretty-printed JSON document is not JSON Lines)")
+    finally:
+        stream.close()
+
+
+def _ds_scan_parquet(scan, path, sink):
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise _DatasetProblem("needs_pyarrow", "parquet needs pyarrow on the pod (pip install pyarrow), "
+                                               "or convert the file to JSON Lines")
+    try:
+        handle = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises its own error types for corrupt files
+        raise _DatasetProblem("unknown_format", "not a readable Parquet file: %s" % exc)
+    icol, lcol = scan.choose_columns(list(handle.schema_arrow.names))
+    scan.presize(handle.metadata.num_rows)
+
+    def objects():
+        index = 0
+        try:
+            for batch in handle.iter_batches(batch_size=65536):
+                for obj in batch.to_pylist():
+                    index += 1
+                    yield index, obj, index - 1
+        except (OSError, ValueError) as exc:  # pyarrow's errors for corrupt data derive from these
+            scan.fail("io", "reading stopped after row %d: %s" % (index, exc))
+
+    scan.consume(_ds_object_rows(scan, [], objects(), icol, lcol), sink)
+
+
+def run_dataset_scan(path, input_column=None, label_column=None, max_rows=None, max_seconds=None, sink=None):
+    """Scan the dataset at `path`; returns the finished _DatasetScan (its .facts dict is
+    shaped like models.DatasetFacts). Problems with the file end up in the facts."""
+    started = time.time()
+    deadline = started + float(max_seconds) if max_seconds else float("inf")
+    scan = _DatasetScan(path, input_column or None, label_column or None, max_rows, deadline)
+    try:
+        _ds_scan_file(scan, path, sink)
+    except _DatasetProblem as exc:
+        scan.fail(exc.kind, str(exc))
+    scan.finish()
+    scan.facts["duration_s"] = round(time.time() - started, 3)
+    return scan
+
+
+def detect_dataset(path):
+    """Where and what the dataset is, without reading its rows: the facts keys path, exists,
+    format, compression, error and error_kind."""
+    scan = _DatasetScan(path, None, None, None, float("inf"))
+    try:
+        _ds_detect(scan, path)
+    except _DatasetProblem as exc:
+        scan.fail(exc.kind, str(exc))
+    return dict((key, scan.facts[key]) for key in ("path", "exists", "format", "compression", "error", "error_kind"))
+
+
+def collect_dataset(params):
+    path = params.get("dataset")
+    if not path:
+        return None
+    timeouts = params.get("timeouts") if isinstance(params.get("timeouts"), dict) else {}
+    collector_limit = float(timeouts.get("dataset", DEFAULT_TIMEOUTS["dataset"]))
+    # Stop early enough to answer with a partial scan before the collector's own timeout.
+    max_seconds = min(float(params.get("dataset_max_seconds") or collector_limit), collector_limit * 0.9)
+    return run_dataset_scan(path, params.get("input_column"), params.get("label_column"),
+                            max_rows=params.get("dataset_max_rows"), max_seconds=max_seconds).facts

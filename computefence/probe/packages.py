@@ -1,0 +1,82 @@
+# Probe part: package versions in the training interpreter.
+# Both run in a subprocess of the training interpreter (params["python"]), which may be a
+# different Python than the probe's, with -B so nothing is written next to its modules.
+# Their scripts keep to Python 3.6 syntax and print one marked JSON line last.
+
+import json
+
+from .core import _first_lines, _run_command, _text, _time_left
+
+
+_MARK = "@@computefence@@"
+
+_PACKAGES = ("transformers", "accelerate", "peft", "trl", "datasets", "deepspeed", "flash-attn",
+             "bitsandbytes", "xformers", "vllm", "torch", "numpy")
+
+_PACKAGES_SCRIPT = r'''
+import sys
+sys.path = [p for p in sys.path if p not in ("", ".")]
+import json
+try:
+    from importlib.metadata import version as _version
+except ImportError:
+    try:
+        from importlib_metadata import version as _version
+    except ImportError:
+        import pkg_resources
+        def _version(name):
+            return pkg_resources.get_distribution(name).version
+def version(*names):
+    for name in names:
+        try:
+            return str(_version(name))
+        except Exception:
+            pass
+    return None
+names = json.loads(sys.argv[1])
+found = {}
+for name in names:
+    found[name] = version(name, name.replace("-", "_"))
+sys.stdout.write("\n" + MARK + json.dumps({"versions": found, "executable": sys.executable}) + "\n")
+'''.replace("MARK", repr(_MARK))
+
+
+def _python_of(params):
+    python = params.get("python") or "python3"
+    return python if isinstance(python, str) else str(python)
+
+
+def _marked_json(text):
+    for line in reversed(text.splitlines()):
+        if line.startswith(_MARK):
+            try:
+                value = json.loads(line[len(_MARK):])
+            except ValueError:
+                return None
+            return value if isinstance(value, dict) else None
+    return None
+
+
+def _interpreter_failure(result):
+    return _first_lines(result["stderr"] or result["stdout"], 3, 500) or "exit status %s" % result["exit_code"]
+
+
+def collect_packages(params):
+    python = _python_of(params)
+    facts = {"python": python, "python_found": False, "versions": {}}
+    seconds = _time_left(params)
+    result = _run_command([python, "-B", "-c", _PACKAGES_SCRIPT, json.dumps(list(_PACKAGES))], seconds)
+    if result["error"]:
+        facts["error"] = result["error"]
+        return facts
+    facts["python_found"] = True
+    if result["timed_out"]:
+        facts["error"] = "%s did not answer within %.1fs" % (python, seconds)
+        return facts
+    answer = _marked_json(result["stdout"])
+    if answer is None or not isinstance(answer.get("versions"), dict):
+        facts["error"] = _text(_interpreter_failure(result), 500)
+        return facts
+    facts["versions"] = dict((name, None if value is None else _text(value, 100))
+                             for name, value in answer["versions"].items())
+    return facts
