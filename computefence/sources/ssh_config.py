@@ -257,6 +257,10 @@ class SshConfig:
                 if line.keyword == "proxycommand":
                     # The command is the rest of the line, as written.
                     line = _Line(line.path, line.number, line.keyword, [" ".join(line.args)])
+                elif line.keyword == "proxyjump" and (line.args[0].lower() == "none" or "jump_none" in state.options):
+                    # As ssh: `ProxyJump none` ends ProxyJump lookups but leaves room for a ProxyCommand.
+                    state.options.setdefault("jump_none", (line.args, line))
+                    continue
                 state.options.setdefault(key, (line.args, line))
             elif line.keyword == "identityfile":
                 if not line.args:
