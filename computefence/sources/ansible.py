@@ -27,9 +27,7 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import string
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +39,7 @@ from computefence.errors import ConfigError
 from computefence.models import Target
 from computefence.sources.inventory import SAFE_LOADER, load_yaml_document, node_line, read_text
 from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g
+from computefence.sources.tools import ToolTimeout, run_tool
 
 READER_ANSIBLE = "ansible-inventory"
 READER_BUILTIN = "built-in reader"
@@ -52,6 +51,9 @@ _IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
 _RANGE_RE = re.compile(r"\[([0-9a-zA-Z]*):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
 _BRACKETED_RE = re.compile(r"^\[([^\]]+)\](?::(\d+))?$")
 _WARNINGS_SHOWN = 5
+# How ansible-inventory says it skipped a source or a file of it.
+_UNPARSED_RE = re.compile(r"(Unable|Failed) to parse")
+_MESSAGE_LIMIT = 300
 
 
 class _Vaulted:
@@ -374,6 +376,17 @@ def _first(options: list[tuple[str, str]], key: str) -> str | None:
     return next((value for name, value in options if name == key), None)
 
 
+def _hop_fields(options: list[tuple[str, str]]) -> dict[str, str | None]:
+    """proxy_jump / proxy_command from the first ProxyJump or ProxyCommand option ("none": no hop)."""
+    kind, value = next(((k, v) for k, v in options if k in ("proxyjump", "proxycommand")), ("", "none"))
+    hop = None if value.lower() == "none" else value
+    return {"proxy_jump": hop if kind == "proxyjump" else None, "proxy_command": hop if kind == "proxycommand" else None}
+
+
+def _identity_files(options: list[tuple[str, str]]) -> list[str]:
+    return list(dict.fromkeys(str(Path(v).expanduser()) for k, v in options if k == "identityfile"))
+
+
 # ---------------------------------------------------------------- targets
 
 
@@ -423,17 +436,14 @@ def _target(name: str, where: str, groups: list[str], variables: dict[str, _Valu
     if args.config:
         target = _through_ssh_config(name, host, options, Path(args.config).expanduser())
     else:
-        proxy = next(((k, v) for k, v in options if k in ("proxyjump", "proxycommand")), None)
         port = _first(options, "port")
         target = Target(
             name=name,
             host=host,
             port=int(port) if port else 22,
             user=_first(options, "user"),
-            identity_files=list(dict.fromkeys(
-                str(Path(v).expanduser()) for k, v in options if k == "identityfile")),
-            proxy_jump=proxy[1] if proxy and proxy[0] == "proxyjump" and proxy[1].lower() != "none" else None,
-            proxy_command=proxy[1] if proxy and proxy[0] == "proxycommand" and proxy[1].lower() != "none" else None,
+            identity_files=_identity_files(options),
+            **_hop_fields(options),
         )
     return target.model_copy(update=dict(
         python="python3" if interpreter.startswith("auto") else interpreter,
@@ -453,14 +463,11 @@ def _through_ssh_config(name: str, host: str, options: list[tuple[str, str]], co
         target = target_from_ssh_g(host, ssh_g(host, config=config, options=flags), source=name, ssh_config=str(config))
     else:
         target = SshConfig(config).resolve(host, user=_first(options, "user"))
-        proxy = next(((k, v) for k, v in options if k in ("proxyjump", "proxycommand")), None)
         port = _first(options, "port")
         target = target.model_copy(update=dict(
             port=int(port) if port else target.port,
-            identity_files=list(dict.fromkeys(
-                [str(Path(v).expanduser()) for k, v in options if k == "identityfile"] + target.identity_files)),
-            **({"proxy_jump": proxy[1] if proxy[0] == "proxyjump" else None,
-                "proxy_command": proxy[1] if proxy[0] == "proxycommand" else None} if proxy else {}),
+            identity_files=list(dict.fromkeys(_identity_files(options) + target.identity_files)),
+            **(_hop_fields(options) if _first(options, "proxyjump") or _first(options, "proxycommand") else {}),
         ))
     return target.model_copy(update=dict(name=name))
 
@@ -589,20 +596,15 @@ def _ansible_list(command: list[str], path: Path, vault_args: list[str]) -> tupl
     env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_LOCALHOST_WARNING": "0"}
     argv = [*command, "-i", str(path), "--list", *vault_args]
     try:
-        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   env=env, start_new_session=True)
+        returncode, stdout, stderr = run_tool(argv, ANSIBLE_TIMEOUT_S, env)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot run ansible-inventory: {exc.strerror or exc}") from None
-    try:
-        stdout, stderr = process.communicate(timeout=ANSIBLE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
+    except ToolTimeout:
         raise ConfigError(f"{path}: ansible-inventory gave no answer within {ANSIBLE_TIMEOUT_S:g} s") from None
     messages = _ansible_messages(stderr.decode("utf-8", "replace"))
-    if process.returncode != 0:
+    if returncode != 0:
         errors = [m for m in messages if m.startswith("[ERROR]")] or messages
-        why = errors[0].removeprefix("[ERROR]:").strip() if errors else f"exit status {process.returncode}"
+        why = errors[0].removeprefix("[ERROR]:").strip() if errors else f"exit status {returncode}"
         raise ConfigError(f"{path}: ansible-inventory: {why}")
     try:
         document = json.loads(stdout)
@@ -610,7 +612,7 @@ def _ansible_list(command: list[str], path: Path, vault_args: list[str]) -> tupl
         raise ConfigError(f"{path}: ansible-inventory printed no JSON inventory") from None
     if not isinstance(document, dict):
         raise ConfigError(f"{path}: ansible-inventory printed no JSON inventory")
-    warnings = [f"{path}: ansible-inventory: {m.removeprefix('[WARNING]:').strip()}"
+    warnings = [f"{path}: ansible-inventory: {m.removeprefix('[WARNING]:').strip()}"[:_MESSAGE_LIMIT]
                 for m in messages if m.startswith("[WARNING]")]
     return document, warnings
 
@@ -692,6 +694,16 @@ class AnsibleSource:
         if not self.path.exists():
             raise ConfigError(f"{self.path}: no such Ansible inventory")
         document, warnings = _ansible_list(self.command, self.path, self.vault_args)
+        if any(_UNPARSED_RE.search(w) for w in warnings):
+            # Ansible drops a whole file for one bad line; the built-in reader drops only the line.
+            try:
+                targets, own = read_ansible_inventory(self.path)
+            except ConfigError:
+                pass
+            else:
+                self.resolver = f"{READER_BUILTIN} (ansible-inventory could not parse it)"
+                self.warnings = own
+                return targets
         targets, ignored = targets_from_ansible_list(document, str(self.path))
         self.warnings = warnings + ignored
         if not targets:

@@ -21,15 +21,14 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import socket
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from computefence.errors import ConfigError
 from computefence.models import Target
+from computefence.sources.tools import ToolTimeout, run_tool
 
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
 MAX_INCLUDE_DEPTH = 16  # as OpenSSH's READCONF_MAX_DEPTH
@@ -415,21 +414,15 @@ def ssh_g(alias: str, *, config: Path | None = None, options: list[str] | tuple[
         command += ["-F", str(config)]
     command += [*options, "--", alias]
     try:
-        # Its own session, so a Match exec command that hangs goes down with ssh on overrun.
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, start_new_session=True)
+        returncode, stdout, stderr = run_tool(command, SSH_G_TIMEOUT_S)
     except OSError as exc:
         raise ConfigError(f"ssh -G {alias}: cannot run ssh: {exc.strerror or exc}") from None
-    try:
-        stdout, stderr = process.communicate(timeout=SSH_G_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
+    except ToolTimeout:
         raise ConfigError(f"ssh -G {alias}: no answer within {SSH_G_TIMEOUT_S:g} s (a Match exec that hangs?)") from None
-    if process.returncode != 0:
+    if returncode != 0:
         lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
         # ssh names the bad line first ("FILE line 2: Bad port 'x'."), then "terminating".
-        why = _SSH_LINE_RE.sub(r"\1:\2:", lines[0]) if lines else f"exit status {process.returncode}"
+        why = _SSH_LINE_RE.sub(r"\1:\2:", lines[0]) if lines else f"exit status {returncode}"
         raise ConfigError(f"{why} (ssh -G {alias})")
     return parse_ssh_g(stdout.decode("utf-8", "replace"))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from computefence.errors import ConfigError
-from computefence.sources.ansible import AnsibleSource, expand_host_pattern, load_ansible_inventory, read_ansible_inventory
+from computefence.sources.ansible import AnsibleSource, ansible_inventory_command, expand_host_pattern, load_ansible_inventory, read_ansible_inventory
 
 INI = """\
 # ungrouped hosts come first
@@ -183,3 +183,23 @@ def test_missing_and_empty(tmp_path):
     (tmp_path / "binary.ini").write_bytes(b"\x00\x01\n")
     with pytest.raises(ConfigError, match="binary.ini: not a text file"):
         load_ansible_inventory(tmp_path / "binary.ini")
+
+
+@pytest.mark.skipif(ansible_inventory_command() is None, reason="needs ansible-inventory")
+def test_a_file_ansible_rejects_for_one_bad_line_costs_only_that_line(tmp_path):
+    path = write(tmp_path / "hosts", "[gpu]\ngood ansible_host=10.0.0.1\n[broken\n[more]\nalso-good\n")
+    source = AnsibleSource(path)
+    assert [t.name for t in source.targets()] == ["good", "also-good"]
+    assert source.resolver == "built-in reader (ansible-inventory could not parse it)"
+    assert source.warnings == [f"{path}:3: bad section header '[broken'; skipped up to the next section"]
+
+
+@pytest.mark.skipif(ansible_inventory_command() is None, reason="needs ansible-inventory")
+def test_ansible_reads_it_when_it_can_and_unhonoured_ssh_options_are_warnings(tmp_path):
+    path = write(tmp_path / "hosts", "[gpu]\ng[1:3] ansible_ssh_common_args='-o StrictHostKeyChecking=no -J hop'\n")
+    source = AnsibleSource(path)
+    targets = source.targets()
+    assert source.resolver == "ansible-inventory"
+    assert [(t.name, t.proxy_jump) for t in targets] == [("g1", "hop"), ("g2", "hop"), ("g3", "hop")]
+    assert source.warnings == [f"{path}: host g1, g2, g3: ansible_ssh_common_args `-o StrictHostKeyChecking=no` "
+                               "cannot be honoured; ComputeFence connects without it"]
