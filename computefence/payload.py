@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from computefence import jsontext
 from computefence.errors import ProbeOutputError
+from computefence.evaluate.gpu import BUSY_MIB
 from computefence.models import CheckOptions, Facts
 from computefence.probe import PARTS
 
@@ -45,6 +46,8 @@ def probe_params(checks: CheckOptions, python: str = "python3", **extra) -> dict
         "label_column": checks.label_column,
         "extra_paths": list(checks.extra_paths),
         "perf": checks.perf,
+        # The canary stays off GPUs that gpu.memory-in-use would call busy.
+        "perf_busy_mib": BUSY_MIB,
     }
     params.update(extra)
     return params

@@ -59,6 +59,8 @@ class PodSpec:
     # computefence.demo.fakes scenarios; None leaves the pod without nvidia-smi / torch.
     nvidia_smi: str | None = None
     torch: str | None = None
+    # What the fake torch's --perf canary measures (computefence.demo.fakes.write_fake_torch).
+    canary: dict | None = None
     # SetEnv for every session on the pod.
     env: dict[str, str] = field(default_factory=dict)
     # Apparent size of an ext4 image mounted at /workspace ("50G"); None: no /workspace mount.
@@ -286,7 +288,7 @@ class SshFleet:
             if spec.torch:
                 site = stage / POD_FAKES_SITE.lstrip("/")
                 site.mkdir(parents=True, exist_ok=True)
-                fakes.write_fake_torch(site, spec.torch)
+                fakes.write_fake_torch(site, spec.torch, spec.canary)
                 put(POD_PTH, POD_FAKES_SITE + "\n")
         for path, text in spec.files.items():
             put(path, text, 0o755 if "/bin/" in path else 0o644)

@@ -91,7 +91,7 @@ def doctor(
     if effective is not None:
         checks = merge_checks(checks, effective)
     params = probe_params(checks, python=python, deadline_s=timeout, **(probe_extra(effective) if effective else {}))
-    limit = timeout + _GRACE_S + (DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
+    limit = timeout + _GRACE_S + (DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0) + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0)
 
     started = time.monotonic()
     status_console = Console(stderr=True)

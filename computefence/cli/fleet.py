@@ -44,6 +44,7 @@ from computefence.gate import HEALTHY_FORMATS, healthy_file
 from computefence.models import HostReport, HostStatus, SourceStatus, Target
 from computefence.policy import resolve_policy
 from computefence.render import write_output
+from computefence.probe.core import DEFAULT_TIMEOUTS
 
 if TYPE_CHECKING:
     from computefence.connectors.ssh import RunOptions
@@ -139,7 +140,8 @@ def check(
     options = RunOptions(
         concurrency=concurrency,
         connect_timeout=connect_timeout,
-        deadline=timeout,
+        # The canary runs after the machine checks, on its own budget.
+        deadline=timeout + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0),
         known_hosts=[str(p) for p in known_hosts],
         accept_new=accept_new,
         insecure_no_host_key_check=insecure_no_host_key_check,

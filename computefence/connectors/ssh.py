@@ -25,6 +25,7 @@ from computefence.known_hosts import HostKeyLookup, HostKeyStore, host_pattern, 
     user_known_hosts_path
 from computefence.models import HostReport, HostStatus, Target
 from computefence.payload import MAX_OUTPUT_BYTES, parse_probe_output, probe_params, probe_payload
+from computefence.probe.core import DEFAULT_TIMEOUTS
 
 INSECURE_WARNING = (
     "computefence: WARNING: host key verification is OFF (--insecure-no-host-key-check). "
@@ -221,6 +222,11 @@ class _Runner:
         margin = min(5.0, max(1.0, remaining * 0.2))
         budget = max(0.5, remaining - margin)
         params = probe_params(target.checks, target.python, **self.options.probe_params)
+        if target.checks.perf:
+            # The canary runs after the machine checks on its own budget (see fleet check --perf).
+            perf_s = min(DEFAULT_TIMEOUTS["perf"], budget * 0.5)
+            params["timeouts"] = {**params.get("timeouts", {}), "perf": round(perf_s, 1)}
+            budget -= perf_s
         if target.checks.dataset:
             # The dataset scan runs after the machine checks on a budget of its own; both must
             # fit in the deadline, and a scan cut short still reports what it read.

@@ -11,5 +11,5 @@ A new collector area: a module with collect_<area>(params), its place in PARTS (
 "collectors"), its row in collectors.COLLECTORS and its timeout in core.DEFAULT_TIMEOUTS.
 """
 
-PARTS = ("core", "environment", "identity", "storage", "gpu", "packages", "torch", "accelerate",
+PARTS = ("core", "environment", "identity", "storage", "gpu", "packages", "torch", "perf", "accelerate",
          "dataset", "collectors")

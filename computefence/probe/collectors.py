@@ -8,6 +8,7 @@ from .storage import collect_storage
 from .gpu import collect_gpu
 from .packages import collect_packages
 from .torch import collect_torch
+from .perf import collect_perf
 from .accelerate import collect_accelerate
 from .dataset import collect_dataset
 
@@ -19,6 +20,7 @@ COLLECTORS = [
     ("gpu", collect_gpu),
     ("packages", collect_packages),
     ("torch", collect_torch),
+    ("perf", collect_perf),
     ("accelerate", collect_accelerate),
     ("dataset", collect_dataset),
 ]

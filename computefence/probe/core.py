@@ -37,6 +37,9 @@ DEFAULT_PARAMS = {
     # About 48 bytes of the pod's memory per distinct row: 20M rows stay near 1 GB.
     "dataset_max_rows": 20000000,
     "dataset_max_seconds": 600.0,
+    # --perf: run the GPU canary, unless a GPU holds more than this of other processes' memory.
+    "perf": False,
+    "perf_busy_mib": 1024,
 }
 
 # Per-collector timeouts in seconds; params["timeouts"] overrides.
@@ -44,11 +47,13 @@ DEFAULT_TIMEOUTS = {
     "identity": 5.0,
     "environment": 5.0,
     "storage": 8.0,
-    "gpu": 10.0,
+    "gpu": 15.0,
     "packages": 10.0,
     "torch": 25.0,
     "accelerate": 5.0,
     "dataset": 600.0,
+    # The canary measures for 20 s at most; its own `import torch` comes on top.
+    "perf": 30.0,
 }
 
 
@@ -237,8 +242,12 @@ def _run_collector(name, func, params, timeout):
     return _finish_collector(_start_collector(name, func, params, timeout))
 
 
+_LATER = ("perf", "dataset")
+
+
 def run(params, collectors):
-    """Facts from each (name, collect) in `collectors`; "dataset" runs after the others."""
+    """Facts from each (name, collect) in `collectors`; "perf" and "dataset", when asked for,
+    run after the others, one at a time, and see their facts as params["_facts"]."""
     started = time.time()
     deadline_s = _number(params.get("deadline_s"), 0.0) or DEFAULT_PARAMS["deadline_s"]
     timeouts = dict(DEFAULT_TIMEOUTS)
@@ -250,7 +259,7 @@ def run(params, collectors):
     # overlap instead of adding up; each stops at its own timeout or the total deadline.
     running = []
     for name, func in collectors:
-        if name != "dataset":
+        if name not in _LATER:
             timeout = min(float(timeouts.get(name, 10.0)), deadline_s)
             running.append((name, _start_collector(name, func, params, timeout)))
     for name, box in running:
@@ -258,13 +267,14 @@ def run(params, collectors):
         facts["collectors"][name] = status
         if value is not None:
             facts[name] = value
-    scan_dataset = dict(collectors).get("dataset")
-    if params.get("dataset") and scan_dataset is not None:
-        # The dataset scan has its own budget on top of the machine checks.
-        value, status = _run_collector("dataset", scan_dataset, params, float(timeouts["dataset"]))
-        facts["collectors"]["dataset"] = status
-        if value is not None:
-            facts["dataset"] = value
+    for name in _LATER:
+        func = dict(collectors).get(name)
+        if params.get(name) and func is not None:
+            # Each has its own budget on top of the machine checks (the canary never overlaps them).
+            value, status = _run_collector(name, func, dict(params, _facts=facts), float(timeouts[name]))
+            facts["collectors"][name] = status
+            if value is not None:
+                facts[name] = value
     facts["probe_duration_s"] = round(time.time() - started, 3)
     return facts
 

@@ -1,7 +1,10 @@
 # Probe part: what `import torch` says in the training interpreter (a subprocess of
 # params["python"], like the packages part, whose helpers it uses).
 
+import shutil
+
 from .core import _run_command, _text, _time_left
+from .gpu import _device_nodes
 from .packages import _MARK, _interpreter_failure, _marked_json, _python_of
 
 
@@ -44,6 +47,12 @@ with warnings.catch_warnings(record=True) as caught:
     out["cuda_available"] = available
     if not available and caught and "cuda_error" not in out:
         out["cuda_error"] = " ".join(str(w.message).strip() for w in caught)[:2000]
+    if not available and "cuda_error" not in out and out["cuda_build"] and sys.argv[1:] == ["gpu"]:
+        # No device is no warning (CUDA error 100); init() says it, on a machine with a GPU.
+        try:
+            torch.cuda.init()
+        except Exception as exc:
+            out["cuda_error"] = failure(exc)
     out["device_count"] = attempt(lambda: int(torch.cuda.device_count()))
     devices = []
     if available:
@@ -82,7 +91,8 @@ def collect_torch(params):
     python = _python_of(params)
     facts = {"python": python, "python_found": False, "importable": False, "timed_out": False}
     seconds = _time_left(params)
-    result = _run_command([python, "-B", "-c", _TORCH_SCRIPT], seconds)
+    gpu_machine = bool(shutil.which("nvidia-smi") or _device_nodes(params))
+    result = _run_command([python, "-B", "-c", _TORCH_SCRIPT] + (["gpu"] if gpu_machine else []), seconds)
     if result["error"]:
         facts["import_error"] = result["error"]
         return facts

@@ -113,10 +113,10 @@ class Pod:
     def nvidia(self, scenario: str) -> Path:
         return write_fake_nvidia_smi(self.bin, scenario)
 
-    def torch(self, scenario: str) -> Path:
+    def torch(self, scenario: str, canary: dict | None = None) -> Path:
         self.params["python"] = sys.executable
         self.env["PYTHONPATH"] = str(self.site)
-        return write_fake_torch(self.site, scenario)
+        return write_fake_torch(self.site, scenario, canary)
 
     def gpu_nodes(self, count: int) -> None:
         for index in range(count):

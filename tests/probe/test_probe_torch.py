@@ -153,3 +153,23 @@ def test_real_cpu_torch(pod):
     assert torch.cuda_available is False and torch.device_count == 0 and torch.devices == []
     assert torch.arch_list == []
     assert run.facts.packages.versions["torch"] == real.__version__
+
+
+def test_fabric_manager_stopped_gives_error_802_whole(pod):
+    pod.nvidia("h100x8-fabric-manager-stopped")
+    pod.torch("cu124")
+    torch = pod.run().facts.torch
+    assert torch.cuda_available is False and torch.device_count == 0
+    assert torch.cuda_error == ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+                                "functions before calling NumCudaDevices() that might have already set an error? "
+                                "Error 802: system not yet initialized (Triggered internally at "
+                                "../c10/cuda/CUDAFunctions.cpp:108.)")
+
+
+def test_no_visible_device_is_asked_of_torch_cuda_init(pod):
+    # CUDA error 100 is silent in is_available(); on a GPU machine the probe asks init() why.
+    pod.nvidia("h100x1")
+    pod.torch("cu124")
+    pod.env["CUDA_VISIBLE_DEVICES"] = "7"
+    torch = pod.run().facts.torch
+    assert torch.cuda_available is False and torch.cuda_error == "RuntimeError: No CUDA GPUs are available"
