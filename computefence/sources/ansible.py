@@ -38,7 +38,7 @@ import yaml
 from computefence.errors import ConfigError
 from computefence.models import Target
 from computefence.sources.inventory import SAFE_LOADER, load_yaml_document, node_line, read_text
-from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g
+from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g, unhonoured_warnings
 from computefence.sources.tools import ToolTimeout, run_tool
 
 READER_ANSIBLE = "ansible-inventory"
@@ -50,7 +50,6 @@ _IGNORED_SUFFIXES = ("~", ".orig", ".cfg", ".retry", ".pyc", ".pyo", ".swp", ".b
 _IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
 _RANGE_RE = re.compile(r"\[([0-9a-zA-Z]*):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
 _BRACKETED_RE = re.compile(r"^\[([^\]]+)\](?::(\d+))?$")
-_WARNINGS_SHOWN = 5
 # How ansible-inventory says it skipped a source or a file of it.
 _UNPARSED_RE = re.compile(r"(Unable|Failed) to parse")
 _MESSAGE_LIMIT = 300
@@ -421,7 +420,7 @@ def _target(name: str, where: str, groups: list[str], variables: dict[str, _Valu
         if found and isinstance(found[1], str):
             _ssh_args(found[1], args, variables[arg_var].where, arg_var)
             for option in args.ignored:
-                ignored.setdefault((arg_var, option), []).append(name)
+                ignored.setdefault(f"{arg_var} `{option}`", []).append(name)
             args.ignored.clear()
     options.extend(args.options)
     address = var("ansible_ssh_host", "ansible_host")
@@ -470,14 +469,6 @@ def _through_ssh_config(name: str, host: str, options: list[tuple[str, str]], co
             **(_hop_fields(options) if _first(options, "proxyjump") or _first(options, "proxycommand") else {}),
         ))
     return target.model_copy(update=dict(name=name))
-
-
-def _ignored_warnings(source: str, ignored: dict) -> list[str]:
-    warnings = []
-    for (arg_var, option), hosts in ignored.items():
-        shown = ", ".join(hosts[:_WARNINGS_SHOWN]) + (f" and {len(hosts) - _WARNINGS_SHOWN} more" if len(hosts) > _WARNINGS_SHOWN else "")
-        warnings.append(f"{source}: host {shown}: {arg_var} `{option}` cannot be honoured; ComputeFence connects without it")
-    return warnings
 
 
 # ---------------------------------------------------------------- the built-in reader
@@ -569,7 +560,7 @@ def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
         variables.update(host.file_vars)
         tags = sorted(member - {"all", "ungrouped"})
         targets.append(_target(host.name, host.where, tags, variables, ignored))
-    return targets, inventory.warnings + _ignored_warnings(str(path), ignored)
+    return targets, inventory.warnings + unhonoured_warnings(str(path), ignored)
 
 
 def load_ansible_inventory(path: str | Path) -> list[Target]:
@@ -667,7 +658,7 @@ def targets_from_ansible_list(document: dict, source: str) -> tuple[list[Target]
         variables = {str(k): _Value(v, f"{source}: host {host}") for k, v in raw.items()}
         tags = sorted(member - {"all", "ungrouped"})
         targets.append(_target(host, f"{source} (ansible-inventory)", tags, variables, ignored))
-    return targets, _ignored_warnings(source, ignored)
+    return targets, unhonoured_warnings(source, ignored)
 
 
 class AnsibleSource:

@@ -42,6 +42,14 @@ DEFAULT_IDENTITY_FILES = [f"~/.ssh/{name}" for name in (
 # Keywords whose values ssh expands ${VAR} in (readconf.c); HostName is not one of them.
 _ENV_KEYWORDS = ("identityfile", "userknownhostsfile")
 _SPLIT_RE = re.compile(r"^(\S+?)(?:\s*=\s*|\s+)(.*)$")
+_WARNINGS_SHOWN = 5
+# Options that change where or how ssh connects which ComputeFence cannot do; each one in
+# effect for a host is a warning. Values that are ssh's defaults (`ssh -G` prints them) are fine.
+_UNHONOURED_DEFAULTS = {
+    "hostkeyalias": (), "certificatefile": (), "bindaddress": (), "bindinterface": (),
+    "knownhostscommand": (), "pkcs11provider": ("none",), "proxyusefdpass": ("no",),
+    "addressfamily": ("any",), "canonicalizehostname": ("no", "false"),
+}
 _SSH_LINE_RE = re.compile(r"^(.*?):? line (\d+):")
 _TOKEN_RE = re.compile(r"%(.)|\$\{([^}]*)\}")
 
@@ -65,6 +73,8 @@ class _Resolved:
     identity_files: list[tuple[str, _Line]] = field(default_factory=list)
     host_line: _Line | None = None
     want_final_pass: bool = False
+    # First values of the options ComputeFence cannot honour, as `ssh -G` would list them.
+    unhonoured: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _pattern_matches(pattern: str, name: str, *, fold_case: bool = False) -> bool:
@@ -219,6 +229,10 @@ class SshConfig:
 
     def resolve(self, alias: str, *, user: str | None = None) -> Target:
         """The target `ssh [user@]alias` would reach with this config."""
+        return self.resolve_with_options(alias, user=user)[0]
+
+    def resolve_with_options(self, alias: str, *, user: str | None = None) -> tuple[Target, list[str]]:
+        """The target, and the options in effect for it that ComputeFence cannot honour."""
         state = _Resolved()
         if user:
             state.options["user"] = ([user], None)
@@ -229,7 +243,7 @@ class SshConfig:
                 self._apply(self.path, alias, state, 0, final_pass=True)
         elif self.display != DEFAULT_SSH_CONFIG:
             raise ConfigError(f"{self.display}: no such ssh config file")
-        return self._target(alias, state)
+        return self._target(alias, state), unhonoured_options(state.unhonoured)
 
     def _apply(self, path: Path, alias: str, state: _Resolved, depth: int, *, final_pass: bool) -> None:
         active = True
@@ -265,6 +279,8 @@ class SshConfig:
                 if not line.args:
                     raise line.error("missing value for IdentityFile")
                 state.identity_files.append((line.args[0], line))
+            elif line.keyword in _UNHONOURED_DEFAULTS and line.args:
+                state.unhonoured.setdefault(line.keyword, [" ".join(line.args)])
 
     def _match(self, line: _Line, alias: str, state: _Resolved, final_pass: bool) -> bool:
         args = list(line.args)
@@ -357,6 +373,23 @@ class SshConfig:
 
 
 # ---------------------------------------------------------------- ssh -G
+
+
+def unhonoured_options(values: dict[str, list[str]]) -> list[str]:
+    """`Keyword value` for each option in `values` (ssh -G's or the parser's) that ComputeFence
+    cannot honour and that is not at ssh's default."""
+    return [f"{key} {found[0]}" for key, defaults in _UNHONOURED_DEFAULTS.items()
+            if (found := values.get(key)) and found[0].lower() not in defaults]
+
+
+def unhonoured_warnings(source: str, found: dict[str, list[str]]) -> list[str]:
+    """One line per option that cannot be honoured, naming the hosts it applies to."""
+    warnings = []
+    for option, hosts in found.items():
+        more = f" and {len(hosts) - _WARNINGS_SHOWN} more" if len(hosts) > _WARNINGS_SHOWN else ""
+        warnings.append(f"{source}: host {', '.join(hosts[:_WARNINGS_SHOWN])}{more}: {option} cannot be honoured; "
+                        "ComputeFence connects without it")
+    return warnings
 
 
 def parse_ssh_g(text: str) -> dict[str, list[str]]:
@@ -486,17 +519,17 @@ class SshConfigSource:
             return path
         return None
 
-    def _resolve_with_ssh(self, pending: list[tuple[str, str | None]]) -> list[Target]:
+    def _resolve_with_ssh(self, pending: list[tuple[str, str | None]]) -> list[tuple[Target, list[str]]]:
         config = self._ssh_config_arg()
         entries = dict(self.config.host_entries()) if self.config.path.exists() else {}
 
-        def one(item: tuple[str, str | None]) -> Target:
+        def one(item: tuple[str, str | None]) -> tuple[Target, list[str]]:
             alias, user = item
             where = entries.get(alias)
             source = f"{where.path}:{where.number}" if where else self.config.display
             values = ssh_g(alias, config=config, options=["-l", user] if user else [])
-            return target_from_ssh_g(alias, values, source=source,
-                                     ssh_config=str(self.config.path))
+            target = target_from_ssh_g(alias, values, source=source, ssh_config=str(self.config.path))
+            return target, unhonoured_options(values)
 
         with ThreadPoolExecutor(max_workers=min(SSH_G_WORKERS, max(1, len(pending)))) as pool:
             return list(pool.map(one, pending))
@@ -508,6 +541,11 @@ class SshConfigSource:
             if self.use_ssh:
                 found = self._resolve_with_ssh(pending)
             else:
-                found = [self.config.resolve(alias, user=user) for alias, user in pending]
-            self._resolved.update(zip(pending, found))
+                found = [self.config.resolve_with_options(alias, user=user) for alias, user in pending]
+            unhonoured: dict[str, list[str]] = {}
+            for (alias, _), (target, options) in zip(pending, found):
+                self._resolved[(alias, _)] = target
+                for option in options:
+                    unhonoured.setdefault(option, []).append(alias)
+            self.warnings += unhonoured_warnings(self.config.display, unhonoured)
         return [self._resolved[item] for item in wanted]

@@ -87,3 +87,16 @@ def test_identity_tokens_are_expanded_as_ssh_would(tmp_path):
     user = getpass.getuser()
     assert (target.host, target.port) == ("a.example", 22)
     assert target.identity_files == [f"/keys/a.example-22-{user}"]
+
+
+@pytest.mark.parametrize("use_ssh", [True, False])
+def test_options_that_cannot_be_honoured_are_warnings_naming_host_and_option(tmp_path, use_ssh):
+    config = tmp_path / "cfg"
+    config.write_text("Host a b\n  HostKeyAlias shared\nHost c\n  ProxyCommand nc %h %p\n  ProxyUseFdpass yes\n"
+                      "Host *\n  AddressFamily any\n")
+    source = SshConfigSource(["a", "b", "c", "d"], str(config), use_ssh=use_ssh)
+    source.targets()
+    assert source.warnings == [
+        f"{config}: host a, b: hostkeyalias shared cannot be honoured; ComputeFence connects without it",
+        f"{config}: host c: proxyusefdpass yes cannot be honoured; ComputeFence connects without it",
+    ]
