@@ -52,7 +52,8 @@ def evaluate_host(facts: Facts, checks: CheckOptions, provider: ProviderInfo | N
                   policy: EffectivePolicy | None = None) -> list[Finding]:
     """All findings for one host, passes included, in RULES order, then the policy's own;
     the policy's severities and skips are applied by finish_hosts."""
-    ctx = build_context(facts, checks, provider, policy.thresholds if policy is not None else None)
+    ctx = build_context(facts, checks, provider, policy.thresholds if policy is not None else None,
+                        policy.hardware.gpu_count if policy is not None else None)
     findings: list[Finding] = []
     for rule in RULES:
         findings.extend(rule(facts, checks, ctx))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from computefence.evaluate.mounts import StorageMap
 from computefence.models import CheckOptions, Facts, Finding, PathFacts, ProviderInfo, Severity
-from computefence.policy import Thresholds
+from computefence.policy import NumberSpec, Thresholds
 from computefence.profiles import Profile, detect_provider, get_profile
 
 
@@ -33,6 +33,8 @@ class Context:
     pod_id: str | None = None
     # The built-in checks' limits (the policy's `thresholds`, else the defaults).
     thresholds: Thresholds = Thresholds()
+    # The policy's hardware.gpu_count: how many GPUs the job is meant to see, if it says.
+    gpu_count: NumberSpec | None = None
 
     @property
     def on_provider(self) -> bool:
@@ -49,7 +51,7 @@ Rule = Callable[[Facts, CheckOptions, Context], list[Finding]]
 
 
 def build_context(facts: Facts, checks: CheckOptions, provider: ProviderInfo | None,
-                  thresholds: Thresholds | None = None) -> Context:
+                  thresholds: Thresholds | None = None, gpu_count: NumberSpec | None = None) -> Context:
     name = provider.provider if provider is not None else detect_provider(facts.identity.provider_hints)
     profile = get_profile(name)
     gpu = facts.gpu
@@ -71,6 +73,7 @@ def build_context(facts: Facts, checks: CheckOptions, provider: ProviderInfo | N
         gpu_usable=gpu_usable,
         ml_host=ml_host,
         thresholds=thresholds or Thresholds(),
+        gpu_count=gpu_count,
     )
 
 

@@ -345,12 +345,18 @@ def check_count_mismatch(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         return []
     seen, usable = len(facts.gpu.gpus), torch.device_count
     if usable == seen:
+        interactive = _interactive_only_selection(facts, seen, ctx)
+        if interactive:
+            return interactive
         return [passed(cid, f"torch sees all {seen} GPUs the driver lists" if seen > 1 else "torch sees the GPU the driver lists")]
     visible = _visible_devices(facts)
     listed = [part for part in (visible or "").split(",") if part.strip()]
     if visible is not None and listed and len(listed) == usable:
         # The probe runs in a fresh login session: a value it sees is the machine's, not the job's choice.
         where, fix_hidden = _visible_devices_origin(facts, visible)
+        if ctx.gpu_count is not None and ctx.gpu_count.satisfied_by(usable):
+            return [passed(cid, f"torch sees {usable} of {seen} GPUs: CUDA_VISIBLE_DEVICES={visible} from {where}, "
+                                f"as the policy's gpu_count {ctx.gpu_count.text} intends")]
         return [warn(cid, f"CUDA_VISIBLE_DEVICES={visible} hides {seen - usable} of the {seen} GPUs this machine has "
                           f"(torch sees {usable}); it is set in {where}, so every login and job gets it", fix_hidden)]
     every = ",".join(str(g.index) for g in facts.gpu.gpus)
@@ -370,6 +376,22 @@ def check_count_mismatch(facts: Facts, checks: CheckOptions, ctx: Context) -> li
 # Where a machine-wide CUDA_VISIBLE_DEVICES can come from (EnvValue.source), as a file to edit.
 _ENV_FILES = {"etc_environment": "/etc/environment", "rp_environment": "/etc/rp_environment"}
 _STARTUP_FILES = "~/.bashrc ~/.profile ~/.bash_profile /etc/profile /etc/bash.bashrc /etc/profile.d/*.sh /etc/ssh/sshd_config"
+
+
+def _interactive_only_selection(facts: Facts, seen: int, ctx: Context) -> list[Finding]:
+    """A login file that hides GPUs from interactive shells only (after .bashrc's
+    non-interactive return): the probe's session missed it, a job started by hand gets it."""
+    cid = "gpu.count-mismatch"
+    for source, value in env_by_source(facts, "CUDA_VISIBLE_DEVICES").items():
+        listed = [part for part in (value or "").split(",") if part.strip()]
+        if not source.startswith("file:") or value is None or len(listed) >= seen:
+            continue
+        if ctx.gpu_count is not None and ctx.gpu_count.satisfied_by(len(listed)):
+            continue
+        where, fix_hidden = _visible_devices_origin(facts, value)
+        return [warn(cid, f"{where} sets CUDA_VISIBLE_DEVICES={value} for interactive shells: a job started from one "
+                          f"sees {len(listed)} of the {seen} GPUs this machine has", fix_hidden)]
+    return []
 
 
 def _visible_devices_origin(facts: Facts, value: str) -> tuple[str, str]:

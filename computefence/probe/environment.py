@@ -1,6 +1,7 @@
 # Probe part: environment variables that matter to a training job, from the process, the
-# container's init environment and /etc/environment-like files. Values of secret-looking
-# names never leave the pod.
+# container's init environment, /etc/environment-like files and (for a GPU selection only)
+# the login files and sshd SetEnv lines that set it. Values of secret-looking names never
+# leave the pod.
 
 import os
 import re
@@ -83,6 +84,50 @@ def _rp_environment_env(params):
     return _etc_env(params, "rp_environment")
 
 
+# Login files that can set a GPU selection for every session; reported as source "file:<path>".
+_STARTUP_NAMES = ("CUDA_VISIBLE_DEVICES",)
+_STARTUP_FILES_MAX = 64
+
+
+def _startup_files(params):
+    home = _process_env().get("HOME") or os.path.expanduser("~")
+    etc = _root(params, "etc")
+    files = [os.path.join(home, name) for name in (".bashrc", ".bash_profile", ".profile")]
+    files += [os.path.join(etc, "bash.bashrc"), os.path.join(etc, "profile")]
+    for folder, suffix in (("profile.d", ".sh"), (os.path.join("ssh", "sshd_config.d"), ".conf")):
+        try:
+            names = sorted(name for name in os.listdir(os.path.join(etc, folder)) if name.endswith(suffix))
+        except OSError:
+            names = []
+        files += [os.path.join(etc, folder, name) for name in names]
+    return files[:_STARTUP_FILES_MAX] + [os.path.join(etc, "ssh", "sshd_config")]
+
+
+def _sshd_setenv(text):
+    """NAME=value pairs of sshd's SetEnv lines."""
+    pairs = []
+    for line in text.splitlines():
+        words = line.split()
+        if words and words[0].lower() == "setenv":
+            pairs += [tuple(word.split("=", 1)) for word in words[1:] if "=" in word]
+    return pairs
+
+
+def _startup_env(params):
+    """(source, pairs) of the login files that set a GPU selection."""
+    found = []
+    for path in _startup_files(params):
+        try:
+            text = _read_text(path, 1 << 20)
+        except OSError:
+            continue
+        pairs = _sshd_setenv(text) if "sshd_config" in path else _parse_env_file(text)
+        pairs = [(name, value) for name, value in pairs if name in _STARTUP_NAMES]
+        if pairs:
+            found.append(("file:" + _text(path, 512), pairs))
+    return found
+
+
 def _env_entry(source, name, value):
     if _SECRET_NAME.search(name):
         return {"source": source, "value": None, "redacted": True}
@@ -111,5 +156,7 @@ def collect_environment(params):
             continue
         if source == "container":
             facts["container_env_readable"] = True
+        add(source, pairs)
+    for source, pairs in _startup_env(params):
         add(source, pairs)
     return facts

@@ -7,6 +7,7 @@ from evaluate_builders import env, gpus, laptop, no_torch, of, only, problems, r
 from computefence.evaluate import evaluate_host
 from computefence.evaluate.gpu import NO_GPU
 from computefence.models import CheckOptions, CollectorStatus, Facts, GpuFacts, ProviderInfo, Severity
+from computefence.policy import EffectivePolicy, Hardware
 
 NO_CHECKS = CheckOptions()
 GPU_CHECKS = ("gpu.driver", "gpu.cuda-unavailable", "gpu.torch-cpu-build", "gpu.driver-too-old",
@@ -296,12 +297,32 @@ def test_cuda_visible_devices_set_machine_wide_hides_paid_gpus_and_the_fix_remov
                                   "-- /etc/environment")
 
 
+def test_cuda_visible_devices_passes_when_the_policy_intends_that_many_gpus():
+    facts = _pod(gpu=gpus(8), torch=torch(count=1),
+                 environment=env(CUDA_VISIBLE_DEVICES={"process": "0", "etc_environment": "0"}))
+    intended = EffectivePolicy(hardware=Hardware(gpu_count=1))
+    finding = only([f for f in evaluate_host(facts, NO_CHECKS, None, intended) if f.check == "gpu.count-mismatch"],
+                   "gpu.count-mismatch")
+    assert finding.severity is Severity.PASS and "as the policy's gpu_count 1 intends" in finding.message
+    other = EffectivePolicy(hardware=Hardware(gpu_count=">=8"))
+    assert only(evaluate_host(facts, NO_CHECKS, None, other), "gpu.count-mismatch").severity is Severity.WARN
+
+
 def test_cuda_visible_devices_from_a_shell_startup_file_names_that_file():
     facts = _pod(gpu=gpus(2), torch=torch(count=1),
                  environment=env(CUDA_VISIBLE_DEVICES={"process": "1", "file:/root/.bashrc": "1"}))
     finding = only(_gpu_findings(facts), "gpu.count-mismatch")
     assert "set in /root/.bashrc" in finding.message and finding.fix.endswith(
         "-- /root/.bashrc  # then log in again; or set the GPUs the job should use in the job's own command")
+
+
+def test_a_bashrc_selection_the_probe_session_missed_still_warns():
+    # After Ubuntu's "not interactive: return" guard: the probe's session sees all GPUs, a shell does not.
+    facts = _pod(gpu=gpus(4), torch=torch(count=4), environment=env(CUDA_VISIBLE_DEVICES={"file:/root/.bashrc": "0"}))
+    finding = only(_gpu_findings(facts), "gpu.count-mismatch")
+    assert finding.severity is Severity.WARN
+    assert finding.message.startswith("/root/.bashrc sets CUDA_VISIBLE_DEVICES=0 for interactive shells")
+    assert finding.fix.startswith("sed -i ") and "-- /root/.bashrc" in finding.fix
 
 
 def test_cuda_visible_devices_from_the_container_or_nowhere_known():

@@ -95,3 +95,20 @@ def test_identity(pod):
         "CONTAINER_ID": "9481727",
         "lambda": str(pod.etc / "apt/sources.list.d/lambda-repository.list"),
     }
+
+
+def test_login_files_that_select_gpus_are_named(pod):
+    (pod.home / ".bashrc").write_text('case $- in *i*) ;; *) return;; esac\nexport CUDA_VISIBLE_DEVICES="0"\n')
+    pod.etc_file("profile.d/gpus.sh", "export CUDA_VISIBLE_DEVICES=0,1\nexport HF_HOME=/not/reported/from/here\n")
+    pod.etc_file("ssh/sshd_config", "Port 22\nSetEnv CUDA_VISIBLE_DEVICES=3 LANG=C\n")
+    variables = pod.run().facts.environment.variables
+    assert _values_of(variables, "CUDA_VISIBLE_DEVICES") == [
+        (f"file:{pod.home / '.bashrc'}", "0"),
+        (f"file:{pod.etc / 'profile.d' / 'gpus.sh'}", "0,1"),
+        (f"file:{pod.etc / 'ssh' / 'sshd_config'}", "3"),
+    ]
+    assert "HF_HOME" not in variables
+
+
+def _values_of(variables, name):
+    return [(v.source, v.value) for v in variables.get(name, [])]
