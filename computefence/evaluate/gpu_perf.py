@@ -141,9 +141,9 @@ def check_perf_compute(facts: Facts, checks: CheckOptions, ctx: Context) -> list
     return [passed(cid, f"bf16 matmul {_span(measured)} TFLOPS per GPU{reference}")]
 
 
-def _span(values: list[float]) -> str:
-    low, high = min(values), max(values)
-    return f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}-{high:.0f}"
+def _span(values: list[float], digits: int = 0) -> str:
+    low, high = round(min(values), digits), round(max(values), digits)
+    return f"{low:.{digits}f}" if low == high else f"{low:.{digits}f}-{high:.{digits}f}"
 
 
 # ---------------------------------------------------------------- gpu.perf-pcie
@@ -180,7 +180,7 @@ def check_perf_pcie(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fi
                     "IOMMU, a NUMA-remote slot): choose another machine"), subject=f"GPU {gpu.index}"))
     if findings or not measured:
         return findings
-    return [passed(cid, f"pinned host-device copies {_span(measured)} GB/s per GPU (slower direction)")]
+    return [passed(cid, f"pinned host-device copies {_span(measured, 1)} GB/s per GPU (slower direction)")]
 
 
 # ---------------------------------------------------------------- gpu.perf-interconnect
