@@ -60,13 +60,14 @@ def _parse_gpu_rows(text, fields):
     return gpus
 
 
-def _device_nodes(params):
+def _device_nodes(params, prefix="nvidia"):
+    """/dev/<prefix>N nodes in numeric order: GPUs (nvidia0...) or NVSwitches (nvidia-nvswitch0...)."""
     dev_root = _root(params, "dev")
     try:
-        names = [name for name in os.listdir(dev_root) if re.match(r"^nvidia[0-9]+$", name)]
+        names = [name for name in os.listdir(dev_root) if re.match("^%s[0-9]+$" % re.escape(prefix), name)]
     except OSError:
         return []
-    return [os.path.join(dev_root, name) for name in sorted(names, key=lambda n: int(n[6:]))]
+    return [os.path.join(dev_root, name) for name in sorted(names, key=lambda n: int(n[len(prefix):]))][:256]
 
 
 def _smi_failure(result, seconds):
@@ -218,15 +219,6 @@ def _parse_smi_xml(text):
     return gpus, _xml_text(root, "driver_version"), _xml_text(root, "cuda_version")
 
 
-def _nvswitch_nodes(params):
-    dev_root = _root(params, "dev")
-    try:
-        names = [name for name in os.listdir(dev_root) if re.match(r"^nvidia-nvswitch[0-9]+$", name)]
-    except OSError:
-        return []
-    return [os.path.join(dev_root, name) for name in sorted(names)][:64]
-
-
 def _small_file(path):
     try:
         return _read_text(path, 256)
@@ -323,7 +315,7 @@ def _smi_health(smi, params, facts):
 
 def collect_gpu(params):
     facts = {"nvidia_smi_found": False, "nvidia_smi_path": None, "timed_out": False, "gpus": [],
-             "device_nodes": _device_nodes(params), "nvswitch_nodes": _nvswitch_nodes(params)}
+             "device_nodes": _device_nodes(params), "nvswitch_nodes": _device_nodes(params, "nvidia-nvswitch")}
     smi = shutil.which("nvidia-smi")
     if not smi:
         return facts

@@ -20,7 +20,12 @@ def _health_findings(facts):
 
 def test_healthy_h100x8_with_nvswitch(pod):
     pod.nvidia("h100x8")
+    pod.gpu_nodes(8)
+    for index in (0, 1, 2, 3, 10, 11):  # numeric order, not name order
+        (pod.dev / f"nvidia-nvswitch{index}").touch()
     gpu = pod.run().facts.gpu
+    assert gpu.nvswitch_nodes == [str(pod.dev / f"nvidia-nvswitch{i}") for i in (0, 1, 2, 3, 10, 11)]
+    assert len(gpu.device_nodes) == 8
     assert gpu.health_error is None and len(gpu.health) == 8
     first = gpu.health[0]
     assert (first.name, first.pci_bus_id, first.ecc_mode) == ("NVIDIA H100 80GB HBM3", "00000000:18:00.0", "Enabled")
