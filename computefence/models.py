@@ -543,6 +543,54 @@ class Summary(_Model):
     verdict: Severity = Severity.PASS
 
 
+# ---------------------------------------------------------------- since the last run
+
+
+class FindingChange(_Model):
+    """A blocker or warning that is new since the last run, or one that cleared."""
+
+    host: str
+    # None: absent (or a pass) on that side.
+    severity_before: Severity | None = None
+    severity_after: Severity | None = None
+    # The finding as the side that has it reports it (new: this run, cleared: the last run).
+    finding: Finding
+
+
+class StatusChange(_Model):
+    """A pod whose connection status changed (ok -> unreachable, timeout -> ok, ...)."""
+
+    host: str
+    before: HostStatus
+    after: HostStatus
+    reason: str | None = None
+
+
+class VersionChange(_Model):
+    """A component (torch, the NVIDIA driver, a package) whose version changed on a pod."""
+
+    host: str
+    component: str
+    before: str
+    after: str
+
+
+class Changes(_Model):
+    """What differs from an earlier run; every list sorted by pod, then check or component."""
+
+    since: str  # generated_at of the earlier run
+    new: list[FindingChange] = Field(default_factory=list)
+    cleared: list[FindingChange] = Field(default_factory=list)
+    appeared: list[str] = Field(default_factory=list)
+    vanished: list[str] = Field(default_factory=list)
+    status: list[StatusChange] = Field(default_factory=list)
+    versions: list[VersionChange] = Field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.new or self.cleared or self.appeared or self.vanished or self.status or self.versions)
+
+
 class AppliedFile(_Model):
     """A policy or baseline file a run applied, as it was then."""
 
@@ -562,5 +610,7 @@ class Report(_Model):
     # Options that shape the verdict, recorded so a saved report re-renders the same.
     fail_on: Severity = Severity.BLOCK
     allow_unreachable: bool = False
+    # Set with `fleet check --history DIR`: what differs from the last run there.
+    changes: Changes | None = None
     policy: AppliedFile | None = None
     baseline: AppliedFile | None = None

@@ -40,10 +40,10 @@ from computefence.cli.targets import (
     gather_targets,
 )
 from computefence.errors import ConfigError
+from computefence.files import write_output
 from computefence.gate import HEALTHY_FORMATS, healthy_file
 from computefence.models import HostReport, HostStatus, SourceStatus, Target
 from computefence.policy import resolve_policy
-from computefence.render import write_output
 from computefence.probe.core import DEFAULT_TIMEOUTS
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ HealthyFormat = Enum("HealthyFormat", {name: name for name in HEALTHY_FORMATS}, 
 
 @fleet_app.command("check", no_args_is_help=False)
 def check(
+    ctx: typer.Context,
     inventory: InventoryOpt = None,
     ssh_host: SshHostOpt = None,
     ssh_config: SshConfigOpt = None,
@@ -113,6 +114,15 @@ def check(
                                                  help="names (one a line), ssh (user@host -p port), inventory "
                                                       "(YAML of just those pods) or json.",
                                                  rich_help_panel=_OPS),
+    history: Optional[Path] = typer.Option(None, "--history", metavar="DIR",
+                                           help="Keep each run's JSON in DIR and lead the report with what "
+                                                "changed since the last run there.",
+                                           rich_help_panel=_OPS),
+    keep: int = typer.Option(200, "--keep", min=1, metavar="N", help="Runs kept in --history.",
+                             rich_help_panel=_OPS),
+    history_wait: float = typer.Option(60.0, "--history-wait", min=0.0, metavar="SECONDS",
+                                       help="How long to wait for another run holding --history, then give up.",
+                                       rich_help_panel=_OPS),
     policy: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     baseline: BaselineOpt = None,
@@ -146,6 +156,11 @@ def check(
         accept_new=accept_new,
         insecure_no_host_key_check=insecure_no_host_key_check,
     )
+    run_history = None
+    if history is not None:
+        from computefence.history import open_history  # fcntl: POSIX only
+
+        run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
     with _targets(demo, inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
                   ansible_inventory=ansible_inventory,
                   vault_password_file=vault_password_file, vault_id=vault_id, provider=provider, api_url=api_url,
@@ -167,9 +182,13 @@ def check(
     report = evaluate.build_report(hosts, kind="fleet", sources=sources, fail_on=fail_on.severity,
                                    allow_unreachable=allow_unreachable)
     report = report.model_copy(update={"policy": applied(loaded), "baseline": lock_file})
+    if run_history is not None and not interrupted:
+        report = run_history.with_changes(report)
     emit(report, fmt.value, output)
     if not interrupted and healthy_out is not None:
-        write_output(healthy_file(report, targets, healthy_format.value), healthy_out)
+        write_output(healthy_file(report, targets, healthy_format.value), healthy_out, flag="--healthy-out")
+    if not interrupted and run_history is not None:
+        run_history.save(report)
     if interrupted:
         cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
         print(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked", file=sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
@@ -28,13 +29,18 @@ class FailOn(str, Enum):
 
 def emit(report: Report, fmt: str, output: Path | None) -> None:
     """Render `report` and write it to `output` (atomically) or to stdout."""
+    emit_text(lambda **style: render(report, fmt, **style), fmt, output, what=f"the {fmt} report")
+
+
+def emit_text(render_text: Callable[..., str], fmt: str, output: Path | None, *, what: str) -> None:
+    """`render_text(color=, width=)` to `output` (atomically, plain) or to stdout (colored on a terminal)."""
     if output is not None:
-        write_output(render(report, fmt), output)
-        print(f"computefence: wrote the {fmt} report to {output}", file=sys.stderr)
+        write_output(render_text(), output)
+        print(f"computefence: wrote {what} to {output}", file=sys.stderr)
         return
     console = Console()
     color = fmt == "rich" and console.is_terminal and not console.no_color
-    write_stdout(render(report, fmt, color=color, width=console.width if console.is_terminal else 100))
+    write_stdout(render_text(color=color, width=console.width if console.is_terminal else 100))
 
 
 def write_stdout(text: str) -> None:

@@ -1,24 +1,49 @@
-"""`computefence report FILE.json`: re-render a saved JSON report in any format."""
+"""`computefence report FILE.json`: re-render a saved JSON report in any format; `report diff`
+compares two, `report merge` joins shards into one."""
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
+import click
 import typer
 from pydantic import ValidationError
+from typer.core import TyperGroup
 
 from computefence import evaluate
 from computefence.cli.app import app
-from computefence.cli.output import OutputFormat, emit
+from computefence.cli.output import OutputFormat, emit, emit_text
 from computefence.cli.policy import NoPolicyOpt, PolicyOpt, applied
 from computefence.errors import ConfigError
+from computefence.evaluate.changes import compare_reports, worsened
 from computefence.evaluate.fleet import summarize
 from computefence.models import SCHEMA_VERSION, Report
 from computefence.policy import resolve_policy
+from computefence.render import CHANGES_FORMATS, render_changes
 
 
-@app.command("report")
+class _ShowByDefault(TyperGroup):
+    """`report FILE.json` means `report show FILE.json`; `diff` and `merge` are subcommands."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
+
+
+report_app = typer.Typer(
+    name="report",
+    cls=_ShowByDefault,
+    help="Re-render, compare or merge saved JSON reports.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(report_app, name="report")
+
+
+@report_app.command("show")
 def report_command(
     path: Path = typer.Argument(..., metavar="FILE.json", help="A report saved with --format json."),
     fmt: OutputFormat = typer.Option("rich", "--format", "-f", help="Output format."),
@@ -40,6 +65,24 @@ def report_command(
             "summary": summarize(hosts, report.sources, allow_unreachable=report.allow_unreachable)})
     emit(report, fmt.value, output)
     return evaluate.exit_code(report)
+
+
+ChangesFormat = Enum("ChangesFormat", {name: name for name in CHANGES_FORMATS}, type=str)
+
+
+@report_app.command("diff")
+def diff_command(
+    old: Path = typer.Argument(..., metavar="OLD.json", help="The earlier report."),
+    new: Path = typer.Argument(..., metavar="NEW.json", help="The later report."),
+    fmt: ChangesFormat = typer.Option("rich", "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                          help="Write the changes here (atomically) instead of stdout."),
+) -> int:
+    """What changed from OLD to NEW; exits 1 when NEW has blockers OLD did not."""
+    earlier, later = load_report(old), load_report(new)
+    changes = compare_reports(earlier, later)
+    emit_text(lambda **style: render_changes(changes, fmt.value, **style), fmt.value, output, what="the changes")
+    return 1 if worsened(changes, later.allow_unreachable) else 0
 
 
 # A 1000-pod report with full facts is a few MiB; anything far larger is not one.

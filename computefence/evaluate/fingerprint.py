@@ -3,11 +3,9 @@ comparable strings. The drift table, env.outlier, env.drift and the baseline loc
 
 from __future__ import annotations
 
+from computefence.evaluate.fleet import NONE, NOT_INSTALLED
 from computefence.models import Facts
 from computefence.policy import normalize_name
-
-NOT_INSTALLED = "(not installed)"
-NONE = "(none)"
 
 # Field key -> how a message names it. Package fields are keyed by their PEP 503 name.
 LABELS: dict[str, str] = {

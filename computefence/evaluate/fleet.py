@@ -7,7 +7,6 @@ from datetime import datetime, timezone
 
 from computefence import __version__
 from computefence.evaluate import gpu_perf
-from computefence.evaluate.fingerprint import fingerprint, is_package, label
 from computefence.models import (
     DriftRow,
     Facts,
@@ -19,8 +18,8 @@ from computefence.models import (
     Summary,
 )
 
-# The drift table leaves out what differs on every rented machine (kernel, OS, glibc).
-DRIFT_FIELDS = ("torch", "torch-cuda", "nvidia-driver", "driver-cuda", "python")
+NOT_INSTALLED = "(not installed)"
+NONE = "(none)"
 
 
 def build_report(
@@ -110,9 +109,20 @@ def ready_hosts(report: Report) -> list[HostReport]:
 # ---------------------------------------------------------------- drift
 
 
-def _components(facts: Facts) -> dict[str, str]:
-    values = fingerprint(facts)
-    return {label(k): v for k, v in values.items() if k in DRIFT_FIELDS or is_package(k)}
+def component_versions(facts: Facts) -> dict[str, str]:
+    torch = facts.torch
+    values = {
+        "torch": torch.version if torch.importable and torch.version else NOT_INSTALLED,
+        "torch CUDA build": (torch.cuda_build or ("ROCm " + torch.hip_build if torch.hip_build else "CPU"))
+        if torch.importable else NOT_INSTALLED,
+        "NVIDIA driver": facts.gpu.driver_version or NONE,
+        "driver CUDA": facts.gpu.cuda_version or NONE,
+        "python": torch.python_version or facts.identity.python_version or NONE,
+    }
+    for name, version in facts.packages.versions.items():
+        if name != "torch":
+            values[name] = version or NOT_INSTALLED
+    return values
 
 
 def drift(hosts: list[HostReport]) -> list[DriftRow]:
@@ -120,7 +130,7 @@ def drift(hosts: list[HostReport]) -> list[DriftRow]:
     checked = [h for h in hosts if h.status is HostStatus.OK and h.facts is not None]
     if len(checked) < 2:
         return []
-    per_host = {h.name: _components(h.facts) for h in checked}
+    per_host = {h.name: component_versions(h.facts) for h in checked}
     names: list[str] = []
     for components in per_host.values():
         names += [name for name in components if name not in names]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from computefence.errors import ConfigError
 # Moved to computefence.files; kept importable here while other branches still import it from here.
 from computefence.files import write_output  # noqa: F401
-from computefence.models import Report
+from computefence.models import Changes, Report
 from computefence.render import json, junit, markdown, prometheus, terminal
 from computefence.render.interface import Renderer
 
@@ -27,3 +27,17 @@ def render(report: Report, fmt: str, *, color: bool = False, width: int = 100) -
     except KeyError:
         raise ConfigError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}") from None
     return renderer(report)
+
+
+CHANGES_FORMATS = ("rich", "json", "markdown")
+
+
+def render_changes(changes: Changes, fmt: str, *, color: bool = False, width: int = 100) -> str:
+    """What changed between two runs, alone (`report diff`)."""
+    if fmt == "rich":
+        return terminal.render_changes(changes, color=color, width=width)
+    if fmt == "markdown":
+        return "\n".join(markdown.changes_section(changes)).rstrip() + "\n"
+    if fmt == "json":
+        return changes.model_dump_json(indent=2) + "\n"
+    raise ConfigError(f"unknown format {fmt!r} for changes; choose one of: {', '.join(CHANGES_FORMATS)}")

@@ -8,8 +8,9 @@ backtick run inside them.
 from __future__ import annotations
 
 import re
+import textwrap
 
-from computefence.models import Finding, HostReport, HostStatus, Report, Severity
+from computefence.models import Changes, Finding, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 
 _ICON = {Severity.BLOCK: "🛑", Severity.WARN: "⚠️", Severity.PASS: "✅"}
@@ -89,6 +90,8 @@ def _fix(finding: Finding) -> list[str]:
 
 def _fleet(report: Report) -> list[str]:
     lines = _heading(report, "ComputeFence fleet check")
+    if report.changes is not None:
+        lines += changes_section(report.changes)
     money = views.money_line(report)
     if money:
         lines += [f"**Money at risk:** {md(money)}", ""]
@@ -139,6 +142,18 @@ def _fleet(report: Report) -> list[str]:
         lines += ["", "</details>", ""]
     lines += _generated(report)
     return lines
+
+
+_CHANGE_ICON = {True: "🔴", False: "🟢", None: "•"}
+
+
+def changes_section(changes: Changes) -> list[str]:
+    lines = [f"### {md(views.since_title(changes))}", "", md(views.changes_count_line(changes)), ""]
+    for line in views.change_lines(changes):
+        lines.append(f"- {_CHANGE_ICON[line.worse]} {md(line.label)} **{md(line.host)}**: {md(line.text)}")
+        if line.fix:
+            lines += ["", textwrap.indent(code_block(line.fix), "  "), ""]
+    return lines + [""]
 
 
 def _not_ok_table(hosts: list[HostReport]) -> list[str]:

@@ -9,7 +9,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from computefence.models import Finding, HostReport, HostStatus, Report, Severity
+from computefence.models import Changes, Finding, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.views import clean
 
@@ -20,6 +20,15 @@ _VERDICT_STYLE = {Severity.BLOCK: "bold white on red", Severity.WARN: "bold blac
 
 
 def render(report: Report, *, color: bool = False, width: int = 100) -> str:
+    return _print(_renderables(report), color=color, width=width)
+
+
+def render_changes(changes: Changes, *, color: bool = False, width: int = 100) -> str:
+    """`report diff`: the 'Since the last run' section alone."""
+    return _print(changes_section(changes), color=color, width=width)
+
+
+def _print(renderables: list[RenderableType], *, color: bool, width: int) -> str:
     console = Console(
         file=io.StringIO(),
         force_terminal=color,
@@ -31,7 +40,7 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
         markup=False,
         legacy_windows=False,
     )
-    for renderable in _renderables(report):
+    for renderable in renderables:
         # no_wrap Text (fix commands) goes out unfolded; the terminal wraps it softly.
         console.print(renderable, soft_wrap=isinstance(renderable, Text) and bool(renderable.no_wrap))
     text = console.file.getvalue()
@@ -118,6 +127,8 @@ def _fleet(report: Report) -> list[RenderableType]:
     out: list[RenderableType] = [
         Text.assemble(("ComputeFence fleet check", "bold"), f" · {views.plural(s.hosts, 'pod')}", (f" · {clean(report.generated_at)}", "dim"))
     ]
+    if report.changes is not None:
+        out += changes_section(report.changes)
     for source in views.failed_sources(report):
         out.append(Text(f"source {views.one_line(source.name)} failed: {views.one_line(source.error or 'unknown error')}", style="red"))
     out.append(_summary_table(report.hosts))
@@ -143,6 +154,30 @@ def _fleet(report: Report) -> list[RenderableType]:
     if money:
         out.append(Text.assemble(("Money at risk: ", "bold"), (money, "bold red" if s.cost_per_hour_at_risk else "")))
     out.append(_verdict(report))
+    return out
+
+
+_CHANGE_STYLE = {True: "bold red", False: "green", None: ""}
+
+
+def changes_section(changes: Changes) -> list[RenderableType]:
+    """'Since the last run (time)': one row per change, fixes under new findings."""
+    out: list[RenderableType] = [Text(views.since_title(changes), style="bold underline"),
+                                 Text(views.changes_count_line(changes))]
+    lines = views.change_lines(changes)
+    if lines:
+        label_width = max(len(line.label) for line in lines)
+        host_width = max(len(clean(line.host)) for line in lines)
+        for line in lines:
+            grid = Table.grid(padding=(0, 1))
+            grid.add_column(no_wrap=True, min_width=label_width)
+            grid.add_column(no_wrap=True, min_width=host_width)
+            grid.add_column(ratio=1, overflow="fold")
+            grid.add_row(Text(line.label, style=_CHANGE_STYLE[line.worse]), Text(clean(line.host)), Text(line.text))
+            out.append(grid)
+            if line.fix:
+                out.append(_fix(line.fix))
+    out.append(Text())
     return out
 
 

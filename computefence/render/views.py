@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from computefence.evaluate.fleet import fails
-from computefence.models import DatasetFacts, Finding, HostReport, HostStatus, Report, Severity
+from computefence.models import Changes, DatasetFacts, Finding, HostReport, HostStatus, Report, Severity
 
 AREA_TITLES = {
     "storage": "Storage",
@@ -336,3 +336,63 @@ def not_ok_hosts(report: Report) -> list[HostReport]:
 
 def failed_sources(report: Report):
     return [s for s in report.sources if not s.ok]
+
+
+# ---------------------------------------------------------------- since the last run
+
+
+@dataclass
+class ChangeLine:
+    label: str  # "new blocker", "cleared warning", "appeared", "vanished", "connection", "version"
+    host: str
+    text: str
+    fix: str | None = None
+    # True: worse than last run, False: better, None: neither.
+    worse: bool | None = None
+
+
+_SEVERITY_WORD = {Severity.BLOCK: "blocker", Severity.WARN: "warning"}
+
+
+def since_title(changes: Changes) -> str:
+    return f"Since the last run ({one_line(changes.since)})"
+
+
+def change_lines(changes: Changes) -> list[ChangeLine]:
+    """Every change as one line, worst news first: new blockers, pods lost, new warnings, then
+    recoveries, cleared findings, pods appeared, version changes."""
+    lines: list[ChangeLine] = []
+    for c in changes.new:
+        was = f" (was {c.severity_before.value})" if c.severity_before else ""
+        lines.append(ChangeLine(f"new {_SEVERITY_WORD[c.severity_after]}", c.host,
+                                f"{one_line(c.finding.check)}: {one_line(c.finding.message)}{was}",
+                                fix=c.finding.fix, worse=True))
+    for s in changes.status:
+        reason = f": {one_line(s.reason)}" if s.reason and s.after is not HostStatus.OK else ""
+        worse = None if HostStatus.OK not in (s.before, s.after) else s.after is not HostStatus.OK
+        lines.append(ChangeLine("connection", s.host, f"{s.before.value} → {s.after.value}{reason}", worse=worse))
+    lines += [ChangeLine("vanished", name, "in the last run, not in this one", worse=True) for name in changes.vanished]
+    for c in changes.cleared:
+        now = f" (now {c.severity_after.value})" if c.severity_after else ""
+        lines.append(ChangeLine(f"cleared {_SEVERITY_WORD[c.severity_before]}", c.host,
+                                f"{one_line(c.finding.check)}{now}", worse=False))
+    lines += [ChangeLine("appeared", name, "new since the last run") for name in changes.appeared]
+    lines += [ChangeLine("version", v.host, f"{one_line(v.component)} {one_line(v.before)} → {one_line(v.after)}")
+              for v in changes.versions]
+    order = {True: 0, None: 2, False: 1}
+    return sorted(lines, key=lambda line: order[line.worse])
+
+
+def changes_count_line(changes: Changes) -> str:
+    """'2 new blockers, 1 cleared, 1 pod vanished, ...' or 'nothing changed'."""
+    new_blockers = sum(1 for c in changes.new if c.severity_after is Severity.BLOCK)
+    parts = [
+        plural(new_blockers, "new blocker") if new_blockers else "",
+        plural(len(changes.new) - new_blockers, "new warning") if len(changes.new) > new_blockers else "",
+        f"{len(changes.cleared)} cleared" if changes.cleared else "",
+        plural(len(changes.status), "connection change") if changes.status else "",
+        f"{plural(len(changes.vanished), 'pod')} vanished" if changes.vanished else "",
+        f"{plural(len(changes.appeared), 'pod')} appeared" if changes.appeared else "",
+        plural(len(changes.versions), "version change") if changes.versions else "",
+    ]
+    return ", ".join(p for p in parts if p) or "nothing changed"

@@ -1,0 +1,119 @@
+"""What changed between two runs of the same fleet: the pure comparison behind `--history`,
+`report diff` and the change alerts."""
+
+from __future__ import annotations
+
+from computefence.evaluate.fleet import component_versions
+from computefence.models import (
+    Changes,
+    FindingChange,
+    HostReport,
+    HostStatus,
+    Report,
+    Severity,
+    StatusChange,
+    VersionChange,
+)
+
+_REPORTED = (Severity.WARN, Severity.BLOCK)
+
+
+def _rank(severity: Severity | None) -> int:
+    return severity.rank if severity is not None else 0
+
+
+def _reported(host: HostReport) -> dict[tuple[str, str], Severity]:
+    """(check, subject) -> worst severity of the host's warnings and blockers."""
+    worst: dict[tuple[str, str], Severity] = {}
+    for f in host.findings:
+        key = (f.check, f.subject or "")
+        if f.severity in _REPORTED and _rank(f.severity) > _rank(worst.get(key)):
+            worst[key] = f.severity
+    return worst
+
+
+def _finding_changes(old: HostReport | None, new: HostReport) -> tuple[list[FindingChange], list[FindingChange]]:
+    """(new, cleared) on one pod. A pod not checked last time has nothing cleared and all
+    its findings new; a finding that got worse (warn -> block) is new, one that eased is cleared."""
+    before = _reported(old) if old is not None and old.status is HostStatus.OK else {}
+    after = _reported(new)
+    added = [
+        FindingChange(host=new.name, severity_before=before.get(key), severity_after=f.severity, finding=f)
+        for f in new.findings
+        if f.severity in _REPORTED and f.severity is after[key := (f.check, f.subject or "")]
+        and _rank(after[key]) > _rank(before.get(key))
+    ]
+    cleared = []
+    if old is not None and old.status is HostStatus.OK:
+        cleared = [
+            FindingChange(host=new.name, severity_before=f.severity, severity_after=after.get(key), finding=f)
+            for f in old.findings
+            if f.severity in _REPORTED and f.severity is before[key := (f.check, f.subject or "")]
+            and _rank(after.get(key)) < _rank(before[key])
+        ]
+    return _unique(added), _unique(cleared)
+
+
+def _unique(changes: list[FindingChange]) -> list[FindingChange]:
+    seen, out = set(), []
+    for change in changes:
+        key = (change.finding.check, change.finding.subject or "")
+        if key not in seen:
+            seen.add(key)
+            out.append(change)
+    return out
+
+
+def _version_changes(old: HostReport, new: HostReport) -> list[VersionChange]:
+    if old.facts is None or new.facts is None or old.status is not HostStatus.OK or new.status is not HostStatus.OK:
+        return []
+    before, after = component_versions(old.facts), component_versions(new.facts)
+    return [
+        VersionChange(host=new.name, component=name, before=before[name], after=after[name])
+        for name in after
+        if name in before and before[name] != after[name]
+    ]
+
+
+def compare_reports(old: Report, new: Report) -> Changes:
+    """What `new` says that `old` did not: findings, pods, connection statuses, versions."""
+    old_hosts = {h.name: h for h in old.hosts}
+    new_hosts = {h.name: h for h in new.hosts}
+    changes = Changes(since=old.generated_at)
+    for name in sorted(new_hosts):
+        host, previous = new_hosts[name], old_hosts.get(name)
+        if previous is None:
+            changes.appeared.append(name)
+        elif previous.status is not host.status:
+            changes.status.append(StatusChange(host=name, before=previous.status, after=host.status, reason=host.reason))
+        added, cleared = _finding_changes(previous, host)
+        changes.new += sorted(added, key=_order)
+        changes.cleared += sorted(cleared, key=_order)
+        if previous is not None:
+            changes.versions += _version_changes(previous, host)
+    changes.vanished = sorted(set(old_hosts) - set(new_hosts))
+    return changes
+
+
+def _order(change: FindingChange) -> tuple:
+    return (-_rank(change.severity_after or change.severity_before), change.finding.check, change.finding.subject or "")
+
+
+def worsened(changes: Changes, allow_unreachable: bool = False) -> bool:
+    """New blockers since the earlier run; a pod that can no longer be checked counts as one
+    unless unreachable pods are allowed."""
+    if any(c.severity_after is Severity.BLOCK for c in changes.new):
+        return True
+    if allow_unreachable:
+        return False
+    return any(s.before is HostStatus.OK and s.after is not HostStatus.OK for s in changes.status)
+
+
+def newsworthy(changes: Changes) -> bool:
+    """Worth an alert: new or cleared blockers, pods that stopped or started answering, pods gone."""
+    return (
+        any(c.severity_after is Severity.BLOCK for c in changes.new)
+        or any(c.severity_before is Severity.BLOCK for c in changes.cleared)
+        or any(HostStatus.OK in (s.before, s.after) for s in changes.status)
+        or bool(changes.vanished)
+    )

@@ -1,0 +1,130 @@
+"""`fleet check --history DIR`: every run's JSON report kept as DIR/YYYYmmddTHHMMSSZ.json,
+the newest N of them, and a lock so two cron runs on one directory never interleave.
+
+The lock (DIR/.lock, flock) is held for the whole run: a second run waits for it, then
+compares with the first one's result, or gives up with one line naming the holder. The
+kernel drops the lock when its holder dies, even by kill -9; an entry is either fully
+written or absent (atomic write), so a killed run leaves the history as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import stat
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from computefence.errors import ComputeFenceError, ConfigError
+from computefence.evaluate.changes import compare_reports
+from computefence.files import write_output
+from computefence.models import Report
+
+ENTRY_RE = re.compile(r"^\d{8}T\d{6}Z\.json$")
+_STAMP = "%Y%m%dT%H%M%SZ"
+LOCK_NAME = ".lock"
+_POLL_S = 0.2
+
+
+class HistoryLocked(ComputeFenceError):
+    """Another run holds the history directory past --history-wait. Exit 2."""
+
+
+class History:
+    """One history directory, locked by this process for as long as the object is in use."""
+
+    def __init__(self, directory: Path, keep: int):
+        self.directory = directory
+        self.keep = keep
+
+    def entries(self) -> list[Path]:
+        """The run files, oldest first (their names sort by time)."""
+        return sorted(p for p in self.directory.iterdir() if ENTRY_RE.match(p.name))
+
+    def latest(self) -> Report | None:
+        """The newest readable run; an unreadable entry is skipped with a warning."""
+        from computefence.cli.report import load_report
+
+        for path in reversed(self.entries()):
+            try:
+                return load_report(path)
+            except ConfigError as exc:
+                print(f"computefence: warning: history: skipping {exc}", file=sys.stderr)
+        return None
+
+    def with_changes(self, report: Report) -> Report:
+        """`report` with what changed since the newest run in the history (none: unchanged)."""
+        previous = self.latest()
+        if previous is None:
+            return report
+        return report.model_copy(update={"changes": compare_reports(previous, report)})
+
+    def save(self, report: Report) -> Path:
+        """Add the run under its own UTC time (a second later than the newest, if it has
+        to be), then keep the newest `keep` runs."""
+        when = _utc(report.generated_at)
+        entries = self.entries()
+        if entries:
+            newest = datetime.strptime(entries[-1].stem, _STAMP).replace(tzinfo=timezone.utc)
+            when = max(when, newest + timedelta(seconds=1))
+        path = self.directory / f"{when.strftime(_STAMP)}.json"
+        write_output(report.model_dump_json(indent=2) + "\n", path, flag="--history")
+        for old in self.entries()[:-self.keep]:
+            old.unlink(missing_ok=True)
+        return path
+
+
+def _utc(generated_at: str) -> datetime:
+    try:
+        when = datetime.fromisoformat(generated_at)
+    except ValueError:
+        return datetime.now(timezone.utc).replace(microsecond=0)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).replace(microsecond=0)
+
+
+@contextlib.contextmanager
+def open_history(directory: Path, *, keep: int, wait: float) -> Iterator[History]:
+    """The history directory (created if missing), locked; HistoryLocked after `wait` seconds."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--history {directory}: {exc.strerror or exc}") from None
+    if not directory.is_dir():
+        raise ConfigError(f"--history {directory}: not a directory")
+    lock_path = directory / LOCK_NAME
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise ConfigError(f"--history {directory}: cannot open {lock_path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"--history {directory}: {lock_path} is not a regular file")
+        _lock(fd, lock_path, wait)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} since {datetime.now(timezone.utc).strftime('%H:%M:%SZ')}\n".encode(), 0)
+        yield History(directory, keep)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _lock(fd: int, lock_path: Path, wait: float) -> None:
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another run"
+                raise HistoryLocked(
+                    f"another computefence run ({holder}) holds {lock_path}; gave up after {wait:g} s "
+                    "(raise --history-wait to wait longer)"
+                ) from None
+            time.sleep(_POLL_S)
