@@ -128,7 +128,8 @@ def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
             continue
         for host in checked:
             mine = prints[host.name].get(field)
-            if mine is None or mine == value:
+            # torch missing altogether is python.torch-missing's blocker; no second word on it.
+            if mine is None or mine == value or (mine == NOT_INSTALLED and not is_package(field)):
                 continue
             fix = (f"{q(_python(host.facts))} -m pip install {q(f'{field}=={value}')}"
                    if is_package(field) and value != NOT_INSTALLED
