@@ -403,30 +403,83 @@ def _pods_cpu_s(fleet: "Fleet") -> float:
 
 
 def bench(args: argparse.Namespace) -> dict:
-    results: dict = {"machine": _machine(args), "sizes": {}}
+    results: dict = {"machine": _machine(args), "rtt_ms": args.rtt, "sizes": {}}
     for n in args.pods:
         with tempfile.TemporaryDirectory(prefix=f"cf-bench-{n}-") as tmp:
             print(f"== {n} pods: starting ...", file=sys.stderr, flush=True)
             fleet = Fleet(n, Path(tmp))
             try:
-                print(f"== {n} pods up in {fleet.startup_s}s; warming up", file=sys.stderr, flush=True)
-                # Every tool once, untimed: page cache, imports, the pods' first python3 start.
-                for tool in args.tools:
-                    run_tool(tool, fleet, Path(tmp) / "runs" / f"warm-{tool}", args)
-                runs: dict[str, list[dict]] = {tool: [] for tool in args.tools}
-                for round_ in range(args.repeat):
-                    # Alternating order so no tool always runs right after the heaviest one.
-                    order = args.tools if round_ % 2 == 0 else list(reversed(args.tools))
-                    for tool in order:
-                        result = run_tool(tool, fleet, Path(tmp) / "runs" / f"{tool}-{round_}", args)
-                        runs[tool].append(result)
-                        status = "ok" if result["valid"] else f"INVALID ({result['ok']}/{n} ok)"
-                        print(f"   {tool:13s} {result['wall_s']:7.2f}s  {status}", file=sys.stderr, flush=True)
-                results["sizes"][str(n)] = {"startup_s": fleet.startup_s,
-                                            "tools": {tool: _summary(r) for tool, r in runs.items()}}
+                print(f"== {n} pods up in {fleet.startup_s}s", file=sys.stderr, flush=True)
+                for rtt in args.rtt or [None]:
+                    key = str(n) if rtt is None else f"{n}@{rtt}ms"
+                    if rtt is not None:
+                        set_loopback_rtt(rtt)
+                        print(f"== {n} pods behind {rtt} ms RTT; warming up", file=sys.stderr, flush=True)
+                    results["sizes"][key] = {"pods": n, "rtt_ms": rtt, "startup_s": fleet.startup_s,
+                                             "tools": _runs(fleet, Path(tmp) / "runs" / key, args)}
             finally:
                 fleet.close()
     return results
+
+
+def _runs(fleet: Fleet, runs_dir: Path, args: argparse.Namespace) -> dict:
+    # Every tool once, untimed: page cache, imports, the pods' first python3 start.
+    for tool in args.tools:
+        run_tool(tool, fleet, runs_dir / f"warm-{tool}", args)
+    runs: dict[str, list[dict]] = {tool: [] for tool in args.tools}
+    for round_ in range(args.repeat):
+        # Alternating order so no tool always runs right after the heaviest one.
+        order = args.tools if round_ % 2 == 0 else list(reversed(args.tools))
+        for tool in order:
+            result = run_tool(tool, fleet, runs_dir / f"{tool}-{round_}", args)
+            runs[tool].append(result)
+            status = "ok" if result["valid"] else f"INVALID ({result['ok']}/{fleet.n} ok)"
+            print(f"   {tool:13s} {result['wall_s']:7.2f}s  {status}", file=sys.stderr, flush=True)
+    return {tool: _summary(r) for tool, r in runs.items()}
+
+
+# ---------------------------------------------------------------- --rtt: the run in its own network namespace
+
+_IN_NETNS = "COMPUTEFENCE_BENCH_NETNS"
+
+
+def enter_private_network(argv: list[str]) -> int | None:
+    """Re-run this benchmark in a network namespace of its own, or None when already inside.
+
+    Tools and pods then talk over that namespace's loopback (127.0.0.1, nothing else exists
+    there), and netem delay on its `lo` adds latency to every packet of every tool alike;
+    the machine's own network and addresses are never touched, and it all goes with the run.
+    """
+    if os.environ.get(_IN_NETNS) == "1":
+        return None
+    command = ["unshare", "--net", "--", sys.executable, __file__, *argv]
+    return subprocess.call(command, env={**os.environ, _IN_NETNS: "1"})
+
+
+def loopback_delay_unavailable(need_netem: bool) -> str | None:
+    """Why loopback cannot carry the run with netem delay (checked inside the private namespace)."""
+    up = subprocess.run(["ip", "link", "set", "lo", "up"], capture_output=True, text=True)
+    if up.returncode != 0:
+        return f"cannot bring up lo in the benchmark's namespace: {up.stderr.strip()}"
+    if not need_netem:
+        return None
+    probe = subprocess.run(["tc", "qdisc", "replace", "dev", "lo", "root", "netem", "delay", "1ms"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return (f"tc netem is not available ({probe.stderr.strip() or probe.returncode}); the kernel needs "
+                "CONFIG_NET_SCH_NETEM (module sch_netem)")
+    subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
+    return None
+
+
+def set_loopback_rtt(rtt_ms: int) -> None:
+    """Every packet crosses lo once each way: half the round trip on each crossing."""
+    if rtt_ms == 0:
+        subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
+        return
+    # limit: packets held in the delay line; the default 1000 would drop bursts of 100 pods.
+    subprocess.run(["tc", "qdisc", "replace", "dev", "lo", "root", "netem", "delay", f"{rtt_ms / 2:g}ms",
+                    "limit", "100000"], check=True, capture_output=True)
 
 
 def _machine(args: argparse.Namespace) -> dict:
@@ -448,23 +501,25 @@ def _machine(args: argparse.Namespace) -> dict:
 
 def table(results: dict) -> str:
     rows = ["each figure's median over the valid runs (mins in the results JSON)",
-            f"{'pods':>5} {'tool':13s} {'wall s':>8} {'x bare':>7} {'CPU s':>7} {'CPU ms/pod':>10} "
+            f"{'pods RTT':>10} {'tool':13s} {'wall s':>8} {'x bare':>7} {'CPU s':>7} {'CPU ms/pod':>10} "
             f"{'maxRSS MiB':>10} {'tree PSS MiB':>12} {'pod CPU s':>9} {'machine CPU s':>13}  valid"]
-    for n, size in results["sizes"].items():
+    for key, size in results["sizes"].items():
+        n = str(size["pods"])
+        label = key if size.get("rtt_ms") is None else f"{n} {size['rtt_ms']}ms"
         bare = size["tools"].get("asyncssh", {}).get("wall_s")
         for tool, r in size["tools"].items():
             if "wall_s" not in r:
-                rows.append(f"{n:>5} {tool:13s} no valid run ({r['ok']}/{n} ok at best)")
+                rows.append(f"{label:>10} {tool:13s} no valid run ({r['ok']}/{n} ok at best)")
                 continue
             ratio = f"{r['wall_s'] / bare:7.2f}" if bare else f"{'-':>7}"
-            rows.append(f"{n:>5} {tool:13s} {r['wall_s']:8.2f} {ratio} {r['cpu_s']:7.2f} "
+            rows.append(f"{label:>10} {tool:13s} {r['wall_s']:8.2f} {ratio} {r['cpu_s']:7.2f} "
                         f"{1000 * r['cpu_s'] / int(n):10.1f} {r['maxrss_mib']:10.1f} {r['tree_pss_peak_mib']:12.1f} "
                         f"{r['pod_cpu_s']:9.1f} {r['machine_cpu_s']:13.1f}"
                         f"  {sum(x['valid'] for x in r['runs'])}/{len(r['runs'])}")
         tools = size["tools"]
         if "wall_s" in tools.get("ansible", {}) and "wall_s" in tools.get("computefence", {}):
             speedup = tools["ansible"]["wall_s"] / tools["computefence"]["wall_s"]
-            rows.append(f"{'':>5} computefence is {speedup:.1f}x faster than ansible at {n} pods")
+            rows.append(f"{'':>10} computefence is {speedup:.1f}x faster than ansible at {label}")
     return "\n".join(rows)
 
 
@@ -472,6 +527,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", default="20,50,100", help="fleet sizes, comma-separated (default: 20,50,100)")
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"subset of {','.join(TOOLS)}")
+    parser.add_argument("--rtt", metavar="MS[,MS...]",
+                        help="round-trip times to run at, e.g. 0,50,150: the whole run moves into a network "
+                             "namespace of its own whose loopback gets `tc netem` delay")
     parser.add_argument("--repeat", type=int, default=3, help="runs per tool and size; the median is reported")
     parser.add_argument("--ansible", default=shutil.which("ansible") or str(Path(sys.executable).parent / "ansible"))
     parser.add_argument("--pssh-python", default=sys.executable, help="an interpreter with parallel-ssh installed")
@@ -490,6 +548,10 @@ def main(argv: list[str] | None = None) -> int:
         args.pods = [int(n) for n in args.pods.split(",")]
     except ValueError:
         parser.error(f"--pods {args.pods!r}: expected numbers like 20,50,100")
+    try:
+        args.rtt = [int(ms) for ms in args.rtt.split(",")] if args.rtt else None
+    except ValueError:
+        parser.error(f"--rtt {args.rtt!r}: expected milliseconds like 0,50,150")
     args.tools = [t.strip() for t in args.tools.split(",")]
     unknown = [t for t in args.tools if t not in TOOLS]
     if unknown:
@@ -501,6 +563,14 @@ def main(argv: list[str] | None = None) -> int:
     if reason:
         print(f"fleet_bench: {reason}", file=sys.stderr)
         return 2
+    if args.rtt:
+        outer = enter_private_network(sys.argv[1:] if argv is None else argv)
+        if outer is not None:
+            return outer
+        reason = loopback_delay_unavailable(need_netem=any(args.rtt))
+        if reason:
+            print(f"fleet_bench: --rtt: {reason}", file=sys.stderr)
+            return 2
     results = bench(args)
     print(table(results))
     out = Path(args.results)
