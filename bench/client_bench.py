@@ -99,11 +99,11 @@ def record_answer(path: Path) -> int:
 
     from computefence.connectors.ssh import probe_command
     from computefence.demo.fleet import DEMO_PODS, demo_fleet
-    from computefence.payload import probe_params, probe_payload
+    from computefence.payload import probe_params, probe_wire
 
     with demo_fleet(DEMO_PODS[:1]) as fleet:
         target = fleet.targets[0]
-        payload = probe_payload(probe_params(target.checks, "python3", deadline_s=PROBE_LIMIT_S - 10)).encode()
+        payload = probe_wire(probe_params(target.checks, "python3", deadline_s=PROBE_LIMIT_S - 10))
 
         async def run() -> bytes:
             async with asyncssh.connect(target.host, target.port, username="root", known_hosts=fleet.known_hosts_path,
@@ -125,7 +125,7 @@ class CannedFleet:
 
         from computefence.connectors.ssh import probe_command
         from computefence.models import CheckOptions
-        from computefence.payload import probe_params, probe_payload
+        from computefence.payload import probe_params, probe_wire
 
         self.n = args.targets
         self.answer = work / "answer.json"
@@ -155,8 +155,9 @@ class CannedFleet:
             self.servers.append(proc)
         pods = [{"name": f"pod-{i:04d}", "host": HOST, "port": ports[i % len(ports)]} for i in range(self.n)]
         checks = CheckOptions(output_dir="/workspace/checkpoints")
-        self.payload = work / "probe.py"
-        self.payload.write_text(probe_payload(probe_params(checks, "python3", deadline_s=PROBE_LIMIT_S - 10)))
+        # What computefence sends (its per-pod deadline aside), for the bare gather too.
+        self.payload = work / "probe.zlib"
+        self.payload.write_bytes(probe_wire(probe_params(checks, "python3", deadline_s=PROBE_LIMIT_S - 10)))
         self.spec = work / "spec.json"
         self.spec.write_text(json.dumps({
             "pods": pods, "identity_file": str(self.client_key_path), "known_hosts": str(self.known_hosts),

@@ -214,7 +214,7 @@ class Fleet:
 
         from computefence.connectors.ssh import probe_command
         from computefence.models import CheckOptions
-        from computefence.payload import probe_params, probe_payload
+        from computefence.payload import probe_params, probe_payload, probe_wire
 
         self.n, self.work = n, work
         self.harness = SshFleet(work / "pods")
@@ -226,9 +226,13 @@ class Fleet:
         self.known_hosts = work / "known_hosts"
         self.known_hosts.write_text("".join(pod.known_hosts_line() for pod in self.pods))
         checks = CheckOptions(output_dir="/workspace/checkpoints")
-        # The payload computefence would send (its per-pod deadline aside), for every tool.
-        self.payload = work / "probe.py"
-        self.payload.write_text(probe_payload(probe_params(checks, "python3", deadline_s=PROBE_LIMIT_S - 10)))
+        # The payload computefence would send (its per-pod deadline aside): compressed, for the
+        # tools that run probe_command; Ansible's `script` module runs the plain script instead.
+        params = probe_params(checks, "python3", deadline_s=PROBE_LIMIT_S - 10)
+        self.payload = work / "probe.zlib"
+        self.payload.write_bytes(probe_wire(params))
+        self.script = work / "probe.py"
+        self.script.write_text(probe_payload(params))
         self.command = probe_command(PROBE_LIMIT_S)
         self._write_inventories(checks)
 
@@ -322,7 +326,7 @@ def _run_ansible(fleet: Fleet, run_dir: Path, args: argparse.Namespace) -> dict:
         "ANSIBLE_NOCOLOR": "1",
     }
     argv = [args.ansible, "pods", "-i", str(fleet.ansible_inventory), "-m", "ansible.builtin.script",
-            "-a", f"{fleet.payload} executable=python3", "-f", str(fleet.n)]
+            "-a", f"{fleet.script} executable=python3", "-f", str(fleet.n)]
     try:
         result = measure(argv, env=env, stdout_path=run_dir / "stdout.txt")
     finally:

@@ -1,11 +1,15 @@
 """How probe output from a pod is read: whatever arrives, it is facts or one line of reason."""
 
+import ast
 import json
+import subprocess
+import zlib
 
 import pytest
 
+from computefence.connectors.ssh import probe_command
 from computefence.errors import ProbeOutputError
-from computefence.payload import MAX_OUTPUT_BYTES, parse_probe_output, probe_payload
+from computefence.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_payload, probe_wire
 
 
 def test_login_banner_before_the_document_is_ignored():
@@ -56,3 +60,37 @@ def test_params_are_embedded_as_a_literal_not_code():
     line = next(l for l in payload.splitlines() if l.startswith("EMBEDDED_PARAMS = "))
     exec(line, namespace)
     assert json.loads(namespace["EMBEDDED_PARAMS"])["output_dir"] == hostile
+
+
+def _unpack(wire: bytes) -> bytes:
+    """What BOOTSTRAP does with its stdin: join the zlib streams."""
+    script = b""
+    while wire:
+        stream = zlib.decompressobj()
+        script += stream.decompress(wire)
+        assert stream.eof
+        wire = stream.unused_data
+    return script
+
+
+def test_the_wire_form_unpacks_to_the_plain_script_and_only_the_parameters_differ_per_pod():
+    one, other = {"output_dir": "/a", "deadline_s": 5}, {"output_dir": "/b" * 50, "deadline_s": 9}
+    assert _unpack(probe_wire(one)) == probe_payload(one).encode()
+    assert _unpack(probe_wire(other)) == probe_payload(other).encode()
+    assert len(probe_wire(one)) < len(probe_payload(one).encode()) / 3
+
+
+def test_the_bootstrap_is_plain_python_a_shell_can_single_quote():
+    assert "'" not in BOOTSTRAP
+    ast.parse(BOOTSTRAP, feature_version=(3, 6))
+
+
+def test_the_pod_command_runs_the_compressed_probe_and_refuses_a_cut_short_one():
+    params = {"python": "/nonexistent/python3", "deadline_s": 20}
+    ran = subprocess.run(["sh", "-c", probe_command(40)], input=probe_wire(params), capture_output=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert parse_probe_output(ran.stdout).torch.python_found is False
+    cut = subprocess.run(["sh", "-c", probe_command(40)], input=probe_wire(params)[:-20], capture_output=True,
+                         timeout=60)
+    assert (cut.returncode, cut.stdout) == (1, b"")
+    assert cut.stderr.decode().strip() == "computefence: the probe arrived cut short"

@@ -15,7 +15,12 @@ from computefence.payload import probe_params, probe_payload
 def probe_command(
     print_script: bool = typer.Option(False, "--print", help="Write the probe script (default parameters embedded) to stdout."),
 ) -> None:
-    """The zero-dependency probe: `computefence probe --print > probe.py; ssh pod python3 - < probe.py`."""
+    """The zero-dependency probe: `computefence probe --print > probe.py; ssh pod python3 - < probe.py`.
+
+    --print writes the plain script. `fleet check` sends the same script zlib-compressed (a third of the bytes) to a small bootstrap; by hand that is:
+
+    computefence probe --print | python3 -c 'import sys,zlib; sys.stdout.buffer.write(zlib.compress(sys.stdin.buffer.read(), 9))' | ssh POD "python3 -B -c 'import sys,zlib; exec(zlib.decompress(sys.stdin.buffer.read()))'"
+    """
     if not print_script:
         raise ConfigError("nothing to do: `computefence probe --print > probe.py` writes the probe script")
     write_stdout(probe_payload(probe_params(CheckOptions())))

@@ -24,7 +24,7 @@ from computefence.evaluate import status_fix
 from computefence.known_hosts import HostKeyLookup, HostKeyStore, host_pattern, own_known_hosts_path, \
     user_known_hosts_path
 from computefence.models import HostReport, HostStatus, Target
-from computefence.payload import MAX_OUTPUT_BYTES, parse_probe_output, probe_params, probe_payload
+from computefence.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_params, probe_wire
 from computefence.probe.core import DEFAULT_TIMEOUTS
 
 INSECURE_WARNING = (
@@ -39,16 +39,18 @@ _TIMEOUT_EXITS = (124, 137)
 
 
 def probe_command(limit_s: int) -> str:
-    """The fixed command that runs the probe from stdin, killed on the pod after `limit_s`.
+    """The fixed command that runs the probe (probe_wire, on stdin) under BOOTSTRAP, killed on
+    the pod after `limit_s`.
 
     Prefers python3 and falls back to python; -B keeps the interpreter from writing
     bytecode caches on the pod. Only the integer limit is formatted in.
     """
     limit = int(limit_s)
+    run = f"-B -c '{BOOTSTRAP}'"
     return (
         f"if timeout -k 2 {limit} true >/dev/null 2>&1; then t='timeout -k 2 {limit}'; else t=; fi; "
-        "if command -v python3 >/dev/null 2>&1; then exec $t python3 -B -; fi; "
-        "if command -v python >/dev/null 2>&1; then exec $t python -B -; fi; "
+        f"if command -v python3 >/dev/null 2>&1; then exec $t python3 {run}; fi; "
+        f"if command -v python >/dev/null 2>&1; then exec $t python {run}; fi; "
         f"echo '{_NO_PYTHON}' >&2; exit 127"
     )
 
@@ -237,7 +239,7 @@ class _Runner:
         if target.probe_roots:
             params["roots"] = dict(target.probe_roots)
         params.update(target.probe_extra)
-        payload = probe_payload(params).encode("utf-8")
+        payload = probe_wire(params)
         try:
             proc = await conn.create_process(probe_command(limit), encoding=None)
             try:
