@@ -560,12 +560,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [t for t in args.tools if t not in TOOLS]
     if unknown:
         parser.error(f"--tools: unknown {', '.join(unknown)}; known: {', '.join(TOOLS)}")
-    sys.path.insert(0, str(REPO / "tests"))
-    from sshfleet import fleet_unavailable_reason
-
-    reason = fleet_unavailable_reason()
-    if reason:
-        print(f"fleet_bench: {reason}", file=sys.stderr)
+    if pods_unavailable("fleet_bench"):
         return 2
     if args.rtt:
         outer = enter_private_network(sys.argv[1:] if argv is None else argv)
@@ -577,12 +572,28 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     results = bench(args)
     print(table(results))
-    out = Path(args.results)
+    save_results(results, args.results, "fleet")
+    return 0
+
+
+def pods_unavailable(bench_name: str) -> bool:
+    """True (and why, on stderr) when real sshd pods cannot run here."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from sshfleet import fleet_unavailable_reason
+
+    reason = fleet_unavailable_reason()
+    if reason:
+        print(f"{bench_name}: {reason}", file=sys.stderr)
+    return reason is not None
+
+
+def save_results(results: dict, directory: str, kind: str) -> None:
+    """bench/results/<kind>-<time>.json, and where it went on stderr."""
+    out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"fleet-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path = out / f"{kind}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(results, indent=1) + "\n")
     print(f"results: {path}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

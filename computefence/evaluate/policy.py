@@ -35,8 +35,7 @@ def _installed(facts: Facts, name: str) -> tuple[bool, str | None, str | None]:
     """(collected, version, why not collected) of a requirement's subject on this host."""
     torch, gpu = facts.torch, facts.gpu
     if name == "python":
-        version = torch.python_version or (facts.identity.python_version if not torch.python_found else None)
-        return version is not None, version, f"the training interpreter {torch.python} did not run"
+        return torch.python_version is not None, torch.python_version, f"the training interpreter {torch.python} did not run"
     if name == "torch-cuda":
         if not torch.importable:
             return torch.python_found and not torch.timed_out, None, one_line(torch.import_error, 160) or "torch did not import"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +117,26 @@ def test_show_merges_overrides_per_target(cli, tmp_path, monkeypatch):
     assert shown["big-1"]["severity"] == {"env.drift": "block"}
     code, out, _ = cli("policy", "show")
     assert code == 0 and "# --- (any target)" in out and "gpu_count: '1'" in out
+
+
+def test_the_readme_example_policy_loads():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## The job's policy"):]
+    example = section[section.index("```yaml\n") + 8:section.index("```\n", section.index("```yaml\n") + 8)]
+    policy = parse_policy_text(example, "README.md")
+    assert policy.requirement_specs()["flash-attn"].any_version
+    assert policy.for_target("p", ["train-8x"]).hardware.gpu_count.text == "8"
+
+
+def test_init_on_this_machine_writes_a_policy_that_this_machine_passes(cli, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("policy", "init", "--python", sys.executable)
+    assert code == 0, err
+    text = (tmp_path / "computefence.yaml").read_text()
+    assert f'"python": ">={sys.version_info[0]}.{sys.version_info[1]}"' in text
+    code, out, err = cli("doctor", "--python", sys.executable, "--only", "policy", "--format", "json")
+    assert code == 0, out + err
+    judged = json.loads(out)["hosts"][0]["findings"]
+    assert judged and all(f["severity"] == "pass" for f in judged)

@@ -1,0 +1,134 @@
+"""Policy benchmark: what a computefence.yaml with 20 requirements and 3 custom checks adds to
+`computefence fleet check` on N real sshd pods (default 100), against the same check with
+--no-policy. Target: under 10% more wall time.
+
+The two variants run alternately, each as its own process (fleet_bench.measure: wall, CPU of
+the tool and its children, peak memory), after one untimed warm-up of each; medians are
+reported. Every run must bring back an answer from every pod, and every policy run must
+show the custom checks' results, or it is marked invalid.
+
+Needs root (the pods are real sshd in namespaces; see tests/sshfleet.py). Results go to
+bench/results/policy-<time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fleet_bench import PROBE_LIMIT_S, REPO, Fleet, measure, pods_unavailable, save_results  # noqa: E402
+
+# 20 requirements: the five machine-level ones and 15 packages (the fixed list plus four more).
+POLICY = """\
+requirements:
+  python: ">=3.8"
+  torch: ">=2.0"
+  torch-cuda: ">=12.1"
+  nvidia-driver: ">=525"
+  glibc: ">=2.28"
+  transformers: "*"
+  accelerate: "*"
+  peft: "*"
+  trl: "*"
+  datasets: "*"
+  deepspeed: "*"
+  flash-attn: "*"
+  bitsandbytes: "*"
+  xformers: "*"
+  vllm: "*"
+  numpy: ">=1.20"
+  safetensors: "*"
+  tokenizers: "*"
+  sentencepiece: "*"
+  wandb: "*"
+custom:
+  - {id: workspace, run: "test -d / && df -P / >/dev/null"}
+  - {id: python-runs, run: "python3 -c 'import sys; print(sys.version)'", expect: {stdout_matches: "^3\\\\."}}
+  - {id: kernel, run: "uname -r"}
+"""
+
+
+def run_check(fleet: Fleet, run_dir: Path, policy: Path | None, args: argparse.Namespace) -> dict:
+    run_dir.mkdir(parents=True)
+    report = run_dir / "report.json"
+    chosen = ["--policy", str(policy)] if policy else ["--no-policy"]
+    argv = [*args.computefence.split(), "fleet", "check", "-i", str(fleet.inventory), "--format", "json", "-o", str(report),
+            "--timeout", str(PROBE_LIMIT_S + 20), *chosen]
+    result = measure(argv, env={**os.environ, "HOME": str(run_dir)})
+    try:
+        hosts = json.loads(report.read_text())["hosts"]
+    except (OSError, ValueError):
+        hosts = []
+    ok = [h for h in hosts if h["status"] == "ok"]
+    custom = sum(1 for h in ok for f in h["findings"] if f["check"].startswith("custom.") and f["severity"] == "pass")
+    result["ok"] = len(ok)
+    result["custom_passed"] = custom
+    result["valid"] = len(ok) == fleet.n and (policy is None or custom == 3 * fleet.n)
+    return result
+
+
+def bench(args: argparse.Namespace) -> dict:
+    with tempfile.TemporaryDirectory(prefix="cf-policy-bench-") as tmp:
+        work = Path(tmp)
+        policy = work / "computefence.yaml"
+        policy.write_text(POLICY)
+        print(f"== {args.pods} pods: starting ...", file=sys.stderr, flush=True)
+        fleet = Fleet(args.pods, work)
+        try:
+            runs: dict[str, list[dict]] = {"no-policy": [], "policy": []}
+            for round_ in range(args.repeat + 1):
+                order = [("no-policy", None), ("policy", policy)]
+                if round_ % 2:
+                    order.reverse()
+                for name, chosen in order:
+                    result = run_check(fleet, work / "runs" / f"{name}-{round_}", chosen, args)
+                    status = "ok" if result["valid"] else f"INVALID ({result['ok']}/{args.pods} ok, " \
+                                                          f"{result['custom_passed']} custom passes)"
+                    print(f"   {name:10s} {result['wall_s']:7.2f}s  cpu {result['cpu_s']:6.2f}s  "
+                          f"{'(warm-up) ' if round_ == 0 else ''}{status}", file=sys.stderr, flush=True)
+                    if round_:  # the first round warms the page cache and the pods' python
+                        runs[name].append(result)
+        finally:
+            fleet.close()
+    summary = {}
+    for name, results in runs.items():
+        summary[name] = {
+            "wall_s_median": round(statistics.median(r["wall_s"] for r in results), 3),
+            "cpu_s_median": round(statistics.median(r["cpu_s"] for r in results), 3),
+            "walls_s": [r["wall_s"] for r in results],
+            "valid": all(r["valid"] for r in results),
+        }
+    base, with_policy = summary["no-policy"], summary["policy"]
+    summary["wall_overhead_pct"] = round(100 * (with_policy["wall_s_median"] / base["wall_s_median"] - 1), 1)
+    summary["cpu_overhead_pct"] = round(100 * (with_policy["cpu_s_median"] / base["cpu_s_median"] - 1), 1)
+    summary["pods"] = args.pods
+    summary["loadavg_at_start"] = os.getloadavg()
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pods", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per variant; the median is reported")
+    parser.add_argument("--computefence", default=f"{sys.executable} -m computefence",
+                        help="the command line that runs computefence (default: this python -m computefence)")
+    parser.add_argument("--results", default=str(REPO / "bench" / "results"))
+    args = parser.parse_args(argv)
+    if pods_unavailable("policy_bench"):
+        return 2
+    summary = bench(args)
+    print(f"{args.pods} pods: no policy {summary['no-policy']['wall_s_median']:.2f} s, "
+          f"20 requirements + 3 custom checks {summary['policy']['wall_s_median']:.2f} s "
+          f"({summary['wall_overhead_pct']:+.1f}% wall, {summary['cpu_overhead_pct']:+.1f}% client CPU; target < 10%)")
+    save_results(summary, args.results, "policy")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
