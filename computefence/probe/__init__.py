@@ -12,4 +12,4 @@ A new collector area: a module with collect_<area>(params), its place in PARTS (
 """
 
 PARTS = ("core", "environment", "identity", "storage", "gpu", "packages", "torch", "perf", "accelerate",
-         "dataset", "collectors")
+         "dataset", "custom", "collectors")

@@ -11,6 +11,7 @@ from .torch import collect_torch
 from .perf import collect_perf
 from .accelerate import collect_accelerate
 from .dataset import collect_dataset
+from .custom import collect_custom
 
 
 COLLECTORS = [
@@ -22,6 +23,7 @@ COLLECTORS = [
     ("torch", collect_torch),
     ("perf", collect_perf),
     ("accelerate", collect_accelerate),
+    ("custom", collect_custom),
     ("dataset", collect_dataset),
 ]
 

@@ -13,6 +13,9 @@ _MARK = "@@computefence@@"
 _PACKAGES = ("transformers", "accelerate", "peft", "trl", "datasets", "deepspeed", "flash-attn",
              "bitsandbytes", "xformers", "vllm", "torch", "numpy")
 
+# The most names a policy may add; each is one metadata lookup.
+_PACKAGES_MAX = 200
+
 _PACKAGES_SCRIPT = r'''
 import sys
 sys.path = [p for p in sys.path if p not in ("", ".")]
@@ -36,7 +39,7 @@ def version(*names):
 names = json.loads(sys.argv[1])
 found = {}
 for name in names:
-    found[name] = version(name, name.replace("-", "_"))
+    found[name] = version(name, name.replace("-", "_"), name.replace("-", "."))
 sys.stdout.write("\n" + MARK + json.dumps({"versions": found, "executable": sys.executable}) + "\n")
 '''.replace("MARK", repr(_MARK))
 
@@ -61,11 +64,21 @@ def _interpreter_failure(result):
     return _first_lines(result["stderr"] or result["stdout"], 3, 500) or "exit status %s" % result["exit_code"]
 
 
+def _package_names(params):
+    """The fixed list, then the packages the job's policy names (PEP 503 names, from the laptop)."""
+    names = list(_PACKAGES)
+    wanted = params.get("packages")
+    for name in (wanted if isinstance(wanted, list) else [])[:_PACKAGES_MAX]:
+        if isinstance(name, str) and 0 < len(name) <= 100 and name not in names:
+            names.append(name)
+    return names
+
+
 def collect_packages(params):
     python = _python_of(params)
     facts = {"python": python, "python_found": False, "versions": {}}
     seconds = _time_left(params)
-    result = _run_command([python, "-B", "-c", _PACKAGES_SCRIPT, json.dumps(list(_PACKAGES))], seconds)
+    result = _run_command([python, "-B", "-c", _PACKAGES_SCRIPT, json.dumps(_package_names(params))], seconds)
     if result["error"]:
         facts["error"] = result["error"]
         return facts
