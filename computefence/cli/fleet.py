@@ -45,6 +45,7 @@ from computefence.gate import HEALTHY_FORMATS, healthy_file
 from computefence.models import HostReport, HostStatus, SourceStatus, Target
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
+from computefence.sources.selection import parse_shard, select_shard
 
 if TYPE_CHECKING:
     from computefence.connectors.ssh import RunOptions
@@ -105,6 +106,9 @@ def check(
     perf: bool = typer.Option(False, "--perf", help="Also measure every pod's GPUs: matmul TFLOPS, PCIe copies, NCCL "
                                                     "all-reduce (up to 20 s of load per pod; skipped on pods whose "
                                                     "GPUs other processes use)."),
+    policy: PolicyOpt = None,
+    no_policy: NoPolicyOpt = False,
+    baseline: BaselineOpt = None,
     # ---- fleet operations: launch gate, history, alerts, shards
     healthy_out: Optional[Path] = typer.Option(None, "--healthy-out", metavar="FILE",
                                                help="Write the pods a job can start on here (atomically, also "
@@ -123,9 +127,10 @@ def check(
     history_wait: float = typer.Option(60.0, "--history-wait", min=0.0, metavar="SECONDS",
                                        help="How long to wait for another run holding --history, then give up.",
                                        rich_help_panel=_OPS),
-    policy: PolicyOpt = None,
-    no_policy: NoPolicyOpt = False,
-    baseline: BaselineOpt = None,
+    shard: Optional[str] = typer.Option(None, "--shard", metavar="I/N", parser=parse_shard,
+                                        help="Check only the I-th of N slices of the targets (by a stable hash "
+                                             "of each name); join the reports with `computefence report merge`.",
+                                        rich_help_panel=_OPS),
 ) -> int:
     """Check every pod over SSH in parallel and print one fleet report.
 
@@ -167,6 +172,8 @@ def check(
                   limit=limit, tag=tag) as (targets, sources):
         if not targets and all(source.ok for source in sources):
             raise ConfigError("no targets to check")
+        if shard is not None:
+            targets = select_shard(targets, *shard)
         targets, policies = apply_to_targets(targets, loaded)
         if perf:
             targets = [t.model_copy(update={"checks": t.checks.model_copy(update={"perf": True})}) for t in targets]

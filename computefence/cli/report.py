@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import click
 import typer
@@ -19,6 +19,7 @@ from computefence.cli.policy import NoPolicyOpt, PolicyOpt, applied
 from computefence.errors import ConfigError
 from computefence.evaluate.changes import compare_reports, worsened
 from computefence.evaluate.fleet import summarize
+from computefence.evaluate.merge import merge_reports
 from computefence.models import SCHEMA_VERSION, Report
 from computefence.policy import resolve_policy
 from computefence.render import CHANGES_FORMATS, render_changes
@@ -83,6 +84,19 @@ def diff_command(
     changes = compare_reports(earlier, later)
     emit_text(lambda **style: render_changes(changes, fmt.value, **style), fmt.value, output, what="the changes")
     return 1 if worsened(changes, later.allow_unreachable) else 0
+
+
+@report_app.command("merge")
+def merge_command(
+    paths: List[Path] = typer.Argument(..., metavar="SHARD.json...", help="Reports of `fleet check --shard I/N`."),
+    fmt: OutputFormat = typer.Option("json", "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                          help="Write the merged report here (atomically) instead of stdout."),
+) -> int:
+    """Join shard reports into one fleet report; exits 1 when the merged run has blockers."""
+    merged = merge_reports([(str(path), load_report(path)) for path in paths])
+    emit(merged, fmt.value, output)
+    return evaluate.exit_code(merged)
 
 
 # A 1000-pod report with full facts is a few MiB; anything far larger is not one.

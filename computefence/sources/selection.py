@@ -4,10 +4,12 @@
 A name is kept when it matches any include pattern (or there are only exclusions) and no
 exclusion. --tag (repeatable, or comma-separated) keeps targets carrying any of the tags.
 Both together keep what satisfies both. Narrowing a non-empty list to nothing is an error.
+`--shard I/N` keeps the I-th of N slices (by a hash of the name) for runners that split a pool.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 
@@ -64,3 +66,30 @@ def select_targets(targets: Sequence[Target], *, limit: str | None = None, tags:
             f"(names: {_listing(t.name for t in targets)}; tags: {_listing(sorted({g for t in targets for g in t.tags}))})"
         )
     return selected
+
+
+# ---------------------------------------------------------------- --shard I/N
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'2/3' -> (2, 3): the second of three slices (1-based, as CI matrices count jobs)."""
+    index, slash, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i = n = 0
+    if not slash or n < 1 or not 1 <= i <= n:
+        raise ConfigError(f"--shard {text!r}: expected I/N with 1 <= I <= N, e.g. --shard 1/3")
+    return i, n
+
+
+def shard_of(name: str, count: int) -> int:
+    """The 1-based slice a target name falls in: a stable hash of the name alone, so adding or
+    removing pods never moves the others, and every runner computes the same split."""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") % count + 1
+
+
+def select_shard(targets: Sequence[Target], index: int, count: int) -> list[Target]:
+    """The targets in slice `index` of `count`; may be none when there are few pods."""
+    return [t for t in targets if shard_of(t.name, count) == index]
