@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from computefence.errors import ConfigError
+from computefence.evaluate import _single_line
+from computefence.evaluate.environment import OUTLIER, outlier_findings
 from computefence.evaluate.fleet import drift, summarize
-from computefence.models import Changes, HostReport, Report, SourceStatus
+from computefence.models import Changes, HostReport, HostStatus, Report, SourceStatus
 
 
 def merge_reports(named: Sequence[tuple[str, Report]]) -> Report:
@@ -29,7 +31,7 @@ def merge_reports(named: Sequence[tuple[str, Report]]) -> Report:
                 raise ConfigError(f"pod {host.name!r} is in both {owner[host.name]} and {name}; shards must not overlap")
             owner[host.name] = name
     reports = [report for _, report in named]
-    hosts: list[HostReport] = sorted((h for r in reports for h in r.hosts), key=lambda h: h.name)
+    hosts = _outliers_across(sorted((h for r in reports for h in r.hosts), key=lambda h: h.name))
     sources = _merge_sources(reports)
     return Report(
         schema_version=first.schema_version,
@@ -44,6 +46,18 @@ def merge_reports(named: Sequence[tuple[str, Report]]) -> Report:
         allow_unreachable=first.allow_unreachable,
         changes=_merge_changes([r.changes for r in reports]),
     )
+
+
+def _outliers_across(hosts: list[HostReport]) -> list[HostReport]:
+    """env.outlier compares a pod with the others of its run: a shard saw only its slice, so the
+    outliers are judged again across every pod, as one run would have."""
+    outliers = outlier_findings(hosts)
+    return [
+        host.model_copy(update={"findings": [f for f in host.findings if f.check != OUTLIER]
+                                + [_single_line(f) for f in outliers.get(host.name, [])]})
+        if host.status is HostStatus.OK and host.facts is not None else host
+        for host in hosts
+    ]
 
 
 def _shown(value: object) -> str:

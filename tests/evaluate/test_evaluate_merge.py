@@ -83,3 +83,17 @@ def test_shards_split_the_targets_and_adding_pods_moves_none():
 def test_bad_shard_specs_are_config_errors(text):
     with pytest.raises(ConfigError, match="expected I/N"):
         parse_shard(text)
+
+
+def test_outliers_are_judged_across_all_shards():
+    from computefence.models import Facts, TorchFacts
+
+    def pod(name: str, torch: str) -> HostReport:
+        return HostReport(name=name, status=HostStatus.OK,
+                          facts=Facts(torch=TorchFacts(importable=True, version=torch, cuda_build="12.4")))
+
+    shards = [(f"{i}.json", build_report([p], kind="fleet"))
+              for i, p in enumerate([pod("a", "2.4.1"), pod("b", "2.4.1"), pod("odd", "2.5.0")])]
+    merged = merge_reports(shards)
+    assert {h.name: [f.check for f in h.findings] for h in merged.hosts} == {"a": [], "b": [], "odd": ["env.outlier"]}
+    assert merged.summary.warnings == 1
