@@ -19,8 +19,9 @@ from sshfleet import PodSpec
 
 pytestmark = pytest.mark.sshd
 
-# Sleeps before running the real python: a run that takes a few seconds.
-SLOW_PYTHON = "#!/bin/sh\nsleep 3\nexec /usr/bin/python3 \"$@\"\n"
+# Sleeps before running the real python: the run holds the history lock long enough for the
+# other two CLI processes to start (a few seconds each on a busy machine) and find it taken.
+SLOW_PYTHON = "#!/bin/sh\nsleep 10\nexec /usr/bin/python3 \"$@\"\n"
 STUCK_PYTHON = "#!/bin/sh\nexec sleep 600\n"
 
 
@@ -117,7 +118,7 @@ def test_two_concurrent_runs_take_turns_on_one_history(ssh_fleet, start_pods, ho
     inventory = write_inventory(tmp_path / "pool.yaml", ssh_fleet, [host_entry(slow)], trusted=[slow])
     history = tmp_path / "history"
     first = _start(home, inventory, history)
-    slow.wait_for_process("sleep 3")
+    slow.wait_for_process("sleep 10")
     second = _start(home, inventory, history, "--history-wait", "60")
     impatient = _start(home, inventory, history, "--history-wait", "0")
     outputs = [proc.communicate(timeout=120) for proc in (first, second, impatient)]
