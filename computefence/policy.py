@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import hashlib
 import os
 import re
@@ -46,6 +47,7 @@ _NUMBER_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)?\s*([0-9]+(?:\.[0-9]+)?)\s*$
 SeverityName = Literal["block", "warn", "ignore"]
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize_name(name: str) -> str:
     """PEP 503: `Flash_Attn`, `flash-attn` and `flash.attn` are one distribution."""
     return canonicalize_name(name)
@@ -68,7 +70,7 @@ class Requirement(_Strict):
         return self.spec.strip() in ("", "*")
 
     def specifier(self) -> SpecifierSet:
-        return SpecifierSet("" if self.any_version else self.spec)
+        return _specifier_set("" if self.any_version else self.spec)
 
 
 def _requirement(value: Any) -> str:
@@ -82,6 +84,17 @@ def _requirement(value: Any) -> str:
     except InvalidSpecifier:
         raise ValueError(f"{value!r} is not a PEP 440 specifier (e.g. \">=4.48\", \">=2.4,<2.7\", \"==4.48.*\" or \"*\")") from None
     return value
+
+
+@functools.lru_cache(maxsize=256)
+def _requirement_specs(requirements: tuple[tuple[str, str], ...]) -> dict[str, Requirement]:
+    # One policy serves every pod: parse its requirements once, not once per pod.
+    return {normalize_name(name): Requirement(spec=spec) for name, spec in requirements}
+
+
+@functools.lru_cache(maxsize=1024)
+def _specifier_set(text: str) -> SpecifierSet:
+    return SpecifierSet(text)
 
 
 class NumberSpec(_Strict):
@@ -264,7 +277,7 @@ class _Rules(_Strict):
 
     def requirement_specs(self) -> dict[str, Requirement]:
         """Normalised name -> requirement; the special names keep their spelling."""
-        return {normalize_name(name): Requirement(spec=spec) for name, spec in self.requirements.items()}
+        return _requirement_specs(tuple(self.requirements.items()))
 
 
 def _check_known(key: str) -> str:

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from computefence import __version__
 from computefence.evaluate.context import block, passed, q, warn, with_note
+from computefence.evaluate.torch_builds import install_command, parse_version
 from computefence.evaluate.fingerprint import NOT_INSTALLED, fingerprint, is_package, label, outlier_fields
 from computefence.errors import ConfigError
 from computefence.models import BaselineLock, Facts, Finding, HostReport, HostStatus
@@ -79,14 +80,35 @@ def _python(facts: Facts) -> str:
     return facts.torch.python_executable or facts.torch.python or facts.packages.python
 
 
-def _restore_fix(facts: Facts, fields: list[tuple[str, str, str]]) -> str:
-    """pip commands for the packages that moved; words for what pip cannot change."""
-    packages = [f"{field}=={old}" for field, old, _ in fields if is_package(field) and old != NOT_INSTALLED]
-    others = [label(field) for field, _, _ in fields if not is_package(field)]
-    note = f"{', '.join(others)} come with the image or machine: use the baseline's" if others else None
+def _torch_tag(cuda_build: str) -> str | None:
+    """download.pytorch.org's index for a build: 'cu124' for '12.4', 'cpu' for 'CPU'."""
+    if cuda_build == "CPU":
+        return "cpu"
+    version = parse_version(cuda_build)
+    return f"cu{version[0]}{version[1]}" if version and len(version) >= 2 else None
+
+
+def match_fix(facts: Facts, wanted: dict[str, str]) -> str:
+    """Commands that give this pod the `wanted` values (field -> value) where pip can, and
+    words for what comes with the image or the machine."""
+    python = _python(facts)
+    commands = []
+    torch_fields = {k: v for k, v in wanted.items() if k in ("torch", "torch-cuda")}
+    if torch_fields and NOT_INSTALLED not in torch_fields.values():
+        current = fingerprint(facts)
+        version = torch_fields.get("torch", current.get("torch", "")).split("+")[0]
+        tag = _torch_tag(torch_fields.get("torch-cuda", current.get("torch-cuda", "")))
+        if version and version != NOT_INSTALLED and tag:
+            commands.append(install_command(python, f"torch=={version}", tag, replace=True))
+    packages = [f"{k}=={v}" for k, v in wanted.items() if is_package(k) and v != NOT_INSTALLED]
     if packages:
-        return with_note(f"{q(_python(facts))} -m pip install " + " ".join(q(p) for p in packages), note)
-    return note or "redeploy from the image the baseline pod ran"
+        commands.append(f"{q(python)} -m pip install " + " ".join(q(p) for p in packages))
+    handled = {"torch", "torch-cuda"} if commands else set()
+    others = [label(k) for k in wanted if not is_package(k) and k not in handled]
+    note = f"{', '.join(others)}: comes with the image or the machine; redeploy on one that matches" if others else None
+    if commands:
+        return with_note(" && ".join(commands), note)
+    return note or "redeploy from the image the reference pod ran"
 
 
 def drift_finding(host: HostReport, lock: BaselineLock, severity: dict[str, str]) -> Finding:
@@ -104,7 +126,7 @@ def drift_finding(host: HostReport, lock: BaselineLock, severity: dict[str, str]
     if len(kept) != len(moved):
         message = "; ".join(f"{label(field)} {old} → {new}" for field, old, new in kept)
     finding = block if raised else warn
-    return finding(DRIFT, f"differs from the baseline: {message}", _restore_fix(host.facts, kept))
+    return finding(DRIFT, f"differs from the baseline: {message}", match_fix(host.facts, {f: old for f, old, _ in kept}))
 
 
 # ---------------------------------------------------------------- env.outlier
@@ -131,10 +153,7 @@ def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
             # torch missing altogether is python.torch-missing's blocker; no second word on it.
             if mine is None or mine == value or (mine == NOT_INSTALLED and not is_package(field)):
                 continue
-            fix = (f"{q(_python(host.facts))} -m pip install {q(f'{field}=={value}')}"
-                   if is_package(field) and value != NOT_INSTALLED
-                   else f"compare with a majority pod: `computefence fleet check --format json` shows both; "
-                        f"the {label(field)} comes with the image")
+            fix = match_fix(host.facts, {field: value})
             found.setdefault(host.name, []).append(
                 warn(OUTLIER, f"{label(field)} {mine} here; {count} of {len(checked)} pods have {value}", fix, subject=field))
     return found
@@ -143,8 +162,10 @@ def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
 def environment_findings(hosts: list[HostReport], lock: BaselineLock | None,
                          severities: dict[str, dict[str, str]]) -> dict[str, list[Finding]]:
     """Pod name -> its env.outlier and env.drift findings (severities: pod -> the policy's map)."""
-    found = outlier_findings(hosts)
-    if lock is not None:
-        for host in _checked(hosts):
-            found.setdefault(host.name, []).append(drift_finding(host, lock, severities.get(host.name, {})))
+    # The odd pod out is for runs without a baseline; with one, env.drift says it per pod.
+    if lock is None:
+        return outlier_findings(hosts)
+    found: dict[str, list[Finding]] = {}
+    for host in _checked(hosts):
+        found[host.name] = [drift_finding(host, lock, severities.get(host.name, {}))]
     return found

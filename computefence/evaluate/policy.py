@@ -31,7 +31,7 @@ def _python(facts: Facts) -> str:
     return facts.torch.python_executable or facts.torch.python or facts.packages.python
 
 
-def _installed(facts: Facts, name: str) -> tuple[bool, str | None, str | None]:
+def _installed(facts: Facts, name: str, versions: dict[str, str | None]) -> tuple[bool, str | None, str | None]:
     """(collected, version, why not collected) of a requirement's subject on this host."""
     torch, gpu = facts.torch, facts.gpu
     if name == "python":
@@ -47,7 +47,6 @@ def _installed(facts: Facts, name: str) -> tuple[bool, str | None, str | None]:
         return facts.identity.glibc is not None, facts.identity.glibc, "the glibc version was not found"
     if name == "torch" and torch.importable and torch.version:
         return True, torch.version, None
-    versions = {normalize_name(k): v for k, v in facts.packages.versions.items()}
     if name in versions:
         return True, versions[name], None
     why = facts.packages.error or "this probe did not look the package up"
@@ -65,9 +64,11 @@ def _satisfies(spec: SpecifierSet, version: str) -> bool | None:
         return None
 
 
-def check_requirement(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> Finding:
-    """Exactly one finding per requirement: a pass, or why it is not met."""
-    collected, version, why = _installed(facts, name)
+def check_requirement(facts: Facts, name: str, requirement: Requirement, ctx: Context,
+                      versions: dict[str, str | None]) -> Finding:
+    """Exactly one finding per requirement: a pass, or why it is not met (`versions`: the
+    host's package versions by PEP 503 name)."""
+    collected, version, why = _installed(facts, name, versions)
     title = _title(name)
     wanted = "any version" if requirement.any_version else requirement.spec
     if not collected:
@@ -127,11 +128,13 @@ def _driver_fix(requirement: Requirement, ctx: Context, cuda: bool = False) -> s
              else f"use a machine whose NVIDIA driver satisfies {requirement.spec}")
     if needed and advice.driver_search:
         return with_note(advice.driver_search.format(cuda=needed), words)
-    return f"the driver comes with the machine: {words}"
+    return words
 
 
 def check_requirements(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[Finding]:
-    return [check_requirement(facts, name, requirement, ctx) for name, requirement in policy.requirement_specs().items()]
+    versions = {normalize_name(k): v for k, v in facts.packages.versions.items()}
+    return [check_requirement(facts, name, requirement, ctx, versions)
+            for name, requirement in policy.requirement_specs().items()]
 
 
 # ---------------------------------------------------------------- hardware
@@ -162,8 +165,7 @@ def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[
     hardware = policy.hardware
     found: list[Finding] = []
     names = _gpu_names(facts)
-    other_machine = _driver_fix(Requirement(spec="*"), ctx).split(": ", 1)[-1]
-    redeploy = f"this machine does not have it: {other_machine}" if ctx.on_provider else "use a machine that has it"
+    redeploy = "the GPUs come with the machine: redeploy on one that has what the policy expects"
     if hardware.gpu_model is not None:
         pattern = hardware.gpu_model.lower()
         odd = sorted({n for n in names if not fnmatch.fnmatchcase(n.lower(), pattern)})

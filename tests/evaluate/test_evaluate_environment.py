@@ -50,7 +50,9 @@ def test_drift_names_exactly_the_moved_fields_and_the_policy_raises_one():
     drift = only(m.findings, "env.drift")
     assert drift.severity is Severity.WARN
     assert drift.message == "differs from the baseline: torch CUDA build 12.4 → 11.8; transformers 4.48.0 → 4.41.2"
-    assert "pip install transformers==4.48.0" in drift.fix
+    assert drift.fix == ("/usr/bin/python3 -m pip uninstall -y torch && /usr/bin/python3 -m pip install torch==2.4.1 "
+                         "--index-url https://download.pytorch.org/whl/cu124 && /usr/bin/python3 -m pip install "
+                         "transformers==4.48.0")
     assert only(s.findings, "env.drift").severity is Severity.PASS
     strict = parse_policy_text("severity: {env.drift.torch-cuda: block}", "computefence.yaml").for_target("moved", [])
     [raised] = finish_hosts([moved], {"moved": strict}, lock, only=[], skip=[])
@@ -66,6 +68,13 @@ def test_outlier_among_five_pods_only_for_what_the_job_imports():
     # Another driver is normal between rented machines: no outlier for pod d.
     assert not [f for f in finished["d"].findings if f.check == "env.outlier"]
     assert not [f for h in ("a", "b", "c") for f in finished[h].findings if f.check == "env.outlier"]
+
+
+def test_with_a_baseline_drift_speaks_and_outlier_keeps_quiet():
+    hosts = [pod("a"), pod("b"), pod("c"), pod("e", transformers="4.41.2")]
+    finished = {h.name: h for h in finish_hosts(hosts, {}, build_lock(hosts), only=[], skip=[])}
+    assert not [f for h in finished.values() for f in h.findings if f.check == "env.outlier"]
+    assert only(finished["e"].findings, "env.drift").severity is Severity.WARN
 
 
 def test_no_outlier_without_three_pods_or_a_strict_majority():
