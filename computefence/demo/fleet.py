@@ -51,11 +51,18 @@ class DemoPod:
     # No SSH server at all: the port is held closed.
     reachable: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
+    # What `--perf` measures on its GPUs (computefence.demo.fakes.write_fake_torch).
+    canary: dict | None = None
 
+
+# Figures a healthy card of the model reaches (see providers/hardware/gpu-performance.yaml).
+_H100_CANARY = {"tflops": 742.0, "h2d_gbps": 53.4, "d2h_gbps": 52.1}
+_RTX4090_CANARY = {"tflops": 148.0, "h2d_gbps": 24.6, "d2h_gbps": 25.9}
 
 DEMO_PODS: tuple[DemoPod, ...] = (
     # Nothing wrong; its HF_TOKEN shows the probe reports secrets as present, never by value.
-    DemoPod("pod-healthy", "NVIDIA H100 80GB HBM3", 2.99, extra_env={"HF_TOKEN": "hf_demoTokenNotARealSecret0000"}),
+    DemoPod("pod-healthy", "NVIDIA H100 80GB HBM3", 2.99, extra_env={"HF_TOKEN": "hf_demoTokenNotARealSecret0000"},
+            canary=_H100_CANARY),
     # A CPU-only torch build on a GPU pod: training silently runs on the CPU.
     DemoPod("pod-cpu-torch", "NVIDIA H100 80GB HBM3", 2.99, torch="cpu"),
     # nvidia-smi cannot talk to the driver (exit 9).
@@ -63,7 +70,7 @@ DEMO_PODS: tuple[DemoPod, ...] = (
     # No volume: checkpoints and the HF cache on the container disk; accelerate set up for
     # 2 GPUs on a 1-GPU pod.
     DemoPod("pod-ephemeral-ckpt", "NVIDIA GeForce RTX 4090", 0.69, nvidia_smi="rtx4090x1", volume=False,
-            hf_home_on_volume=False, accelerate_processes=2),
+            hf_home_on_volume=False, accelerate_processes=2, canary=_RTX4090_CANARY),
     # Driver 470 (CUDA 11.4) under a torch built for CUDA 12.6.
     DemoPod("pod-old-driver", "NVIDIA A100-SXM4-40GB", 1.29, nvidia_smi="a100x1-driver470",
             torch="cu126-driver-too-old"),
@@ -202,7 +209,7 @@ def _build_pod(pod: DemoPod, pod_root: Path) -> PodShell:
     for directory in (home, workspace, bin_dir, site_dir):
         directory.mkdir(parents=True)
     write_fake_nvidia_smi(bin_dir, pod.nvidia_smi)
-    write_fake_torch(site_dir, pod.torch)
+    write_fake_torch(site_dir, pod.torch, pod.canary)
     _write_python_shim(bin_dir)
 
     hf_home = workspace / ".cache" / "huggingface" if pod.hf_home_on_volume else home / ".cache" / "huggingface"

@@ -236,22 +236,32 @@ _UNITS = {"gpu.perf-compute": "TFLOPS", "gpu.perf-pcie": "GB/s", "gpu.perf-inter
 
 
 def beside_fleet_median(hosts: list[HostReport]) -> list[HostReport]:
-    """Each pod's perf findings with its figure beside the fleet's median, so the slow pod stands out."""
-    figures = {h.name: _figures(h.facts.perf) for h in hosts
-               if h.status is HostStatus.OK and h.facts is not None and _perf(h.facts) is not None}
-    if len(figures) < 2:
-        return hosts
-    medians = {check: statistics.median(values[check] for values in figures.values() if check in values)
-               for check in _UNITS if sum(check in values for values in figures.values()) >= 2}
+    """Each pod's perf findings with its figure beside the median of the fleet's pods with the
+    same GPU model (an RTX 4090 is not slow next to an H100), so the slow pod stands out."""
+    measured = {h.name: h.facts.perf for h in hosts
+                if h.status is HostStatus.OK and h.facts is not None and _perf(h.facts) is not None
+                and h.facts.perf.gpus}
+    by_model: dict[str | None, list[str]] = {}
+    for name, perf in measured.items():
+        by_model.setdefault(perf.gpus[0].name, []).append(name)
     out = []
     for host in hosts:
-        mine = figures.get(host.name, {})
-        findings = [
-            f.model_copy(update={"message": f"{f.message}; this pod {mine[f.check]:.1f} {_UNITS[f.check]}, "
-                                            f"fleet median {medians[f.check]:.1f}"})
-            if f.check in medians and f.check in mine else f
-            for f in host.findings
-        ]
+        perf = measured.get(host.name)
+        peers = by_model.get(perf.gpus[0].name, []) if perf is not None else []
+        if len(peers) < 2:
+            out.append(host)
+            continue
+        mine = _figures(perf)
+        figures = [_figures(measured[name]) for name in peers]
+        findings = []
+        for f in host.findings:
+            values = [each[f.check] for each in figures if f.check in each]
+            if f.check in mine and len(values) >= 2:
+                median = statistics.median(values)
+                f = f.model_copy(update={"message": f"{f.message}; this pod {mine[f.check]:.1f} {_UNITS[f.check]}, "
+                                                    f"median of {len(values)} pods with {perf.gpus[0].name} "
+                                                    f"{median:.1f}"})
+            findings.append(f)
         out.append(host.model_copy(update={"findings": findings}))
     return out
 

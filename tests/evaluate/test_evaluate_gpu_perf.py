@@ -100,9 +100,19 @@ def test_fleet_report_puts_each_pod_beside_the_fleet_median():
     report = build_report(hosts, kind="fleet")
     slow = [f for f in report.hosts[2].findings if f.check == "gpu.perf-compute"]
     assert all(f.severity is Severity.WARN for f in slow) and len(slow) == 8
-    assert slow[0].message.endswith("; this pod 310.0 TFLOPS, fleet median 740.0")
+    assert slow[0].message.endswith("; this pod 310.0 TFLOPS, median of 3 pods with NVIDIA H100 80GB HBM3 740.0")
     fine = only(report.hosts[0].findings, "gpu.perf-compute")
-    assert fine.message.endswith("this pod 740.0 TFLOPS, fleet median 740.0")
+    assert fine.message.endswith("this pod 740.0 TFLOPS, median of 3 pods with NVIDIA H100 80GB HBM3 740.0")
+
+
+def test_pods_are_compared_with_pods_of_the_same_gpu_model_only():
+    hosts = []
+    for name, facts in (("h100-a", perf_pod(n=1)), ("h100-b", perf_pod(n=1, tflops=700.0)),
+                        ("rtx", perf_pod(n=1, name="NVIDIA GeForce RTX 4090", tflops=150.0, h2d=24.0, d2h=25.0))):
+        hosts.append(HostReport(name=name, status=HostStatus.OK, facts=facts, findings=evaluate_host(facts, CheckOptions())))
+    report = build_report(hosts, kind="fleet")
+    assert "median of 2 pods with NVIDIA H100 80GB HBM3 720.0" in only(report.hosts[1].findings, "gpu.perf-compute").message
+    assert "median" not in only(report.hosts[2].findings, "gpu.perf-compute").message
 
 
 def test_performance_data_covers_the_issue_models_with_sources():

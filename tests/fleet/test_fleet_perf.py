@@ -42,11 +42,11 @@ def test_perf_canary_across_the_fleet(ssh_fleet, perf_pods, run_cli, tmp_path):
     assert fast.facts.perf.ran and len(fast.facts.perf.gpus) == 8
     assert fast.facts.perf.duration_s < 20
     [compute] = _perf(fast, "gpu.perf-compute")
-    assert compute.severity.value == "pass" and compute.message.endswith("this pod 745.0 TFLOPS, fleet median 738.0")
+    assert compute.severity.value == "pass" and compute.message.endswith("this pod 745.0 TFLOPS, median of 3 pods with NVIDIA H100 80GB HBM3 738.0")
     slow = result.host("perf-slow")
     compute = _perf(slow, "gpu.perf-compute")
     assert len(compute) == 8 and {f.severity.value for f in compute} == {"warn"}
-    assert compute[0].message.endswith("this pod 402.0 TFLOPS, fleet median 738.0")
+    assert compute[0].message.endswith("this pod 402.0 TFLOPS, median of 3 pods with NVIDIA H100 80GB HBM3 738.0")
     [interconnect] = _perf(slow, "gpu.perf-interconnect")
     assert interconnect.severity.value == "warn" and "peer-to-peer copy bandwidth 22.0 GB/s" in interconnect.message
     busy = result.host("perf-busy")
