@@ -330,6 +330,9 @@ class CustomCheckResult(_Model):
     signal: int | None = None
     timed_out: bool = False
     timeout_s: float | None = None
+    # Whether stdout matched the check's `stdout_matches` (matched on the pod); None: no pattern.
+    stdout_matched: bool | None = None
+    # The last 512 characters of each stream, for the finding's message.
     stdout: str = ""
     stderr: str = ""
     # Output beyond the cap (64 KiB per stream) was read and dropped.

@@ -249,7 +249,8 @@ class _Rules(_Strict):
     severity: dict[CheckPattern, SeverityName] = Field(default_factory=dict)
     skip: list[CheckPattern] = Field(default_factory=list)
     checks: Checks = Field(default_factory=Checks)
-    custom: list[CustomCheck] = Field(default_factory=list)
+    # Each sends back at most a short tail of its output; 32 keep a probe's answer small.
+    custom: list[CustomCheck] = Field(default_factory=list, max_length=32)
 
     @field_validator("requirements", mode="before")
     @classmethod

@@ -85,7 +85,8 @@ def probe_extra(policy: EffectivePolicy) -> dict:
     if policy.package_names():
         extra["packages"] = policy.package_names()
     if policy.custom:
-        extra["custom"] = [{"id": c.id, "run": c.run, "timeout": c.timeout} for c in policy.custom]
+        extra["custom"] = [{"id": c.id, "run": c.run, "timeout": c.timeout, "stdout_matches": c.expect.stdout_matches}
+                           for c in policy.custom]
     return extra
 
 

@@ -4,7 +4,6 @@ then the policy's severities and skips over every finding. Pure: facts and polic
 from __future__ import annotations
 
 import fnmatch
-import re
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -220,7 +219,7 @@ def check_custom(facts: Facts, policy: EffectivePolicy) -> list[Finding]:
             found.append(fail(cid, f"`{one_line(check.run, 80)}` did not run (the probe reported no result)", fix))
             continue
         if result.error:
-            found.append(fail(cid, f"`{one_line(check.run, 80)}` could not start: {one_line(result.error, 160)}", fix))
+            found.append(fail(cid, f"`{one_line(check.run, 80)}` failed to run: {one_line(result.error, 160)}", fix))
             continue
         if result.timed_out:
             found.append(fail(cid, f"`{one_line(check.run, 80)}` did not finish within its {result.timeout_s or check.timeout:g} s "
@@ -232,7 +231,7 @@ def check_custom(facts: Facts, policy: EffectivePolicy) -> list[Finding]:
         elif result.exit_code != check.expect.exit:
             problems.append(f"exited {result.exit_code} (expected {check.expect.exit})")
         pattern = check.expect.stdout_matches
-        if pattern is not None and not re.search(pattern, result.stdout):
+        if pattern is not None and not result.stdout_matched:
             problems.append(f"printed nothing matching /{pattern}/")
         if problems:
             tail = one_line(result.stderr or result.stdout, 120)

@@ -2,7 +2,10 @@
 # wrote it (nothing from the pod is spliced in), in its own process group, killed with its
 # group past its timeout; at most 64 KiB of each output stream is kept, the rest is read and
 # dropped so a chatty command never blocks on a full pipe. The checks run side by side.
+# `stdout_matches` is matched here, on the pod: only the verdict and a short tail of the
+# output leave it (a check's output may hold a token), never the whole of it.
 
+import re
 import subprocess
 import threading
 import time
@@ -12,6 +15,8 @@ from .core import _CHILDREN, _CHILDREN_LOCK, _kill_group, _number, _text, _time_
 
 _CUSTOM_OUTPUT_CAP = 64 * 1024
 _CUSTOM_DEFAULT_TIMEOUT = 10.0
+# What of each stream goes back for the finding's message: its last characters.
+_CUSTOM_TAIL = 512
 
 
 def _drain_capped(stream, box, key):
@@ -75,8 +80,16 @@ def _run_custom_check(check, budget):
         result["signal"] = -code
     elif code is not None and not timed_out:
         result["exit_code"] = code
-    result["stdout"] = _text(box.get("stdout", b""), _CUSTOM_OUTPUT_CAP)
-    result["stderr"] = _text(box.get("stderr", b""), _CUSTOM_OUTPUT_CAP)
+    stdout = _text(box.get("stdout", b""), _CUSTOM_OUTPUT_CAP)
+    pattern = check.get("stdout_matches")
+    if isinstance(pattern, str):
+        try:
+            # ^ and $ at every line, as grep reads a pattern.
+            result["stdout_matched"] = re.search(pattern, stdout, re.MULTILINE) is not None
+        except re.error as exc:
+            result["error"] = "stdout_matches %r is not a pattern this Python reads: %s" % (pattern, exc)
+    result["stdout"] = stdout[-_CUSTOM_TAIL:]
+    result["stderr"] = _text(box.get("stderr", b""), _CUSTOM_OUTPUT_CAP)[-_CUSTOM_TAIL:]
     result["output_truncated"] = bool(box.get("stdout_over") or box.get("stderr_over"))
     result["duration_s"] = round(time.time() - started, 3)
     return result

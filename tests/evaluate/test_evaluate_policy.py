@@ -82,7 +82,8 @@ def test_hardware_mismatch_names_what_differs():
 def test_custom_check_results_become_one_finding_each():
     facts = runpod_pod()
     facts.custom = [
-        CustomCheckResult(id="ok", exit_code=0, stdout="Logged in as bot"),
+        CustomCheckResult(id="ok", exit_code=0, stdout="Logged in as bot", stdout_matched=True),
+        CustomCheckResult(id="wrong-account", exit_code=0, stdout="Not logged in", stdout_matched=False),
         CustomCheckResult(id="fails", exit_code=1, stderr="wandb: not logged in"),
         CustomCheckResult(id="slow", timed_out=True, timeout_s=2, signal=9),
         CustomCheckResult(id="crash", signal=11),
@@ -90,6 +91,7 @@ def test_custom_check_results_become_one_finding_each():
     rule = policy("""
 custom:
   - {id: ok, run: wandb status, expect: {stdout_matches: Logged in}}
+  - {id: wrong-account, run: wandb status, expect: {stdout_matches: Logged in}}
   - {id: fails, run: wandb status, fix: wandb login}
   - {id: slow, run: sleep 60, timeout: 2, severity: warn}
   - {id: crash, run: ./crash}
@@ -97,6 +99,7 @@ custom:
 """)
     findings = {f.check: f for f in evaluate_host(facts, CheckOptions(), policy=rule) if f.check.startswith("custom.")}
     assert findings["custom.ok"].severity is Severity.PASS
+    assert findings["custom.wrong-account"].message == "`wandb status` printed nothing matching /Logged in/: Not logged in"
     assert findings["custom.fails"].severity is Severity.BLOCK and findings["custom.fails"].fix == "wandb login"
     assert "exited 1 (expected 0): wandb: not logged in" in findings["custom.fails"].message
     assert findings["custom.slow"].severity is Severity.WARN and "2 s timeout" in findings["custom.slow"].message

@@ -40,8 +40,17 @@ def test_output_is_capped_at_64_kib_and_a_signal_is_reported():
     results = run({"id": "floods", "run": "head -c 10000000 /dev/zero | tr '\\0' x"},
                   {"id": "crashes", "run": "kill -SEGV $$"})
     assert results["floods"]["exit_code"] == 0 and results["floods"]["output_truncated"]
-    assert len(results["floods"]["stdout"]) <= 64 * 1024 + len("...[truncated]")
+    assert results["floods"]["stdout"] == "x" * 512  # only the tail comes back
     assert results["crashes"]["signal"] == 11 and results["crashes"].get("exit_code") is None
+
+
+def test_the_pattern_is_matched_on_the_pod_over_the_whole_capped_output():
+    results = run({"id": "early", "run": "echo token=abc; seq 1 5000", "stdout_matches": "^token=abc$"},
+                  {"id": "absent", "run": "echo nope", "stdout_matches": "yes"},
+                  {"id": "none", "run": "echo hi"})
+    assert results["early"]["stdout_matched"] is True and "token=abc" not in results["early"]["stdout"]
+    assert results["absent"]["stdout_matched"] is False
+    assert "stdout_matched" not in results["none"]
 
 
 def test_a_check_never_outlives_the_probes_budget():
