@@ -11,6 +11,11 @@ class ConfigError(ComputeFenceError):
     """Bad user input: an inventory, a flag value, a missing file. Exit 2."""
 
 
+class InputLimitError(ConfigError):
+    """An input built to hang or exhaust the reader: a FIFO, a device, too large, too deep,
+    an alias bomb, a range of millions of hosts."""
+
+
 class SourceError(ComputeFenceError):
     """A target source (inventory, provider API) could not be read."""
 

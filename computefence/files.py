@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from computefence.errors import ConfigError
+from computefence.errors import ConfigError, InputLimitError
 
 # Inventories, ssh_config, Ansible inventories: real ones are kilobytes.
 MAX_CONFIG_BYTES = 16 * 2**20
@@ -182,11 +182,13 @@ def _alive(pid: int) -> bool:
 # ---------------------------------------------------------------- reading
 
 
-def read_config_bytes(path: Path, what: str, *, limit: int = MAX_CONFIG_BYTES) -> bytes:
+def read_config_bytes(path: Path, what: str, *, limit: int | None = None) -> bytes:
     """The bytes of a regular file of at most `limit` bytes, or a one-line ConfigError.
 
     stat comes first and the open is non-blocking, so a FIFO or a device is refused
-    without ever waiting on it; the read is chunked and stops just past the cap."""
+    without ever waiting on it; the read is chunked and stops just past the cap
+    (MAX_CONFIG_BYTES unless given)."""
+    limit = MAX_CONFIG_BYTES if limit is None else limit
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -196,9 +198,9 @@ def read_config_bytes(path: Path, what: str, *, limit: int = MAX_CONFIG_BYTES) -
     if stat.S_ISDIR(info.st_mode):
         raise ConfigError(f"{path}: is a directory, expected a {what}")
     if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(f"{path}: not a regular file (a FIFO, device or socket), expected a {what}")
+        raise InputLimitError(f"{path}: not a regular file (a FIFO, device or socket), expected a {what}")
     if info.st_size > limit:
-        raise ConfigError(f"{path}: {what} is over {_size(limit)}; refusing to read it")
+        raise InputLimitError(f"{path}: {what} is over {_size(limit)}; refusing to read it")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
@@ -208,14 +210,14 @@ def read_config_bytes(path: Path, what: str, *, limit: int = MAX_CONFIG_BYTES) -
     try:
         # Swapped for something else between stat and open: check what was opened.
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError(f"{path}: not a regular file, expected a {what}")
+            raise InputLimitError(f"{path}: not a regular file, expected a {what}")
         while True:
             chunk = os.read(fd, _CHUNK)
             if not chunk:
                 break
             total += len(chunk)
             if total > limit:  # the file grew since stat
-                raise ConfigError(f"{path}: {what} is over {_size(limit)}; refusing to read it")
+                raise InputLimitError(f"{path}: {what} is over {_size(limit)}; refusing to read it")
             chunks.append(chunk)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
@@ -224,7 +226,7 @@ def read_config_bytes(path: Path, what: str, *, limit: int = MAX_CONFIG_BYTES) -
     return b"".join(chunks)
 
 
-def read_config_text(path: Path, what: str, *, limit: int = MAX_CONFIG_BYTES) -> str:
+def read_config_text(path: Path, what: str, *, limit: int | None = None) -> str:
     """`read_config_bytes` decoded as UTF-8 text; binary content is a ConfigError."""
     raw = read_config_bytes(path, what, limit=limit)
     try:

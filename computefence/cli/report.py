@@ -20,6 +20,7 @@ from computefence.errors import ConfigError
 from computefence.evaluate.changes import compare_reports, worsened
 from computefence.evaluate.fleet import summarize
 from computefence.evaluate.merge import merge_reports
+from computefence.files import read_config_bytes
 from computefence.models import SCHEMA_VERSION, Report
 from computefence.policy import resolve_policy
 from computefence.render import CHANGES_FORMATS, render_changes
@@ -105,13 +106,7 @@ MAX_REPORT_BYTES = 256 * 2**20
 
 def load_report(path: Path) -> Report:
     """A saved report, validated, or ConfigError naming the file and what is wrong."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_REPORT_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_REPORT_BYTES:
-        raise ConfigError(f"{path} is over {MAX_REPORT_BYTES // 2**20} MiB: not a computefence JSON report")
+    raw = read_config_bytes(path, "computefence JSON report", limit=MAX_REPORT_BYTES)
     try:
         report = Report.model_validate_json(raw)
     except ValidationError as exc:

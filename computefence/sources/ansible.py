@@ -35,9 +35,10 @@ from typing import Any
 
 import yaml
 
-from computefence.errors import ConfigError
+from computefence.errors import ConfigError, InputLimitError
+from computefence.files import read_config_text
 from computefence.models import Target
-from computefence.sources.inventory import SAFE_LOADER, load_yaml_document, node_line, read_text
+from computefence.sources.inventory import SAFE_LOADER, load_yaml_document, node_line
 from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g, unhonoured_warnings
 from computefence.sources.tools import ToolTimeout, run_tool
 
@@ -45,6 +46,9 @@ READER_ANSIBLE = "ansible-inventory"
 READER_BUILTIN = "built-in reader"
 ANSIBLE_TIMEOUT_S = 120.0
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
+# `h[1:100000000]` would take minutes and gigabytes; no rented fleet comes near these.
+MAX_HOSTS_PER_PATTERN = 100_000
+MAX_HOSTS = 1_000_000
 # What Ansible skips in an inventory folder (INVENTORY_IGNORE_EXTS, IGNORED_ALWAYS).
 _IGNORED_SUFFIXES = ("~", ".orig", ".cfg", ".retry", ".pyc", ".pyo", ".swp", ".bak", ".rpm", ".md", ".txt", ".rst")
 _IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
@@ -79,7 +83,7 @@ class _Group:
     name: str
     vars: dict[str, _Value] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
-    hosts: list[str] = field(default_factory=list)
+    hosts: dict[str, None] = field(default_factory=dict)  # an ordered set
     priority: int = 1
     # group_vars/NAME files: they beat every inline group var.
     file_vars: dict[str, _Value] = field(default_factory=dict)
@@ -111,11 +115,12 @@ class _Inventory:
         return self.groups.setdefault(name, _Group(name))
 
     def add_host(self, name: str, group: str, where: str, variables: dict[str, _Value]) -> None:
+        if name not in self.hosts and len(self.hosts) >= MAX_HOSTS:
+            raise InputLimitError(f"{where}: more than {MAX_HOSTS:,} hosts in one Ansible inventory; "
+                                  "split it or narrow it with --limit")
         host = self.hosts.setdefault(name, _Host(name, where))
         host.vars.update(variables)
-        members = self.group(group).hosts
-        if name not in members:
-            members.append(name)
+        self.group(group).hosts[name] = None
 
     def add_child(self, parent: str, child: str) -> None:
         self.group(child)
@@ -129,6 +134,24 @@ class _Inventory:
 
 def expand_host_pattern(pattern: str, where: str) -> list[str]:
     """`web[01:03].example` -> web01.example, web02.example, web03.example (as Ansible)."""
+    count = 1
+    for each in _RANGE_RE.finditer(pattern):
+        start, end, step = each.group(1) or "0", each.group(2), int(each.group(3) or 1)
+        if step < 1:
+            raise ConfigError(f"{where}: host range [{each.group(0)[1:-1]}] in {_shown(pattern)} has a step below 1")
+        if start.isdigit() and end.isdigit():
+            count *= len(range(int(start), int(end) + 1, step))
+        if count > MAX_HOSTS_PER_PATTERN:
+            raise InputLimitError(f"{where}: host pattern {_shown(pattern)} expands to more than "
+                                  f"{MAX_HOSTS_PER_PATTERN:,} hosts")
+    return _expand(pattern, where)
+
+
+def _shown(pattern: str) -> str:
+    return repr(pattern if len(pattern) <= 200 else pattern[:200] + "...")
+
+
+def _expand(pattern: str, where: str) -> list[str]:
     match = _RANGE_RE.search(pattern)
     if not match:
         return [pattern]
@@ -143,7 +166,7 @@ def expand_host_pattern(pattern: str, where: str) -> list[str]:
         raise ConfigError(f"{where}: bad host range [{match.group(0)[1:-1]}] in {pattern!r}")
     if not values or step < 1:
         raise ConfigError(f"{where}: host range [{match.group(0)[1:-1]}] in {pattern!r} is empty")
-    return [name for value in values for name in expand_host_pattern(head + value + tail, where)]
+    return [name for value in values for name in _expand(head + value + tail, where)]
 
 
 def _split_port(pattern: str) -> tuple[str, int | None]:
@@ -493,7 +516,7 @@ def _inventory_files(path: Path) -> list[Path]:
 def _read_file(file: Path, inventory: _Inventory) -> None:
     """One inventory file: YAML by extension, or when a file without one holds a YAML mapping
     (as Ansible's yaml plugin tries it first), else INI."""
-    text = read_text(file, "Ansible inventory")
+    text = read_config_text(file, "Ansible inventory")
     if file.suffix in YAML_SUFFIXES:
         data, root = load_yaml_document(file, "Ansible inventory", loader_class=_VarsLoader, text=text)
         _parse_yaml(file, inventory, data, root)
@@ -540,8 +563,12 @@ def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
 
     targets = []
     ignored: dict = {}
+    groups_of: dict[str, set[str]] = {}
+    for group in inventory.groups.values():
+        for name in group.hosts:
+            groups_of.setdefault(name, set()).add(group.name)
     for host in inventory.hosts.values():
-        member = {g.name for g in inventory.groups.values() if host.name in g.hosts}
+        member = set(groups_of.get(host.name, ()))
         stack = list(member)
         while stack:
             for parent in parent_of.get(stack.pop(), []):
@@ -569,6 +596,18 @@ def load_ansible_inventory(path: str | Path) -> list[Target]:
 
 
 # ---------------------------------------------------------------- ansible-inventory
+
+
+def _refuse_what_would_hang_ansible(path: Path) -> None:
+    """ansible-inventory blocks on a FIFO, reads /dev/zero until memory runs out, expands
+    alias bombs and `h[1:100000000]`: the built-in reader meets each with a limit, so it reads
+    the inventory first; its other objections are left to Ansible, the better judge."""
+    try:
+        read_ansible_inventory(path)
+    except InputLimitError:
+        raise
+    except ConfigError:
+        pass
 
 
 def ansible_inventory_command() -> list[str] | None:
@@ -684,6 +723,7 @@ class AnsibleSource:
             return targets
         if not self.path.exists():
             raise ConfigError(f"{self.path}: no such Ansible inventory")
+        _refuse_what_would_hang_ansible(self.path)
         document, warnings = _ansible_list(self.command, self.path, self.vault_args)
         if any(_UNPARSED_RE.search(w) for w in warnings):
             # Ansible drops a whole file for one bad line; the built-in reader drops only the line.

@@ -23,7 +23,8 @@ from typing import Annotated, Any, get_args
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from computefence.errors import ConfigError
+from computefence.errors import ConfigError, InputLimitError
+from computefence.files import read_config_text
 from computefence.models import CheckOptions, Target
 
 INVENTORY_SUFFIXES = (".yaml", ".yml")
@@ -34,22 +35,70 @@ NAME_RULE = "letters, digits and . _ - @ : + = / only"
 
 # ---------------------------------------------------------------- YAML with line numbers
 
+# Far beyond any real inventory (Ansible children nest a few levels), far below what
+# PyYAML's recursive composers survive.
+MAX_YAML_DEPTH = 100
+# Values in a document with every alias counted each time it is used: a 100,000-host
+# inventory with merged defaults is about 2,000,000; an alias bomb is billions.
+MAX_YAML_NODES = 4_000_000
 
-def read_text(path: Path, what: str) -> str:
-    """The file's text, or a ConfigError naming it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such {what}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, expected a {what}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
-    if "\x00" in text:  # valid UTF-8, but binary: an INI parse would make hosts of its bytes
-        raise ConfigError(f"{path}: not a text file")
-    return text
+
+class _YamlLimitError(yaml.MarkedYAMLError):
+    """A document over MAX_YAML_DEPTH or MAX_YAML_NODES."""
+
+
+def _check_depth(text: str, loader_class: type) -> bool:
+    """Refuse nesting past MAX_YAML_DEPTH before anything composes the document (PyYAML's
+    composers recurse; libyaml's overflows the C stack at a few thousand levels and kills the
+    process). Returns whether the document uses aliases at all."""
+    depth = 0
+    aliases = False
+    for event in yaml.parse(text, Loader=loader_class):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise _YamlLimitError(problem=f"nested more than {MAX_YAML_DEPTH} levels deep",
+                                      problem_mark=event.start_mark)
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            aliases = True
+    return aliases
+
+
+def _check_expanded_size(root: yaml.Node) -> None:
+    """Refuse a document whose aliases expand past MAX_YAML_NODES values, or refer to themselves.
+
+    Composing shares an aliased node, so the graph is small; what reads the data afterwards
+    (validation, merging of Ansible vars) walks every expansion."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        else:
+            children = []
+        if children_done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[id(node)] > MAX_YAML_NODES:
+                raise _YamlLimitError(problem=f"expands to more than {MAX_YAML_NODES:,} values (aliases counted "
+                                              f"each time they are used)", problem_mark=node.start_mark)
+            continue
+        if id(node) in sizes:
+            continue
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                raise _YamlLimitError(problem="an alias refers to a value that contains it",
+                                      problem_mark=child.start_mark)
+            if id(child) not in sizes:
+                stack.append((child, False))
 
 
 # libyaml's parser where PyYAML was built with it (several times faster on 1,000-host files).
@@ -60,16 +109,22 @@ def load_yaml_document(path: Path, what: str, *, loader_class: type = SAFE_LOADE
                        text: str | None = None) -> tuple[Any, yaml.Node | None]:
     """Parse one YAML document; returns (data, root node), (None, None) when empty.
 
-    Duplicate mapping keys, which PyYAML silently resolves to the last one, are errors.
+    Duplicate mapping keys, which PyYAML silently resolves to the last one, are errors, and so
+    are documents nested or expanding beyond MAX_YAML_DEPTH / MAX_YAML_NODES.
     """
-    text = read_text(path, what) if text is None else text
+    text = read_config_text(path, what) if text is None else text
     loader = loader_class(text)
     try:
+        aliases = _check_depth(text, loader_class)
         node = loader.get_single_node()
         if node is None:
             return None, None
+        if aliases:
+            _check_expanded_size(node)
         _reject_duplicate_keys(path, node)
         return loader.construct_document(node), node
+    except _YamlLimitError as exc:
+        raise InputLimitError(f"{path}:{exc.problem_mark.line + 1}: {exc.problem}; refusing to read it") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
@@ -296,7 +351,7 @@ def load_inventory(path: str | Path) -> list[Target]:
     try:
         data, root = load_yaml_document(path, "inventory file")
     except ConfigError:
-        _ansible_hint(path, text=read_text(path, "inventory file"))
+        _ansible_hint(path, text=read_config_text(path, "inventory file"))
         raise
     _ansible_hint(path, data=data)
     if root is None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from computefence.errors import ConfigError
+from computefence.files import read_config_text
 from computefence.models import Target
 from computefence.sources.tools import ToolTimeout, run_tool
 
@@ -177,12 +178,7 @@ class SshConfig:
 
     def _lines(self, path: Path) -> list[_Line]:
         if path not in self._cache:
-            try:
-                text = path.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                raise ConfigError(f"{path}: no such ssh config file") from None
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"{path}: cannot read ssh config: {getattr(exc, 'strerror', None) or exc}") from None
+            text = read_config_text(path, "ssh config file")
             lines = []
             for number, raw in enumerate(text.splitlines(), 1):
                 stripped = raw.strip()

@@ -88,7 +88,7 @@ def test_malformed_report_is_one_line_and_exit_2(tmp_path, capsys, content, expe
 
 def test_missing_file_exit_2(tmp_path, capsys):
     assert main(["report", str(tmp_path / "nope.json")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert "nope.json: no such computefence JSON report" in capsys.readouterr().err
 
 
 def test_doctor_json_round_trips_through_report(tmp_path, capsys):

@@ -1,0 +1,118 @@
+"""An inventory author (or a careless user) hands over a file built to hang, exhaust memory or
+crash the reader: every reader answers with one line and exit 2, quickly."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from computefence import files
+from computefence.cli import main
+
+# Each reader, the flag that reaches it, and the file name it expects.
+READERS = [
+    (["inventory", "list", "-i"], "pods.yaml"),
+    (["inventory", "list", "--ansible-inventory"], "hosts.yml"),
+    (["inventory", "list", "--ansible-inventory"], "hosts.ini"),
+    (["inventory", "list", "--ssh-config"], "ssh_config"),
+    (["report"], "run.json"),
+]
+
+ALIAS_BOMB = (
+    'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9))
+)
+
+
+def run(capsys, *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    err = capsys.readouterr().err
+    return code, err
+
+
+def one_line_error(code: int, err: str) -> str:
+    assert code == 2, err
+    assert err.startswith("computefence: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("argv,name", READERS, ids=[r[1] for r in READERS])
+def test_a_fifo_is_refused_without_blocking(tmp_path, capsys, argv, name):
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    finished = threading.Event()
+    result = {}
+
+    def read() -> None:
+        result["out"] = run(capsys, *argv, str(fifo))
+        finished.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    if not finished.wait(20):
+        with open(fifo, "wb"):  # unblock the reader so the test process can end
+            pass
+        pytest.fail("the reader blocked on a FIFO")
+    err = one_line_error(*result["out"])
+    assert "not a regular file" in err
+
+
+@pytest.mark.parametrize("argv,name", READERS[:4], ids=[r[1] for r in READERS[:4]])
+def test_a_device_is_refused_unread(capsys, argv, name):
+    err = one_line_error(*run(capsys, *argv, "/dev/zero"))
+    assert "not a regular file" in err
+
+
+@pytest.mark.parametrize("argv,name", READERS, ids=[r[1] for r in READERS])
+def test_a_file_over_the_cap_is_refused(tmp_path, capsys, monkeypatch, argv, name):
+    monkeypatch.setattr(files, "MAX_CONFIG_BYTES", 4096)
+    from computefence.cli import report as report_cli
+
+    monkeypatch.setattr(report_cli, "MAX_REPORT_BYTES", 4096)
+    big = tmp_path / name
+    big.write_text("# padding\n" * 1000)
+    err = one_line_error(*run(capsys, *argv, str(big)))
+    assert "is over 4096 bytes" in err
+
+
+def test_the_config_cap_is_16_mib():
+    assert files.MAX_CONFIG_BYTES == 16 * 2**20
+
+
+@pytest.mark.parametrize("argv,name", READERS[:2], ids=[r[1] for r in READERS[:2]])
+def test_a_yaml_alias_bomb_is_refused(tmp_path, capsys, argv, name):
+    path = tmp_path / name
+    path.write_text(ALIAS_BOMB + ("hosts: [{host: x}]\n" if name == "pods.yaml" else "all: {hosts: {x: }}\n"))
+    err = one_line_error(*run(capsys, *argv, str(path)))
+    assert ":7: expands to more than 4,000,000 values" in err
+
+
+@pytest.mark.parametrize("argv,name", READERS[:2], ids=[r[1] for r in READERS[:2]])
+def test_deep_nesting_is_one_line_not_a_recursion_error(tmp_path, capsys, argv, name):
+    path = tmp_path / name
+    path.write_text("[" * 50000 + "]" * 50000)
+    err = one_line_error(*run(capsys, *argv, str(path)))
+    assert ":1: nested more than 100 levels deep" in err
+
+
+def test_a_self_referencing_alias_is_refused(tmp_path, capsys):
+    path = tmp_path / "pods.yaml"
+    path.write_text("hosts: &h [{host: x, tags: *h}]\n")
+    err = one_line_error(*run(capsys, "inventory", "list", "-i", str(path)))
+    assert "an alias refers to a value that contains it" in err
+
+
+def test_deep_json_in_a_report_is_one_line(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    path.write_text('{"hosts": ' + "[" * 50000 + "]" * 50000 + "}")
+    err = one_line_error(*run(capsys, "report", str(path)))
+    assert "is not a computefence JSON report" in err
+
+
+def test_ordinary_aliases_still_work(tmp_path, capsys):
+    path = tmp_path / "pods.yaml"
+    path.write_text("hosts:\n  - &a {name: a, host: 10.0.0.1, tags: [x]}\n  - {<<: *a, name: b}\n")
+    code, _ = run(capsys, "inventory", "list", "-i", str(path), "--format", "json")
+    assert code == 0
