@@ -213,6 +213,8 @@ def _parse_ini(path: Path, inventory: _Inventory, text: str) -> None:
             if section is None:
                 continue
             _ini_line(line, where, section, kind, inventory)
+        except InputLimitError:
+            raise
         except ConfigError as exc:
             inventory.warnings.append(str(exc))
 
@@ -524,6 +526,8 @@ def _read_file(file: Path, inventory: _Inventory) -> None:
     if not file.suffix:
         try:
             data, root = load_yaml_document(file, "Ansible inventory", loader_class=_VarsLoader, text=text)
+        except InputLimitError:
+            raise
         except ConfigError:
             data, root = None, None
         if isinstance(data, dict) and all(isinstance(v, dict) or v is None for v in data.values()):

@@ -116,3 +116,27 @@ def test_ordinary_aliases_still_work(tmp_path, capsys):
     path.write_text("hosts:\n  - &a {name: a, host: 10.0.0.1, tags: [x]}\n  - {<<: *a, name: b}\n")
     code, _ = run(capsys, "inventory", "list", "-i", str(path), "--format", "json")
     assert code == 0
+
+
+@pytest.mark.parametrize("name", ["hosts.ini", "hosts.yml"])
+def test_an_ansible_range_of_millions_is_refused_at_once(tmp_path, capsys, name):
+    path = tmp_path / name
+    path.write_text("[pods]\nh[1:100000000]\n" if name.endswith(".ini") else "pods:\n  hosts:\n    h[1:100000000]:\n")
+    err = one_line_error(*run(capsys, "inventory", "list", "--ansible-inventory", str(path)))
+    assert f"{name}:2: host pattern 'h[1:100000000]' expands to more than 100,000 hosts" in err \
+        or f"{name}:3: host pattern 'h[1:100000000]' expands to more than 100,000 hosts" in err
+
+
+def test_nested_ranges_count_as_their_product(tmp_path, capsys):
+    path = tmp_path / "hosts.ini"
+    path.write_text("[pods]\nr[1:1000]-n[1:1000]\n")
+    err = one_line_error(*run(capsys, "inventory", "list", "--ansible-inventory", str(path)))
+    assert "expands to more than 100,000 hosts" in err
+
+
+def test_a_zero_step_range_is_an_error_not_a_traceback():
+    from computefence.errors import ConfigError
+    from computefence.sources.ansible import expand_host_pattern
+
+    with pytest.raises(ConfigError, match=r"^hosts.ini:2: host range \[1:9:0\] in 'h\[1:9:0\]' has a step below 1$"):
+        expand_host_pattern("h[1:9:0]", "hosts.ini:2")
