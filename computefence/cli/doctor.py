@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
-import time
 from pathlib import Path
 from typing import List, Optional
 
@@ -24,10 +24,10 @@ from computefence.cli.policy import (
     resolve_baseline,
     write_lock,
 )
-from computefence.connectors.local import run_probe_local
-from computefence.errors import ConfigError
+from computefence.connectors.local import LocalConnector
+from computefence.errors import ConfigError, ProbeOutputError
 from computefence.evaluate.environment import build_lock
-from computefence.models import CheckOptions, HostReport, HostStatus
+from computefence.models import CheckOptions, HostStatus, Target
 from computefence.payload import probe_params
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
@@ -91,24 +91,20 @@ def doctor(
     if effective is not None:
         checks = merge_checks(checks, effective)
     params = probe_params(checks, python=python, deadline_s=timeout, **(probe_extra(effective) if effective else {}))
-    limit = timeout + _GRACE_S + (DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0) + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0)
+    connector = LocalConnector(timeout + _GRACE_S + (DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
+                               + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0))
+    target = Target(name=name or "localhost", host="localhost", python=python, checks=checks)
 
-    started = time.monotonic()
     status_console = Console(stderr=True)
     if status_console.is_terminal:
         with status_console.status("probing this machine..."):
-            facts = run_probe_local(params, limit)
+            host = asyncio.run(connector.check(target, params))
     else:
-        facts = run_probe_local(params, limit)
+        host = asyncio.run(connector.check(target, params))
+    if host.status is not HostStatus.OK or host.facts is None:
+        raise ProbeOutputError(host.reason or "the probe gave no facts")
 
-    host = HostReport(
-        name=facts.identity.hostname or name or "localhost",
-        status=HostStatus.OK,
-        host="localhost",
-        duration_s=round(time.monotonic() - started, 3),
-        facts=facts,
-        findings=evaluate.evaluate_host(facts, checks, policy=effective),
-    )
+    host = host.model_copy(update={"findings": evaluate.evaluate_host(host.facts, checks, policy=effective)})
     policies = {host.name: effective} if effective is not None else {}
     [host] = evaluate.finish_hosts([host], policies, lock, only=only, skip=skip)
     if snapshot is not None:

@@ -39,6 +39,7 @@ from computefence.cli.targets import (
     TagOpt,
     gather_targets,
 )
+from computefence.connectors.interface import Connector, check_targets
 from computefence.errors import ConfigError
 from computefence.files import write_output
 from computefence.gate import HEALTHY_FORMATS, healthy_file
@@ -78,6 +79,9 @@ def check(
     limit: LimitOpt = None,
     tag: TagOpt = None,
     demo: bool = typer.Option(False, "--demo", help="Start a small simulated fleet on loopback and check it."),
+    replay: Optional[Path] = typer.Option(None, "--replay", metavar="DIR", hidden=True,
+                                          help="Serve the pods and probe outputs recorded in DIR instead of "
+                                               "contacting any pod (tests, demos)."),
     concurrency: int = typer.Option(256, "--concurrency", min=1, metavar="N", help="Pods checked at once.",
                                     rich_help_panel=_RUN),
     connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, metavar="SECONDS",
@@ -166,7 +170,7 @@ def check(
         from computefence.history import open_history  # fcntl: POSIX only
 
         run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
-    with _targets(demo, inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
+    with _targets(demo, replay, inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
                   ansible_inventory=ansible_inventory,
                   vault_password_file=vault_password_file, vault_id=vault_id, provider=provider, api_url=api_url,
                   limit=limit, tag=tag) as (targets, sources):
@@ -177,8 +181,8 @@ def check(
         targets, policies = apply_to_targets(targets, loaded)
         if perf:
             targets = [t.model_copy(update={"checks": t.checks.model_copy(update={"perf": True})}) for t in targets]
-        hosts, interrupted = asyncio.run(_probe_all(targets, options))
-    if not interrupted and not demo:
+        hosts, interrupted = asyncio.run(_probe_all(targets, _connector(targets, options, replay), options.probe_params))
+    if not interrupted and not demo and replay is None:
         hosts = _mark_vanished(targets, hosts, api_url)
 
     for index, (target, host) in enumerate(zip(targets, hosts)):
@@ -224,23 +228,46 @@ def _mark_vanished(targets: list[Target], hosts: list[HostReport], api_url: str 
 
 
 @contextlib.contextmanager
-def _targets(demo: bool, **selection) -> Iterator[tuple[list[Target], list[SourceStatus]]]:
-    if not demo:
+def _targets(demo: bool, replay: Path | None, **selection) -> Iterator[tuple[list[Target], list[SourceStatus]]]:
+    if not demo and replay is None:
         yield gather_targets(**selection)
         return
+    own = "--demo" if demo else "--replay"
     picked = [f"--{name.replace('_', '-')}" for name, value in selection.items()
-              if value and name not in ("limit", "tag")]
+              if value and name not in ("limit", "tag")] + (["--replay"] if demo and replay is not None else [])
     if picked:
-        raise ConfigError(f"--demo checks its own simulated pods; drop {', '.join(picked)}")
-    from computefence.demo.fleet import demo_fleet
+        raise ConfigError(f"{own} checks its own {'simulated' if demo else 'recorded'} pods; drop {', '.join(picked)}")
     from computefence.sources import select_targets
+
+    if replay is not None:
+        from computefence.connectors.replay import load_recordings
+
+        recorded = [recording.target for recording in load_recordings(replay)]
+        yield (select_targets(recorded, limit=selection["limit"], tags=selection["tag"] or []),
+               [SourceStatus(name="replay", targets=len(recorded))])
+        return
+    from computefence.demo.fleet import demo_fleet
 
     with demo_fleet() as fleet:
         targets = select_targets(fleet.targets, limit=selection["limit"], tags=selection["tag"] or [])
         yield targets, [SourceStatus(name="demo", targets=len(fleet.targets))]
 
 
-async def _probe_all(targets: list[Target], options: RunOptions) -> tuple[list[HostReport], bool]:
+def _connector(targets: list[Target], options: RunOptions, replay: Path | None) -> Connector:
+    if replay is not None:
+        from computefence.connectors.replay import ReplayConnector, load_recordings
+
+        return ReplayConnector(load_recordings(replay))
+    from computefence.connectors.ssh import SshConnector
+
+    connector = SshConnector(options)
+    # An unreadable known_hosts file is a configuration error for the whole run, found before connecting.
+    connector.read_known_hosts(targets)
+    return connector
+
+
+async def _probe_all(targets: list[Target], connector: Connector,
+                     extra_params: dict) -> tuple[list[HostReport], bool]:
     """Probe with a live progress line; Ctrl-C stops the run and keeps what finished."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -257,9 +284,7 @@ async def _probe_all(targets: list[Target], options: RunOptions) -> tuple[list[H
         handled = False
     try:
         with _ProgressLine(len(targets)) as progress:
-            from computefence.connectors.ssh import probe_targets
-
-            hosts = await probe_targets(targets, options, on_progress=progress.update, stop=stop)
+            hosts = await check_targets(connector, targets, extra_params, on_progress=progress.update, stop=stop)
     finally:
         if handled:
             loop.remove_signal_handler(signal.SIGINT)

@@ -3,42 +3,56 @@ script (parameters embedded) on stdin."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
-import subprocess
 import sys
+import time
 
 from computefence.errors import ProbeOutputError
-from computefence.models import Facts
+from computefence.models import Facts, HostReport, HostStatus, Target
 from computefence.payload import parse_probe_output, probe_payload
 
 
-def run_probe_local(params: dict, timeout: float) -> Facts:
-    """Facts about this machine, or ProbeOutputError with a one-line reason.
+class LocalConnector:
+    """This machine, as `doctor` checks it: the report is named after its hostname."""
 
-    `timeout` bounds the whole subprocess; the probe's own deadline (params["deadline_s"])
-    should be shorter so it answers with timed-out collectors rather than being killed.
-    """
+    def __init__(self, timeout: float):
+        # Bounds the whole subprocess; the probe's own deadline (params["deadline_s"]) is
+        # shorter, so it answers with timed-out collectors rather than being killed.
+        self.timeout = timeout
+
+    async def check(self, target: Target, params: dict) -> HostReport:
+        started = time.monotonic()
+        try:
+            facts = await probe_local(params, self.timeout)
+        except ProbeOutputError as exc:
+            return HostReport(name=target.name, status=HostStatus.PROBE_FAILED, reason=str(exc), host=target.host,
+                              duration_s=round(time.monotonic() - started, 3))
+        return HostReport(name=facts.identity.hostname or target.name, status=HostStatus.OK, host=target.host,
+                          duration_s=round(time.monotonic() - started, 3), facts=facts)
+
+
+async def probe_local(params: dict, timeout: float) -> Facts:
+    """Facts about this machine, or ProbeOutputError with a one-line reason."""
     payload = probe_payload(params).encode("utf-8")
     # -I: the probe is stdlib only; a json.py or threading.py in the user's working
     # directory must not shadow the standard library. Its subprocesses (the training
     # interpreter) still inherit the environment, PYTHONPATH included.
-    proc = subprocess.Popen(
-        [sys.executable, "-I", "-"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-I", "-",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
     try:
-        stdout, stderr = proc.communicate(payload, timeout=timeout)
-    except subprocess.TimeoutExpired:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(payload), timeout)
+    except BaseException as exc:  # the timeout, or Ctrl-C cancelling the run
         _kill_group(proc)
-        proc.communicate()
-        raise ProbeOutputError(f"the probe did not finish within {timeout:g}s and was stopped") from None
-    except BaseException:
-        _kill_group(proc)
-        proc.communicate()
+        await proc.wait()
+        if isinstance(exc, asyncio.TimeoutError):
+            raise ProbeOutputError(f"the probe did not finish within {timeout:g}s and was stopped") from None
         raise
     # The probe exits without waiting for hung collectors' children (a wedged
     # nvidia-smi); they are in its session and must not outlive the command.
@@ -52,7 +66,7 @@ def run_probe_local(params: dict, timeout: float) -> Facts:
         raise
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -21,12 +21,12 @@ from typing import Callable
 
 import asyncssh
 
+from computefence.connectors.interface import Outcome, check_targets, host_report
 from computefence.errors import ConfigError, ProbeOutputError
-from computefence.evaluate import status_fix
 from computefence.known_hosts import HostKeyLookup, HostKeyStore, host_pattern, own_known_hosts_path, \
     user_known_hosts_path
 from computefence.models import HostReport, HostStatus, Target
-from computefence.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_params, probe_wire
+from computefence.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_wire
 from computefence.probe.core import DEFAULT_TIMEOUTS
 
 INSECURE_WARNING = (
@@ -79,16 +79,6 @@ class RunOptions:
     probe_params: dict = field(default_factory=dict)
 
 
-@dataclass
-class _Outcome:
-    status: HostStatus
-    reason: str
-    # For status_fix, when the reason is not what it needs: the known_hosts file holding the
-    # old key (mismatch), the offered key's fingerprint (unknown).
-    detail: str | None = None
-    facts: object = None
-
-
 class _HostKeyCheck:
     """Decides about a key that no known_hosts entry vouches for, and remembers why."""
 
@@ -117,10 +107,11 @@ class _Client(asyncssh.SSHClient):
         return self._check is not None and self._check.unlisted_key(key)
 
 
-class _Runner:
-    def __init__(self, options: RunOptions, on_progress: Callable[[HostReport], None] | None):
+class SshConnector:
+    """The probe over asyncssh: one connection per target, at most options.concurrency at once."""
+
+    def __init__(self, options: RunOptions):
         self.options = options
-        self.on_progress = on_progress
         self.semaphore = asyncio.Semaphore(max(1, options.concurrency))
         self.store: HostKeyStore | None = None
         if not options.insecure_no_host_key_check:
@@ -134,37 +125,32 @@ class _Runner:
         if self.store is not None:
             self.store.preload([path for target in targets for path in target.known_hosts])
 
-    async def run(self, target: Target) -> HostReport:
-        if target.unreachable_reason:
-            report = _report(target, _Outcome(HostStatus.NOT_CHECKABLE, target.unreachable_reason), 0.0)
-        else:
-            async with self.semaphore:
-                started = time.monotonic()
-                outcome = await self._bounded(target, started)
-                report = _report(target, outcome, time.monotonic() - started)
-        if self.on_progress is not None:
-            self.on_progress(report)
-        return report
+    async def check(self, target: Target, params: dict) -> HostReport:
+        async with self.semaphore:
+            started = time.monotonic()
+            outcome = await self._bounded(target, params, started)
+            return host_report(target, outcome, time.monotonic() - started)
 
-    async def _bounded(self, target: Target, started: float) -> _Outcome:
+    async def _bounded(self, target: Target, params: dict, started: float) -> Outcome:
         phase = ["connecting"]
         try:
-            return await asyncio.wait_for(self._connect_and_probe(target, started, phase), self.options.deadline)
+            return await asyncio.wait_for(self._connect_and_probe(target, params, started, phase),
+                                          self.options.deadline)
         except asyncio.CancelledError:
             raise
         except asyncio.TimeoutError:
             deadline = _seconds(self.options.deadline)
             if phase[0] == "connecting":
-                return _Outcome(HostStatus.TIMEOUT, f"no SSH session within the {deadline} deadline")
-            return _Outcome(HostStatus.TIMEOUT, f"the probe gave no answer within the {deadline} deadline")
+                return Outcome(HostStatus.TIMEOUT, f"no SSH session within the {deadline} deadline")
+            return Outcome(HostStatus.TIMEOUT, f"the probe gave no answer within the {deadline} deadline")
         except Exception as exc:  # a bug here must cost this pod its result, not the whole fleet's
-            return _Outcome(HostStatus.PROBE_FAILED, f"internal error: {type(exc).__name__}: {_one_line(exc)}")
+            return Outcome(HostStatus.PROBE_FAILED, f"internal error: {type(exc).__name__}: {_one_line(exc)}")
 
-    async def _connect_and_probe(self, target: Target, started: float, phase: list[str]) -> _Outcome:
+    async def _connect_and_probe(self, target: Target, params: dict, started: float, phase: list[str]) -> Outcome:
         try:
             client_keys = self._client_keys(target)
         except (OSError, asyncssh.KeyImportError, ValueError) as exc:
-            return _Outcome(HostStatus.AUTH_FAILED, f"cannot load an identity file: {_one_line(exc)}")
+            return Outcome(HostStatus.AUTH_FAILED, f"cannot load an identity file: {_one_line(exc)}")
         check = None
         known_hosts: object = None
         lookup = HostKeyLookup()
@@ -178,7 +164,7 @@ class _Runner:
             return _connect_failure(target, exc, lookup, check, self.options)
         phase[0] = "probing"
         try:
-            return await self._probe(conn, target, started)
+            return await self._probe(conn, target, params, started)
         finally:
             conn.abort()
             await conn.wait_closed()
@@ -220,14 +206,15 @@ class _Runner:
             self._keys[paths] = asyncssh.load_keypairs(list(paths))
         return self._keys[paths]
 
-    async def _probe(self, conn: asyncssh.SSHClientConnection, target: Target, started: float) -> _Outcome:
+    async def _probe(self, conn: asyncssh.SSHClientConnection, target: Target, params: dict,
+                     started: float) -> Outcome:
         remaining = self.options.deadline - (time.monotonic() - started)
         # Under the client's own deadline, so the pod reports the kill before we give up.
         limit = max(1, int(remaining - 0.5))
         # The probe answers before the pod-side kill; what it could not finish it reports as timed out.
         margin = min(5.0, max(1.0, remaining * 0.2))
         budget = max(0.5, remaining - margin)
-        params = probe_params(target.checks, target.python, **self.options.probe_params)
+        params = dict(params)
         if target.checks.perf:
             # The canary runs after the machine checks on its own budget (see fleet check --perf).
             perf_s = min(DEFAULT_TIMEOUTS["perf"], budget * 0.5)
@@ -240,9 +227,6 @@ class _Runner:
             params["timeouts"] = {**params.get("timeouts", {}), "dataset": round(max(0.5, budget * 0.6), 1)}
         else:
             params["deadline_s"] = round(budget, 1)
-        if target.probe_roots:
-            params["roots"] = dict(target.probe_roots)
-        params.update(target.probe_extra)
         payload = probe_wire(params)
         try:
             proc = await conn.create_process(probe_command(limit), encoding=None)
@@ -257,7 +241,7 @@ class _Runner:
                 if overflow:
                     # Closing the channel makes the pod's sshd close the interpreter's pipes.
                     proc.close()
-                    return _Outcome(HostStatus.PROBE_FAILED,
+                    return Outcome(HostStatus.PROBE_FAILED,
                                     f"the interpreter printed more than {MAX_OUTPUT_BYTES // (1024 * 1024)} MiB; "
                                     "that is not the probe's answer")
                 stderr, _ = await stderr_task
@@ -265,37 +249,37 @@ class _Runner:
                 stderr_task.cancel()
             completed = await proc.wait()
         except (asyncssh.DisconnectError, ConnectionError, BrokenPipeError) as exc:
-            return _Outcome(HostStatus.CONNECTION_LOST, f"the connection dropped while the probe ran: {_one_line(exc)}")
+            return Outcome(HostStatus.CONNECTION_LOST, f"the connection dropped while the probe ran: {_one_line(exc)}")
         except asyncssh.ChannelOpenError as exc:
-            return _Outcome(HostStatus.PROBE_FAILED, f"the pod refused a session channel: {_one_line(exc)}")
+            return Outcome(HostStatus.PROBE_FAILED, f"the pod refused a session channel: {_one_line(exc)}")
         return _judge_exit(completed.exit_status, completed.exit_signal, stdout, stderr, limit)
 
 
-def _judge_exit(exit_status, exit_signal, stdout: bytes, stderr: bytes, limit: int) -> _Outcome:
+def _judge_exit(exit_status, exit_signal, stdout: bytes, stderr: bytes, limit: int) -> Outcome:
     if exit_status is None and exit_signal is None:
         # asyncssh's way of saying the connection died before the command finished.
-        return _Outcome(HostStatus.CONNECTION_LOST, "the connection dropped while the probe ran (no exit status)")
+        return Outcome(HostStatus.CONNECTION_LOST, "the connection dropped while the probe ran (no exit status)")
     if exit_signal is not None:
         name = exit_signal[0] if isinstance(exit_signal, tuple) else exit_signal
-        return _Outcome(HostStatus.PROBE_FAILED, f"the probe was killed on the pod by signal {name}")
+        return Outcome(HostStatus.PROBE_FAILED, f"the probe was killed on the pod by signal {name}")
     if exit_status == 127:
         # Our own message, or the shell's if python3 was found but its interpreter was not.
-        return _Outcome(HostStatus.NO_PYTHON, _last_line(stderr) or _NO_PYTHON)
+        return Outcome(HostStatus.NO_PYTHON, _last_line(stderr) or _NO_PYTHON)
     if exit_status in _TIMEOUT_EXITS:
-        return _Outcome(HostStatus.TIMEOUT, f"the probe ran past its {limit} s limit and was killed on the pod")
+        return Outcome(HostStatus.TIMEOUT, f"the probe ran past its {limit} s limit and was killed on the pod")
     if exit_status != 0:
         line = _last_line(stderr)
-        return _Outcome(HostStatus.PROBE_FAILED,
+        return Outcome(HostStatus.PROBE_FAILED,
                         f"the interpreter exited with status {exit_status}" + (f": {line}" if line else ""))
     try:
         facts = parse_probe_output(stdout)
     except ProbeOutputError as exc:
-        return _Outcome(HostStatus.PROBE_FAILED, str(exc))
-    return _Outcome(HostStatus.OK, "probe completed", facts=facts)
+        return Outcome(HostStatus.PROBE_FAILED, str(exc))
+    return Outcome(HostStatus.OK, "probe completed", facts=facts)
 
 
 def _connect_failure(target: Target, exc: BaseException, lookup: HostKeyLookup, check: _HostKeyCheck | None,
-                     options: RunOptions) -> _Outcome:
+                     options: RunOptions) -> Outcome:
     where = host_pattern(target.host, target.port)
     if isinstance(exc, asyncssh.HostKeyNotVerifiable) or (
             isinstance(exc, asyncssh.KeyExchangeFailed) and lookup.known):
@@ -309,37 +293,37 @@ def _connect_failure(target: Target, exc: BaseException, lookup: HostKeyLookup, 
                 reason = f"{where} no longer offers the host key type recorded in {files}"
             else:
                 reason = f"the host key of {where} ({fingerprint}) differs from the one recorded in {files}"
-            return _Outcome(HostStatus.HOST_KEY_MISMATCH, reason, lookup.files[0] if lookup.files else None)
+            return Outcome(HostStatus.HOST_KEY_MISMATCH, reason, lookup.files[0] if lookup.files else None)
         if check is not None and check.record_error:
-            return _Outcome(HostStatus.HOST_KEY_UNKNOWN, check.record_error, fingerprint)
+            return Outcome(HostStatus.HOST_KEY_UNKNOWN, check.record_error, fingerprint)
         reason = f"the host key of {where} is not in any known_hosts file"
         if fingerprint:
             reason += f" (it offers {presented.get_algorithm()} {fingerprint})"
-        return _Outcome(HostStatus.HOST_KEY_UNKNOWN, reason, fingerprint)
+        return Outcome(HostStatus.HOST_KEY_UNKNOWN, reason, fingerprint)
     if isinstance(exc, asyncssh.PermissionDenied):
         user = f"{target.user}@" if target.user else ""
-        return _Outcome(HostStatus.AUTH_FAILED, f"{user}{where} rejected every key offered ({_one_line(exc)})")
+        return Outcome(HostStatus.AUTH_FAILED, f"{user}{where} rejected every key offered ({_one_line(exc)})")
     if isinstance(exc, asyncio.TimeoutError):
-        return _Outcome(HostStatus.TIMEOUT,
+        return Outcome(HostStatus.TIMEOUT,
                         f"no SSH handshake with {where} within {_seconds(options.connect_timeout)} "
                         "(the port accepts TCP but does not answer as SSH, or packets are dropped)")
     if isinstance(exc, socket.gaierror):
-        return _Outcome(HostStatus.UNREACHABLE, f"cannot resolve {target.host}: {exc.strerror or exc}")
+        return Outcome(HostStatus.UNREACHABLE, f"cannot resolve {target.host}: {exc.strerror or exc}")
     if isinstance(exc, ConnectionRefusedError):
-        return _Outcome(HostStatus.UNREACHABLE, f"connection refused by {where} (no SSH server on that port)")
+        return Outcome(HostStatus.UNREACHABLE, f"connection refused by {where} (no SSH server on that port)")
     if _transient(exc):
-        return _Outcome(HostStatus.CONNECTION_LOST,
+        return Outcome(HostStatus.CONNECTION_LOST,
                         f"{where} closed the connection during the SSH handshake, twice "
                         f"(sshd MaxStartups or a firewall): {_one_line(exc)}")
     if isinstance(exc, OSError) and exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN):
-        return _Outcome(HostStatus.UNREACHABLE, f"no route to {where}: {exc.strerror}")
+        return Outcome(HostStatus.UNREACHABLE, f"no route to {where}: {exc.strerror}")
     if isinstance(exc, OSError):
-        return _Outcome(HostStatus.UNREACHABLE, f"cannot connect to {where}: {exc.strerror or _one_line(exc)}")
+        return Outcome(HostStatus.UNREACHABLE, f"cannot connect to {where}: {exc.strerror or _one_line(exc)}")
     if isinstance(exc, (asyncssh.KeyImportError, asyncssh.KeyEncryptionError)):
-        return _Outcome(HostStatus.AUTH_FAILED, f"cannot use an identity file: {_one_line(exc)}")
+        return Outcome(HostStatus.AUTH_FAILED, f"cannot use an identity file: {_one_line(exc)}")
     if isinstance(exc, asyncssh.Error):
-        return _Outcome(HostStatus.UNREACHABLE, f"SSH with {where} failed: {_one_line(exc)}")
-    return _Outcome(HostStatus.UNREACHABLE, f"cannot connect to {where}: {type(exc).__name__}: {_one_line(exc)}")
+        return Outcome(HostStatus.UNREACHABLE, f"SSH with {where} failed: {_one_line(exc)}")
+    return Outcome(HostStatus.UNREACHABLE, f"cannot connect to {where}: {type(exc).__name__}: {_one_line(exc)}")
 
 
 # asyncssh's own list, AES-GCM first: its chacha20-poly1305 builds a cipher context for every
@@ -362,21 +346,6 @@ def _ciphers_configured(ssh_config: str | None) -> bool:
 
 def _transient(exc: BaseException) -> bool:
     return isinstance(exc, (asyncssh.ConnectionLost, ConnectionResetError, ConnectionAbortedError, BrokenPipeError))
-
-
-def _report(target: Target, outcome: _Outcome, duration: float) -> HostReport:
-    fix = None
-    if outcome.status is not HostStatus.OK:
-        fix = status_fix(target, outcome.status, outcome.detail if outcome.detail is not None else outcome.reason)
-    return HostReport(
-        name=target.name, status=outcome.status, reason=outcome.reason, fix=fix, host=target.host,
-        port=target.port, provider=target.provider, tags=list(target.tags), duration_s=round(duration, 3),
-        facts=outcome.facts,
-    )
-
-
-def cancelled_report(target: Target) -> HostReport:
-    return _report(target, _Outcome(HostStatus.CANCELLED, "interrupted before this pod finished"), 0.0)
 
 
 async def _read_capped(stream, cap: int) -> tuple[bytes, bool]:
@@ -421,38 +390,12 @@ def _address_of(host: str) -> str:
 async def probe_targets(targets: list[Target], options: RunOptions,
                         on_progress: Callable[[HostReport], None] | None = None,
                         stop: asyncio.Event | None = None) -> list[HostReport]:
-    """Probe every target; one HostReport per target, in the targets' order.
+    """Probe every target over SSH; one HostReport per target, in the targets' order.
 
     `on_progress` is called with each report as it completes. When `stop` is set (Ctrl-C),
     pods still in flight are cancelled, their connections closed, and reported as cancelled.
     """
-    runner = _Runner(options, on_progress)
+    connector = SshConnector(options)
     # An unreadable known_hosts file is a configuration error for the whole run, found before connecting.
-    runner.read_known_hosts(targets)
-    tasks = [asyncio.ensure_future(runner.run(target)) for target in targets]
-    if not tasks:
-        return []
-    waiter = asyncio.ensure_future(stop.wait()) if stop is not None else None
-    try:
-        pending = set(tasks)
-        while pending:
-            wait_on = pending | ({waiter} if waiter is not None else set())
-            done, _ = await asyncio.wait(wait_on, return_when=asyncio.FIRST_COMPLETED)
-            pending -= done
-            if waiter is not None and waiter in done:
-                break
-    finally:
-        unfinished = [task for task in tasks if not task.done()]
-        for task in unfinished:
-            task.cancel()
-        if unfinished:
-            await asyncio.gather(*unfinished, return_exceptions=True)
-        if waiter is not None:
-            waiter.cancel()
-    reports = []
-    for target, task in zip(targets, tasks):
-        if task.cancelled():
-            reports.append(cancelled_report(target))
-        else:
-            reports.append(task.result())
-    return reports
+    connector.read_known_hosts(targets)
+    return await check_targets(connector, targets, options.probe_params, on_progress, stop)

@@ -1,7 +1,8 @@
-"""run_probe_local: the real probe as a subprocess of this interpreter."""
+"""The local connector: the real probe as a subprocess of this interpreter."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
@@ -9,9 +10,9 @@ import time
 import pytest
 
 from computefence.connectors import local
-from computefence.connectors.local import run_probe_local
+from computefence.connectors.local import LocalConnector, probe_local
 from computefence.errors import ProbeOutputError
-from computefence.models import CheckOptions, Facts
+from computefence.models import CheckOptions, Facts, HostStatus, Target
 from computefence.payload import probe_params
 
 # No training interpreter: keeps the torch import (seconds) out of these tests.
@@ -19,7 +20,7 @@ PARAMS = probe_params(CheckOptions(), python="/nonexistent/python3")
 
 
 def test_returns_facts_from_the_real_probe():
-    facts = run_probe_local(PARAMS, timeout=60)
+    facts = asyncio.run(probe_local(PARAMS, timeout=60))
     assert isinstance(facts, Facts)
     assert facts.identity.hostname == socket.gethostname()
     assert facts.torch.python == "/nonexistent/python3" and not facts.torch.python_found
@@ -30,7 +31,7 @@ def test_the_working_directory_cannot_shadow_the_standard_library(tmp_path, monk
     (tmp_path / "json.py").write_text("raise SystemExit('shadowed json imported')\n")
     (tmp_path / "threading.py").write_text("raise SystemExit('shadowed threading imported')\n")
     monkeypatch.chdir(tmp_path)
-    assert isinstance(run_probe_local(PARAMS, timeout=60), Facts)
+    assert isinstance(asyncio.run(probe_local(PARAMS, timeout=60)), Facts)
 
 
 def test_a_probe_past_the_timeout_is_killed_with_its_children(tmp_path, monkeypatch):
@@ -45,7 +46,7 @@ def test_a_probe_past_the_timeout_is_killed_with_its_children(tmp_path, monkeypa
     monkeypatch.setattr(local, "probe_payload", lambda params: script)
     started = time.monotonic()
     with pytest.raises(ProbeOutputError, match="did not finish within 1s"):
-        run_probe_local({}, timeout=1)
+        asyncio.run(probe_local({}, timeout=1))
     assert time.monotonic() - started < 10
     child = int(pid_file.read_text())
     time.sleep(0.1)
@@ -58,9 +59,23 @@ def test_garbage_output_is_a_one_line_error_with_the_exit_status(monkeypatch):
         lambda params: "import sys\nprint('not json')\nsys.stderr.write('Traceback...\\nValueError: boom\\n')\nsys.exit(3)\n",
     )
     with pytest.raises(ProbeOutputError) as info:
-        run_probe_local({}, timeout=30)
+        asyncio.run(probe_local({}, timeout=30))
     message = str(info.value)
     assert "not JSON" in message and "exit status 3: ValueError: boom" in message and "\n" not in message
+
+
+def test_the_connector_names_the_report_after_this_machine():
+    target = Target(name="localhost", host="localhost")
+    report = asyncio.run(LocalConnector(timeout=60).check(target, PARAMS))
+    assert report.status is HostStatus.OK and report.name == socket.gethostname() and report.host == "localhost"
+    assert report.facts is not None and report.duration_s > 0
+
+
+def test_the_connector_reports_a_broken_probe_as_probe_failed(monkeypatch):
+    monkeypatch.setattr(local, "probe_payload", lambda params: "print('not json')\n")
+    report = asyncio.run(LocalConnector(timeout=30).check(Target(name="localhost", host="localhost"), {}))
+    assert report.status is HostStatus.PROBE_FAILED and report.name == "localhost" and report.facts is None
+    assert report.reason.startswith("probe output is not JSON: not json")
 
 
 def _alive(pid: int) -> bool:

@@ -3,6 +3,7 @@ runs on a pod (a separate interpreter, Python 3.8 included)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from computefence.cli import main
-from computefence.connectors.local import run_probe_local
+from computefence.connectors.local import probe_local
 from computefence.models import CheckOptions, Report
 from computefence.payload import parse_probe_output, probe_params, probe_payload
 from dataset_helpers import jsonl_text, write
@@ -90,7 +91,7 @@ def _dataset_params(path: Path) -> dict:
 
 def test_the_probe_reports_the_scan_through_its_json_output(tmp_path):
     path = write(tmp_path / "train.jsonl.gz", jsonl_text(DIRTY), gz=True)
-    facts = run_probe_local(_dataset_params(path), timeout=120)
+    facts = asyncio.run(probe_local(_dataset_params(path), timeout=120))
     assert facts.collectors["dataset"].ok
     data = facts.dataset
     assert data.rows == 22 and data.duplicate_rows == 1 and data.conflicting_inputs == 1 and data.compression == "gzip"
