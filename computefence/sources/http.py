@@ -182,6 +182,7 @@ class ApiClient:
         *,
         key_help: str,
         policy: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.provider = provider
         self.base_url = base_url
@@ -198,6 +199,8 @@ class ApiClient:
                 "User-Agent": f"computefence/{__version__}",
             },
             follow_redirects=False,
+            # Tests hand in an httpx.MockTransport; None is httpx's own network transport.
+            transport=transport,
         )
 
     def __repr__(self) -> str:

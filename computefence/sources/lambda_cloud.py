@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 from computefence.errors import SourceError
 from computefence.models import ProviderInfo, Target
 from computefence.sources.http import ApiClient, RetryPolicy
@@ -32,8 +34,10 @@ class LambdaSource:
 
     name = "lambda"
 
-    def __init__(self, api_url: str | None = None, *, policy: RetryPolicy | None = None) -> None:
+    def __init__(self, api_url: str | None = None, *, policy: RetryPolicy | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
         self.api_url = api_url
+        self.transport = transport
         self.policy = policy or RATE_LIMITED
 
     def __repr__(self) -> str:
@@ -42,7 +46,8 @@ class LambdaSource:
     def targets(self) -> list[Target]:
         base = base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API)
         key = find_api_key(PROVIDER, KEY_ENV, [], "create one at https://cloud.lambda.ai/api-keys and export LAMBDA_API_KEY")
-        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy) as api:
+        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy,
+                       transport=self.transport) as api:
             body = api.get_json("/api/v1/instances")
         if not isinstance(body, dict) or not isinstance(body.get("data"), list):
             raise SourceError(f"{PROVIDER} API returned no `data` list of instances: check the API URL ({base})")

@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from computefence.errors import SourceError
 from computefence.models import ProviderInfo, Target
 from computefence.sources.http import ApiClient, RetryPolicy
@@ -37,8 +39,10 @@ class VastSource:
 
     name = "vast"
 
-    def __init__(self, api_url: str | None = None, *, policy: RetryPolicy | None = None) -> None:
+    def __init__(self, api_url: str | None = None, *, policy: RetryPolicy | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
         self.api_url = api_url
+        self.transport = transport
         self.policy = policy or RetryPolicy()
 
     def __repr__(self) -> str:
@@ -50,7 +54,8 @@ class VastSource:
         key = find_api_key(
             PROVIDER, KEY_ENV, key_files(), "create one at https://cloud.vast.ai/manage-keys/ and export VAST_API_KEY"
         )
-        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy) as api:
+        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy,
+                       transport=self.transport) as api:
             instances = list_instances(api)
         names = target_names([(as_str(i.get("label")), str(i["id"])) for i in instances], "vast")
         return [instance_target(inst, name) for inst, name in zip(instances, names)]
