@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from computefence.cli.app import EXIT_INTERRUPTED
-from computefence.cli.fleet import _probe_all, _targets, ensure_open_files, fleet_app
+from computefence.cli.fleet import _connector, _probe_all, _targets, ensure_open_files, fleet_app
 from computefence.cli.policy import NoPolicyOpt, PolicyOpt, apply_to_targets, write_lock
 from computefence.cli.targets import (
     AnsibleInventoryOpt,
@@ -63,13 +63,13 @@ def snapshot(
     ensure_open_files(concurrency)
     options = RunOptions(concurrency=concurrency, deadline=timeout, known_hosts=[str(p) for p in known_hosts],
                          accept_new=accept_new)
-    with _targets(demo, inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
+    with _targets(demo, None, inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
                   ansible_inventory=ansible_inventory, provider=provider, api_url=api_url,
                   limit=limit, tag=tag) as (targets, _sources):
         if not targets:
             raise ConfigError("no targets to snapshot")
         targets, _ = apply_to_targets(targets, loaded)
-        hosts, interrupted = asyncio.run(_probe_all(targets, options))
+        hosts, interrupted = asyncio.run(_probe_all(targets, _connector(targets, options, None), options.probe_params))
     if interrupted:
         print("computefence: interrupted; no baseline written", file=sys.stderr)
         return EXIT_INTERRUPTED
