@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sys
@@ -322,10 +323,10 @@ def init(
     else:
         if pod is not None:
             raise ConfigError("--pod needs --from REPORT.json")
-        from computefence.connectors.local import run_probe_local
+        from computefence.connectors.local import probe_local
         from computefence.payload import probe_params
 
-        facts = run_probe_local(probe_params(CheckOptions(), python=python, deadline_s=30.0), 40.0)
+        facts = asyncio.run(probe_local(probe_params(CheckOptions(), python=python, deadline_s=30.0), 40.0))
         source = f"this machine ({facts.identity.hostname or 'localhost'})"
     text = starter_policy(facts, source)
     parse_policy_text(text, str(output))  # what it writes must load
