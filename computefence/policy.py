@@ -319,9 +319,25 @@ class Override(_Rules):
     match: Match
 
 
+class NotifySettings(_Strict):
+    """`notify:` for `fleet check`: webhook URLs (secrets: `policy show` never prints them),
+    when to post and in which shape; `--notify*` options win over it."""
+
+    url: list[str] = Field(default_factory=list)
+    # `when`, not `on`: YAML reads a bare `on:` key as true.
+    when: Literal["change", "always", "block"] | None = None
+    format: Literal["slack", "json"] | None = None
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
 class Policy(_Rules):
     overrides: list[Override] = Field(default_factory=list)
     baseline: str | None = None
+    notify: NotifySettings | None = None
 
     def for_target(self, name: str, tags: list[str]) -> "EffectivePolicy":
         """This policy with every override that matches the target merged over it, in order."""

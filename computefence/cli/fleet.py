@@ -44,6 +44,7 @@ from computefence.errors import ConfigError
 from computefence.files import write_output
 from computefence.gate import HEALTHY_FORMATS, healthy_file
 from computefence.models import HostReport, HostStatus, SourceStatus, Target
+from computefence.notify import NOTIFY_FORMATS, NOTIFY_ON, alert_settings
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
 from computefence.sources.selection import parse_shard, select_shard
@@ -63,6 +64,8 @@ app.add_typer(fleet_app, name="fleet")
 _RUN = "Running"
 _OPS = "Fleet operations"
 HealthyFormat = Enum("HealthyFormat", {name: name for name in HEALTHY_FORMATS}, type=str)
+NotifyOn = Enum("NotifyOn", {name: name for name in NOTIFY_ON}, type=str)
+NotifyFormat = Enum("NotifyFormat", {name: name for name in NOTIFY_FORMATS}, type=str)
 
 
 @fleet_app.command("check", no_args_is_help=False)
@@ -135,6 +138,19 @@ def check(
                                         help="Check only the I-th of N slices of the targets (by a stable hash "
                                              "of each name); join the reports with `computefence report merge`.",
                                         rich_help_panel=_OPS),
+    notify: List[str] = typer.Option([], "--notify", metavar="URL", envvar="COMPUTEFENCE_NOTIFY", show_envvar=True,
+                                     help="POST a message to this webhook (Slack, Mattermost or any; repeatable). "
+                                          "The URL is a secret: never printed; prefer the env var to argv.",
+                                     rich_help_panel=_OPS),
+    notify_on: Optional[NotifyOn] = typer.Option(None, "--notify-on",
+                                                 help="change (new or cleared blockers, pods lost or back; needs "
+                                                      "--history, the default with it), block (the run fails; "
+                                                      "the default without) or always.",
+                                                 rich_help_panel=_OPS),
+    notify_format: Optional[NotifyFormat] = typer.Option(None, "--notify-format",
+                                                         help="slack (text + blocks; the default) or json "
+                                                              "(summary and changes).",
+                                                         rich_help_panel=_OPS),
 ) -> int:
     """Check every pod over SSH in parallel and print one fleet report.
 
@@ -165,6 +181,8 @@ def check(
         accept_new=accept_new,
         insecure_no_host_key_check=insecure_no_host_key_check,
     )
+    alerts = alert_settings(notify, notify_on and notify_on.value, notify_format and notify_format.value,
+                            loaded.policy.notify if loaded is not None else None, history=history is not None)
     run_history = None
     if history is not None:
         from computefence.history import open_history  # fcntl: POSIX only
@@ -200,6 +218,8 @@ def check(
         write_output(healthy_file(report, targets, healthy_format.value), healthy_out, flag="--healthy-out")
     if not interrupted and run_history is not None:
         run_history.save(report)
+    if not interrupted and alerts is not None:
+        alerts.send(report)
     if interrupted:
         cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
         print(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked", file=sys.stderr)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from computefence.evaluate.fleet import ready_hosts
 from computefence.models import HostStatus, Report, Severity
 from computefence.render import views
 
@@ -68,6 +69,10 @@ def render(report: Report) -> str:
     checked = [h for h in hosts if h.status is HostStatus.OK]
     out.family("computefence_blockers", "Blocking findings on the host.", [({"host": h.name}, len(h.blockers)) for h in checked])
     out.family("computefence_warnings", "Warnings on the host.", [({"host": h.name}, len(h.warnings)) for h in checked])
+    ready = {h.name for h in ready_hosts(report)}
+    out.family("computefence_host_ready",
+               "1 if a job can start on the host (what --healthy-out lists), else 0.",
+               [({"host": h.name}, int(h.name in ready)) for h in hosts])
     out.family(
         "computefence_host_cost_per_hour_dollars",
         "The provider's hourly price for the host.",
@@ -89,6 +94,17 @@ def render(report: Report) -> str:
             "Hourly price of the hosts whose jobs are at risk.",
             [({}, float(s.cost_per_hour_at_risk))],
         )
+    if report.changes is not None:
+        c = report.changes
+        out.family("computefence_changes", "Changes since the last run in --history, by kind.", [
+            ({"kind": "new_blockers"}, sum(1 for x in c.new if x.severity_after is Severity.BLOCK)),
+            ({"kind": "new_warnings"}, sum(1 for x in c.new if x.severity_after is Severity.WARN)),
+            ({"kind": "cleared"}, len(c.cleared)),
+            ({"kind": "status"}, len(c.status)),
+            ({"kind": "appeared"}, len(c.appeared)),
+            ({"kind": "vanished"}, len(c.vanished)),
+            ({"kind": "versions"}, len(c.versions)),
+        ])
     out.family("computefence_verdict", "Verdict of the run: 0 pass, 1 warn, 2 block.", [({}, _VERDICT_VALUE[s.verdict])])
     timestamp = _epoch(report.generated_at)
     if timestamp is not None:
