@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
+import getpass
 import os
 import random
 import re
@@ -28,6 +29,7 @@ from computefence.known_hosts import HostKeyLookup, HostKeyStore, host_pattern, 
 from computefence.models import HostReport, HostStatus, Target
 from computefence.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_wire
 from computefence.probe.core import DEFAULT_TIMEOUTS
+from computefence.sources.ssh_config import expand_tokens, identity_tokens
 
 INSECURE_WARNING = (
     "computefence: WARNING: host key verification is OFF (--insecure-no-host-key-check). "
@@ -55,6 +57,24 @@ def probe_command(limit_s: int) -> str:
         f"if command -v python >/dev/null 2>&1; then exec $t python {run}; fi; "
         f"echo '{_NO_PYTHON}' >&2; exit 127"
     )
+
+
+# What may reach a ProxyCommand through %h, %r or %n: ssh (since 9.6) refuses shell metacharacters there too.
+_SAFE_TOKEN_RE = re.compile(r"^[A-Za-z0-9._:@%\[\]-]*$")
+
+
+def proxy_command_argv(target: Target) -> list[str]:
+    """The target's ProxyCommand as ssh runs it: tokens expanded, then `exec`ed by the user's shell.
+
+    ValueError when the host, user or name would put shell syntax into the command.
+    """
+    user = target.user or getpass.getuser()
+    for what, value in (("host", target.host), ("user", user), ("name", target.name)):
+        if not _SAFE_TOKEN_RE.match(value):
+            raise ValueError(f"the {what} {value!r} has characters a ProxyCommand must not receive; not connecting")
+    tokens = identity_tokens(target.name, target.host, target.port, user)
+    command = expand_tokens(target.proxy_command or "", tokens, allow_env=False, where=f"ProxyCommand of {target.name}")
+    return [os.environ.get("SHELL") or "/bin/sh", "-c", f"exec {command}"]
 
 
 @dataclass
@@ -151,6 +171,11 @@ class SshConnector:
             client_keys = self._client_keys(target)
         except (OSError, asyncssh.KeyImportError, ValueError) as exc:
             return Outcome(HostStatus.AUTH_FAILED, f"cannot load an identity file: {_one_line(exc)}")
+        if target.proxy_command:
+            try:
+                proxy_command_argv(target)
+            except ValueError as exc:
+                return Outcome(HostStatus.UNREACHABLE, str(exc))
         check = None
         known_hosts: object = None
         lookup = HostKeyLookup()
@@ -185,8 +210,17 @@ class SshConnector:
             kwargs["client_keys"] = client_keys
         if target.proxy_jump:
             kwargs["tunnel"] = target.proxy_jump
+        if target.proxy_command:
+            kwargs["proxy_command"] = proxy_command_argv(target)
         if target.ssh_config:
             kwargs["config"] = [os.path.expanduser(target.ssh_config)]
+            if not (target.proxy_jump or target.proxy_command):
+                # ssh -G already said there is no hop; asyncssh must not find one for the HostName.
+                kwargs.update(tunnel=None, proxy_command=None)
+        if target.proxy_jump or target.proxy_command:
+            # The target's own hop only: never one asyncssh finds in a config for the HostName.
+            kwargs.setdefault("tunnel", None)
+            kwargs.setdefault("proxy_command", None)
         if not _ciphers_configured(target.ssh_config):
             kwargs["encryption_algs"] = PREFERRED_CIPHERS
         try:
