@@ -1,6 +1,7 @@
 """`fleet check --healthy-out FILE`: the pods a job can start on, in a form the next command reads.
 
-names (one a line, for `xargs`), ssh (`user@host -p port`), inventory (a ComputeFence
+names (one a line, for `xargs`), ssh (`user@host -p port`, then the target's `-F`, `-J` or
+`-o ProxyCommand=...`), inventory (a ComputeFence
 inventory of just those pods, with their checks) or json. No ready pod: an empty file
 (json: `[]`), so a sweep launched from it starts nothing.
 """
@@ -8,6 +9,7 @@ inventory of just those pods, with their checks) or json. No ready pod: an empty
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable, Sequence
 
 from computefence.evaluate.fleet import ready_hosts
@@ -19,8 +21,19 @@ def _names(targets: Sequence[Target]) -> str:
     return "".join(f"{t.name}\n" for t in targets)
 
 
+def _ssh_line(target: Target) -> str:
+    line = f"{target.user + '@' if target.user else ''}{target.host} -p {target.port}"
+    if target.ssh_config:
+        line += f" -F {shlex.quote(target.ssh_config)}"
+    if target.proxy_jump:
+        line += f" -J {shlex.quote(target.proxy_jump)}"
+    if target.proxy_command:
+        line += f" -o {shlex.quote('ProxyCommand=' + target.proxy_command)}"
+    return line + "\n"
+
+
 def _ssh(targets: Sequence[Target]) -> str:
-    return "".join(f"{t.user + '@' if t.user else ''}{t.host} -p {t.port}\n" for t in targets)
+    return "".join(_ssh_line(t) for t in targets)
 
 
 def _inventory(targets: Sequence[Target]) -> str:

@@ -52,8 +52,9 @@ def test_through_proxyjump_and_proxycommand_ok_and_without_the_hop_unreachable(r
     assert via == {"gpu-jump": ("bastion", None), "gpu-command": (None, f"ssh -F {config} -W %h:%p bastion"),
                    "gpu-direct": (None, None)}
 
+    ready = config.parent / "ready.ssh"
     result = run_cli("fleet", "check", "--ssh-config", str(config), "-H", "gpu-*", "--format", "json",
-                     "--connect-timeout", "10")
+                     "--connect-timeout", "10", "--healthy-out", str(ready), "--healthy-format", "ssh")
     hosts = {h.name: h for h in result.report.hosts}
     assert hosts["gpu-jump"].status.value == "ok", hosts["gpu-jump"].reason
     assert hosts["gpu-command"].status.value == "ok", hosts["gpu-command"].reason
@@ -62,3 +63,9 @@ def test_through_proxyjump_and_proxycommand_ok_and_without_the_hop_unreachable(r
     # The fix reaches it the same way and says which hop is missing
     fix = str(direct.fix)
     assert f"-F {config}" in fix and "no jump host is configured for it" in fix and "-J BASTION" in fix
+    # The launch gate's ssh lines go through the same hops
+    port = hosts["gpu-jump"].port
+    assert sorted(ready.read_text().splitlines()) == sorted([
+        f"root@{BEHIND} -p {port} -F {config} -J bastion",
+        f"root@{BEHIND} -p {port} -F {config} -o 'ProxyCommand=ssh -F {config} -W %h:%p bastion'",
+    ])
