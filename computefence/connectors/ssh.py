@@ -77,6 +77,29 @@ def proxy_command_argv(target: Target) -> list[str]:
     return [os.environ.get("SHELL") or "/bin/sh", "-c", f"exec {command}"]
 
 
+_BRACKETED_RE = re.compile(r"^\[([^\]]+)\](?::(\d+))?$")
+
+
+def tunnel_spec(proxy_jump: str) -> str:
+    """A ProxyJump value (`ssh://u@h:p`, `u@[v6]:p`, comma-separated hops) in the
+    `user@host:port,...` form asyncssh parses, which knows neither URIs nor brackets."""
+    hops = []
+    for hop in proxy_jump.split(","):
+        hop = hop.strip().removeprefix("ssh://")
+        user, at, address = hop.rpartition("@")
+        bracketed = _BRACKETED_RE.match(address)
+        if bracketed:
+            host, port = bracketed.group(1), bracketed.group(2)
+        elif address.count(":") == 1:
+            host, _, port = address.partition(":")
+        else:
+            host, port = address, None
+        if port is None and ":" in host:
+            port = "22"  # asyncssh splits the last colon off as the port
+        hops.append(f"{user + '@' if at else ''}{host}{':' + port if port else ''}")
+    return ",".join(hops)
+
+
 @dataclass
 class RunOptions:
     concurrency: int = 256
@@ -186,7 +209,11 @@ class SshConnector:
         try:
             conn = await self._connect(target, client_keys, known_hosts, check)
         except Exception as exc:  # every connect failure becomes this pod's status
-            return _connect_failure(target, exc, lookup, check, self.options)
+            outcome = _connect_failure(target, exc, lookup, check, self.options)
+            if target.proxy_jump or target.proxy_command:
+                # The hop fails in the same ways the pod does: say which way the connection went.
+                outcome.reason += f" (connecting through {target.proxy_jump or 'ProxyCommand ' + target.proxy_command})"
+            return outcome
         phase[0] = "probing"
         try:
             return await self._probe(conn, target, params, started)
@@ -209,7 +236,7 @@ class SshConnector:
         if client_keys is not None:
             kwargs["client_keys"] = client_keys
         if target.proxy_jump:
-            kwargs["tunnel"] = target.proxy_jump
+            kwargs["tunnel"] = tunnel_spec(target.proxy_jump)
         if target.proxy_command:
             kwargs["proxy_command"] = proxy_command_argv(target)
         if target.ssh_config:

@@ -6,7 +6,7 @@ import getpass
 
 import pytest
 
-from computefence.connectors.ssh import proxy_command_argv
+from computefence.connectors.ssh import proxy_command_argv, tunnel_spec
 from computefence.models import Target
 
 
@@ -28,3 +28,14 @@ def test_shell_syntax_never_reaches_the_command(field, value):
     target = Target(name="gpu", host="h", user="u", proxy_command="nc %h %p").model_copy(update={field: value})
     with pytest.raises(ValueError, match="must not receive; not connecting"):
         proxy_command_argv(target)
+
+
+@pytest.mark.parametrize("jump,spec", [
+    ("bastion", "bastion"),
+    ("jump@bastion:2222", "jump@bastion:2222"),
+    ("root@[127.0.0.1]:2200", "root@127.0.0.1:2200"),
+    ("ssh://ops@[2001:db8::5]:2022,inner", "ops@2001:db8::5:2022,inner"),
+    ("u@2001:db8::7", "u@2001:db8::7:22"),
+])
+def test_proxyjump_in_the_form_asyncssh_parses(jump, spec):
+    assert tunnel_spec(jump) == spec

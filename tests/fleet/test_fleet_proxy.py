@@ -12,7 +12,7 @@ import json
 import pytest
 
 from fleet_helpers import HEALTHY
-from sshfleet import PodSpec
+from sshfleet import PodSpec, closed_port
 
 pytestmark = pytest.mark.sshd
 
@@ -41,6 +41,7 @@ def bastion_setup(ssh_fleet, tmp_path_factory):
         f"Host gpu-jump\n  HostName {BEHIND}\n{common}  ProxyJump bastion\n"
         f"Host gpu-command\n  HostName {BEHIND}\n{common}  ProxyCommand ssh -F {config} -W %h:%p bastion\n"
         f"Host gpu-direct\n  HostName {BEHIND}\n{common}"
+        f"Host gpu-dead-hop\n  HostName {BEHIND}\n{common}  ProxyJump root@127.0.0.1:{closed_port()}\n"
     )
     return config
 
@@ -49,8 +50,8 @@ def test_through_proxyjump_and_proxycommand_ok_and_without_the_hop_unreachable(r
     config = bastion_setup
     listed = run_cli("inventory", "list", "--ssh-config", str(config), "-H", "gpu-*", "--format", "json")
     via = {t["name"]: (t["proxy_jump"], t["proxy_command"]) for t in json.loads(listed.stdout)["targets"]}
-    assert via == {"gpu-jump": ("bastion", None), "gpu-command": (None, f"ssh -F {config} -W %h:%p bastion"),
-                   "gpu-direct": (None, None)}
+    assert via["gpu-jump"] == ("bastion", None) and via["gpu-direct"] == (None, None)
+    assert via["gpu-command"] == (None, f"ssh -F {config} -W %h:%p bastion")
 
     ready = config.parent / "ready.ssh"
     result = run_cli("fleet", "check", "--ssh-config", str(config), "-H", "gpu-*", "--format", "json",
@@ -63,6 +64,10 @@ def test_through_proxyjump_and_proxycommand_ok_and_without_the_hop_unreachable(r
     # The fix reaches it the same way and says which hop is missing
     fix = str(direct.fix)
     assert f"-F {config}" in fix and "no jump host is configured for it" in fix and "-J BASTION" in fix
+    # A hop that is down is named in the reason, and the fix goes through it
+    dead = hosts["gpu-dead-hop"]
+    assert dead.status.value == "unreachable" and "(connecting through root@[127.0.0.1]:" in dead.reason
+    assert "-J 'root@[127.0.0.1]:" in str(dead.fix) and "reached through root@[127.0.0.1]:" in str(dead.fix)
     # The launch gate's ssh lines go through the same hops
     port = hosts["gpu-jump"].port
     assert sorted(ready.read_text().splitlines()) == sorted([
