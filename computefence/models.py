@@ -302,6 +302,8 @@ class DatasetFacts(_Model):
     label_counts: dict[str, int] = Field(default_factory=dict)
     partial: bool = False
     partial_reason: str | None = None
+    # Rows the file holds, estimated from its size and its first 64 KiB (Parquet: exact).
+    estimated_rows: int | None = None
     duration_s: float = 0.0
     # What kind of problem `error` is, for the fix: "not_found", "not_a_file", "unreadable_file",
     # "unknown_format", "compressed", "utf16", "needs_pyarrow", "truncated", "invalid_json",

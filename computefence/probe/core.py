@@ -34,8 +34,8 @@ DEFAULT_PARAMS = {
     "timeouts": {},
     # Injectable roots so tests can present a constructed pod.
     "roots": {"proc": "/proc", "etc": "/etc", "sys": "/sys", "dev": "/dev"},
-    # About 48 bytes of the pod's memory per distinct row: 20M rows stay near 1 GB.
-    "dataset_max_rows": 20000000,
+    # None: as many rows as a quarter of the pod's available memory holds (dataset._ds_row_budget).
+    "dataset_max_rows": None,
     "dataset_max_seconds": 600.0,
     # --perf: run the GPU canary, unless a GPU holds more than this of other processes' memory.
     "perf": False,

@@ -7,7 +7,9 @@
 # different rows collide with probability ~n^2/2^65, 1e-7 at two million rows), kept in flat
 # open-addressing arrays at most 60% full: 24 bytes a slot per distinct input (its row and
 # first label ride along), 8 per other distinct row. The input table starts sized for the
-# row count estimated from the file size (at most 4M slots) and doubles as it fills.
+# row count estimated from the file size (at most 4M slots) and doubles as it fills. With the
+# interpreter and the tables' growth steps, the whole process peaks at about 55-65 bytes per
+# row (117 MB at 2M rows, 620 MB at 10M); the row budget assumes _DS_BYTES_PER_ROW.
 #
 # The laptop-side `computefence dataset` commands import this module: one reader, one set
 # of definitions.
@@ -35,12 +37,16 @@ import re
 import time
 import zlib
 from array import array
+from operator import itemgetter
 
-from .core import DEFAULT_TIMEOUTS
+from .core import DEFAULT_TIMEOUTS, _read_text
 
 _DS_LINE_CAP = 64 * 1024 * 1024
 _DS_SAMPLE_BYTES = 65536
 _DS_CHUNK = 1024 * 1024
+_DS_BATCH_BYTES = 65536
+# Measured peak memory per scanned row at 10M rows, tables and interpreter included.
+_DS_BYTES_PER_ROW = 64
 _DS_EXAMPLES = 5
 _DS_EXAMPLE_CHARS = 120
 _DS_EXAMPLE_LINES = 10
@@ -179,7 +185,7 @@ class _DatasetScan(object):
             "duplicate_rows": 0, "duplicate_inputs": 0, "conflicting_inputs": 0,
             "conflict_examples": [], "missing_inputs": 0, "missing_labels": 0, "label_counts": {},
             "distinct_labels": 0, "distinct_labels_capped": False, "distinct_inputs": 0, "partial": False,
-            "partial_reason": None, "duration_s": 0.0,
+            "partial_reason": None, "estimated_rows": None, "duration_s": 0.0,
         }
         # Key-absent counts, bumped by the row preparers; a named column absent from every
         # row is reported as absent rather than as all-missing.
@@ -381,11 +387,12 @@ class _DatasetScan(object):
             if n >= next_check:
                 if n >= max_rows:
                     facts["partial"] = True
-                    facts["partial_reason"] = "stopped at the row budget of %d rows" % max_rows
+                    facts["partial_reason"] = "stopped at the row budget of %d rows%s" % (max_rows, self._of_estimate())
                     break
                 if time.time() > self.deadline:
                     facts["partial"] = True
-                    facts["partial_reason"] = "stopped at the time budget after %d rows" % n
+                    facts["partial_reason"] = "stopped at the time budget after %d rows%s" % (
+                        facts["rows"] + n, self._of_estimate())
                     break
                 next_check = min(n + _DS_CHECK_EVERY, max_rows)
         self.used = used
@@ -396,6 +403,10 @@ class _DatasetScan(object):
             facts["missing_inputs"] += missing_inputs
         if has_label:
             facts["missing_labels"] = label_counts[_DS_NO_LABEL]
+
+    def _of_estimate(self):
+        estimated = self.facts["estimated_rows"]
+        return " of about %d" % estimated if estimated else ""
 
     def conflicting_input_fingerprints(self):
         """Fingerprints of the inputs seen with several labels (dedupe --drop-conflicts)."""
@@ -446,45 +457,88 @@ def _ds_stream_failed(scan, exc, line):
 
 
 def _ds_jsonl_objects(scan, stream):
-    """(line, object, raw) for each JSON Lines row; blank lines are skipped."""
-    loads = json.loads
+    """(line, object, raw) for each JSON Lines row; blank lines are skipped.
+
+    Lines are parsed about 64 KiB at a time by one json.loads call (each line wrapped in its
+    own array, so a line can never merge with the next); a batch that does not come out as
+    one value per line is parsed again line by line, so what is reported unreadable, and
+    why, is what the line-by-line parse says."""
     readline = stream.readline
     cap = _DS_LINE_CAP
     line = 0
+    batch = []
+    size = 0
     while True:
         try:
             raw = readline(cap + 1)
             if len(raw) > cap:
+                yield from _ds_jsonl_batch(scan, batch, line - len(batch))
+                batch, size = [], 0
                 line += 1
                 scan.unreadable(line, "line longer than %d MiB" % (cap >> 20))
                 while raw and not raw.endswith(b"\n"):
                     raw = readline(cap)
                 continue
         except (EOFError, OSError, zlib.error) as exc:
+            yield from _ds_jsonl_batch(scan, batch, line - len(batch))
             _ds_stream_failed(scan, exc, line)
             return
         if not raw:
+            yield from _ds_jsonl_batch(scan, batch, line - len(batch))
             return
         line += 1
         if line == 1 and raw.startswith(codecs.BOM_UTF8):
             raw = raw[3:]
-        try:
-            obj = loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            scan.unreadable(line, "not UTF-8 (byte 0x%02x at column %d)" % (raw[exc.start], exc.start + 1))
-            continue
-        except ValueError as exc:
-            if not raw.strip():
-                continue
+        batch.append(raw)
+        size += len(raw)
+        if size >= _DS_BATCH_BYTES:
+            yield from _ds_jsonl_batch(scan, batch, line - len(batch))
+            batch, size = [], 0
+
+
+def _ds_jsonl_batch(scan, batch, before):
+    """The rows of `batch`, consecutive raw lines of which the first is line before + 1."""
+    rows = []
+    if not batch:
+        return rows
+    try:
+        values = json.loads((b"[[" + b"],[".join(batch) + b"]]").decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError included
+        values = None
+    if values is None or len(values) != len(batch) or any(len(value) > 1 for value in values):
+        for i, raw in enumerate(batch):
+            obj = _ds_jsonl_line(scan, before + 1 + i, raw)
+            if obj is not None:
+                rows.append((before + 1 + i, obj, raw))
+        return rows
+    for i, value in enumerate(values):
+        if value:  # [] is a blank line
+            obj = value[0]
+            if obj.__class__ is dict:
+                rows.append((before + 1 + i, obj, batch[i]))
+            else:
+                scan.unreadable(before + 1 + i, "a JSON %s, not an object" % type(obj).__name__)
+    return rows
+
+
+def _ds_jsonl_line(scan, line, raw):
+    """One line's object, or None (blank, or counted as unreadable)."""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        scan.unreadable(line, "not UTF-8 (byte 0x%02x at column %d)" % (raw[exc.start], exc.start + 1))
+        return None
+    except ValueError as exc:
+        if raw.strip():
             reason = "not JSON: %s" % exc
             if not raw.endswith(b"\n"):
                 reason = "the last line is cut off (%s)" % exc
             scan.unreadable(line, reason)
-            continue
-        if obj.__class__ is not dict:
-            scan.unreadable(line, "a JSON %s, not an object" % type(obj).__name__)
-            continue
-        yield line, obj, raw
+        return None
+    if obj.__class__ is not dict:
+        scan.unreadable(line, "a JSON %s, not an object" % type(obj).__name__)
+        return None
+    return obj
 
 
 def _ds_array_objects(scan, stream, want_raw):
@@ -601,14 +655,34 @@ def _ds_object_rows(scan, head, objects, icol, lcol):
     freeze = _ds_freeze
     absent = scan.absent
     tags = _DS_SCALAR_TAGS
+    # Rows with the first row's keys (most rows) are fingerprinted as a tuple of their values in
+    # that key order, cheaper than a frozenset of items; only rows with those same keys can
+    # equal each other, and every one of them is fingerprinted the same way.
+    getter = None
     for source in (head, objects):
         for line, obj, raw in source:
+            if getter is None:
+                keys = list(obj)
+                width = len(keys)
+                # itemgetter of one key returns the value itself, not a 1-tuple
+                getter = itemgetter(*keys) if width > 1 else lambda row, key=(keys or [None])[0]: (row[key],)
             try:
-                # freeze(obj), inlined for flat rows
-                rh = hash(frozenset([(k, v.strip() if v.__class__ is str else tags[v.__class__] + repr(v))
-                                     for k, v in obj.items()]))
-            except KeyError:  # nested lists or objects
-                rh = hash(freeze(obj))
+                values = getter(obj) if len(obj) == width else None
+            except KeyError:
+                values = None
+            if values is not None:
+                try:
+                    rh = hash(tuple([v.strip() if v.__class__ is str else tags[v.__class__] + repr(v)
+                                     for v in values]))
+                except KeyError:  # nested lists or objects
+                    rh = hash(tuple([freeze(v) for v in values]))
+            else:
+                try:
+                    # freeze(obj), inlined for flat rows
+                    rh = hash(frozenset([(k, v.strip() if v.__class__ is str else tags[v.__class__] + repr(v))
+                                         for k, v in obj.items()]))
+                except KeyError:  # nested lists or objects
+                    rh = hash(freeze(obj))
             iv = lv = None
             if icol is not None:
                 try:
@@ -878,7 +952,9 @@ def _ds_scan_file(scan, path, sink):
     sample = source["sample"]
     lines = sample.count(b"\n")
     if lines:
-        scan.presize(source["estimated_bytes"] * lines // len(sample))
+        estimated = source["estimated_bytes"] * lines // len(sample)
+        facts["estimated_rows"] = max(estimated, lines)
+        scan.presize(estimated)
     fmt = facts["format"]
     stream = source["opener"]()
     try:
@@ -913,6 +989,7 @@ def _ds_scan_parquet(scan, path, sink):
     except Exception as exc:  # pyarrow raises its own error types for corrupt files
         raise _DatasetProblem("unknown_format", "not a readable Parquet file: %s" % exc)
     icol, lcol = scan.choose_columns(list(handle.schema_arrow.names))
+    scan.facts["estimated_rows"] = handle.metadata.num_rows
     scan.presize(handle.metadata.num_rows)
 
     def objects():
@@ -954,6 +1031,24 @@ def detect_dataset(path):
     return dict((key, scan.facts[key]) for key in ("path", "exists", "format", "compression", "error", "error_kind"))
 
 
+def _ds_row_budget(params):
+    """Rows the scan may keep fingerprints of: the parameter when set, else what a quarter of
+    the memory available right now holds at _DS_BYTES_PER_ROW (20M where that is unknown)."""
+    if params.get("dataset_max_rows"):
+        return int(params["dataset_max_rows"])
+    try:
+        meminfo = _read_text(os.path.join((params.get("roots") or {}).get("proc", "/proc"), "meminfo"))
+    except OSError:
+        meminfo = ""
+    for line in meminfo.splitlines():
+        if line.startswith("MemAvailable:"):
+            try:
+                return max(1000000, int(line.split()[1]) * 1024 // 4 // _DS_BYTES_PER_ROW)
+            except (IndexError, ValueError):
+                break
+    return 20000000
+
+
 def collect_dataset(params):
     path = params.get("dataset")
     if not path:
@@ -963,4 +1058,4 @@ def collect_dataset(params):
     # Stop early enough to answer with a partial scan before the collector's own timeout.
     max_seconds = min(float(params.get("dataset_max_seconds") or collector_limit), collector_limit * 0.9)
     return run_dataset_scan(path, params.get("input_column"), params.get("label_column"),
-                            max_rows=params.get("dataset_max_rows"), max_seconds=max_seconds).facts
+                            max_rows=_ds_row_budget(params), max_seconds=max_seconds).facts

@@ -279,7 +279,22 @@ def test_row_and_time_budgets_give_a_partial_scan(tmp_path):
     assert by_rows["partial"] and by_rows["rows"] == 10 and "row budget of 10" in by_rows["partial_reason"]
     by_time = scan(path, max_seconds=1e-9)
     assert by_time["partial"] and by_time["rows"] == scanner._DS_CHECK_EVERY
-    assert "time budget" in by_time["partial_reason"]
+    # How far it got, of how much: the estimate comes from the first 64 KiB and the file size.
+    assert 9000 <= by_time["estimated_rows"] <= 11000
+    assert by_time["partial_reason"] == (
+        f"stopped at the time budget after {scanner._DS_CHECK_EVERY} rows of about {by_time['estimated_rows']}")
+
+
+def test_the_row_budget_follows_the_memory_available_on_the_pod(tmp_path):
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "meminfo").write_text("MemTotal:       65536000 kB\nMemAvailable:    8000000 kB\n")
+    params = {"roots": {"proc": str(proc)}}
+    # A quarter of 8,000,000 kB at 64 bytes a row.
+    assert scanner._ds_row_budget(params) == 8000000 * 1024 // 4 // 64
+    assert scanner._ds_row_budget({**params, "dataset_max_rows": 10}) == 10
+    (proc / "meminfo").write_text("MemTotal:       65536000 kB\n")
+    assert scanner._ds_row_budget(params) == 20000000
 
 
 def test_collect_dataset_keeps_within_the_collector_timeout(tmp_path):

@@ -68,3 +68,43 @@ def test_csv_counts_match_the_reference(rows, delimiter):
     as_dicts = [dict(zip(header, cells)) for cells in rows]
     assert facts["error"] is None and facts["unreadable_rows"] == 0
     assert counts_of(facts) == reference(as_dicts, "text", "label", header)
+
+
+NOISE = st.sampled_from([
+    b"\n", b"   \n", b"[1, 2]\n", b"42\n", b'"text"\n', b"null\n", b"{not json}\n", b'{"text": "cut',
+    b'{"text": "\xff\xfe"}\n', b"1, 2\n", b'{"a": [1\n', b'2]}, {"b": 1}\n', b"],[\n", b'{"x": 1}],[{"y": 2}\n',
+    b'\xef\xbb\xbf{"text": "bom"}\n', b"\x0c\n",
+])
+
+
+@st.composite
+def jsonl_lines(draw):
+    lines = []
+    for row in draw(json_rows()):
+        lines.append(json.dumps(row, ensure_ascii=draw(st.booleans())).encode() + b"\n")
+        if draw(st.integers(0, 3)) == 0:
+            lines.append(draw(NOISE))
+    return b"".join(lines)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=jsonl_lines(), batch_bytes=st.sampled_from([64, 300, 65536]))
+def test_lines_parsed_in_batches_count_exactly_as_one_at_a_time(monkeypatch, data, batch_bytes):
+    from computefence.probe import dataset
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write(Path(tmp) / "train.jsonl", data)
+        monkeypatch.setattr(dataset, "_DS_BATCH_BYTES", 1)
+        one_at_a_time = scan(path, "text", "label")
+        monkeypatch.setattr(dataset, "_DS_BATCH_BYTES", batch_bytes)
+        batched = scan(path, "text", "label")
+    for facts in (one_at_a_time, batched):
+        facts.pop("duration_s")
+    assert batched == one_at_a_time
+
+
+def test_lines_that_would_merge_into_one_value_are_each_unreadable(tmp_path):
+    # Joined with a comma these two lines would be two valid objects; each alone is not JSON.
+    data = b'{"text": "a"}\n{"a": [{"x": 1}\n{"y": 2}]}, {"text": "b"}\n{"text": "c"}\n'
+    facts = scan(write(tmp_path / "train.jsonl", data), "text", "label")
+    assert (facts["rows"], facts["unreadable_rows"], facts["unreadable_lines"]) == (2, 2, [2, 3])
