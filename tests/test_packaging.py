@@ -15,6 +15,8 @@ import pytest
 from computefence.models import Report
 
 ROOT = Path(__file__).resolve().parents[1]
+# The installed venv must import its own wheel, whatever PYTHONPATH the test run was given.
+VENV_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +77,7 @@ def test_installed_doctor_runs_from_the_wheel(installed, tmp_path):
     # The venv's own computefence is the one imported, not this checkout's editable one.
     where = subprocess.run(
         [str(python), "-c", "import computefence, computefence.profiles as p; print(computefence.__file__); print(p.profiles_dir())"],
-        capture_output=True, text=True, check=True, cwd=tmp_path,
+        capture_output=True, text=True, check=True, cwd=tmp_path, env=VENV_ENV,
     ).stdout.split()
     purelib = _purelib(installed).resolve()
     assert Path(where[0]).resolve().is_relative_to(purelib)
@@ -84,7 +86,7 @@ def test_installed_doctor_runs_from_the_wheel(installed, tmp_path):
     script = installed / "bin" / "computefence"
     result = subprocess.run(
         [str(script), "doctor", "--format", "json", "--output-dir", str(tmp_path / "out")],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, env=VENV_ENV,
     )
     assert result.returncode in (0, 1) and "Traceback" not in result.stderr, result.stderr
     report = Report.model_validate_json(result.stdout)
@@ -97,7 +99,7 @@ def test_installed_wheel_runs_the_readme_demo(installed, tmp_path):
     result = subprocess.run(
         [str(installed / "bin" / "computefence"), "fleet", "check", "--demo", "--format", "json"],
         capture_output=True, text=True, cwd=tmp_path, timeout=120,
-        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")},
+        env={**VENV_ENV, "XDG_CONFIG_HOME": str(tmp_path / "config")},
     )
     # The demo fleet has blocked pods on purpose: exit 1, with a full report.
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
@@ -109,7 +111,7 @@ def test_installed_wheel_runs_the_readme_demo(installed, tmp_path):
 def _purelib(env: Path) -> Path:
     out = subprocess.run(
         [str(env / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=VENV_ENV,
     )
     return Path(out.stdout.strip())
 
