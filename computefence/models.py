@@ -10,9 +10,10 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer, model_validator
 
-SCHEMA_VERSION = 1
+# 2: findings and host statuses carry fix_commands/fix_advice; severity "skip"; summary.skipped.
+SCHEMA_VERSION = 2
 PROBE_SCHEMA_VERSION = 1
 
 
@@ -401,6 +402,30 @@ class ProviderInfo(_Model):
     network_volume: bool | None = None
 
 
+class Fix(_Model):
+    """What to do about a finding: shell lines to run in order, each safe to paste, and
+    plain-words advice for what no command can do (move to another machine, edit the pod
+    in the provider's console). A plain string stands for one command."""
+
+    commands: list[str] = Field(default_factory=list)
+    advice: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _command_shorthand(cls, value: Any) -> Any:
+        return {"commands": [value]} if isinstance(value, str) else value
+
+    def __bool__(self) -> bool:
+        return bool(self.commands or self.advice)
+
+    def as_text(self) -> str:
+        """The schema-1 one-line form: commands joined by '; ', advice as a shell comment."""
+        text = "; ".join(self.commands)
+        if self.advice:
+            text = f"{text}  # {self.advice}" if text else self.advice
+        return text
+
+
 class Target(_Model):
     """One machine to check, wherever it came from."""
 
@@ -421,7 +446,7 @@ class Target(_Model):
     provider: ProviderInfo | None = None
     # Set when the provider lists the pod but it cannot be checked (no public SSH, stopped).
     unreachable_reason: str | None = None
-    unreachable_fix: str | None = None
+    unreachable_fix: Fix | None = None
     # Path to an ssh_config the target was read from, for connection options.
     ssh_config: str | None = None
     # Overrides for the probe's filesystem roots ("proc", "etc", "sys", "dev"), passed into
@@ -435,20 +460,53 @@ class Target(_Model):
 
 
 class Severity(str, Enum):
+    # A check that could not run or does not apply here; its message says why.
+    SKIP = "skip"
     PASS = "pass"
     WARN = "warn"
     BLOCK = "block"
 
     @property
     def rank(self) -> int:
-        return {"pass": 0, "warn": 1, "block": 2}[self.value]
+        return {"skip": -1, "pass": 0, "warn": 1, "block": 2}[self.value]
 
 
-class Finding(_Model):
+class _WithFix(_Model):
+    """For models with a `fix: Fix | None` field. In JSON, `fix` stays the schema-1 string
+    for one more schema version, beside `fix_commands` and `fix_advice`; reading accepts
+    both forms (a schema-1 string reads as one command)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fix_from_json(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("fix_commands" in data or "fix_advice" in data):
+            data = dict(data)
+            commands, advice = data.pop("fix_commands", None) or [], data.pop("fix_advice", None)
+            data["fix"] = {"commands": commands, "advice": advice} if commands or advice else None
+        return data
+
+    @field_serializer("fix", check_fields=False)
+    def _fix_text(self, fix: Fix | None) -> str | None:
+        return fix.as_text() if fix else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fix_commands(self) -> list[str]:
+        fix = getattr(self, "fix", None)
+        return list(fix.commands) if fix else []
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fix_advice(self) -> str | None:
+        fix = getattr(self, "fix", None)
+        return fix.advice if fix else None
+
+
+class Finding(_WithFix):
     check: str  # stable id, e.g. "storage.output-dir"
     severity: Severity
     message: str
-    fix: str | None = None
+    fix: Fix | None = None
     # What the finding is about on this host (a path, a filesystem, a GPU index), so
     # the same check on the same subject groups across pods.
     subject: str | None = None
@@ -469,11 +527,11 @@ class HostStatus(str, Enum):
     CANCELLED = "cancelled"
 
 
-class HostReport(_Model):
+class HostReport(_WithFix):
     name: str
     status: HostStatus
     reason: str | None = None
-    fix: str | None = None
+    fix: Fix | None = None
     host: str | None = None
     port: int | None = None
     provider: ProviderInfo | None = None
@@ -541,6 +599,8 @@ class Summary(_Model):
     blockers: int = 0
     warnings: int = 0
     passed: int = 0
+    # Checks that could not run or do not apply; neither passes nor problems.
+    skipped: int = 0
     cost_per_hour_total: float | None = None
     cost_per_hour_at_risk: float | None = None
     hosts_at_risk_priced: int = 0

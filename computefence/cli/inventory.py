@@ -116,8 +116,12 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
             table.add_row(*(cell(t) for cell in columns.values()))
         console.print(table)
     for t in blocked:
-        fix = f" Fix: {t.unreachable_fix}" if t.unreachable_fix else ""
-        console.print(Text(f"{t.name}: not checkable: {t.unreachable_reason.rstrip('.')}.{fix}", style="red"))
+        console.print(Text(f"{t.name}: not checkable: {t.unreachable_reason.rstrip('.')}.", style="red"))
+        if t.unreachable_fix:
+            for command in t.unreachable_fix.commands:
+                console.print(Text(f"  fix: {command}", style="red"), soft_wrap=True)
+            if t.unreachable_fix.advice:
+                console.print(Text(f"  note: {t.unreachable_fix.advice}", style="red"))
     for status in sources:
         if not status.ok:
             console.print(Text(f"source failed: {_source_error(status)}", style="bold red"))

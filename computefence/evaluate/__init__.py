@@ -14,7 +14,7 @@ from computefence.evaluate import policy as policy_rules
 from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context, matches, one_line
 from computefence.evaluate.fleet import build_report, exit_code
-from computefence.models import BaselineLock, CheckOptions, Facts, Finding, HostReport, HostStatus, ProviderInfo
+from computefence.models import BaselineLock, CheckOptions, Facts, Finding, Fix, HostReport, HostStatus, ProviderInfo
 from computefence.policy import EffectivePolicy
 
 RULES: list[Rule] = [
@@ -82,10 +82,15 @@ def finish_hosts(hosts: list[HostReport], policies: dict[str, EffectivePolicy], 
 
 
 def _single_line(finding: Finding) -> Finding:
-    # Paths and names come from the pod; a newline in one must not break a report line.
-    if "\n" not in finding.message and "\n" not in (finding.fix or ""):
+    # Paths and names come from the pod; a newline in one must not break a report line
+    # (or turn one fix command into two).
+    fix = finding.fix
+    texts = [finding.message, *(fix.commands if fix else []), (fix.advice if fix else None) or ""]
+    if not any("\n" in text for text in texts):
         return finding
-    fix = one_line(finding.fix, None) if finding.fix else finding.fix
+    if fix is not None:
+        fix = Fix(commands=[one_line(c, None) for c in fix.commands],
+                  advice=one_line(fix.advice, None) if fix.advice else None)
     return finding.model_copy(update={"message": one_line(finding.message, None), "fix": fix})
 
 

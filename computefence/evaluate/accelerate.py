@@ -6,8 +6,8 @@ num_processes / num_machines of them, and each needs a GPU of its own.
 
 from __future__ import annotations
 
-from computefence.evaluate.context import Context, block, one_line, passed, q, warn, with_note
-from computefence.models import CheckOptions, Facts, Finding
+from computefence.evaluate.context import Context, block, one_line, passed, q, skipped, warn
+from computefence.models import CheckOptions, Facts, Finding, Fix
 
 CHECKS = {"accelerate.num-processes": "accelerate starts one process per visible GPU on each machine"}
 
@@ -57,13 +57,13 @@ def check_num_processes(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     config = accel.config
     distributed = str(config.get("distributed_type") or "NO").strip().upper()
     if _truthy(config.get("use_cpu")) or distributed in NOT_GPU:
-        return [passed(cid, f"accelerate config {path} does not use GPUs ({distributed})", subject=path)]
+        return [skipped(cid, f"accelerate config {path} does not use GPUs ({distributed}): nothing to compare", subject=path)]
     torch = facts.torch
     countable = ctx.gpu_usable or (torch.importable and torch.cuda_available and torch.device_count is not None)
     if not countable:
         if ctx.gpu_present or ctx.gpu_expected:
             return []  # gpu.driver reports why the GPUs cannot be counted
-        return [passed(cid, f"no NVIDIA GPU on this machine; accelerate config {path} not compared", subject=path)]
+        return [skipped(cid, f"no NVIDIA GPU on this machine; accelerate config {path} not compared", subject=path)]
     processes = _int(config.get("num_processes"), 1)
     machines = _int(config.get("num_machines"), 1)
     if processes is None or machines is None or processes < 1 or machines < 1:
@@ -87,11 +87,12 @@ def check_num_processes(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     return [passed(cid, f"accelerate starts {per_machine} process(es) per machine, one per visible GPU", subject=path)]
 
 
-def _set_processes(path: str, total: int, distributed: str) -> str:
+def _set_processes(path: str, total: int, distributed: str) -> Fix:
     edits = [f"-e 's/^num_processes:.*/num_processes: {total}/'"]
     if distributed == "NO" and total > 1:
         edits.append("-e 's/^distributed_type:.*/distributed_type: MULTI_GPU/'")
-    return with_note(f"sed -i {' '.join(edits)} {q(path)}", f"or pass --num_processes {total} to accelerate launch")
+    return Fix(commands=[f"sed -i {' '.join(edits)} {q(path)}"],
+               advice=f"or pass --num_processes {total} to accelerate launch")
 
 
 RULES = [check_num_processes]

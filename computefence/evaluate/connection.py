@@ -1,12 +1,12 @@
-"""The fix line for a pod that could not be checked: the command to try next, with the
-target's own user, port, key, ssh_config and hop (-J or -o ProxyCommand=...)."""
+"""The fix for a pod that could not be checked: the command to try next, with the target's
+own user, port, key, ssh_config and hop (-J or -o ProxyCommand=...), and what to know about it."""
 
 from __future__ import annotations
 
 import ipaddress
 
-from computefence.evaluate.context import q, with_note
-from computefence.models import HostStatus, Target
+from computefence.evaluate.context import q
+from computefence.models import Fix, HostStatus, Target
 from computefence.profiles import Profile, get_profile
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
@@ -69,14 +69,14 @@ def _known_hosts_files(target: Target) -> list[str]:
     return target.known_hosts or [DEFAULT_KNOWN_HOSTS]
 
 
-def status_fix(target: Target, status: HostStatus, detail: str | None = None) -> str:
-    """One line to run (with a short note) for a pod that ended in `status`; '' for ok."""
+def status_fix(target: Target, status: HostStatus, detail: str | None = None) -> Fix | None:
+    """What to run (and know) for a pod that ended in `status`; None for ok."""
     profile = get_profile(target.provider.provider if target.provider is not None else None)
     ssh = ssh_command(target, profile)
     title = profile.title
     user = _user(target, profile)
     if status is HostStatus.OK:
-        return ""
+        return None
     if status is HostStatus.UNREACHABLE:
         refused = detail is not None and "refused" in detail.lower()
         hop = _hop(target)
@@ -89,48 +89,50 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None) ->
                      "(`-J BASTION`, `proxy_jump:` in the inventory) or a ProxyCommand")
         if profile.advice.rediscover:
             note += f"; {profile.advice.rediscover}"
-        return with_note(f"{ssh_command(target, profile, '-o', 'ConnectTimeout=10')} true", note)
+        return Fix(commands=[f"{ssh_command(target, profile, '-o', 'ConnectTimeout=10')} true"], advice=note)
     if status is HostStatus.TIMEOUT:
-        return with_note(f"computefence probe --print | {ssh} python3 -",
-                         "shows where it stalls; if ssh itself hangs, the machine or its network is overloaded")
+        return Fix(commands=[f"computefence probe --print | {ssh} python3 -"],
+                   advice="shows where it stalls; if ssh itself hangs, the machine or its network is overloaded")
     if status is HostStatus.AUTH_FAILED:
         note = f"shows which keys are offered; add your public key to ~/.ssh/authorized_keys of {user or 'the login user'}"
         if profile.advice.auth:
             note += f", or {profile.advice.auth}"
         if target.user is None and profile.ssh.user:
             note += f" (the login user on {title} is {profile.ssh.user})"
-        return with_note(f"{ssh_command(target, profile, '-v')} true", note)
+        return Fix(commands=[f"{ssh_command(target, profile, '-v')} true"], advice=note)
     if status is HostStatus.HOST_KEY_UNKNOWN:
         if _hop(target):
             # ssh-keyscan cannot go through a hop; ssh itself shows the key and asks.
-            return with_note(f"{ssh_command(target, profile, '-o', 'StrictHostKeyChecking=ask')} true",
-                             "ssh shows the fingerprint and asks before recording it: compare it with the "
-                             "provider's console first, or rerun with --accept-new")
+            return Fix(commands=[f"{ssh_command(target, profile, '-o', 'StrictHostKeyChecking=ask')} true"],
+                       advice="ssh shows the fingerprint and asks before recording it: compare it with the "
+                              "provider's console first, or rerun with --accept-new")
         port = f"-p {target.port} " if target.port != 22 else ""
         scan = f"ssh-keyscan {port}{q(target.host)} >> {_path(_known_hosts_files(target)[0])}"
-        return with_note(scan, "compare the fingerprint with the provider's console first, or rerun with --accept-new")
+        return Fix(commands=[scan],
+                   advice="compare the fingerprint with the provider's console first, or rerun with --accept-new")
     if status is HostStatus.HOST_KEY_MISMATCH:
         # The runner passes the known_hosts file that holds the old key as `detail`.
         name = q(_known_hosts_name(target))
         files = [detail] if detail else _known_hosts_files(target)
-        removals = " && ".join(f"ssh-keygen -f {_path(f)} -R {name}" for f in files)
-        return with_note(removals, "only if the pod was recreated (rented pods recycle IPs); otherwise the connection "
-                                   "may be intercepted")
+        return Fix(commands=[f"ssh-keygen -f {_path(f)} -R {name}" for f in files],
+                   advice="only if the pod was recreated (rented pods recycle IPs); otherwise the connection may be "
+                          "intercepted")
     if status is HostStatus.CONNECTION_LOST:
-        return with_note(f"{ssh} {q('uptime; dmesg | tail -n 20')}",
-                         "the connection dropped mid-probe: the machine restarted, ran out of memory or lost its network")
+        return Fix(commands=[f"{ssh} {q('uptime; dmesg | tail -n 20')}"],
+                   advice="the connection dropped mid-probe: the machine restarted, ran out of memory or lost its network")
     if status is HostStatus.NO_PYTHON:
         root = "" if user == "root" else "sudo "
         install = q(f"{root}apt-get update && {root}apt-get install -y python3")
         note = "the probe needs python3 (or python) on the login shell's PATH"
-        return with_note(f"{ssh} {install}", note)
+        return Fix(commands=[f"{ssh} {install}"], advice=note)
     if status is HostStatus.PROBE_FAILED:
-        return with_note(f"computefence probe --print | {ssh} python3 -", "shows the probe's own error")
+        return Fix(commands=[f"computefence probe --print | {ssh} python3 -"], advice="shows the probe's own error")
     if status is HostStatus.NOT_CHECKABLE:
-        return target.unreachable_fix or profile.advice.not_checkable or "make the machine reachable over SSH"
+        return target.unreachable_fix or Fix(advice=profile.advice.not_checkable or "make the machine reachable over SSH")
     if status is HostStatus.VANISHED:
         provider = target.provider.provider if target.provider is not None else profile.name
-        return f"computefence inventory list --provider {q(provider)}  # the pod is gone from {title}; check what is running now"
+        return Fix(commands=[f"computefence inventory list --provider {q(provider)}"],
+                   advice=f"the pod is gone from {title}; check what is running now")
     if status is HostStatus.CANCELLED:
-        return "rerun the check; it was cancelled before this pod finished"
-    return ""
+        return Fix(advice="rerun the check; it was cancelled before this pod finished")
+    return None

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from computefence.evaluate.mounts import StorageMap
-from computefence.models import CheckOptions, Facts, Finding, PathFacts, ProviderInfo, Severity
+from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts, ProviderInfo, Severity
 from computefence.policy import NumberSpec, Thresholds
 from computefence.profiles import Profile, detect_provider, get_profile
 
@@ -118,11 +118,18 @@ def passed(check: str, message: str, subject: str | None = None) -> Finding:
     return Finding(check=check, severity=Severity.PASS, message=message, subject=subject)
 
 
-def warn(check: str, message: str, fix: str, subject: str | None = None) -> Finding:
+def skipped(check: str, reason: str, subject: str | None = None) -> Finding:
+    """A check that could not run or does not apply here; `reason` says which and why."""
+    return Finding(check=check, severity=Severity.SKIP, message=reason, subject=subject)
+
+
+def warn(check: str, message: str, fix: str | Fix, subject: str | None = None) -> Finding:
+    """`fix` is a Fix, or one command as a plain string."""
     return Finding(check=check, severity=Severity.WARN, message=message, fix=fix, subject=subject)
 
 
-def block(check: str, message: str, fix: str, subject: str | None = None) -> Finding:
+def block(check: str, message: str, fix: str | Fix, subject: str | None = None) -> Finding:
+    """`fix` is a Fix, or one command as a plain string."""
     return Finding(check=check, severity=Severity.BLOCK, message=message, fix=fix, subject=subject)
 
 
@@ -134,11 +141,6 @@ def q(text: str) -> str:
 def sudo(facts: Facts) -> str:
     """'sudo ' for a non-root login, nothing for root (containers often have no sudo)."""
     return "" if facts.identity.uid == 0 or facts.identity.user == "root" else "sudo "
-
-
-def with_note(command: str, note: str | None) -> str:
-    """A command followed by a shell comment, so the whole line still pastes and runs."""
-    return f"{command}  # {note}" if note else command
 
 
 def one_line(text: str | None, limit: int | None = 240) -> str:

@@ -13,7 +13,8 @@ computefence/probe/dataset.py for the exact definitions); the verdicts are made 
   cross-entropy H = -sum(p ln p) (ln 2 = 0.693 for two balanced classes), so a loss stuck
   there means nothing was learned; with heavy skew H is small and looks like progress.
 
-Fixes are commands for the pod, mostly `computefence dataset dedupe IN OUT [flags]`.
+Fixes are commands for the pod, mostly `computefence dataset dedupe IN OUT [flags]`, with
+advice for what a command cannot do (weighting the loss, fixing the export).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import difflib
 import math
 import posixpath
 
-from computefence.evaluate.context import Context, block, collector_error, one_line, passed, q, warn, with_note
-from computefence.models import CheckOptions, DatasetFacts, Facts, Finding
+from computefence.evaluate.context import Context, block, collector_error, one_line, passed, q, skipped, warn
+from computefence.models import CheckOptions, DatasetFacts, Facts, Finding, Fix
 
 CHECKS = {
     "dataset.unreadable": "the dataset exists, has a known format and its rows parse",
@@ -78,7 +79,8 @@ RULES = [check_dataset]
 
 def _warn_unchecked(path: str, reason: str) -> Finding:
     return warn("dataset.unreadable", f"dataset {path} was not scanned: {one_line(reason, 200)}",
-                with_note(f"computefence dataset check {q(path)}", f"scans without the probe's time budget; {INSTALL_NOTE}"),
+                Fix(commands=[f"computefence dataset check {q(path)}"],
+                    advice=f"scans without the probe's time budget; {INSTALL_NOTE}"),
                 subject=path)
 
 
@@ -91,24 +93,25 @@ def _readability(data: DatasetFacts) -> Finding:
         message = f"dataset {path} has no rows" if not total else f"no row of {path} can be read"
         if data.unreadable_reason:
             message += f" ({one_line(data.unreadable_reason, 200)})"
-        return block(cid, message, with_note(_show_lines_command(data, data.unreadable_lines or [1, 2, 3]),
-                                              "look at what the file holds"), subject=path)
+        return block(cid, message, Fix(commands=[_show_lines_command(data, data.unreadable_lines or [1, 2, 3])],
+                                       advice="look at what the file holds"), subject=path)
     if data.unreadable_rows:
         share = data.unreadable_rows / total
         message = (f"{data.unreadable_rows:,} of {total:,} rows of {path} cannot be read ({_pct(share)}), "
                    f"first at line{'s' if len(data.unreadable_lines) > 1 else ''} "
                    f"{', '.join(map(str, data.unreadable_lines[:5]))}; {one_line(data.unreadable_reason, 200)}")
         if share > UNREADABLE_BLOCK_SHARE:
-            fix = with_note(_show_lines_command(data, data.unreadable_lines[:3]),
-                            "see what is wrong with them, then fix the export that wrote the file")
+            fix = Fix(commands=[_show_lines_command(data, data.unreadable_lines[:3])],
+                      advice="see what is wrong with them, then fix the export that wrote the file")
             return block(cid, message + _partial_note(data), fix, subject=path)
-        fix = with_note(_dedupe_command(data), f"writes a copy without them (and without duplicates); {INSTALL_NOTE}")
+        fix = Fix(commands=[_dedupe_command(data)],
+                  advice=f"writes a copy without them (and without duplicates); {INSTALL_NOTE}")
         return warn(cid, message + "; pandas and datasets stop at the first" + _partial_note(data), fix, subject=path)
     if data.partial:
         return warn(cid, f"only part of {path} was scanned ({data.partial_reason}): {data.rows:,} rows; "
                          "the dataset checks cover those rows only",
-                    with_note(f"computefence dataset check {q(path)}",
-                              f"scans the whole file without the probe's time budget; {INSTALL_NOTE}"),
+                    Fix(commands=[f"computefence dataset check {q(path)}"],
+                        advice=f"scans the whole file without the probe's time budget; {INSTALL_NOTE}"),
                     subject=path)
     kind = data.format or "data"
     if data.compression:
@@ -116,32 +119,35 @@ def _readability(data: DatasetFacts) -> Finding:
     return passed(cid, f"{data.rows:,} rows of {path} read ({kind})", subject=path)
 
 
-def _error_fix(data: DatasetFacts) -> str:
+def _error_fix(data: DatasetFacts) -> Fix:
     path = data.path
     kind = data.error_kind
     if kind == "not_found":
         parent = posixpath.dirname(path.rstrip("/")) or "."
-        return with_note(f"ls -la {q(parent)}", "a relative path starts at the login directory; pass the file's real path")
+        return Fix(commands=[f"ls -la {q(parent)}"],
+                   advice="a relative path starts at the login directory; pass the file's real path")
     if kind == "not_a_file":
-        return with_note(f"ls -la {q(path)}", "name one data file in it (.jsonl, .json, .csv, .tsv, .parquet)")
+        return Fix(commands=[f"ls -la {q(path)}"], advice="name one data file in it (.jsonl, .json, .csv, .tsv, .parquet)")
     if kind == "unreadable_file":
-        return with_note(f"ls -la {q(path)}", "the checking user cannot read it: chmod a+r, or check as its owner")
+        return Fix(commands=[f"ls -la {q(path)}"],
+                   advice="the checking user cannot read it: chmod a+r, or check as its owner")
     if kind == "compressed":
         commands = {"bzip2": f"bunzip2 -k {q(path)}", "xz": f"unxz -k {q(path)}", "zstd": f"zstd -d {q(path)}",
                     "zip": f"unzip {q(path)} -d {q(posixpath.dirname(path) or '.')}"}
-        return with_note(commands.get(data.compression or "", f"file {q(path)}"),
-                         "then point training and this check at the decompressed file")
+        return Fix(commands=[commands.get(data.compression or "", f"file {q(path)}")],
+                   advice="then point training and this check at the decompressed file")
     if kind == "utf16":
-        return f"iconv -f UTF-16 -t UTF-8 {q(path)} > {q(_derived_path(path, 'utf8'))}"
+        return Fix(commands=[f"iconv -f UTF-16 -t UTF-8 {q(path)} > {q(_derived_path(path, 'utf8'))}"])
     if kind == "needs_pyarrow":
-        return with_note("python3 -m pip install pyarrow", "in the pod's interpreter, or convert the file to JSON Lines")
+        return Fix(commands=["python3 -m pip install pyarrow"],
+                   advice="in the pod's interpreter, or convert the file to JSON Lines")
     if kind == "truncated":
-        if data.compression == "gzip":
-            return with_note(f"gzip -t {q(path)}", "the file is cut off: copy it to the pod again")
-        return with_note(f"tail -c 300 {q(path)}", "the file is cut off: copy it to the pod again")
+        look = f"gzip -t {q(path)}" if data.compression == "gzip" else f"tail -c 300 {q(path)}"
+        return Fix(commands=[look], advice="the file is cut off: copy it to the pod again")
     if kind in ("invalid_json", "invalid_csv") and data.unreadable_lines:
-        return with_note(_show_lines_command(data, data.unreadable_lines[:3]), "see what is wrong there")
-    return with_note(f"file {q(path)}", "datasets must be JSON Lines, a JSON array, CSV, TSV or Parquet (gzip allowed)")
+        return Fix(commands=[_show_lines_command(data, data.unreadable_lines[:3])], advice="see what is wrong there")
+    return Fix(commands=[f"file {q(path)}"],
+               advice="datasets must be JSON Lines, a JSON array, CSV, TSV or Parquet (gzip allowed)")
 
 
 # ---------------------------------------------------------------- dataset.columns
@@ -158,8 +164,9 @@ def _columns(data: DatasetFacts) -> Finding:
             fixes.append(f"{flag} {q(close[0] if close else '<column>')}")
         names = ", ".join(repr(n) for n in data.absent_columns)
         return block(cid, f"{path} has no column {names}; its columns: {existing}",
-                     with_note(" ".join(fixes), "on the command line (input_column:/label_column: under checks: in an "
-                                                "inventory); name the columns the training script reads"),
+                     Fix(commands=[f"computefence dataset check {q(path)} {' '.join(fixes)}"],
+                         advice="name the columns the training script reads; doctor and fleet check take the same "
+                                "flags (input_column:/label_column: under checks: in an inventory)"),
                      subject=path)
     parts = []
     for role, name, guessed in (("input", data.input_column, data.input_column_guessed),
@@ -193,7 +200,8 @@ def _duplicates(data: DatasetFacts) -> Finding:
         if repeated_inputs > data.duplicate_rows:
             message += f"; {repeated_inputs:,} rows repeat an earlier input"
         return warn(cid, message + _partial_note(data),
-                    with_note(_dedupe_command(data), f"keeps each row's first occurrence; {INSTALL_NOTE}"), subject=path)
+                    Fix(commands=[_dedupe_command(data)], advice=f"keeps each row's first occurrence; {INSTALL_NOTE}"),
+                    subject=path)
     message = f"no duplicate rows among {data.rows:,}"
     if repeated_inputs:
         message += (f"; {repeated_inputs:,} rows repeat an earlier input with other fields differing "
@@ -214,8 +222,8 @@ def _conflicts(data: DatasetFacts) -> Finding:
     if examples:
         message += f", e.g. {examples}"
     return warn(cid, message + _partial_note(data),
-                with_note(_dedupe_command(data, "--drop-conflicts"),
-                          f"drops every row of those inputs (or fix their labels at the lines shown); {INSTALL_NOTE}"),
+                Fix(commands=[_dedupe_command(data, "--drop-conflicts")],
+                    advice=f"drops every row of those inputs (or fix their labels at the lines shown); {INSTALL_NOTE}"),
                 subject=path)
 
 
@@ -233,7 +241,7 @@ def _missing(data: DatasetFacts, has_input: bool, has_label: bool) -> Finding:
                       subject=path)
     return warn(cid, "; ".join(parts) + " (absent, null or blank): tokenizers and collators fail on them or train on "
                 "empty text" + _partial_note(data),
-                with_note(_dedupe_command(data, "--drop-missing"), f"drops those rows and duplicates; {INSTALL_NOTE}"),
+                Fix(commands=[_dedupe_command(data, "--drop-missing")], advice=f"drops those rows and duplicates; {INSTALL_NOTE}"),
                 subject=path)
 
 
@@ -254,11 +262,11 @@ def _skew(data: DatasetFacts) -> Finding:
     cid, path = "dataset.label-skew", data.path
     distinct = data.distinct_labels
     if not data.label_counts:
-        return passed(cid, "no labelled rows to weigh", subject=path)
+        return skipped(cid, "no labelled rows to weigh", subject=path)
     if data.distinct_labels_capped or distinct > MAX_CLASSES:
         more = "more than " if data.distinct_labels_capped else ""
-        return passed(cid, f"{more}{distinct:,} distinct labels: a free-form target rather than classes; skew not checked",
-                      subject=path)
+        return skipped(cid, f"{more}{distinct:,} distinct labels: a free-form target rather than classes; skew not checked",
+                       subject=path)
     counts = sorted(data.label_counts.items(), key=lambda item: -item[1])
     k = len(counts)  # labels that print alike (1 and "1") count as one here
     labelled = sum(count for _, count in counts)
@@ -271,8 +279,8 @@ def _skew(data: DatasetFacts) -> Finding:
     if k == 1:
         return warn(cid, f"every labelled row has label {top!r}: there is nothing to learn (loss plateau 0)"
                     + _partial_note(data),
-                    with_note(_show_lines_command(data, [1, 2, 3]),
-                              "check --label-column names the label and the export kept every class"),
+                    Fix(commands=[_show_lines_command(data, [1, 2, 3])],
+                        advice="check --label-column names the label and the export kept every class"),
                     subject=path)
     rare = [name for name, share in shares.items() if share < RARE_CLASS_FRACTION / k]
     if shares[top] < SKEW_MAJORITY_SHARE and not rare:
@@ -289,13 +297,15 @@ def _skew(data: DatasetFacts) -> Finding:
                 _weights_fix(counts, labelled), subject=path)
 
 
-def _weights_fix(counts: list[tuple[str, int]], labelled: int) -> str:
+def _weights_fix(counts: list[tuple[str, int]], labelled: int) -> Fix:
+    # Python for the training script, not a shell line: advice.
     k = len(counts)
     names = sorted((name for name, _ in counts), key=_label_order)
     by_name = dict(counts)
     weights = ", ".join(f"{labelled / (k * by_name[name]):.3g}" for name in names)
-    return (f"torch.nn.CrossEntropyLoss(weight=torch.tensor([{weights}]))  # inverse-frequency class weights, classes "
-            f"in the order {', '.join(names)}; or oversample the rare classes")
+    return Fix(advice=f"weight the loss by inverse class frequency in the training script: "
+                      f"torch.nn.CrossEntropyLoss(weight=torch.tensor([{weights}])), classes in the order "
+                      f"{', '.join(names)}; or oversample the rare classes")
 
 
 def _label_order(name: str) -> tuple:

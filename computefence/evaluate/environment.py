@@ -7,11 +7,11 @@ from collections import Counter
 from datetime import datetime, timezone
 
 from computefence import __version__
-from computefence.evaluate.context import block, passed, q, warn, with_note
+from computefence.evaluate.context import block, passed, q, warn
 from computefence.evaluate.torch_builds import install_command, parse_version
 from computefence.evaluate.fingerprint import NOT_INSTALLED, fingerprint, is_package, label, outlier_fields
 from computefence.errors import ConfigError
-from computefence.models import BaselineLock, Facts, Finding, HostReport, HostStatus
+from computefence.models import BaselineLock, Facts, Finding, Fix, HostReport, HostStatus
 
 CHECKS = {
     "env.drift": "the pod's versions and hardware match the baseline lock",
@@ -88,7 +88,7 @@ def _torch_tag(cuda_build: str) -> str | None:
     return f"cu{version[0]}{version[1]}" if version and len(version) >= 2 else None
 
 
-def match_fix(facts: Facts, wanted: dict[str, str]) -> str:
+def match_fix(facts: Facts, wanted: dict[str, str]) -> Fix:
     """Commands that give this pod the `wanted` values (field -> value) where pip can, and
     words for what comes with the image or the machine."""
     python = _python(facts)
@@ -107,8 +107,8 @@ def match_fix(facts: Facts, wanted: dict[str, str]) -> str:
     others = [label(k) for k in wanted if not is_package(k) and k not in handled]
     note = f"{', '.join(others)}: comes with the image or the machine; redeploy on one that matches" if others else None
     if commands:
-        return with_note(" && ".join(commands), note)
-    return note or "redeploy from the image the reference pod ran"
+        return Fix(commands=commands, advice=note)
+    return Fix(advice=note or "redeploy from the image the reference pod ran")
 
 
 def drift_finding(host: HostReport, lock: BaselineLock, severity: dict[str, str]) -> Finding:

@@ -57,6 +57,7 @@ def summarize(hosts: list[HostReport], sources: Iterable[SourceStatus] = (), *, 
         summary.blockers += blockers
         summary.warnings += warnings
         summary.passed += sum(1 for f in host.findings if f.severity is Severity.PASS)
+        summary.skipped += sum(1 for f in host.findings if f.severity is Severity.SKIP)
         ok = host.status is HostStatus.OK
         if ok:
             summary.ok += 1

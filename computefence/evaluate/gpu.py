@@ -1,7 +1,7 @@
 """GPU checks: the driver, torch's CUDA build against it, and what torch can see.
 
 On a machine with no sign of an NVIDIA GPU (no nvidia-smi, no /dev/nvidia*) and none
-expected, gpu.driver passes with a note and the other GPU checks stay silent. A check whose
+expected, gpu.driver reports skip with that reason and the other GPU checks stay silent. A check whose
 precondition failed elsewhere (the driver is broken, torch does not import) stays silent
 too: the failing check already names the cause and its fix.
 """
@@ -18,9 +18,9 @@ from computefence.evaluate.context import (
     one_line,
     passed,
     q,
+    skipped,
     sudo,
     warn,
-    with_note,
 )
 from computefence.evaluate import cuda_errors
 from computefence.evaluate.cuda_errors import CudaError, read_cuda_error
@@ -33,7 +33,7 @@ from computefence.evaluate.torch_builds import (
     parse_capability,
     parse_version,
 )
-from computefence.models import CheckOptions, Facts, Finding, TorchFacts
+from computefence.models import CheckOptions, Facts, Finding, Fix, TorchFacts
 
 CHECKS = {
     "gpu.driver": "nvidia-smi answers and lists the GPUs",
@@ -73,13 +73,13 @@ def _restart_note(ctx: Context) -> str:
     return "reboot the machine"
 
 
-def _wedged_fix(facts: Facts, ctx: Context, first: str) -> str:
+def _wedged_fix(facts: Facts, ctx: Context, first: list[str]) -> Fix:
     """Restart where the provider has a command for it; else look at the kernel log first."""
     restart = ctx.restart_command()
     if restart:
-        return with_note(restart, f"the driver is wedged; if it recurs after a restart, the {ctx.profile.title} host is "
-                                  "faulty: move to another machine")
-    return with_note(first, _restart_note(ctx))
+        return Fix(commands=[restart], advice=f"the driver is wedged; if it recurs after a restart, the "
+                                              f"{ctx.profile.title} host is faulty: move to another machine")
+    return Fix(commands=first, advice=_restart_note(ctx))
 
 
 def _min_cuda_for_gpus(facts: Facts) -> tuple[int, int] | None:
@@ -96,14 +96,16 @@ def _capability(facts: Facts, index: int, from_smi: str | None) -> tuple[int, in
     return cap
 
 
-def _install_fix(facts: Facts, replace: bool, min_cuda: tuple[int, int] | None = None, keep_version: bool = True) -> str:
+def _install_fix(facts: Facts, replace: bool, min_cuda: tuple[int, int] | None = None, advice: str | None = None) -> Fix:
+    """Reinstall torch as the CUDA build this driver runs; `advice` goes with the command."""
     torch = facts.torch
     driver = facts.gpu.cuda_version
-    choice = choose_build(torch.version if keep_version else None, driver, min_cuda or _min_cuda_for_gpus(facts))
+    choice = choose_build(torch.version, driver, min_cuda or _min_cuda_for_gpus(facts))
     if choice is None:
-        return f"no published PyTorch CUDA build runs on this driver (CUDA {driver}): use a machine with a newer NVIDIA driver"
+        return Fix(advice=f"no published PyTorch CUDA build runs on this driver (CUDA {driver}): use a machine with a "
+                          "newer NVIDIA driver")
     requirement, tag = choice
-    return install_command(torch.python, requirement, tag, replace=replace)
+    return Fix(commands=[install_command(torch.python, requirement, tag, replace=replace)], advice=advice)
 
 
 # ---------------------------------------------------------------- gpu.driver
@@ -115,10 +117,10 @@ def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Findi
     failure = collector_error(facts, "gpu")
     if failure is not None and not gpu.nvidia_smi_found:
         return [block(cid, f"GPU facts could not be collected ({one_line(failure)}): nvidia-smi or the driver is hung",
-                      _wedged_fix(facts, ctx, f"timeout 20 nvidia-smi; {_dmesg(facts)}"))]
+                      _wedged_fix(facts, ctx, ["timeout 20 nvidia-smi", _dmesg(facts)]))]
     if gpu.timed_out:
         return [block(cid, "nvidia-smi did not answer in time: the driver or a GPU is wedged",
-                      _wedged_fix(facts, ctx, _dmesg(facts)))]
+                      _wedged_fix(facts, ctx, [_dmesg(facts)]))]
     if gpu.nvidia_smi_found and gpu.exit_code not in (0, None):
         output = one_line(gpu.error_output) or "no output"
         return [block(cid, f"nvidia-smi failed (exit {gpu.exit_code}): {output}", _driver_fix(facts, ctx))]
@@ -131,13 +133,13 @@ def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Findi
     if gpu.nvidia_smi_found:
         if ctx.gpu_expected or gpu.device_nodes:
             return [block(cid, f"nvidia-smi lists no GPUs{_expected_reason(checks, ctx)}", _no_gpu_fix(ctx))]
-        return [passed(cid, "nvidia-smi is installed but lists no GPU; GPU checks skipped")]
+        return [skipped(cid, "nvidia-smi is installed but lists no GPU; GPU checks skipped")]
     if gpu.device_nodes:
         nodes = ", ".join(gpu.device_nodes[:3])
-        fix = with_note(
-            "cat /proc/driver/nvidia/version",
-            f"install the utilities of that driver version ({sudo(facts)}apt-get install -y nvidia-utils-<major>); in a "
-            "container, start it with NVIDIA_DRIVER_CAPABILITIES=compute,utility so the runtime mounts nvidia-smi",
+        fix = Fix(
+            commands=["cat /proc/driver/nvidia/version"],
+            advice=f"install the utilities of that driver version ({sudo(facts)}apt-get install -y nvidia-utils-<major>); "
+                   "in a container, start it with NVIDIA_DRIVER_CAPABILITIES=compute,utility so the runtime mounts nvidia-smi",
         )
         if facts.torch.cuda_available:
             # torch works; only the tooling is missing, which hides the driver facts.
@@ -147,7 +149,7 @@ def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Findi
     if ctx.gpu_expected:
         return [block(cid, f"no NVIDIA GPU visible: no nvidia-smi and no /dev/nvidia* devices{_expected_reason(checks, ctx)}",
                       _no_gpu_fix(ctx))]
-    return [passed(cid, NO_GPU)]
+    return [skipped(cid, NO_GPU)]
 
 
 def _expected_reason(checks: CheckOptions, ctx: Context) -> str:
@@ -156,21 +158,24 @@ def _expected_reason(checks: CheckOptions, ctx: Context) -> str:
     return ", but --expect-gpu says this machine should have one" if checks.expect_gpu else ""
 
 
-def _driver_fix(facts: Facts, ctx: Context) -> str:
+def _driver_fix(facts: Facts, ctx: Context) -> Fix:
     if ctx.on_provider:
-        return _wedged_fix(facts, ctx, "ls -l /dev/nvidia*")
+        return _wedged_fix(facts, ctx, ["ls -l /dev/nvidia*"])
     root = sudo(facts)
-    return with_note(
-        f"{root}modprobe nvidia && nvidia-smi",
-        f"if that fails, `{_dmesg(facts)}` says why; a kernel update without a rebuilt driver is the usual "
-        f"cause: reinstall the driver ({root}ubuntu-drivers install) and reboot",
+    return Fix(
+        commands=[f"{root}modprobe nvidia && nvidia-smi", _dmesg(facts)],
+        advice=f"if nvidia-smi still fails, the kernel log says why; a kernel update without a rebuilt driver is the "
+               f"usual cause: reinstall the driver ({root}ubuntu-drivers install) and reboot",
     )
 
 
-def _no_gpu_fix(ctx: Context) -> str:
+def _no_gpu_fix(ctx: Context) -> Fix:
     if ctx.on_provider:
-        return f"this {ctx.profile.title} machine has no GPU attached: restart it or redeploy it on a GPU"
-    return "start the container with GPU access (docker run --gpus all ...) or install the NVIDIA driver (sudo ubuntu-drivers install)"
+        restart = ctx.restart_command()
+        return Fix(commands=[restart] if restart else [],
+                   advice=f"this {ctx.profile.title} machine has no GPU attached: restart it or redeploy it on a GPU")
+    return Fix(advice="start the container with GPU access (docker run --gpus all ...) or install the NVIDIA driver "
+                      "(sudo ubuntu-drivers install)")
 
 
 # ---------------------------------------------------------------- torch against the driver
@@ -212,7 +217,7 @@ def check_driver_too_old(facts: Facts, checks: CheckOptions, ctx: Context) -> li
               else "kernels built for the newer CUDA fail to load")
     message = (f"{_torch_name(torch)} is built for CUDA {cuda_text(build)}, but driver {facts.gpu.driver_version or '?'} "
                f"supports CUDA {cuda_text(driver)} only: {effect}")
-    fix = with_note(_install_fix(facts, replace=True), f"or use a machine whose driver supports CUDA {cuda_text(build)}")
+    fix = _install_fix(facts, replace=True, advice=f"or use a machine whose driver supports CUDA {cuda_text(build)}")
     return [block(cid, message, fix)]
 
 
@@ -228,7 +233,8 @@ def check_cuda_unavailable(facts: Facts, checks: CheckOptions, ctx: Context) -> 
     visible = _visible_devices(facts)
     if visible is not None and visible.strip().lower() in ("", "-1", "none", "void", "nodevfiles"):
         return [block(cid, f"torch cannot use CUDA: CUDA_VISIBLE_DEVICES={visible!r} hides all {seen} GPU(s) the driver sees",
-                      with_note("unset CUDA_VISIBLE_DEVICES", "and remove it from ~/.bashrc or the job's environment"))]
+                      Fix(commands=["unset CUDA_VISIBLE_DEVICES"],
+                          advice="and remove it from ~/.bashrc or the job's environment"))]
     error = read_cuda_error(torch.cuda_error)
     why = f": {error.text}" if error else ""
     message = (f"{_torch_name(torch)} cannot use CUDA although the driver sees {seen} GPU(s){why}; "
@@ -237,7 +243,7 @@ def check_cuda_unavailable(facts: Facts, checks: CheckOptions, ctx: Context) -> 
     return [block(cid, message, _cuda_error_fix(facts, ctx, error), subject=subject)]
 
 
-def _cuda_error_fix(facts: Facts, ctx: Context, error: CudaError | None) -> str:
+def _cuda_error_fix(facts: Facts, ctx: Context, error: CudaError | None) -> Fix:
     """What the CUDA error needs; a torch reinstall only where torch itself may be the cause."""
     code = error.code if error else None
     restart = [ctx.restart_command()] if ctx.restart_command() else []
@@ -264,10 +270,10 @@ def _cuda_error_fix(facts: Facts, ctx: Context, error: CudaError | None) -> str:
                    "of the driver's libcuda, and only datacenter GPUs support them: remove that directory from "
                    "LD_LIBRARY_PATH and /etc/ld.so.conf.d, or use an image built for this driver")
     if code == cuda_errors.INSUFFICIENT_DRIVER:
-        return fix([_install_fix(facts, replace=True)],
-                   "the driver is older than torch's CUDA runtime; or use a machine with a newer driver")
-    return with_note(_install_fix(facts, replace=True),
-                     f"`{q(facts.torch.python)} -c 'import torch; torch.cuda.init()'` prints the underlying error")
+        return _install_fix(facts, replace=True,
+                            advice="the driver is older than torch's CUDA runtime; or use a machine with a newer driver")
+    return _install_fix(facts, replace=True,
+                        advice=f"`{q(facts.torch.python)} -c 'import torch; torch.cuda.init()'` prints the underlying error")
 
 
 # ---------------------------------------------------------------- GPU architectures
@@ -331,9 +337,9 @@ def check_memory_in_use(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     held = ", ".join(
         f"GPU {g.index} {g.memory_used_mib} of {g.memory_total_mib if g.memory_total_mib is not None else '?'} MiB"
         for g in busy)
-    fix = with_note("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
-                    "kill the stale PIDs it lists; if it lists none, the memory is held outside this container: "
-                    + _restart_note(ctx))
+    fix = Fix(commands=["nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"],
+              advice="kill the stale PIDs it lists; if it lists none, the memory is held outside this container: "
+                     + _restart_note(ctx))
     subject = "GPU " + ",".join(str(g.index) for g in busy)
     return [warn(cid, f"GPU memory already in use ({held}): the job may run out of memory", fix, subject=subject)]
 
@@ -362,14 +368,14 @@ def check_count_mismatch(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     every = ",".join(str(g.index) for g in facts.gpu.gpus)
     if visible is not None:
         message = f"torch sees {usable} GPU(s), the driver lists {seen}; CUDA_VISIBLE_DEVICES={visible!r}"
-        fix = with_note(f"export CUDA_VISIBLE_DEVICES={every}",
-                        "or unset CUDA_VISIBLE_DEVICES; look for a stale setting in ~/.bashrc")
+        fix = Fix(commands=[f"export CUDA_VISIBLE_DEVICES={every}"],
+                  advice="or unset CUDA_VISIBLE_DEVICES; look for a stale setting in ~/.bashrc")
     else:
         nvidia_visible = env_by_source(facts, "NVIDIA_VISIBLE_DEVICES").get("process")
         shown = f" (NVIDIA_VISIBLE_DEVICES={nvidia_visible})" if nvidia_visible else ""
         message = f"torch sees {usable} GPU(s), the driver lists {seen}: the container exposes fewer devices to CUDA{shown}"
-        fix = with_note("ls -l /dev/nvidia*", "the container was started with fewer GPU devices than nvidia-smi "
-                        "reports: " + _restart_note(ctx))
+        fix = Fix(commands=["ls -l /dev/nvidia*"],
+                  advice="the container was started with fewer GPU devices than nvidia-smi reports: " + _restart_note(ctx))
     return [warn(cid, message, fix)]
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from computefence.evaluate.context import Context, block, passed, sudo, warn, with_note
-from computefence.models import CheckOptions, Facts, Finding, GpuHealth
+from computefence.evaluate.context import Context, block, passed, sudo, warn
+from computefence.models import CheckOptions, Facts, Finding, Fix, GpuHealth
 
 CHECKS = {
     "gpu.ecc": "no uncorrectable memory errors, pending or failed row remaps, or pages pending retirement",
@@ -48,9 +48,9 @@ XID_MEANINGS = {
 FABRIC_DONE = "completed"
 
 
-def fix(commands: list[str], advice: str | None = None) -> str:
-    """Commands to paste and the advice no command can carry."""
-    return with_note(" && ".join(commands), advice) if commands else (advice or "")
+def fix(commands: list[str], advice: str | None = None) -> Fix:
+    """Commands to paste, in order, and the advice no command can carry."""
+    return Fix(commands=commands, advice=advice)
 
 
 def _label(gpus: list[GpuHealth]) -> str:

@@ -8,9 +8,9 @@ import fnmatch
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from computefence.evaluate.context import Context, block, first_path, gb, matches, one_line, passed, q, warn, with_note
+from computefence.evaluate.context import Context, block, first_path, gb, matches, one_line, passed, q, warn
 from computefence.evaluate.torch_builds import choose_build, cuda_text, driver_cuda, install_command, parse_version
-from computefence.models import Facts, Finding, Severity
+from computefence.models import Facts, Finding, Fix, Severity
 from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, normalize_name
 
 CHECKS = {
@@ -100,7 +100,7 @@ def _lowest(spec: SpecifierSet) -> tuple[int, ...] | None:
     return max(bounds) if bounds else None
 
 
-def _fix(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> str:
+def _fix(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> Fix:
     python = _python(facts)
     if name in ("nvidia-driver", "driver-cuda"):
         return _driver_fix(requirement, ctx)
@@ -110,24 +110,25 @@ def _fix(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> str
         if choice is None:
             return _driver_fix(Requirement(spec=f">={cuda_text(low)}") if low else requirement, ctx, cuda=True)
         requirement_text, tag = choice
-        return install_command(python, requirement_text, tag, replace=True)
+        return Fix(commands=[install_command(python, requirement_text, tag, replace=True)])
     if name == "python":
-        return f"no pip install changes Python: use an image with Python {requirement.spec} (or point --python at one)"
+        return Fix(advice=f"no pip install changes Python: use an image with Python {requirement.spec} "
+                          "(or point --python at one)")
     if name == "glibc":
-        return f"glibc comes with the OS image: use an image whose glibc is {requirement.spec}"
+        return Fix(advice=f"glibc comes with the OS image: use an image whose glibc is {requirement.spec}")
     target = name if requirement.any_version else f"{name}{requirement.spec}"
-    return f"{q(python)} -m pip install {q(target)}"
+    return Fix(commands=[f"{q(python)} -m pip install {q(target)}"])
 
 
-def _driver_fix(requirement: Requirement, ctx: Context, cuda: bool = False) -> str:
+def _driver_fix(requirement: Requirement, ctx: Context, cuda: bool = False) -> Fix:
     low = _lowest(requirement.specifier())
     needed = (cuda_text(low) if cuda else driver_cuda(low)) if low else None
     advice = ctx.profile.advice
     words = (advice.newer_driver.format(cuda=needed) if needed and advice.newer_driver
              else f"use a machine whose NVIDIA driver satisfies {requirement.spec}")
     if needed and advice.driver_search:
-        return with_note(advice.driver_search.format(cuda=needed), words)
-    return words
+        return Fix(commands=[advice.driver_search.format(cuda=needed)], advice=words)
+    return Fix(advice=words)
 
 
 def check_requirements(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[Finding]:
@@ -151,7 +152,7 @@ def _gpu_memory_gb(facts: Facts) -> float | None:
     return min(memory) / 1e9 if memory else None
 
 
-def _size_check(key: str, what: str, spec: NumberSpec, n_bytes: int | None, fix: str) -> Finding:
+def _size_check(key: str, what: str, spec: NumberSpec, n_bytes: int | None, fix: Fix) -> Finding:
     if n_bytes is None:
         return warn(HARDWARE, f"{what} was not collected; the policy expects {key} {spec.text}", fix, subject=key)
     value = n_bytes / 1e9
@@ -164,7 +165,7 @@ def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[
     hardware = policy.hardware
     found: list[Finding] = []
     names = _gpu_names(facts)
-    redeploy = "the GPUs come with the machine: redeploy on one that has what the policy expects"
+    redeploy = Fix(advice="the GPUs come with the machine: redeploy on one that has what the policy expects")
     if hardware.gpu_model is not None:
         pattern = hardware.gpu_model.lower()
         odd = sorted({n for n in names if not fnmatch.fnmatchcase(n.lower(), pattern)})
@@ -189,14 +190,14 @@ def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[
         place = first_path(facts, "output_dir") or first_path(facts, "workspace") or first_path(facts, "volume")
         where = f"free on {place.path}" if place is not None else "free space where checkpoints go (no output_dir set)"
         grow = ctx.profile.advice.grow_volume
-        fix = with_note(f"du -xh -d 2 {q(place.path)} 2>/dev/null | sort -h | tail -n 15" if place else
-                        "computefence doctor --output-dir /path/to/checkpoints",
-                        "delete what is not needed" + (f" {grow}" if grow else ""))
+        fix = Fix(commands=[f"du -xh -d 2 {q(place.path)} 2>/dev/null | sort -h | tail -n 15" if place else
+                            "computefence doctor --output-dir /path/to/checkpoints"],
+                  advice="delete what is not needed" + (f" {grow}" if grow else ""))
         found.append(_size_check("disk_free_gb", where, hardware.disk_free_gb,
                                  place.free_bytes if place is not None else None, fix))
     if hardware.shm_gb is not None:
         shm = first_path(facts, "shm")
-        fix = "recreate the container with a larger --shm-size (or --ipc=host)"
+        fix = Fix(advice="recreate the container with a larger --shm-size (or --ipc=host)")
         found.append(_size_check("shm_gb", "/dev/shm size", hardware.shm_gb,
                                  shm.total_bytes if shm is not None else None, fix))
     return found
@@ -212,9 +213,10 @@ def check_custom(facts: Facts, policy: EffectivePolicy) -> list[Finding]:
         cid = check.check
         result = results.get(check.id)
         fail = block if check.severity == "block" else warn
-        fix = check.fix or check.advice or f"run it by hand to see why: sh -c {q(check.run)}"
-        if check.fix and check.advice:
-            fix = with_note(check.fix, check.advice)
+        if check.fix or check.advice:
+            fix = Fix(commands=[check.fix] if check.fix else [], advice=check.advice)
+        else:
+            fix = Fix(commands=[f"sh -c {q(check.run)}"], advice="run it by hand to see why")
         if result is None:
             found.append(fail(cid, f"`{one_line(check.run, 80)}` did not run (the probe reported no result)", fix))
             continue
@@ -270,7 +272,7 @@ def apply_policy(findings: list[Finding], policy: EffectivePolicy) -> list[Findi
         level = severity_for(finding, policy.severity)
         if level == "ignore":
             continue
-        if level is not None and finding.severity is not Severity.PASS:
+        if level is not None and finding.severity in (Severity.WARN, Severity.BLOCK):
             finding = finding.model_copy(update={"severity": _SEVERITY[level]})
         result.append(finding)
     return result

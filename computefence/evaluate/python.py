@@ -7,9 +7,9 @@ gets a pass saying so, never a blocker.
 
 from __future__ import annotations
 
-from computefence.evaluate.context import Context, block, collector_error, one_line, passed, q, warn, with_note
+from computefence.evaluate.context import Context, block, collector_error, one_line, passed, q, skipped, warn
 from computefence.evaluate.torch_builds import choose_build, install_command, reinstall_command
-from computefence.models import CheckOptions, Facts, Finding
+from computefence.models import CheckOptions, Facts, Finding, Fix
 
 CHECKS = {"python.torch-missing": "torch imports in the training interpreter"}
 
@@ -29,20 +29,20 @@ def check_torch_missing(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     if torch.timed_out or (failure and "timed out" in failure):
         make = block if needed else warn
         return [make(cid, f"`import torch` in {python} did not finish within the probe's time limit",
-                     with_note(f"timeout 300 {q(python)} -c 'import torch; print(torch.__version__)'",
-                               "an import that hangs is usually site-packages on a dead network mount, or CUDA "
-                               "initialisation stuck on a wedged GPU"),
+                     Fix(commands=[f"timeout 300 {q(python)} -c 'import torch; print(torch.__version__)'"],
+                         advice="an import that hangs is usually site-packages on a dead network mount, or CUDA "
+                                "initialisation stuck on a wedged GPU"),
                      subject=python)]
     if not torch.python_found:
         message = f"the training interpreter {python} was not found"
-        fix = with_note("command -v python3", "install Python, or name the job's interpreter with --python "
-                        "/path/to/venv/bin/python (python: in an inventory)")
+        fix = Fix(commands=["command -v python3"], advice="install Python, or name the job's interpreter with --python "
+                                                          "/path/to/venv/bin/python (python: in an inventory)")
         if needed or python != DEFAULT_PYTHON:
             return [block(cid, message, fix, subject=python)]
-        return [passed(cid, f"{message}; no GPU here, so torch is not needed", subject=python)]
+        return [skipped(cid, f"{message}; no GPU here, so torch is not needed", subject=python)]
     error = one_line(torch.import_error or failure or "import failed", 200)
     if not needed:
-        return [passed(cid, f"torch is not installed in {python}; no GPU here, so none is needed", subject=python)]
+        return [skipped(cid, f"torch is not installed in {python}; no GPU here, so none is needed", subject=python)]
     if installed:
         message = f"torch {installed} is installed in {python} but does not import: {error}"
     else:
@@ -51,16 +51,17 @@ def check_torch_missing(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     return [block(cid, message, fix, subject=python)]
 
 
-def _install(facts: Facts) -> str:
+def _install(facts: Facts) -> Fix:
     python = facts.torch.python
     driver = facts.gpu.cuda_version
     if driver is None:
-        return f"{q(python)} -m pip install torch"
+        return Fix(commands=[f"{q(python)} -m pip install torch"])
     choice = choose_build(None, driver)
     if choice is None:
-        return f"no published PyTorch CUDA build runs on this driver (CUDA {driver}): use a machine with a newer NVIDIA driver"
+        return Fix(advice=f"no published PyTorch CUDA build runs on this driver (CUDA {driver}): use a machine with a "
+                          "newer NVIDIA driver")
     requirement, tag = choice
-    return install_command(python, requirement, tag, replace=False)
+    return Fix(commands=[install_command(python, requirement, tag, replace=False)])
 
 
 RULES = [check_torch_missing]

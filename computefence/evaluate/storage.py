@@ -21,12 +21,12 @@ from computefence.evaluate.context import (
     one_line,
     passed,
     q,
+    skipped,
     sudo,
     warn,
-    with_note,
 )
 from computefence.evaluate.mounts import Level, Storage, mount_of, normalize
-from computefence.models import CheckOptions, Facts, Finding, PathFacts
+from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts
 from computefence.policy import Thresholds
 
 CHECKS = {
@@ -73,17 +73,16 @@ def _persistent_base(facts: Facts, ctx: Context) -> str | None:
     return None
 
 
-def _export_fix(var: str, value: str, ctx: Context) -> str:
+def _export_fix(var: str, value: str, ctx: Context) -> Fix:
     line = f"export {var}={q(value)}"
-    command = f"mkdir -p {q(value)} && echo {q(line)} >> ~/.bashrc && {line}"
-    note = None
+    advice = None
     if not ctx.profile.container_env_visible_over_ssh and ctx.profile.advice.env_persist:
-        note = ctx.profile.advice.env_persist.format(var=var)
-    return with_note(command, note)
+        advice = ctx.profile.advice.env_persist.format(var=var)
+    return Fix(commands=[f"mkdir -p {q(value)}", f"echo {q(line)} >> ~/.bashrc", line], advice=advice)
 
 
-def _no_place_fix(ctx: Context) -> str:
-    return f"nothing here outlives a restart: {ctx.profile.advice.no_volume} (see storage.no-volume)"
+def _no_place_fix(ctx: Context) -> Fix:
+    return Fix(advice=f"nothing here outlives a restart: {ctx.profile.advice.no_volume} (see storage.no-volume)")
 
 
 def _shown(path_facts: PathFacts) -> str:
@@ -97,7 +96,7 @@ def _shown(path_facts: PathFacts) -> str:
 def check_hf_cache(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
     cid = "storage.hf-cache"
     if not ctx.ml_host:
-        return [passed(cid, f"{NOT_ML}: the HF cache location does not matter here")]
+        return [skipped(cid, f"{NOT_ML}: the HF cache location does not matter here")]
     cache = first_path(facts, "hf_cache")
     if cache is None:
         return []
@@ -113,7 +112,7 @@ def check_hf_cache(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fin
         fix = _export_fix(var, target, ctx) if target else _no_place_fix(ctx)
         return [warn(cid, message, fix, subject=path)]
     if storage is None:
-        return [passed(cid, f"HF cache {path}: could not tell which filesystem holds it", subject=path)]
+        return [skipped(cid, f"HF cache {path}: could not tell which filesystem holds it", subject=path)]
     origin = ORIGIN_TEXT.get(cache.origin or "", cache.origin or "")
     origin = f" ({origin})" if origin else ""
     if storage.level == Level.EPHEMERAL:
@@ -172,7 +171,8 @@ def check_output_dir(facts: Facts, checks: CheckOptions, ctx: Context) -> list[F
         else:
             name = posixpath.basename(path) or "outputs"
             target = posixpath.join(base, name if name not in ("root", "home", "tmp") else "outputs")
-            fix = with_note(f"mkdir -p {q(target)}", f"and point the job's output dir (and --output-dir) at {target}")
+            fix = Fix(commands=[f"mkdir -p {q(target)}"],
+                      advice=f"and point the job's output dir (and --output-dir) at {target}")
         return [block(cid, f"output dir {shown} is on the {storage.where}, {storage.fate}: checkpoints written there "
                            "are lost", fix, subject=path)]
     if out.error and not out.exists and not out.existing_ancestor:
@@ -193,13 +193,14 @@ def _read_only(storage: Storage | None) -> str:
     return " (its filesystem is mounted read-only)" if storage is not None and "ro" in storage.mount.options else ""
 
 
-def _writable_fix(out: PathFacts, facts: Facts, storage: Storage | None) -> str:
+def _writable_fix(out: PathFacts, facts: Facts, storage: Storage | None) -> Fix:
     path = normalize(out.resolved or out.path)
     if storage is not None and "ro" in storage.mount.options:
-        return f"choose an output dir on a writable filesystem (the mount at {storage.mount.mount_point} is read-only)"
+        return Fix(advice=f"choose an output dir on a writable filesystem (the mount at {storage.mount.mount_point} "
+                          "is read-only)")
     owner = q(facts.identity.user) if facts.identity.user else "$(id -un)"
     existing = path if out.exists else (out.existing_ancestor or posixpath.dirname(path))
-    return f"{sudo(facts)}chown -R {owner} {q(existing)}"
+    return Fix(commands=[f"{sudo(facts)}chown -R {owner} {q(existing)}"])
 
 
 # ---------------------------------------------------------------- storage.no-volume
@@ -208,7 +209,7 @@ def _writable_fix(out: PathFacts, facts: Facts, storage: Storage | None) -> str:
 def check_no_volume(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
     cid = "storage.no-volume"
     if not ctx.ml_host:
-        return [passed(cid, f"{NOT_ML}: pod storage not checked")]
+        return [skipped(cid, f"{NOT_ML}: pod storage not checked")]
     mounts = facts.storage.mounts
     if not mounts:
         return []
@@ -233,7 +234,7 @@ def check_no_volume(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fi
         message = f"no volume: {title} reports none for this pod (volume size 0){plain}, {lost}"
     else:
         message = f"no persistent volume mounted: {lost}"
-    return [warn(cid, message, ctx.profile.advice.no_volume or "mount persistent storage and keep checkpoints on it")]
+    return [warn(cid, message, Fix(advice=ctx.profile.advice.no_volume or "mount persistent storage and keep checkpoints on it"))]
 
 
 def _declared_but_missing(ctx: Context, root: Storage | None) -> list[Finding]:
@@ -253,8 +254,8 @@ def _declared_but_missing(ctx: Context, root: Storage | None) -> list[Finding]:
     for path, what in declared:
         if ctx.storage.dedicated_mount(path) is None:
             findings.append(warn(cid, f"{title} reports {what} at {path}, but nothing is mounted there{on_root}",
-                                 with_note(f"findmnt {q(path)}", f"restart the pod so {title} mounts it, or check the "
-                                           "volume in the provider's console"), subject=path))
+                                 Fix(commands=[f"findmnt {q(path)}"], advice=f"restart the pod so {title} mounts it, "
+                                     "or check the volume in the provider's console"), subject=path))
     return findings
 
 
@@ -280,7 +281,7 @@ def check_disk_headroom(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     failure = collector_error(facts, "storage")
     if failure is not None:
         return [warn(cid, f"filesystem facts were not collected: {one_line(failure, 160)}",
-                     with_note("timeout 10 df -h", "a network mount that does not answer hangs every disk query"))]
+                     Fix(commands=["timeout 10 df -h"], advice="a network mount that does not answer hangs every disk query"))]
     roles = set(ROLE_NAMES) if ctx.ml_host else REQUESTED_ROLES
     groups: dict[str, tuple[PathFacts, list[str]]] = {}
     for item in facts.storage.paths:
@@ -292,7 +293,7 @@ def check_disk_headroom(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
         if item.role not in names:
             names.append(item.role)
     if not groups:
-        return [] if ctx.ml_host else [passed(cid, f"{NOT_ML}: free space of pod storage not checked")]
+        return [] if ctx.ml_host else [skipped(cid, f"{NOT_ML}: free space of pod storage not checked")]
     return [_headroom(point, item, names, facts, ctx) for point, (item, names) in groups.items()]
 
 
@@ -319,7 +320,7 @@ def _headroom(point: str, item: PathFacts, roles: list[str], facts: Facts, ctx: 
         notes.append("`huggingface-cli delete-cache` removes cached models")
     if ctx.profile.advice.grow_volume:
         notes.append(ctx.profile.advice.grow_volume)
-    fix = with_note(f"du -xh -d 2 {q(point)} 2>/dev/null | sort -h | tail -n 15", "; ".join(notes))
+    fix = Fix(commands=[f"du -xh -d 2 {q(point)} 2>/dev/null | sort -h | tail -n 15"], advice="; ".join(notes))
     limit = f"{block_gb if severity is block else warn_gb:g} GB"
     return severity(cid, f"{where}: only {gb(free)} free{of_total} (under {limit})", fix, subject=point)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from computefence.evaluate.context import Context, first_path, passed, sudo, warn, with_note
-from computefence.models import CheckOptions, Facts, Finding
+from computefence.evaluate.context import Context, first_path, passed, skipped, sudo, warn
+from computefence.models import CheckOptions, Facts, Finding, Fix
 
 CHECKS = {"system.shm": "/dev/shm is large enough for DataLoader workers"}
 
@@ -15,14 +15,14 @@ def _size(n_bytes: int) -> str:
 def check_shm(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
     cid = "system.shm"
     if not ctx.ml_host:
-        return [passed(cid, "no GPU and no torch on this machine: shared memory for DataLoader workers not checked")]
+        return [skipped(cid, "no GPU and no torch on this machine: shared memory for DataLoader workers not checked")]
     shm = first_path(facts, "shm")
     if shm is None:
         return []
     suggested = _suggested_gb(facts)
-    fix = with_note(f"{sudo(facts)}mount -o remount,size={suggested}G /dev/shm",
-                    f"needs CAP_SYS_ADMIN; otherwise recreate the container with --shm-size={suggested}g (or --ipc=host), "
-                    "or use DataLoader(num_workers=0)")
+    fix = Fix(commands=[f"{sudo(facts)}mount -o remount,size={suggested}G /dev/shm"],
+              advice=f"needs CAP_SYS_ADMIN; otherwise recreate the container with --shm-size={suggested}g "
+                     "(or --ipc=host), or use DataLoader(num_workers=0)")
     if not shm.exists:
         return [warn(cid, "/dev/shm does not exist: DataLoader workers (num_workers > 0) cannot share batches", fix,
                      subject="/dev/shm")]

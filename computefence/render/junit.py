@@ -5,6 +5,7 @@ Mapping (chosen for what GitHub, GitLab and Jenkins display):
   (report.fail_on), since it then fails the job too;
 - otherwise a warning is a passing case whose <system-out> carries the message and fix
   ("skipped" would read as "not checked", which it was not);
+- a check that reported only skip (it could not run or does not apply) is <skipped>;
 - a pod that could not be checked is one <error> case named "probe" (or <skipped> when
   the run allowed unreachable pods);
 - a target source that failed (an inventory, a provider API) is an <error> in a
@@ -16,7 +17,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from computefence.evaluate.fleet import fails
-from computefence.models import Finding, HostReport, HostStatus, Report, Severity
+from computefence.models import Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 
 
@@ -70,7 +71,9 @@ def _check_case(report: Report, classname: str, check: str, findings: list[Findi
     case = ET.Element("testcase", classname=classname, name=_x(check))
     worst = max(findings, key=lambda f: f.severity.rank)
     details = "\n\n".join(_finding_text(f) for f in sorted(findings, key=lambda f: -f.severity.rank))
-    if fails(worst.severity, report.fail_on):
+    if worst.severity is Severity.SKIP:
+        ET.SubElement(case, "skipped", message=_x(views.one_line(worst.message)))
+    elif fails(worst.severity, report.fail_on):
         failure = ET.SubElement(case, "failure", message=_x(views.one_line(worst.message)), type=worst.severity.value)
         failure.text = _x(details)
     else:
@@ -80,11 +83,16 @@ def _check_case(report: Report, classname: str, check: str, findings: list[Findi
 
 def _finding_text(finding: Finding) -> str:
     head = f"{views.SEVERITY_LABEL[finding.severity]}: {finding.message}"
-    return _join(head, finding.fix if finding.severity is not Severity.PASS else None)
+    return _join(head, finding.fix if views.has_fix(finding) else None)
 
 
-def _join(message: str, fix: str | None) -> str:
-    return f"{message}\nfix: {fix}" if fix else message
+def _join(message: str, fix: Fix | None) -> str:
+    lines = [message]
+    if fix:
+        lines += [f"fix: {command}" for command in fix.commands]
+        if fix.advice:
+            lines.append(f"note: {fix.advice}")
+    return "\n".join(lines)
 
 
 def _sources_suite(report: Report) -> ET.Element:

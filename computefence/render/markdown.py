@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 import textwrap
 
-from computefence.models import Changes, Finding, HostReport, HostStatus, Report, Severity
+from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 
-_ICON = {Severity.BLOCK: "🛑", Severity.WARN: "⚠️", Severity.PASS: "✅"}
+_ICON = {Severity.BLOCK: "🛑", Severity.WARN: "⚠️", Severity.PASS: "✅", Severity.SKIP: "⏭️"}
 # Backslash-escaped: emphasis, code, links, tables, strikethrough, headings and
 # GitHub's $math$ ('$7/h ... $2/h' would otherwise render as a formula).
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#$])")
@@ -72,7 +72,7 @@ def _single(report: Report) -> list[str]:
                 for finding in findings:
                     lines.append(f"| {_ICON[finding.severity]} {finding.severity.value} | {code_span(finding.check)} | {md(finding.message)} |")
             lines.append("")
-        fixes = [f for f in host.findings if f.fix and f.severity is not Severity.PASS]
+        fixes = [f for f in host.findings if views.has_fix(f)]
         if fixes:
             lines += ["### Fixes", ""]
             for finding in sorted(fixes, key=lambda f: -f.severity.rank):
@@ -82,7 +82,26 @@ def _single(report: Report) -> list[str]:
 
 
 def _fix(finding: Finding) -> list[str]:
-    return [f"{_ICON[finding.severity]} **{md(finding.check)}**: {md(finding.message)}", "", code_block(finding.fix or ""), ""]
+    return [f"{_ICON[finding.severity]} **{md(finding.check)}**: {md(finding.message)}", "", *fix_lines(finding.fix)]
+
+
+def fix_lines(fix: Fix | None) -> list[str]:
+    """Commands in one code block (they run in order), advice as a plain note after it."""
+    lines: list[str] = []
+    if fix and fix.commands:
+        lines += [code_block("\n".join(fix.commands)), ""]
+    if fix and fix.advice:
+        lines += [f"*Note:* {md(fix.advice)}", ""]
+    return lines
+
+
+def _fix_cell(fix: Fix | None) -> str:
+    if not fix:
+        return ""
+    parts = [code_span(command) for command in fix.commands]
+    if fix.advice:
+        parts.append(md(fix.advice))
+    return "<br>".join(parts)
 
 
 # ---------------------------------------------------------------- fleet
@@ -120,8 +139,7 @@ def _fleet(report: Report) -> list[str]:
                     f"Pods: {md(pods)}",
                     "",
                 ]
-                if variant.fix:
-                    lines += [code_block(variant.fix), ""]
+                lines += fix_lines(variant.fix)
 
     not_ok = views.not_ok_hosts(report)
     if not_ok:
@@ -152,14 +170,14 @@ def changes_section(changes: Changes) -> list[str]:
     for line in views.change_lines(changes):
         lines.append(f"- {_CHANGE_ICON[line.worse]} {md(line.label)} **{md(line.host)}**: {md(line.text)}")
         if line.fix:
-            lines += ["", textwrap.indent(code_block(line.fix), "  "), ""]
+            lines += ["", *(textwrap.indent(text, "  ") for text in fix_lines(line.fix))]
     return lines + [""]
 
 
 def _not_ok_table(hosts: list[HostReport]) -> list[str]:
     lines = ["| Pod | Status | Reason | Fix |", "|---|---|---|---|"]
     for host in hosts:
-        lines.append(f"| {md(host.name)} | {md(host.status.value)} | {md(host.reason or '')} | {md(host.fix or '')} |")
+        lines.append(f"| {md(host.name)} | {md(host.status.value)} | {md(host.reason or '')} | {_fix_cell(host.fix)} |")
     return lines + [""]
 
 

@@ -9,12 +9,15 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from computefence.models import Changes, Finding, HostReport, HostStatus, Report, Severity
+from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.views import clean
 
-_STYLE = {Severity.BLOCK: "bold red", Severity.WARN: "yellow", Severity.PASS: "green"}
-_MARK = {Severity.BLOCK: "✗ BLOCK", Severity.WARN: "! WARN ", Severity.PASS: "✓ pass "}
+_STYLE = {Severity.BLOCK: "bold red", Severity.WARN: "yellow", Severity.PASS: "green", Severity.SKIP: "dim"}
+_MARK = {Severity.BLOCK: "✗ BLOCK", Severity.WARN: "! WARN ", Severity.PASS: "✓ pass ", Severity.SKIP: "- skip "}
+# "fix:" and "note:" end in the same column, so commands line up under each other.
+_FIX_LABEL = "        fix: "
+_NOTE_LABEL = "       note: "
 _STATE_STYLE = {"blocked": "bold red", "warnings": "yellow", "ready": "green"}
 _VERDICT_STYLE = {Severity.BLOCK: "bold white on red", Severity.WARN: "bold black on yellow", Severity.PASS: "bold black on green"}
 
@@ -86,6 +89,8 @@ def _area_heading(area: str, findings: list[Finding]) -> Text:
         (views.plural(counts[Severity.WARN], "warning"), _STYLE[Severity.WARN] if counts[Severity.WARN] else "dim"),
         (f"{counts[Severity.PASS]} passed", "green" if counts[Severity.PASS] else "dim"),
     ]
+    if counts[Severity.SKIP]:
+        parts.append((f"{counts[Severity.SKIP]} skipped", "dim"))
     for i, (label, style) in enumerate(parts):
         if i:
             text.append(" · ", style="dim")
@@ -98,8 +103,8 @@ def _findings_rows(findings: list[Finding]) -> list[RenderableType]:
     out: list[RenderableType] = []
     for finding in findings:
         out.append(_row(finding.severity, finding.check, Text(clean(finding.message)), width))
-        if finding.fix and finding.severity is not Severity.PASS:
-            out.append(_fix(finding.fix))
+        if views.has_fix(finding):
+            out.extend(_fix(finding.fix))
     return out
 
 
@@ -112,11 +117,21 @@ def _row(severity: Severity, check: str, body: Text, check_width: int) -> Table:
     return grid
 
 
-def _fix(fix: str) -> Text:
-    # Never wrapped by us: a fix is copied into a shell, and a folded line would break it.
-    text = Text("        fix: ", style="bold", no_wrap=True)
-    text.append(clean(fix).replace("\n", "\n             "), style="bold bright_white")
-    return text
+def _fix(fix: Fix) -> list[RenderableType]:
+    """One `fix:` line per command, then the advice as a `note:`."""
+    out: list[RenderableType] = []
+    for command in fix.commands:
+        # Never wrapped by us: a command is copied into a shell, and a folded line would break it.
+        text = Text(_FIX_LABEL, style="bold", no_wrap=True)
+        text.append(clean(command), style="bold bright_white")
+        out.append(text)
+    if fix.advice:
+        grid = Table.grid()
+        grid.add_column(no_wrap=True)
+        grid.add_column(ratio=1)  # prose wraps at word boundaries, under itself
+        grid.add_row(Text(_NOTE_LABEL, style="dim"), Text(clean(fix.advice)))
+        out.append(grid)
+    return out
 
 
 # ---------------------------------------------------------------- fleet
@@ -176,7 +191,7 @@ def changes_section(changes: Changes) -> list[RenderableType]:
             grid.add_row(Text(line.label, style=_CHANGE_STYLE[line.worse]), Text(clean(line.host)), Text(line.text))
             out.append(grid)
             if line.fix:
-                out.append(_fix(line.fix))
+                out.extend(_fix(line.fix))
     out.append(Text())
     return out
 
@@ -217,7 +232,7 @@ def _group_rows(groups: list[views.FindingGroup]) -> list[RenderableType]:
             body.append(("\n  " if per_pod else " ") + clean(views.hosts_with_subjects(variant, sep="\n  ")))
             out.append(_row(group.severity, group.check, body, width))
             if variant.fix:
-                out.append(_fix(variant.fix))
+                out.extend(_fix(variant.fix))
     return out
 
 
@@ -232,7 +247,7 @@ def _not_ok_rows(hosts: list[HostReport]) -> list[RenderableType]:
         grid.add_row(Text(host.status.value), Text(clean(host.name)), Text(clean(host.reason or host.status.value)))
         out.append(grid)
         if host.fix:
-            out.append(_fix(host.fix))
+            out.extend(_fix(host.fix))
     return out
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from computefence.evaluate.fleet import fails
-from computefence.models import Changes, DatasetFacts, Finding, HostReport, HostStatus, Report, Severity
+from computefence.models import Changes, DatasetFacts, Finding, Fix, HostReport, HostStatus, Report, Severity
 
 AREA_TITLES = {
     "storage": "Storage",
@@ -25,7 +25,7 @@ AREA_TITLES = {
 }
 _AREA_ORDER = list(AREA_TITLES)
 
-SEVERITY_LABEL = {Severity.BLOCK: "BLOCK", Severity.WARN: "WARN", Severity.PASS: "pass"}
+SEVERITY_LABEL = {Severity.BLOCK: "BLOCK", Severity.WARN: "WARN", Severity.PASS: "pass", Severity.SKIP: "skip"}
 
 # Bidirectional overrides can make a hostile hostname display as something else.
 _BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -81,7 +81,12 @@ def by_area(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
 
 def severity_counts(findings: list[Finding]) -> dict[Severity, int]:
     counts = Counter(f.severity for f in findings)
-    return {sev: counts.get(sev, 0) for sev in (Severity.BLOCK, Severity.WARN, Severity.PASS)}
+    return {sev: counts.get(sev, 0) for sev in (Severity.BLOCK, Severity.WARN, Severity.PASS, Severity.SKIP)}
+
+
+def has_fix(finding: Finding) -> bool:
+    """A warning or blocker with something to do about it."""
+    return bool(finding.fix) and finding.severity in (Severity.WARN, Severity.BLOCK)
 
 
 _SUBJECT = "\x00subject\x00"  # NUL-delimited: not something a message says
@@ -94,7 +99,7 @@ class Variant:
     different paths on 40 pods is still one variant, with each pod's path listed."""
 
     message_template: str
-    fix_template: str | None
+    fix_template: Fix | None
     # (host name, subject) pairs; subject is the per-pod value (a path, a GPU index).
     hosts: list[tuple[str, str | None]] = field(default_factory=list)
 
@@ -116,8 +121,12 @@ class Variant:
         return self._fill(self.message_template)
 
     @property
-    def fix(self) -> str | None:
-        return None if self.fix_template is None else self._fill(self.fix_template)
+    def fix(self) -> Fix | None:
+        if self.fix_template is None:
+            return None
+        advice = self.fix_template.advice
+        return Fix(commands=[self._fill(c) for c in self.fix_template.commands],
+                   advice=self._fill(advice) if advice else None)
 
 
 def _template(text: str | None, subject: str | None) -> str | None:
@@ -125,6 +134,12 @@ def _template(text: str | None, subject: str | None) -> str | None:
     if text is None or not subject or len(subject) < 3:
         return text
     return text.replace(subject, _SUBJECT)
+
+
+def _fix_template(fix: Fix | None, subject: str | None) -> Fix | None:
+    if not fix:
+        return None
+    return Fix(commands=[_template(c, subject) for c in fix.commands], advice=_template(fix.advice, subject))
 
 
 @dataclass
@@ -154,7 +169,7 @@ def group_findings(hosts: list[HostReport], severities=(Severity.BLOCK, Severity
                 continue
             group = groups.setdefault((finding.check, finding.severity), FindingGroup(finding.check, finding.severity))
             message = _template(finding.message, finding.subject)
-            fix = _template(finding.fix, finding.subject)
+            fix = _fix_template(finding.fix, finding.subject)
             variant = next((v for v in group.variants if v.message_template == message and v.fix_template == fix), None)
             if variant is None:
                 variant = Variant(message, fix)
@@ -306,7 +321,8 @@ def verdict_detail(report: Report) -> str:
         host = report.hosts[0] if report.hosts else None
         if host is not None and host.status is not HostStatus.OK:
             return f"{host.status.value}: {one_line(host.reason or '')}".rstrip(": ")
-        return f"{plural(s.blockers, 'blocker')}, {plural(s.warnings, 'warning')}, {s.passed} passed"
+        skipped = f", {s.skipped} skipped" if s.skipped else ""
+        return f"{plural(s.blockers, 'blocker')}, {plural(s.warnings, 'warning')}, {s.passed} passed{skipped}"
     parts = [f"{s.hosts_blocked} of {plural(s.hosts, 'pod')} blocked"]
     if s.not_ok:
         parts.append(f"{s.not_ok} not checked" + (" (allowed)" if report.allow_unreachable else ""))
@@ -346,7 +362,7 @@ class ChangeLine:
     label: str  # "new blocker", "cleared warning", "appeared", "vanished", "connection", "version"
     host: str
     text: str
-    fix: str | None = None
+    fix: Fix | None = None
     # True: worse than last run, False: better, None: neither.
     worse: bool | None = None
 

@@ -37,7 +37,7 @@ import yaml
 
 from computefence.errors import ConfigError, InputLimitError
 from computefence.files import read_config_text
-from computefence.models import Target
+from computefence.models import Fix, Target
 from computefence.sources.inventory import SAFE_LOADER, load_yaml_document, node_line
 from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g, unhonoured_warnings
 from computefence.sources.tools import ToolTimeout, run_tool
@@ -455,7 +455,7 @@ def _target(name: str, where: str, groups: list[str], variables: dict[str, _Valu
     reason = fix = None
     if connection and str(connection[1]) not in ("ssh", "paramiko", "smart"):
         reason = f"ansible_connection={connection[1]}: ComputeFence checks hosts over SSH"
-        fix = "run `computefence doctor` on that machine" if str(connection[1]) == "local" else "expose SSH on it"
+        fix = Fix(advice="run `computefence doctor` on that machine" if str(connection[1]) == "local" else "expose SSH on it")
     interpreter = str(python[1]) if python else "python3"
     if args.config:
         target = _through_ssh_config(name, host, options, Path(args.config).expanduser())

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from computefence.errors import SourceError
-from computefence.models import ProviderInfo, Target
+from computefence.models import Fix, ProviderInfo, Target
 from computefence.sources.http import ApiClient, RetryPolicy
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, find_api_key, target_names
 
@@ -80,8 +80,8 @@ def instance_target(inst: dict[str, Any], name: str) -> Target:
     target = Target(name=name, host=ip or "", port=22, user="ubuntu", tags=["lambda"], source="lambda", provider=info)
     if state != "active":
         target.unreachable_reason = f"instance is {state}, not active"
-        target.unreachable_fix = _STATE_FIX.get(state, "it no longer runs; nothing to check")
+        target.unreachable_fix = Fix(advice=_STATE_FIX.get(state, "it no longer runs; nothing to check"))
     elif ip is None:
         target.unreachable_reason = "active, but Lambda Cloud lists no IP address for it yet"
-        target.unreachable_fix = "wait a minute for its IP address, then re-run"
+        target.unreachable_fix = Fix(advice="wait a minute for its IP address, then re-run")
     return target

@@ -14,13 +14,14 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shlex
 import threading
 from types import ModuleType
 from typing import Any
 
 from computefence import jsontext
 from computefence.errors import SourceError
-from computefence.models import ProviderInfo, Target
+from computefence.models import Fix, ProviderInfo, Target
 from computefence.sources.http import Retry, RetryPolicy, call_with_retries, raise_for_status, scrub
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, target_names
 
@@ -204,18 +205,20 @@ def pod_target(pod: dict[str, Any], name: str) -> Target:
     target = Target(name=name, host=host, port=port, user="root", tags=["runpod"], source="runpod", provider=info)
     if state == "starting":
         target.unreachable_reason = "pod is starting (RunPod reports no runtime for it yet)"
-        target.unreachable_fix = "wait until the pod shows Running in the RunPod console, then re-run"
+        target.unreachable_fix = Fix(advice="wait until the pod shows Running in the RunPod console, then re-run")
     elif not running:
         target.unreachable_reason = f"pod is {state}, not running"
         target.unreachable_fix = (
-            f"start it (runpodctl start pod {pod_id}), then re-run"
+            Fix(commands=[f"runpodctl start pod {shlex.quote(pod_id)}"], advice="then re-run")
             if state == "exited"
-            else "it no longer runs; nothing to check"
+            else Fix(advice="it no longer runs; nothing to check")
         )
     elif address is None and _tcp22_mapped(pod):
         target.unreachable_reason = "TCP port 22 is mapped only on a private IP (no public IP for direct SSH)"
-        target.unreachable_fix = "run the pod on a machine with a public IP (Secure Cloud or a public-IP Community host)"
+        target.unreachable_fix = Fix(advice="run the pod on a machine with a public IP (Secure Cloud or a public-IP "
+                                            "Community host)")
     elif address is None:
         target.unreachable_reason = "only RunPod's proxy SSH (no command execution); direct TCP port 22 is not exposed"
-        target.unreachable_fix = "expose TCP port 22 in the pod's template (Edit Pod > Expose TCP Ports: 22) and restart it"
+        target.unreachable_fix = Fix(advice="expose TCP port 22 in the pod's template (Edit Pod > Expose TCP Ports: 22) "
+                                            "and restart it")
     return target

@@ -8,13 +8,14 @@ The vastai CLI's conventions: key from VAST_API_KEY, else $XDG_CONFIG_HOME/vasta
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from computefence.errors import SourceError
-from computefence.models import ProviderInfo, Target
+from computefence.models import Fix, ProviderInfo, Target
 from computefence.sources.http import ApiClient, RetryPolicy
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, find_api_key, target_names
 
@@ -103,12 +104,16 @@ def ssh_address(inst: dict[str, Any]) -> tuple[str, int] | None:
     return None
 
 
-_STATE_FIX = {
-    "exited": "start it (vastai start instance {id}), then re-run",
-    "stopped": "start it (vastai start instance {id}), then re-run",
+_STATE_ADVICE = {
     "offline": "its host machine is offline; wait for it or recreate the instance on another machine",
     "unknown": "Vast cannot see its host machine; wait for it or recreate the instance on another machine",
 }
+
+
+def _state_fix(state: str, pod_id: str) -> Fix:
+    if state in ("exited", "stopped"):
+        return Fix(commands=[f"vastai start instance {shlex.quote(pod_id)}"], advice="then re-run")
+    return Fix(advice=_STATE_ADVICE.get(state, "wait until it is running, then re-run"))
 
 
 def instance_target(inst: dict[str, Any], name: str) -> Target:
@@ -131,8 +136,8 @@ def instance_target(inst: dict[str, Any], name: str) -> Target:
     target = Target(name=name, host=host, port=port, user="root", tags=["vast"], source="vast", provider=info)
     if state != "running":
         target.unreachable_reason = f"instance is {state}, not running"
-        target.unreachable_fix = _STATE_FIX.get(state, "wait until it is running, then re-run").format(id=pod_id)
+        target.unreachable_fix = _state_fix(state, pod_id)
     elif address is None:
         target.unreachable_reason = "running, but Vast.ai lists no SSH address for it (no 22/tcp mapping, no proxy)"
-        target.unreachable_fix = "launch it with SSH access (an ssh launch mode / template with SSH enabled)"
+        target.unreachable_fix = Fix(advice="launch it with SSH access (an ssh launch mode / template with SSH enabled)")
     return target

@@ -12,7 +12,7 @@ import pytest
 import computefence.sources.providers as providers
 from computefence.cli import main
 from computefence.errors import SourceError
-from computefence.models import ProviderInfo, Target
+from computefence.models import Fix, ProviderInfo, Target
 
 INVENTORY = """\
 known_hosts: /kh/pods
@@ -185,7 +185,7 @@ def fake_providers(monkeypatch):
                provider=ProviderInfo(provider="runpod", pod_id="abc123", gpu_type="H100 80GB", gpu_count=1, cost_per_hour=2.49)),
         Target(name="rp-proxy-only", host="", source="runpod",
                unreachable_reason="no public TCP port 22 (only RunPod's SSH proxy)",
-               unreachable_fix="expose TCP port 22 in the pod's template",
+               unreachable_fix=Fix(advice="expose TCP port 22 in the pod's template"),
                provider=ProviderInfo(provider="runpod", pod_id="def456", state="RUNNING")),
     ]
 
@@ -203,8 +203,8 @@ def test_list_providers_shows_price_gpu_and_not_checkable(capsys, monkeypatch, f
     assert code == 0
     assert "root@198.51.100.5:40022" in out and "runpod abc123, 1x H100 80GB, $2.49/h" in out
     assert (
-        "rp-proxy-only: not checkable: no public TCP port 22 (only RunPod's SSH proxy). "
-        "Fix: expose TCP port 22 in the pod's template" in out
+        "rp-proxy-only: not checkable: no public TCP port 22 (only RunPod's SSH proxy).\n"
+        "  note: expose TCP port 22 in the pod's template\n" in out
     )
     assert "1 target to check, 1 not checkable, from 1 source" in out
 

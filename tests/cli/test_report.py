@@ -73,7 +73,7 @@ def test_every_format(saved, capsys, fmt, marker):
         ("{not json", "is not a computefence JSON report (Invalid JSON"),
         (json.dumps({"tool_version": "0.1.0"}), "is not a computefence JSON report (generated_at: Field required)"),
         (json.dumps({"tool_version": "0.1.0", "generated_at": "x", "hosts": [{"name": "a", "status": "exploded"}]}), "(hosts.0.status: Input should be"),
-        (json.dumps({"schema_version": 99, "tool_version": "9", "generated_at": "x"}), "has schema_version 99; this computefence reads up to 1"),
+        (json.dumps({"schema_version": 99, "tool_version": "9", "generated_at": "x"}), "has schema_version 99; this computefence reads up to 2"),
         ("", "is not a computefence JSON report"),
     ],
 )

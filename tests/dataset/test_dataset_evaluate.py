@@ -60,23 +60,23 @@ def test_duplicates_conflicts_and_missing_values_warn_with_dedupe_fixes():
     assert severities(findings)["dataset.duplicates"] == "warn"
     dup = findings["dataset.duplicates"]
     assert "50 of 1,000 rows (5.0%)" in dup.message and "80 rows repeat an earlier input" in dup.message
-    assert dup.fix.startswith(f"computefence dataset dedupe {PATH} /workspace/data/train.dedup.jsonl  #")
-    assert "pip install computefence" in dup.fix
+    assert dup.fix.commands == [f"computefence dataset dedupe {PATH} /workspace/data/train.dedup.jsonl"]
+    assert "pip install computefence" in dup.fix.advice
     conflict = findings["dataset.conflicting-labels"]
     assert conflict.severity is Severity.WARN
     assert "3 of 1,000 distinct inputs carry more than one label" in conflict.message
     assert "'great movie' labelled pos, neg (lines 3, 9)" in conflict.message
-    assert "--drop-conflicts" in conflict.fix and PATH in conflict.fix
+    assert conflict.fix.commands == [f"computefence dataset dedupe {PATH} /workspace/data/train.dedup.jsonl --drop-conflicts"]
     missing = findings["dataset.missing-values"]
     assert missing.severity is Severity.WARN and "4 rows (0.4%) without input 'text'" in missing.message
-    assert "1 row (0.1%) without label" in missing.message and "--drop-missing" in missing.fix
+    assert "1 row (0.1%) without label" in missing.message and missing.fix.commands[0].endswith("--drop-missing")
 
 
 def test_named_columns_appear_in_the_dedupe_fix_and_gzip_keeps_its_suffix():
     findings = run(path="/data/train.csv.gz", input_column="sentence", input_column_guessed=False, duplicate_rows=2,
                    columns=["sentence", "label"])
-    assert findings["dataset.duplicates"].fix.startswith(
-        "computefence dataset dedupe /data/train.csv.gz /data/train.dedup.csv.gz --input-column sentence  #")
+    assert findings["dataset.duplicates"].fix.commands == [
+        "computefence dataset dedupe /data/train.csv.gz /data/train.dedup.csv.gz --input-column sentence"]
 
 
 def test_unreadable_rows_warn_below_one_percent_and_block_above():
@@ -86,25 +86,25 @@ def test_unreadable_rows_warn_below_one_percent_and_block_above():
     many = run(unreadable_rows=40, unreadable_lines=[1, 2, 3], unreadable_reason="line 1: not UTF-8")
     block = many["dataset.unreadable"]
     assert block.severity is Severity.BLOCK and "(3.8%)" in block.message
-    assert block.fix.startswith(f"sed -n '1p;2p;3p' {PATH} | cut -c1-300")
+    assert block.fix.commands == [f"sed -n '1p;2p;3p' {PATH} | cut -c1-300"]
     gz = run(path="/d/t.jsonl.gz", compression="gzip", unreadable_rows=40, unreadable_lines=[5])
-    assert gz["dataset.unreadable"].fix.startswith("zcat /d/t.jsonl.gz | sed -n '5p'")
+    assert gz["dataset.unreadable"].fix.commands == ["zcat /d/t.jsonl.gz | sed -n '5p' | cut -c1-300"]
 
 
-@pytest.mark.parametrize("kind, extra, fix_start", [
-    ("not_found", {"exists": False}, "ls -la /workspace/data  #"),
-    ("not_a_file", {}, f"ls -la {PATH}  #"),
-    ("compressed", {"compression": "zstd"}, f"zstd -d {PATH}  #"),
+@pytest.mark.parametrize("kind, extra, command", [
+    ("not_found", {"exists": False}, "ls -la /workspace/data"),
+    ("not_a_file", {}, f"ls -la {PATH}"),
+    ("compressed", {"compression": "zstd"}, f"zstd -d {PATH}"),
     ("utf16", {}, f"iconv -f UTF-16 -t UTF-8 {PATH} > /workspace/data/train.utf8.jsonl"),
-    ("needs_pyarrow", {"format": "parquet"}, "python3 -m pip install pyarrow  #"),
-    ("truncated", {"compression": "gzip"}, f"gzip -t {PATH}  #"),
-    ("unknown_format", {}, f"file {PATH}  #"),
+    ("needs_pyarrow", {"format": "parquet"}, "python3 -m pip install pyarrow"),
+    ("truncated", {"compression": "gzip"}, f"gzip -t {PATH}"),
+    ("unknown_format", {}, f"file {PATH}"),
 ])
-def test_file_level_problems_block_alone(kind, extra, fix_start):
+def test_file_level_problems_block_alone(kind, extra, command):
     findings = run(error=f"something about {kind}", error_kind=kind, rows=0, **extra)
     assert list(findings) == ["dataset.unreadable"]
     finding = findings["dataset.unreadable"]
-    assert finding.severity is Severity.BLOCK and finding.fix.startswith(fix_start) and finding.subject == PATH
+    assert finding.severity is Severity.BLOCK and finding.fix.commands == [command] and finding.subject == PATH
 
 
 def test_an_empty_dataset_blocks():
@@ -117,7 +117,7 @@ def test_an_absent_column_blocks_and_lists_what_exists():
     columns = findings["dataset.columns"]
     assert columns.severity is Severity.BLOCK
     assert "no column 'txt'; its columns: text, label" in columns.message
-    assert columns.fix.startswith("--input-column text  #")
+    assert columns.fix.commands == [f"computefence dataset check {PATH} --input-column text"]
     # Checks that need the absent input are not run on it.
     assert "dataset.conflicting-labels" not in findings
     assert findings["dataset.missing-values"].severity is Severity.PASS
@@ -151,14 +151,16 @@ def test_skew_fix_gives_inverse_frequency_weights():
     skew = run(label_counts={"1": 900, "0": 100}, distinct_labels=2)["dataset.label-skew"]
     assert "'1' holds 90.0%" in skew.message and "H = -Σ p ln p = 0.325 nats" in skew.message
     # w_c = N / (k n_c): class 0 -> 1000 / (2*100) = 5, class 1 -> 1000 / (2*900) = 0.556
-    assert skew.fix.startswith("torch.nn.CrossEntropyLoss(weight=torch.tensor([5, 0.556]))")
-    assert "classes in the order 0, 1" in skew.fix
+    # Python for the training script is advice, never a shell command.
+    assert skew.fix.commands == []
+    assert "torch.nn.CrossEntropyLoss(weight=torch.tensor([5, 0.556]))" in skew.fix.advice
+    assert "classes in the order 0, 1" in skew.fix.advice
 
 
 def test_free_form_targets_are_not_checked_for_skew():
     many = {f"answer {i}": 10 for i in range(50)}
     findings = run(label_counts=many, distinct_labels=400)
-    assert findings["dataset.label-skew"].severity is Severity.PASS
+    assert findings["dataset.label-skew"].severity is Severity.SKIP
     assert "400 distinct labels: a free-form target" in findings["dataset.label-skew"].message
     capped = run(label_counts=many, distinct_labels=10000, distinct_labels_capped=True)
     assert "more than 10,000 distinct labels" in capped["dataset.label-skew"].message
@@ -167,7 +169,7 @@ def test_free_form_targets_are_not_checked_for_skew():
 def test_partial_scans_warn_and_mark_every_message():
     findings = run(partial=True, partial_reason="stopped at the time budget after 4,096 rows", duplicate_rows=1)
     assert findings["dataset.unreadable"].severity is Severity.WARN
-    assert findings["dataset.unreadable"].fix.startswith(f"computefence dataset check {PATH}  #")
+    assert findings["dataset.unreadable"].fix.commands == [f"computefence dataset check {PATH}"]
     assert "(partial scan: stopped at the time budget" in findings["dataset.duplicates"].message
 
 
@@ -183,4 +185,4 @@ def test_a_scan_that_did_not_run_warns_and_no_dataset_means_no_findings():
 def test_paths_with_spaces_are_quoted_in_fixes():
     findings = run(path="/workspace/my data/train.jsonl", duplicate_rows=1)
     assert ("computefence dataset dedupe '/workspace/my data/train.jsonl' '/workspace/my data/train.dedup.jsonl'"
-            in findings["dataset.duplicates"].fix)
+            in findings["dataset.duplicates"].fix.commands[0])

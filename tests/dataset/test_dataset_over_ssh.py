@@ -44,6 +44,6 @@ def test_fleet_check_scans_the_dataset_on_the_pod(start_pods, ssh_fleet, tmp_pat
     assert data.conflict_examples[0].input == "review 7" and data.conflict_examples[0].lines == [8, 33]
     findings = {f.check: f for f in host.findings if f.check.startswith("dataset.")}
     assert findings["dataset.duplicates"].severity is Severity.WARN
-    assert "computefence dataset dedupe /data/train.jsonl /data/train.dedup.jsonl" in findings["dataset.duplicates"].fix
+    assert findings["dataset.duplicates"].fix.commands == ["computefence dataset dedupe /data/train.jsonl /data/train.dedup.jsonl"]
     assert findings["dataset.conflicting-labels"].severity is Severity.WARN
     assert findings["dataset.label-skew"].severity is Severity.PASS

@@ -155,4 +155,5 @@ def of(findings: list[Finding], check: str) -> list[Finding]:
 
 
 def problems(findings: list[Finding]) -> list[Finding]:
-    return [f for f in findings if f.severity is not Severity.PASS]
+    """Warnings and blockers."""
+    return [f for f in findings if f.severity in (Severity.WARN, Severity.BLOCK)]

@@ -33,21 +33,22 @@ def test_more_processes_than_gpus_blocks_with_the_real_count_and_path():
     finding = _check(1, num_processes=2)
     assert finding.severity is Severity.BLOCK
     assert "2 processes per machine" in finding.message and "1 visible GPU(s)" in finding.message
-    assert finding.fix == (f"sed -i -e 's/^num_processes:.*/num_processes: 1/' {CONFIG}"
-                           "  # or pass --num_processes 1 to accelerate launch")
+    assert finding.fix.commands == [f"sed -i -e 's/^num_processes:.*/num_processes: 1/' {CONFIG}"]
+    assert finding.fix.advice == "or pass --num_processes 1 to accelerate launch"
 
 
 def test_fewer_processes_than_gpus_warns_and_switches_a_single_process_config_to_multi_gpu():
     finding = _check(4, num_processes=1, distributed_type="NO")
     assert finding.severity is Severity.WARN and "3 stay idle" in finding.message
-    assert "num_processes: 4" in finding.fix and "distributed_type: MULTI_GPU" in finding.fix
+    [command] = finding.fix.commands
+    assert "num_processes: 4" in command and "distributed_type: MULTI_GPU" in command
 
 
 def test_num_processes_counts_all_machines():
     assert _check(8, num_processes=16, num_machines=2).severity is Severity.PASS
     blocked = _check(4, num_processes=16, num_machines=2)
     assert blocked.severity is Severity.BLOCK and "16 over 2 machines" in blocked.message
-    assert "num_processes: 8" in blocked.fix
+    assert "num_processes: 8" in blocked.fix.commands[0]
     assert _check(8, num_processes=3, num_machines=2).severity is Severity.WARN
 
 
@@ -57,15 +58,16 @@ def test_visible_gpus_are_what_torch_sees_and_what_gpu_ids_select():
 
 
 def test_cpu_launch_configs_are_not_compared_with_gpus():
-    assert _check(1, num_processes=4, distributed_type="MULTI_CPU").severity is Severity.PASS
-    assert _check(1, num_processes=4, use_cpu=True).severity is Severity.PASS
+    assert _check(1, num_processes=4, distributed_type="MULTI_CPU").severity is Severity.SKIP
+    assert _check(1, num_processes=4, use_cpu=True).severity is Severity.SKIP
 
 
 def test_no_config_found_is_silent_unless_one_was_named():
     assert of(evaluate_host(runpod_pod(), CheckOptions()), "accelerate.num-processes") == []
     finding = only(evaluate_host(runpod_pod(), CheckOptions(accelerate_config="/workspace/acc.yaml")),
                    "accelerate.num-processes")
-    assert finding.severity is Severity.BLOCK and finding.fix == "accelerate config --config_file /workspace/acc.yaml"
+    assert finding.severity is Severity.BLOCK
+    assert finding.fix.commands == ["accelerate config --config_file /workspace/acc.yaml"]
 
 
 def test_unreadable_config_warns():
@@ -75,10 +77,10 @@ def test_unreadable_config_warns():
     assert finding.severity is Severity.WARN and "bad indentation" in finding.message
 
 
-def test_config_on_a_machine_without_gpu_is_not_a_blocker():
+def test_config_on_a_machine_without_gpu_is_skipped_not_blocked():
     facts = laptop().model_copy(update={"accelerate": _config(num_processes=8)})
     finding = only(evaluate_host(facts, CheckOptions()), "accelerate.num-processes")
-    assert finding.severity is Severity.PASS and "no NVIDIA GPU" in finding.message
+    assert finding.severity is Severity.SKIP and "no NVIDIA GPU" in finding.message
 
 
 def test_broken_driver_leaves_the_count_to_gpu_driver():

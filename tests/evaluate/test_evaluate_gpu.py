@@ -32,15 +32,16 @@ def test_healthy_pod_passes_every_gpu_check():
     assert only(findings, "gpu.driver").message == "driver 550.54.15 (CUDA 12.4) sees 1 GPU: NVIDIA H100 80GB HBM3"
 
 
-def test_cpu_machine_gets_one_honest_pass_and_no_other_gpu_finding():
+def test_cpu_machine_gets_one_skip_with_the_reason_and_no_other_gpu_finding():
     findings = _gpu_findings(laptop())
-    assert [(f.check, f.severity, f.message) for f in findings] == [("gpu.driver", Severity.PASS, NO_GPU)]
+    assert [(f.check, f.severity, f.message) for f in findings] == [("gpu.driver", Severity.SKIP, NO_GPU)]
 
 
 def test_expect_gpu_turns_the_missing_gpu_into_a_blocker():
     finding = only(_gpu_findings(laptop(), CheckOptions(expect_gpu=True)), "gpu.driver")
     assert finding.severity is Severity.BLOCK
-    assert "--expect-gpu" in finding.message and "docker run --gpus all" in finding.fix
+    assert "--expect-gpu" in finding.message
+    assert finding.fix.commands == [] and "docker run --gpus all" in finding.fix.advice
 
 
 def test_provider_gpu_count_makes_a_gpu_expected():
@@ -61,7 +62,8 @@ def test_driver_unreachable_blocks_with_the_real_message_and_skips_dependent_che
     assert "exit 9" in driver.message and "couldn't communicate with the NVIDIA driver" in driver.message
     assert "\n" not in driver.message
     # The pod id comes from RUNPOD_POD_ID: the fix is the exact restart command.
-    assert driver.fix.startswith("runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6")
+    assert driver.fix.commands == ["runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6"]
+    assert "move to another machine" in driver.fix.advice
     # The CUDA symptoms of the same cause are not reported twice.
     assert of(findings, "gpu.cuda-unavailable") == [] and of(findings, "gpu.memory-in-use") == []
 
@@ -69,7 +71,9 @@ def test_driver_unreachable_blocks_with_the_real_message_and_skips_dependent_che
 def test_driver_failure_on_bare_metal_suggests_modprobe():
     facts = laptop().model_copy(update={"gpu": GpuFacts(nvidia_smi_found=True, exit_code=9, error_output="failed")})
     finding = only(_gpu_findings(facts), "gpu.driver")
-    assert finding.severity is Severity.BLOCK and finding.fix.startswith("sudo modprobe nvidia && nvidia-smi")
+    assert finding.severity is Severity.BLOCK
+    assert finding.fix.commands == ["sudo modprobe nvidia && nvidia-smi", "sudo dmesg | grep -iE 'nvrm|xid' | tail -n 20"]
+    assert "ubuntu-drivers install" in finding.fix.advice
 
 
 def test_hung_nvidia_smi_blocks():
@@ -77,11 +81,11 @@ def test_hung_nvidia_smi_blocks():
     finding = only(_gpu_findings(facts), "gpu.driver")
     assert finding.severity is Severity.BLOCK and "did not answer in time" in finding.message
     vast = ProviderInfo(provider="vast", pod_id="4242")
-    assert only(_gpu_findings(facts, NO_CHECKS, vast), "gpu.driver").fix.startswith("vastai reboot instance 4242")
+    assert only(_gpu_findings(facts, NO_CHECKS, vast), "gpu.driver").fix.commands == ["vastai reboot instance 4242"]
     # A machine with no provider restart command: the kernel log first; root needs no sudo.
     bare = facts.model_copy(update={"identity": facts.identity.model_copy(update={"provider_hints": {}})})
     fix = only(_gpu_findings(bare), "gpu.driver").fix
-    assert fix.startswith("dmesg | grep -iE 'nvrm|xid'") and "reboot the machine" in fix
+    assert fix.commands == ["dmesg | grep -iE 'nvrm|xid' | tail -n 20"] and fix.advice == "reboot the machine"
 
 
 def test_gpu_collector_timeout_is_not_mistaken_for_no_gpu():
@@ -100,9 +104,9 @@ def test_device_nodes_without_nvidia_smi_block_unless_torch_uses_cuda():
     assert warned.severity is Severity.WARN and "torch uses CUDA" in warned.message
 
 
-def test_nvidia_smi_listing_no_gpu_passes_unless_one_is_expected():
+def test_nvidia_smi_listing_no_gpu_is_skipped_unless_one_is_expected():
     facts = laptop().model_copy(update={"gpu": GpuFacts(nvidia_smi_found=True, exit_code=0)})
-    assert only(_gpu_findings(facts), "gpu.driver").severity is Severity.PASS
+    assert only(_gpu_findings(facts), "gpu.driver").severity is Severity.SKIP
     expected = only(_gpu_findings(facts, CheckOptions(expect_gpu=True)), "gpu.driver")
     assert expected.severity is Severity.BLOCK and "lists no GPUs" in expected.message
 
@@ -115,17 +119,17 @@ def test_cpu_torch_on_a_gpu_pod_blocks_with_the_cuda_build_for_this_driver():
     findings = _gpu_findings(facts)
     finding = only(findings, "gpu.torch-cpu-build")
     assert finding.severity is Severity.BLOCK and "CPU-only build" in finding.message
-    assert finding.fix == ("python3 -m pip uninstall -y torch && python3 -m pip install torch==2.5.1 "
-                           "--index-url https://download.pytorch.org/whl/cu124")
+    assert finding.fix.commands == ["python3 -m pip uninstall -y torch && python3 -m pip install torch==2.5.1 "
+                                    "--index-url https://download.pytorch.org/whl/cu124"]
     assert of(findings, "gpu.cuda-unavailable") == []
 
 
 def test_cpu_torch_fix_picks_the_newest_build_the_driver_runs():
     facts = _pod(gpu=gpus(driver="535.104.05", cuda="12.2"),
                  torch=torch(version="2.3.1+cpu", cuda=None, available=False, count=0, arch=[], python="/opt/venv/bin/python"))
-    fix = only(_gpu_findings(facts), "gpu.torch-cpu-build").fix
-    assert fix.startswith("/opt/venv/bin/python -m pip uninstall -y torch")
-    assert "torch==2.3.1 --index-url https://download.pytorch.org/whl/cu121" in fix
+    [command] = only(_gpu_findings(facts), "gpu.torch-cpu-build").fix.commands
+    assert command.startswith("/opt/venv/bin/python -m pip uninstall -y torch")
+    assert "torch==2.3.1 --index-url https://download.pytorch.org/whl/cu121" in command
 
 
 def test_cpu_torch_on_a_cpu_machine_is_not_a_gpu_problem():
@@ -145,8 +149,8 @@ def test_driver_older_than_torch_cuda_blocks_and_offers_a_build_it_runs():
     assert "built for CUDA 12.6" in finding.message and "supports CUDA 12.2 only" in finding.message
     assert "falls back to the CPU" in finding.message
     # The newest release with a CUDA 12 build the driver runs, rather than torch 2.6 on CUDA 11.8.
-    assert "'torch==2.5.*' --index-url https://download.pytorch.org/whl/cu121" in finding.fix
-    assert "driver supports CUDA 12.6" in finding.fix
+    assert "'torch==2.5.*' --index-url https://download.pytorch.org/whl/cu121" in finding.fix.commands[0]
+    assert "driver supports CUDA 12.6" in finding.fix.advice
     # One root cause, one blocker: cuda-unavailable stays silent.
     assert of(findings, "gpu.cuda-unavailable") == []
 
@@ -155,7 +159,8 @@ def test_driver_too_old_for_every_build_says_so():
     facts = _pod(gpu=gpus(name="NVIDIA A100-SXM4-40GB", cap=None, driver="470.182.03", cuda="11.4"),
                  torch=torch(version="2.6.0+cu126", cuda="12.6", available=False, count=0))
     fix = only(_gpu_findings(facts), "gpu.driver-too-old").fix
-    assert fix.startswith("no published PyTorch CUDA build runs on this driver (CUDA 11.4)")
+    # Nothing to install helps: plain advice, no command.
+    assert fix.commands == [] and fix.advice.startswith("no published PyTorch CUDA build runs on this driver (CUDA 11.4)")
 
 
 # ---------------------------------------------------------------- gpu.cuda-unavailable
@@ -222,14 +227,14 @@ def test_cuda_unavailable_blocks_with_the_error_and_a_reinstall():
     finding = only(_gpu_findings(facts), "gpu.cuda-unavailable")
     assert finding.severity is Severity.BLOCK
     assert "cannot use CUDA although the driver sees 1 GPU(s): CUDA error: unknown error" in finding.message
-    assert "whl/cu124" in finding.fix and "torch.cuda.init()" in finding.fix
+    assert "whl/cu124" in finding.fix.commands[0] and "torch.cuda.init()" in finding.fix.advice
 
 
 def test_cuda_visible_devices_hiding_every_gpu_is_named():
     facts = _pod(torch=torch(available=False, count=0), environment=env(CUDA_VISIBLE_DEVICES=""))
     finding = only(_gpu_findings(facts), "gpu.cuda-unavailable")
     assert finding.severity is Severity.BLOCK and "CUDA_VISIBLE_DEVICES=''" in finding.message
-    assert finding.fix.startswith("unset CUDA_VISIBLE_DEVICES")
+    assert finding.fix.commands == ["unset CUDA_VISIBLE_DEVICES"] and "~/.bashrc" in finding.fix.advice
 
 
 # ---------------------------------------------------------------- gpu.arch-unsupported
@@ -243,7 +248,7 @@ def test_h100_with_a_torch_without_sm90_blocks():
     assert "no kernels for sm_90" in finding.message and "GPU 0,1" in finding.message
     assert finding.subject == "sm_90"
     # The newest release with a CUDA 12 build for sm_90 that this driver (12.4) runs.
-    assert "'torch==2.6.*' --index-url https://download.pytorch.org/whl/cu124" in finding.fix
+    assert "'torch==2.6.*' --index-url https://download.pytorch.org/whl/cu124" in finding.fix.commands[0]
 
 
 def test_same_major_binaries_and_ptx_cover_newer_gpus():
@@ -258,7 +263,7 @@ def test_blackwell_needs_a_cuda_12_8_build():
     facts = _pod(gpu=gpus(name="NVIDIA RTX PRO 6000", cap="12.0", driver="570.124.06", cuda="12.8"))
     finding = only(_gpu_findings(facts), "gpu.arch-unsupported")
     assert finding.severity is Severity.BLOCK and finding.subject == "sm_120"
-    assert "whl/cu128" in finding.fix
+    assert "whl/cu128" in finding.fix.commands[0]
 
 
 def test_capability_falls_back_to_torch_when_the_driver_does_not_report_it():
@@ -274,7 +279,8 @@ def test_busy_gpu_memory_warns_with_the_real_numbers():
     finding = only(_gpu_findings(facts), "gpu.memory-in-use")
     assert finding.severity is Severity.WARN
     assert "GPU 0 71893 of 81559 MiB" in finding.message and finding.subject == "GPU 0"
-    assert finding.fix.startswith("nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv")
+    assert finding.fix.commands == ["nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"]
+    assert "kill the stale PIDs" in finding.fix.advice
 
 
 def test_a_little_memory_in_use_is_normal():
@@ -338,7 +344,7 @@ def test_cuda_visible_devices_from_the_container_or_nowhere_known():
 def test_cuda_visible_devices_not_matching_what_torch_sees_warns():
     facts = _pod(gpu=gpus(4), torch=torch(count=1), environment=env(CUDA_VISIBLE_DEVICES="0,1"))
     finding = only(_gpu_findings(facts), "gpu.count-mismatch")
-    assert finding.severity is Severity.WARN and finding.fix.startswith("export CUDA_VISIBLE_DEVICES=0,1,2,3")
+    assert finding.severity is Severity.WARN and finding.fix.commands == ["export CUDA_VISIBLE_DEVICES=0,1,2,3"]
 
 
 def test_missing_torch_silences_torch_dependent_gpu_checks():

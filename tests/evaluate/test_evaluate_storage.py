@@ -46,10 +46,13 @@ def test_default_hf_cache_on_the_container_disk_warns_with_the_volume_path_and_s
     assert finding.severity is Severity.WARN
     assert "/root/.cache/huggingface/hub" in finding.message and "wiped when the pod stops" in finding.message
     assert "HF_HOME is not set" in finding.message
-    assert "export HF_HOME=/workspace/.cache/huggingface" in finding.fix
-    assert ">> ~/.bashrc" in finding.fix
+    assert finding.fix.commands == [
+        "mkdir -p /workspace/.cache/huggingface",
+        "echo 'export HF_HOME=/workspace/.cache/huggingface' >> ~/.bashrc",
+        "export HF_HOME=/workspace/.cache/huggingface",
+    ]
     # RunPod's profile: container ENV is invisible over SSH and ~/.bashrc is on the container disk.
-    assert "SSH sessions do not see the pod's container ENV" in finding.fix
+    assert "SSH sessions do not see the pod's container ENV" in finding.fix.advice
     assert finding.subject == "/root/.cache/huggingface/hub"
 
 
@@ -61,7 +64,7 @@ def test_hf_home_set_only_in_the_container_env_warns_that_ssh_sessions_miss_it()
     assert "HF_HOME=/workspace/hf is set only in the container environment" in finding.message
     assert "SSH sessions do not see" in finding.message
     # The container's value is on the volume, so the fix makes SSH sessions use it.
-    assert "export HF_HOME=/workspace/hf" in finding.fix
+    assert finding.fix.commands[-1] == "export HF_HOME=/workspace/hf"
 
 
 def test_hf_variable_set_for_the_process_too_is_not_hidden():
@@ -75,7 +78,8 @@ def test_hf_hub_cache_under_tmp_on_a_local_disk_warns_and_keeps_the_variable():
     finding = only(evaluate_host(facts, NO_CHECKS), "storage.hf-cache")
     assert finding.severity is Severity.WARN
     assert "under /tmp" in finding.message and "cleared on reboot" in finding.message
-    assert "export HF_HUB_CACHE=/home/ml/.cache/huggingface/hub" in finding.fix
+    assert finding.fix.commands[-1] == "export HF_HUB_CACHE=/home/ml/.cache/huggingface/hub"
+    assert finding.fix.advice is None  # a bare-metal login shell sees ~/.bashrc
 
 
 def test_hf_cache_on_tmpfs_warns():
@@ -98,7 +102,9 @@ def test_hf_cache_on_the_vast_container_disk_passes_because_it_survives_a_stop()
 def test_hf_cache_fix_without_any_persistent_storage_points_at_no_volume():
     finding = only(evaluate_host(runpod_pod(volume=False, hf_on_volume=False), NO_CHECKS), "storage.hf-cache")
     assert finding.severity is Severity.WARN
-    assert "storage.no-volume" in finding.fix and "Volume Disk" in finding.fix
+    # Nowhere to move it: advice only, no command to paste.
+    assert finding.fix.commands == []
+    assert "storage.no-volume" in finding.fix.advice and "Volume Disk" in finding.fix.advice
 
 
 # ---------------------------------------------------------------- storage.output-dir
@@ -128,7 +134,7 @@ def test_relative_output_dir_on_the_container_disk_blocks_and_names_the_volume_t
     assert finding.severity is Severity.BLOCK
     assert "./out (resolves to /root/out)" in finding.message
     assert "container disk" in finding.message and "wiped when the pod stops" in finding.message
-    assert finding.fix.startswith("mkdir -p /workspace/out")
+    assert finding.fix.commands == ["mkdir -p /workspace/out"] and "/workspace/out" in finding.fix.advice
     assert finding.subject == "/root/out"
 
 
@@ -141,7 +147,7 @@ def test_output_dir_with_a_missing_parent_blocks_with_mkdir():
                    "storage.output-dir")
     assert finding.severity is Severity.BLOCK
     assert "parent /workspace/runs/7" in finding.message
-    assert finding.fix == "mkdir -p /workspace/runs/7/ckpt"
+    assert finding.fix.commands == ["mkdir -p /workspace/runs/7/ckpt"]
 
 
 def test_unwritable_output_dir_blocks_with_chown_for_the_login_user():
@@ -150,7 +156,7 @@ def test_unwritable_output_dir_blocks_with_chown_for_the_login_user():
     facts = _with_paths(facts, path("output_dir", "/data/out", data, writable=False), mounts=[data])
     finding = only(evaluate_host(facts, CheckOptions(output_dir="/data/out")), "storage.output-dir")
     assert finding.severity is Severity.BLOCK and "not writable" in finding.message
-    assert finding.fix == "sudo chown -R ml /data/out"
+    assert finding.fix.commands == ["sudo chown -R ml /data/out"]
 
 
 def test_output_dir_on_a_read_only_mount_says_so():
@@ -159,11 +165,12 @@ def test_output_dir_on_a_read_only_mount_says_so():
     facts = _with_paths(facts, path("output_dir", "/datasets/out", data, writable=False), mounts=[data])
     finding = only(evaluate_host(facts, CheckOptions(output_dir="/datasets/out")), "storage.output-dir")
     assert finding.severity is Severity.BLOCK and "read-only" in finding.message
+    assert finding.fix.commands == [] and "writable filesystem" in finding.fix.advice
 
 
 def test_output_dir_the_probe_did_not_report_warns():
     finding = only(evaluate_host(runpod_pod(), CheckOptions(output_dir="/workspace/x")), "storage.output-dir")
-    assert finding.severity is Severity.WARN and "/workspace/x" in finding.fix
+    assert finding.severity is Severity.WARN and finding.fix.commands == ["ls -ld /workspace/x && df -h /workspace/x"]
 
 
 def test_output_dir_under_rootfs_is_not_on_a_volume_mounted_at_root():
@@ -174,7 +181,7 @@ def test_output_dir_under_rootfs_is_not_on_a_volume_mounted_at_root():
                         mounts=[home_volume])
     finding = only(evaluate_host(facts, CheckOptions(output_dir="/rootfs/out")), "storage.output-dir")
     assert finding.severity is Severity.BLOCK and "overlay at /" in finding.message
-    assert finding.fix.startswith("mkdir -p /root/out")
+    assert finding.fix.commands == ["mkdir -p /root/out"]
 
 
 def test_output_dir_on_a_lambda_persistent_filesystem_passes():
@@ -208,7 +215,7 @@ def test_runpod_pod_with_volume_size_zero_warns_that_workspace_is_a_plain_folder
     assert finding.severity is Severity.WARN
     assert "RunPod reports none" in finding.message and "/workspace is a plain folder" in finding.message
     assert "wiped when the pod stops" in finding.message
-    assert "Volume Disk mounted at /workspace" in finding.fix
+    assert finding.fix.commands == [] and "Volume Disk mounted at /workspace" in finding.fix.advice
 
 
 def test_volume_size_zero_overrides_a_local_mount_at_the_volume_path():
@@ -223,7 +230,7 @@ def test_provider_volume_that_is_not_mounted_warns():
     finding = only(evaluate_host(runpod_pod(), NO_CHECKS, pod), "storage.no-volume")
     assert finding.severity is Severity.WARN
     assert "RunPod reports a 50 GB volume at /work, but nothing is mounted there" in finding.message
-    assert finding.fix.startswith("findmnt /work")
+    assert finding.fix.commands == ["findmnt /work"] and "restart the pod" in finding.fix.advice
 
 
 def test_runpod_network_volume_survives_terminate():
@@ -245,7 +252,7 @@ def test_lambda_instance_without_a_filesystem_warns_with_lambda_advice():
     finding = only(evaluate_host(facts, NO_CHECKS), "storage.no-volume")
     assert finding.severity is Severity.WARN
     assert "instance root disk" in finding.message and "deleted when the instance is terminated" in finding.message
-    assert "/lambda/nfs/<name>" in finding.fix
+    assert "/lambda/nfs/<name>" in finding.fix.advice
 
 
 def test_lambda_declared_persistent_path_is_matched_by_mount_not_by_type():
@@ -262,7 +269,7 @@ def test_bare_metal_local_disk_passes_and_docker_overlay_warns():
     overlay = mount("/", "overlay")
     docker = _bare_metal().model_copy(update={"storage": StorageFacts(mounts=[overlay])})
     finding = only(evaluate_host(docker, NO_CHECKS), "storage.no-volume")
-    assert finding.severity is Severity.WARN and "docker run -v" in finding.fix
+    assert finding.severity is Severity.WARN and "docker run -v" in finding.fix.advice
 
 
 def test_container_plumbing_bind_mounts_are_not_volumes():
@@ -283,7 +290,8 @@ def test_disk_headroom_pass_warn_block_on_the_data_volume():
     warned = _headroom(runpod_pod(volume_free=20 * GB - 1), "/workspace")
     assert warned.severity is Severity.WARN
     assert "/workspace (ext4 on /dev/sdb: workspace, HF cache)" in warned.message and "under 20 GB" in warned.message
-    assert "du -xh -d 2 /workspace" in warned.fix and "huggingface-cli delete-cache" in warned.fix
+    assert warned.fix.commands == ["du -xh -d 2 /workspace 2>/dev/null | sort -h | tail -n 15"]
+    assert "huggingface-cli delete-cache" in warned.fix.advice
     assert _headroom(runpod_pod(volume_free=5 * GB), "/workspace").severity is Severity.WARN
     blocked = _headroom(runpod_pod(volume_free=4.9 * GB), "/workspace")
     assert blocked.severity is Severity.BLOCK and "only 4.9 GB free of 100 GB" in blocked.message
@@ -306,7 +314,7 @@ def test_storage_collector_failure_is_a_warning_not_silence():
 def test_laptop_storage_is_not_judged_as_a_pod_but_a_named_output_dir_is():
     findings = evaluate_host(laptop(), NO_CHECKS)
     for check in ("storage.hf-cache", "storage.no-volume", "storage.disk-headroom"):
-        assert only(findings, check).severity is Severity.PASS
+        assert only(findings, check).severity is Severity.SKIP
     root = laptop().storage.mounts[0]
     facts = _with_paths(laptop(), path("output_dir", "/home/dev/out", root, free=3 * GB))
     finding = only(evaluate_host(facts, CheckOptions(output_dir="/home/dev/out")), "storage.disk-headroom")

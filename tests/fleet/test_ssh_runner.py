@@ -62,7 +62,7 @@ def test_not_checkable_targets_are_reported_without_connecting(home, tmp_path):
 
     assert report.status is HostStatus.NOT_CHECKABLE
     assert report.reason == "the pod is stopped (EXITED)"
-    assert report.fix == "runpodctl start pod abc123"
+    assert report.fix.commands == ["runpodctl start pod abc123"]
     assert report.duration_s == 0.0
     assert seen == [report]
 

@@ -6,6 +6,7 @@ import dataclasses
 
 from fake_api import JUPYTER_SECRET, Fault, lambda_instance
 
+from computefence.models import Fix
 from computefence.sources.lambda_cloud import LambdaSource
 
 LONG_ID = "0920582c7ff041399e34823a0be62549"
@@ -59,9 +60,10 @@ def test_states(api, fast):
     ]
     targets = {t.name: t for t in discover(api, fast)}
     assert targets["boot"].unreachable_reason == "instance is booting, not active"
-    assert targets["boot"].unreachable_fix == "wait until it is active, then re-run"
-    assert "restart it" in targets["sick"].unreachable_fix
-    assert targets["ending"].unreachable_fix == "it no longer runs; nothing to check"
+    # Nothing to run from here: plain advice.
+    assert targets["boot"].unreachable_fix == Fix(advice="wait until it is active, then re-run")
+    assert "restart it" in targets["sick"].unreachable_fix.advice
+    assert targets["ending"].unreachable_fix == Fix(advice="it no longer runs; nothing to check")
     assert "no IP address" in targets["noip"].unreachable_reason
 
 

@@ -51,11 +51,11 @@ def test_pods_that_cannot_be_checked_say_why_and_what_to_do(api, fast):
 
     proxy = targets["proxy-only"]
     assert "proxy SSH" in proxy.unreachable_reason and "TCP port 22" in proxy.unreachable_reason
-    assert proxy.unreachable_fix.startswith("expose TCP port 22")
+    assert proxy.unreachable_fix.commands == [] and proxy.unreachable_fix.advice.startswith("expose TCP port 22")
     assert proxy.host == ""
     assert "private IP" in targets["private-ip"].unreachable_reason
     assert targets["stopped"].provider.state == "exited"
-    assert "runpodctl start pod p-exited" in targets["stopped"].unreachable_fix
+    assert targets["stopped"].unreachable_fix.commands == ["runpodctl start pod p-exited"]
     assert targets["booting"].provider.state == "starting"
     assert "starting" in targets["booting"].unreachable_reason
     assert targets["gone"].provider.state == "terminated"

@@ -8,6 +8,7 @@ import pytest
 from fake_api import Fault, vast_instance
 
 from computefence.errors import SourceError
+from computefence.models import Fix
 from computefence.sources.vast import VastSource
 
 
@@ -76,9 +77,9 @@ def test_only_running_instances_are_checkable(api, fast):
     targets = {t.name: t for t in discover(api, fast)}
     assert targets["up"].unreachable_reason is None
     assert targets["stopped"].unreachable_reason == "instance is exited, not running"
-    assert "vastai start instance 2" in targets["stopped"].unreachable_fix
-    assert targets["loading"].unreachable_fix == "wait until it is running, then re-run"
-    assert "offline" in targets["offline"].unreachable_fix
+    assert targets["stopped"].unreachable_fix == Fix(commands=["vastai start instance 2"], advice="then re-run")
+    assert targets["loading"].unreachable_fix == Fix(advice="wait until it is running, then re-run")
+    assert targets["offline"].unreachable_fix.commands == [] and "offline" in targets["offline"].unreachable_fix.advice
     assert targets["new"].provider.state == "starting"
 
 

@@ -7,6 +7,7 @@ from computefence.models import (
     DriftRow,
     Facts,
     Finding,
+    Fix,
     GpuDevice,
     GpuFacts,
     HostReport,
@@ -23,7 +24,10 @@ from computefence.models import (
 OUTPUT_DIR_MSG = "--output-dir ./out resolves to /root/out on the container's overlay root; it is lost when the pod stops"
 OUTPUT_DIR_FIX = "mkdir -p /workspace/out && ln -sfn /workspace/out /root/out"
 HF_MSG = "HF cache defaults to /root/.cache/huggingface/hub on the overlay root"
-HF_FIX = "echo 'export HF_HOME=/workspace/hf' >> ~/.bashrc"
+HF_COMMANDS = ["echo 'export HF_HOME=/workspace/hf' >> ~/.bashrc", "export HF_HOME=/workspace/hf"]
+HF_ADVICE = "also set HF_HOME in the pod's Environment Variables so it comes back after a restart"
+HF_FIX = Fix(commands=HF_COMMANDS, advice=HF_ADVICE)
+SKIP_MSG = "no NVIDIA GPU on this machine; GPU checks skipped"
 
 
 def _facts(gpus: int = 1, torch: str = "2.4.1+cu124", cuda: str | None = "12.4") -> Facts:
@@ -58,7 +62,7 @@ def doctor_report() -> Report:
             Finding(check="storage.hf-cache", severity=Severity.WARN, message=HF_MSG, fix=HF_FIX, subject="/root/.cache/huggingface/hub"),
             _pass("storage.no-volume", "a persistent volume is mounted at /workspace"),
             _pass("storage.disk-headroom", "412 GB free on /workspace"),
-            _pass("gpu.driver", "no GPU on this machine (GPU checks skipped)"),
+            Finding(check="gpu.driver", severity=Severity.SKIP, message=SKIP_MSG),
             _pass("system.shm", "/dev/shm has 64 GB"),
         ],
     )
@@ -67,7 +71,7 @@ def doctor_report() -> Report:
         kind="doctor",
         generated_at="2025-06-01T12:00:00+00:00",
         hosts=[host],
-        summary=Summary(hosts=1, ok=1, hosts_blocked=1, blockers=1, warnings=1, passed=4, verdict=Severity.BLOCK),
+        summary=Summary(hosts=1, ok=1, hosts_blocked=1, blockers=1, warnings=1, passed=3, skipped=1, verdict=Severity.BLOCK),
     )
 
 

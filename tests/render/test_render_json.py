@@ -3,6 +3,7 @@ import json
 from computefence.models import SCHEMA_VERSION, Report
 from computefence.payload import parse_probe_output
 from computefence.render import render
+from sample_reports import HF_ADVICE, HF_COMMANDS, OUTPUT_DIR_FIX
 
 
 def test_json_round_trips_through_the_report_model(fleet_report):
@@ -21,9 +22,15 @@ def test_json_carries_the_documented_fields(fleet_report):
         "check": "storage.output-dir",
         "severity": "block",
         "message": fleet_report.hosts[0].findings[0].message,
-        "fix": fleet_report.hosts[0].findings[0].fix,
+        "fix": OUTPUT_DIR_FIX,
+        "fix_commands": [OUTPUT_DIR_FIX],
+        "fix_advice": None,
         "subject": "/root/out",
     }
+    # Schema 1's one-line `fix` stays for one more version: commands joined, advice as a comment.
+    hf = host["findings"][1]
+    assert hf["fix_commands"] == HF_COMMANDS and hf["fix_advice"] == HF_ADVICE
+    assert hf["fix"] == f"{HF_COMMANDS[0]}; {HF_COMMANDS[1]}  # {HF_ADVICE}"
     assert doc["hosts"][3]["status"] == "unreachable" and doc["hosts"][3]["facts"] is None
 
 
@@ -39,3 +46,20 @@ def test_lone_surrogates_from_a_pod_do_not_break_json(fleet_report):
     back = Report.model_validate_json(render(fleet_report, "json"))
     assert (back.hosts[0].facts.identity.hostname, back.hosts[0].facts.identity.kernel) == ("bad?name", "k?")
     assert back.hosts[1] == fleet_report.hosts[1]
+
+
+def test_a_schema_1_report_still_reads_with_its_fix_as_one_command(fleet_report):
+    doc = json.loads(render(fleet_report, "json"))
+    doc["schema_version"] = 1
+    for host in doc["hosts"]:
+        for item in [host, *host["findings"]]:
+            item.pop("fix_commands"), item.pop("fix_advice")
+    back = Report.model_validate(doc)
+    assert back.hosts[0].findings[0].fix.commands == [OUTPUT_DIR_FIX]
+    assert back.hosts[3].fix.commands == ["ssh -p 22 root@203.0.113.13 true"]
+
+
+def test_skipped_checks_are_counted_apart_from_passes(doctor_report):
+    doc = json.loads(render(doctor_report, "json"))
+    assert (doc["summary"]["passed"], doc["summary"]["skipped"]) == (3, 1)
+    assert [f["severity"] for f in doc["hosts"][0]["findings"]].count("skip") == 1

@@ -2,7 +2,7 @@ import xml.etree.ElementTree as ET
 
 from computefence.models import Severity
 from computefence.render import render
-from sample_reports import HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG
+from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG, SKIP_MSG
 
 
 def _suites(report):
@@ -75,3 +75,12 @@ def test_hostile_strings_stay_well_formed_xml(hostile_report):
     assert "\n" not in failure.get("message")
     props = {p.get("name"): p.get("value") for p in suites[expected].find("properties")}
     assert props["pod_id"] == 'id"\n'
+
+
+def test_a_skipped_check_is_skipped_and_fix_and_note_are_apart(doctor_report):
+    root, suites = _suites(doctor_report)
+    cases = {c.get("name"): c for c in suites["laptop"].findall("testcase")}
+    assert cases["gpu.driver"].find("skipped").get("message") == SKIP_MSG
+    assert suites["laptop"].get("skipped") == "1"
+    hf = cases["storage.hf-cache"].find("system-out").text.splitlines()
+    assert hf[1:] == [f"fix: {HF_COMMANDS[0]}", f"fix: {HF_COMMANDS[1]}", f"note: {HF_ADVICE}"]

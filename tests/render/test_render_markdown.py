@@ -2,7 +2,7 @@ import re
 
 from computefence.render import render
 from computefence.render.markdown import code_block, code_span, md
-from sample_reports import HOSTILE_FIX, OUTPUT_DIR_FIX
+from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_FIX, OUTPUT_DIR_FIX
 
 
 def _cells(row: str) -> list[str]:
@@ -51,6 +51,7 @@ def test_hostile_strings_cannot_break_tables_html_or_fences(hostile_report):
         widths = {len(_cells(row)) for row in table}
         assert len(widths) == 1, table
     outside_code = re.sub(r"(`{3,})sh\n.*?\n\1", "", text, flags=re.S)
+    outside_code = re.sub(r"(`+)[^`].*?\1(?!`)", "", outside_code)  # and code spans
     assert "<b>" in text and "<b>" not in outside_code  # literal only inside a code block
     assert "<script>" not in text and "<i>" not in text
     assert text.count("</details>") == 1  # only ours
@@ -64,3 +65,12 @@ def test_escaping_helpers():
     assert md("a|b<c>&*d*\nnext") == "a\\|b&lt;c&gt;&amp;\\*d\\*<br>next"
     assert code_span("a`b|c") == "``a`b\\|c``"
     assert code_block("x ```` y").startswith("`````sh\n")
+
+
+def test_only_commands_go_in_code_blocks_and_advice_is_a_note(doctor_report):
+    text = render(doctor_report, "markdown")
+    blocks = re.findall(r"```sh\n(.*?)\n```", text, flags=re.S)
+    assert "\n".join(HF_COMMANDS) in blocks
+    assert not any(HF_ADVICE in block for block in blocks)
+    assert f"*Note:* {md(HF_ADVICE)}" in text
+    assert "| ⏭️ skip | `gpu.driver` |" in text

@@ -1,6 +1,6 @@
-from computefence.models import Finding, Severity
+from computefence.models import Finding, Fix, Severity
 from computefence.render import render
-from sample_reports import HF_FIX, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG
+from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG, SKIP_MSG
 
 
 def test_doctor_groups_by_area_with_counts_and_fixes(doctor_report):
@@ -9,7 +9,9 @@ def test_doctor_groups_by_area_with_counts_and_fixes(doctor_report):
     assert "laptop" in lines[0]
     assert "Storage  1 blocker · 1 warning · 2 passed" in lines
     assert "System  0 blockers · 0 warnings · 1 passed" in lines
-    assert "GPU  0 blockers · 0 warnings · 1 passed" in lines
+    # a check that did not run is counted apart, and marked as such
+    assert "GPU  0 blockers · 0 warnings · 0 passed · 1 skipped" in lines
+    assert any(line.startswith("- skip  gpu.driver") and SKIP_MSG in line for line in lines)
     # areas in a fixed order: storage, system, gpu
     assert lines.index("Storage  1 blocker · 1 warning · 2 passed") < lines.index("System  0 blockers · 0 warnings · 1 passed")
     # the blocker comes first in its area, its fix right below it
@@ -17,8 +19,11 @@ def test_doctor_groups_by_area_with_counts_and_fixes(doctor_report):
     assert lines[storage + 1].startswith("✗ BLOCK storage.output-dir")
     assert OUTPUT_DIR_MSG in lines[storage + 1]
     assert lines[storage + 2].strip() == f"fix: {OUTPUT_DIR_FIX}"
-    assert f"fix: {HF_FIX}" in text
-    assert "BLOCKED  1 blocker, 1 warning, 4 passed" in text
+    # every command on its own "fix:" line, the advice apart as a "note:"
+    hf = lines.index(f"        fix: {HF_COMMANDS[0]}")
+    assert lines[hf + 1] == f"        fix: {HF_COMMANDS[1]}"
+    assert lines[hf + 2] == f"       note: {HF_ADVICE}"
+    assert "BLOCKED  1 blocker, 1 warning, 3 passed, 1 skipped" in text
     assert "\x1b" not in text and not any(line != line.rstrip() for line in lines)
 
 
@@ -58,7 +63,7 @@ def test_the_same_finding_about_different_paths_is_one_group_with_per_pod_values
         update={
             "subject": "/srv/out",
             "message": OUTPUT_DIR_MSG.replace("/root/out", "/srv/out"),
-            "fix": OUTPUT_DIR_FIX.replace("/root/out", "/srv/out"),
+            "fix": Fix(commands=[OUTPUT_DIR_FIX.replace("/root/out", "/srv/out")]),
         }
     )
     text = render(fleet_report, "rich", width=250)

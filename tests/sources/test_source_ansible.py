@@ -73,7 +73,7 @@ def test_ini_groups_vars_children_and_precedence(tmp_path, monkeypatch):
     assert gpu.proxy_jump == "jump@bastion"
     assert gpu.unreachable_reason is None
     local = hosts["localhost"]
-    assert "ansible_connection=local" in local.unreachable_reason and "doctor" in local.unreachable_fix
+    assert "ansible_connection=local" in local.unreachable_reason and "doctor" in local.unreachable_fix.advice
 
 
 YAML = """\
