@@ -400,7 +400,7 @@ def _interactive_only_selection(facts: Facts, seen: int, ctx: Context) -> list[F
     return []
 
 
-def _visible_devices_origin(facts: Facts, value: str) -> tuple[str, str]:
+def _visible_devices_origin(facts: Facts, value: str) -> tuple[str, Fix]:
     """(where the value is set, the fix that removes it there)."""
     sources = [source for source, seen in env_by_source(facts, "CUDA_VISIBLE_DEVICES").items()
                if source != "process" and seen == value]

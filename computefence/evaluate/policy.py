@@ -72,7 +72,8 @@ def check_requirement(facts: Facts, name: str, requirement: Requirement, ctx: Co
     wanted = "any version" if requirement.any_version else requirement.spec
     if not collected:
         return warn(REQUIREMENT, f"{title} could not be checked against {wanted}: {why}",
-                    "computefence doctor --format json  # on the pod, shows what the probe collected", subject=name)
+                    Fix(commands=["computefence doctor --format json"],
+                        advice="on the pod, shows what the probe collected"), subject=name)
     if version is None:
         return block(REQUIREMENT, _missing_message(facts, name, wanted), _fix(facts, name, requirement, ctx), subject=name)
     if requirement.any_version:

@@ -50,9 +50,10 @@ def test_drift_names_exactly_the_moved_fields_and_the_policy_raises_one():
     drift = only(m.findings, "env.drift")
     assert drift.severity is Severity.WARN
     assert drift.message == "differs from the baseline: torch CUDA build 12.4 → 11.8; transformers 4.48.0 → 4.41.2"
-    assert drift.fix == ("/usr/bin/python3 -m pip uninstall -y torch && /usr/bin/python3 -m pip install torch==2.4.1 "
-                         "--index-url https://download.pytorch.org/whl/cu124 && /usr/bin/python3 -m pip install "
-                         "transformers==4.48.0")
+    assert drift.fix.commands == [
+        "/usr/bin/python3 -m pip uninstall -y torch && /usr/bin/python3 -m pip install torch==2.4.1 "
+        "--index-url https://download.pytorch.org/whl/cu124",
+        "/usr/bin/python3 -m pip install transformers==4.48.0"]
     assert only(s.findings, "env.drift").severity is Severity.PASS
     strict = parse_policy_text("severity: {env.drift.torch-cuda: block}", "computefence.yaml").for_target("moved", [])
     [raised] = finish_hosts([moved], {"moved": strict}, lock, only=[], skip=[])

@@ -191,35 +191,37 @@ def test_error_802_keeps_the_whole_message_and_points_at_the_fabric_manager_not_
     assert finding.severity is Severity.BLOCK and finding.subject == "CUDA error 802"
     assert "Error 802: system not yet initialized; training would silently run on the CPU" in finding.message
     assert "Triggered internally" not in finding.message
-    assert "pip" not in finding.fix and "fabric manager" in finding.fix and "reinstalling torch cannot help" in finding.fix
-    assert finding.fix.startswith("runpodctl stop pod a1b2c3d4e5f6")
+    assert "pip" not in finding.fix.as_text()
+    assert "fabric manager" in finding.fix.advice and "reinstalling torch cannot help" in finding.fix.advice
+    assert finding.fix.commands[0] == "runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6"
     bare = _cuda_failure(CUDA_802, identity=runpod_pod().identity.model_copy(update={"provider_hints": {}}))
-    assert only(_gpu_findings(bare), "gpu.cuda-unavailable").fix.startswith(
-        "systemctl start nvidia-fabricmanager && nvidia-smi -q | grep -A 2 -i fabric")
+    assert only(_gpu_findings(bare), "gpu.cuda-unavailable").fix.commands == [
+        "systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"]
 
 
 def test_error_999_needs_a_reset_or_reboot():
     finding = only(_gpu_findings(_cuda_failure(CUDA_999)), "gpu.cuda-unavailable")
     assert finding.subject == "CUDA error 999" and "Setting the available devices to be zero." in finding.message
-    assert "pip" not in finding.fix and "runpodctl stop pod a1b2c3d4e5f6" in finding.fix
+    assert "pip" not in finding.fix.as_text() and "runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6" in finding.fix.commands
 
 
 def test_error_100_is_the_container_not_seeing_the_devices():
     finding = only(_gpu_findings(_cuda_failure(CUDA_100)), "gpu.cuda-unavailable")
     assert finding.subject == "CUDA error 100"
-    assert finding.fix.startswith("ls -l /dev/nvidia*") and "--gpus all" in finding.fix and "pip" not in finding.fix
+    assert finding.fix.commands == ["ls -l /dev/nvidia*"] and "--gpus all" in finding.fix.advice
+    assert "pip" not in finding.fix.as_text()
 
 
 def test_error_35_installs_a_build_the_driver_runs():
     finding = only(_gpu_findings(_cuda_failure(CUDA_35, gpu=gpus(cuda=None))), "gpu.cuda-unavailable")
     assert finding.subject == "CUDA error 35" and "(found version 11040)" in finding.message
-    assert "pip uninstall -y torch" in finding.fix and "newer driver" in finding.fix
+    assert "pip uninstall -y torch" in finding.fix.commands[0] and "newer driver" in finding.fix.advice
 
 
 def test_error_804_is_a_forward_compatibility_mismatch():
     finding = only(_gpu_findings(_cuda_failure(CUDA_804)), "gpu.cuda-unavailable")
     assert finding.subject == "CUDA error 804" and "forward compatibility was attempted on non supported HW" in finding.message
-    assert finding.fix.startswith("ldconfig -p | grep -F libcuda.so") and "LD_LIBRARY_PATH" in finding.fix
+    assert finding.fix.commands == ["ldconfig -p | grep -F libcuda.so"] and "LD_LIBRARY_PATH" in finding.fix.advice
 
 
 def test_cuda_unavailable_blocks_with_the_error_and_a_reinstall():
@@ -299,8 +301,8 @@ def test_cuda_visible_devices_set_machine_wide_hides_paid_gpus_and_the_fix_remov
     finding = only(_gpu_findings(facts), "gpu.count-mismatch")
     assert finding.severity is Severity.WARN
     assert "CUDA_VISIBLE_DEVICES=0 hides 7 of the 8 GPUs" in finding.message and "/etc/environment" in finding.message
-    assert finding.fix.startswith("sed -i '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d' "
-                                  "-- /etc/environment")
+    assert finding.fix.commands == ["sed -i '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d' "
+                                    "-- /etc/environment"]
 
 
 def test_cuda_visible_devices_passes_when_the_policy_intends_that_many_gpus():
@@ -318,8 +320,8 @@ def test_cuda_visible_devices_from_a_shell_startup_file_names_that_file():
     facts = _pod(gpu=gpus(2), torch=torch(count=1),
                  environment=env(CUDA_VISIBLE_DEVICES={"process": "1", "file:/root/.bashrc": "1"}))
     finding = only(_gpu_findings(facts), "gpu.count-mismatch")
-    assert "set in /root/.bashrc" in finding.message and finding.fix.endswith(
-        "-- /root/.bashrc  # then log in again; or set the GPUs the job should use in the job's own command")
+    assert "set in /root/.bashrc" in finding.message and finding.fix.commands[0].endswith("-- /root/.bashrc")
+    assert finding.fix.advice == "then log in again; or set the GPUs the job should use in the job's own command"
 
 
 def test_a_bashrc_selection_the_probe_session_missed_still_warns():
@@ -335,10 +337,11 @@ def test_cuda_visible_devices_from_the_container_or_nowhere_known():
     container = _pod(gpu=gpus(2), torch=torch(count=1),
                      environment=env(CUDA_VISIBLE_DEVICES={"process": "1", "container": "1"}))
     finding = only(_gpu_findings(container), "gpu.count-mismatch")
-    assert "the container's environment" in finding.message and "pod's template" in finding.fix
+    assert "the container's environment" in finding.message and "pod's template" in finding.fix.advice
     login = _pod(gpu=gpus(2), torch=torch(count=1), environment=env(CUDA_VISIBLE_DEVICES="1"))
     finding = only(_gpu_findings(login), "gpu.count-mismatch")
-    assert "set in the login environment" in finding.message and finding.fix.startswith("grep -ns CUDA_VISIBLE_DEVICES ~/.bashrc")
+    assert "set in the login environment" in finding.message
+    assert finding.fix.commands[0].startswith("grep -ns CUDA_VISIBLE_DEVICES ~/.bashrc")
 
 
 def test_cuda_visible_devices_not_matching_what_torch_sees_warns():

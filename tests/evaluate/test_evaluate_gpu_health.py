@@ -74,13 +74,13 @@ def test_pending_remap_blocks_naming_the_gpu_and_its_faults():
     finding = _one(pod(healthy(0), bad), "gpu.ecc")
     assert finding.severity is Severity.BLOCK and finding.subject == "GPU 1"
     assert "1 uncorrectable ECC error(s) since the driver loaded; a row remap is pending" in finding.message
-    assert finding.fix.startswith("runpodctl stop pod a1b2c3d4e5f6") and "next GPU reset" in finding.fix
+    assert finding.fix.commands == ["runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6"] and "next GPU reset" in finding.fix.advice
 
 
 def test_failed_remap_and_pending_retirement_block_as_failing_memory():
     failed = _one(pod(healthy(remapped_rows_failure=True)), "gpu.ecc")
     assert failed.severity is Severity.BLOCK and "a row remap failed" in failed.message
-    assert "memory is failing" in failed.fix
+    assert "memory is failing" in failed.fix.advice
     retiring = healthy(remapped_rows_pending=None, remapped_rows_failure=None, retired_pages=2, retired_pages_pending=True)
     assert "pages are pending retirement" in _one(pod(retiring), "gpu.ecc").message
 
@@ -93,7 +93,7 @@ def test_bare_metal_ecc_fix_resets_that_gpu():
     facts = pod(healthy(remapped_rows_pending=True))
     facts = facts.model_copy(update={"identity": facts.identity.model_copy(update={"provider_hints": {}, "uid": 1000,
                                                                                  "user": "ubuntu"})})
-    assert _one(facts, "gpu.ecc").fix.startswith("sudo nvidia-smi -r -i 0  # ")
+    assert _one(facts, "gpu.ecc").fix.commands == ["sudo nvidia-smi -r -i 0"]
 
 
 # ---------------------------------------------------------------- gpu.pcie-link
@@ -103,7 +103,7 @@ def test_x4_link_warns_and_x1_blocks_while_a_lower_gen_is_ignored():
     x4 = _one(pod(healthy(name="NVIDIA GeForce RTX 4090", pcie_width_current=4, pcie_gen_current=1, pcie_gen_max=4)),
               "gpu.pcie-link")
     assert x4.severity is Severity.WARN and "x4 of x16" in x4.message and x4.subject == "GPU 0"
-    assert x4.fix.startswith("nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv")
+    assert x4.fix.commands == ["nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv"]
     x1 = _one(pod(healthy(pcie_width_current=1)), "gpu.pcie-link")
     assert x1.severity is Severity.BLOCK
     idle_gen = _one(pod(healthy(pcie_gen_current=1)), "gpu.pcie-link")
@@ -118,7 +118,7 @@ def test_hardware_slowdown_on_an_idle_gpu_warns():
     finding = _one(pod(healthy(clock_event_reasons=reasons, temperature_c=91)), "gpu.throttle")
     assert finding.severity is Severity.WARN
     assert "idle at 91 C yet clocked down by HW slowdown, HW thermal slowdown" in finding.message
-    assert finding.fix.startswith("nvidia-smi -q -i 0 -d PERFORMANCE,TEMPERATURE,POWER")
+    assert finding.fix.commands[0] == "nvidia-smi -q -i 0 -d PERFORMANCE,TEMPERATURE,POWER"
 
 
 def test_slowdown_under_load_and_software_power_cap_are_not_judged():
@@ -135,7 +135,7 @@ def test_power_cap_under_85_percent_of_default_warns_with_the_watts():
     finding = _one(pod(healthy(name="NVIDIA GeForce RTX 4090", power_limit_w=250.0, power_limit_default_w=450.0)),
                    "gpu.power-limit")
     assert finding.severity is Severity.WARN and "capped at 250 W, 56% of its 450 W default" in finding.message
-    assert finding.fix.startswith("nvidia-smi -i 0 -pl 450  # only the host can raise it")
+    assert finding.fix.commands == ["nvidia-smi -i 0 -pl 450"] and finding.fix.advice.startswith("only the host can raise it")
     near = _one(pod(healthy(power_limit_w=600.0, power_limit_default_w=700.0)), "gpu.power-limit")
     assert near.severity is Severity.PASS
 
@@ -146,7 +146,7 @@ def test_power_cap_under_85_percent_of_default_warns_with_the_watts():
 def test_mig_enabled_or_pending_warns():
     enabled = _one(pod(healthy(name="NVIDIA A100-SXM4-40GB", mig_current="Enabled", mig_pending="Enabled")), "gpu.mig")
     assert enabled.severity is Severity.WARN and "MIG enabled" in enabled.message
-    assert enabled.fix.startswith("nvidia-smi -i 0 -mig 0")
+    assert enabled.fix.commands == ["nvidia-smi -i 0 -mig 0"]
     pending = _one(pod(healthy(mig_pending="Enabled")), "gpu.mig")
     assert "pending (enabled at the next GPU reset)" in pending.message
 
@@ -154,7 +154,7 @@ def test_mig_enabled_or_pending_warns():
 def test_prohibited_compute_mode_blocks():
     finding = _one(pod(healthy(0), healthy(1, compute_mode="Prohibited")), "gpu.compute-mode")
     assert finding.severity is Severity.BLOCK and finding.subject == "GPU 1" and "Prohibited" in finding.message
-    assert finding.fix.startswith("nvidia-smi -i 1 -c DEFAULT")
+    assert finding.fix.commands == ["nvidia-smi -i 1 -c DEFAULT"]
 
 
 def test_exclusive_process_blocks_only_with_more_processes_than_gpus():
@@ -174,15 +174,15 @@ def test_fabric_in_progress_blocks_and_a_rented_pod_is_restarted_not_reinstalled
     finding = _one(pod(*stuck, fm_running=False, nvswitch=4), "gpu.fabric-manager")
     assert finding.severity is Severity.BLOCK
     assert "state In Progress" in finding.message and "nv-fabricmanager is not running" in finding.message
-    assert "error 802" in finding.message and "pip" not in finding.fix
-    assert finding.fix.startswith("runpodctl stop pod a1b2c3d4e5f6")
+    assert "error 802" in finding.message and "pip" not in finding.fix.as_text()
+    assert finding.fix.commands == ["runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6"]
 
 
 def test_fabric_manager_on_bare_metal_is_started():
     facts = pod(*(healthy(i, fabric_state="Not Started") for i in range(2)), fm_running=False)
     facts = facts.model_copy(update={"identity": facts.identity.model_copy(update={"provider_hints": {}})})
-    assert _one(facts, "gpu.fabric-manager").fix.startswith(
-        "systemctl start nvidia-fabricmanager && nvidia-smi -q | grep -A 2 -i fabric")
+    assert _one(facts, "gpu.fabric-manager").fix.commands == [
+        "systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"]
 
 
 def test_old_driver_nvswitch_board_without_fabric_manager_blocks():

@@ -25,7 +25,7 @@ def test_too_old_package_blocks_with_pip_fix_for_the_pods_interpreter():
                    "policy.requirement")
     assert finding.severity is Severity.BLOCK
     assert finding.message == "transformers 4.41.2 does not satisfy >=4.48"
-    assert finding.fix == "/opt/conda/bin/python -m pip install 'transformers>=4.48'"
+    assert finding.fix.commands == ["/opt/conda/bin/python -m pip install 'transformers>=4.48'"]
 
 
 def test_any_version_requires_the_package_installed_under_any_spelling():
@@ -34,7 +34,7 @@ def test_any_version_requires_the_package_installed_under_any_spelling():
     missing = only(evaluate_host(facts, CheckOptions(), policy=policy("requirements: {Flash-Attn: '*'}")),
                    "policy.requirement")
     assert missing.severity is Severity.BLOCK and "flash-attn is not installed" in missing.message
-    assert missing.fix == "/usr/bin/python3 -m pip install flash-attn"
+    assert missing.fix.commands == ["/usr/bin/python3 -m pip install flash-attn"]
     facts.packages.versions["flash_attn"] = "2.6.3"
     present = only(evaluate_host(facts, CheckOptions(), policy=policy("requirements: {flash_attn: '*'}")),
                    "policy.requirement")
@@ -53,8 +53,8 @@ def test_torch_cuda_requirement_reuses_the_torch_build_choice():
     finding = only(evaluate_host(facts, CheckOptions(), policy=policy("requirements: {torch-cuda: '>=12.1'}")),
                    "policy.requirement")
     assert finding.message == "torch CUDA build 11.8 does not satisfy >=12.1"
-    assert finding.fix == ("/usr/bin/python3 -m pip uninstall -y torch && /usr/bin/python3 -m pip install torch==2.4.1 "
-                           "--index-url https://download.pytorch.org/whl/cu124")
+    assert finding.fix.commands == ["/usr/bin/python3 -m pip uninstall -y torch && /usr/bin/python3 -m pip install "
+                                    "torch==2.4.1 --index-url https://download.pytorch.org/whl/cu124"]
 
 
 def test_driver_requirement_says_which_machines_to_look_for_per_provider():
@@ -64,9 +64,9 @@ def test_driver_requirement_says_which_machines_to_look_for_per_provider():
     rule = policy("requirements: {nvidia-driver: '>=560'}")
     on_vast = only(evaluate_host(facts, CheckOptions(), vast, rule), "policy.requirement")
     assert on_vast.message == "NVIDIA driver 550.54.15 does not satisfy >=560"
-    assert on_vast.fix.startswith("vastai search offers 'cuda_max_good>=12.6'")
+    assert on_vast.fix.commands[0].startswith("vastai search offers 'cuda_max_good>=12.6'")
     on_runpod = only(evaluate_host(facts, CheckOptions(), runpod, rule), "policy.requirement")
-    assert "CUDA Versions filter" in on_runpod.fix and "12.6" in on_runpod.fix
+    assert "CUDA Versions filter" in on_runpod.fix.advice and "12.6" in on_runpod.fix.advice
 
 
 def test_hardware_mismatch_names_what_differs():
@@ -100,7 +100,7 @@ custom:
     findings = {f.check: f for f in evaluate_host(facts, CheckOptions(), policy=rule) if f.check.startswith("custom.")}
     assert findings["custom.ok"].severity is Severity.PASS
     assert findings["custom.wrong-account"].message == "`wandb status` printed nothing matching /Logged in/: Not logged in"
-    assert findings["custom.fails"].severity is Severity.BLOCK and findings["custom.fails"].fix == "wandb login"
+    assert findings["custom.fails"].severity is Severity.BLOCK and findings["custom.fails"].fix.commands == ["wandb login"]
     assert "exited 1 (expected 0): wandb: not logged in" in findings["custom.fails"].message
     assert findings["custom.slow"].severity is Severity.WARN and "2 s timeout" in findings["custom.slow"].message
     assert "killed by signal 11" in findings["custom.crash"].message
