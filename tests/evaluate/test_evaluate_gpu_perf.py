@@ -47,7 +47,7 @@ def test_slow_gpu_warns_under_60_percent_of_the_expected():
     finding = only(_perf(facts), "gpu.perf-compute")
     assert finding.severity is Severity.WARN and finding.subject == "GPU 0"
     assert "reaches 300 TFLOPS bfloat16 matmul, 40% of the ~742 a healthy H100 SXM delivers" in finding.message
-    assert finding.fix.startswith("nvidia-smi -q -d PERFORMANCE,CLOCK,POWER  # ")
+    assert finding.fix.commands == ["nvidia-smi -q -d PERFORMANCE,CLOCK,POWER"] and finding.fix.advice
 
 
 def test_pcie_copy_under_half_of_the_link_warns_and_x4_is_judged_against_x4():
@@ -65,7 +65,7 @@ def test_pcie_copy_under_half_of_the_link_warns_and_x4_is_judged_against_x4():
 def test_interconnect_under_half_warns_and_pcie_only_gpus_expect_p2p_over_pcie():
     nvlink_down = only(_perf(perf_pod(interconnect=40.0)), "gpu.perf-interconnect")
     assert nvlink_down.severity is Severity.WARN and "11% of the ~360 GB/s H100 SXM NVLink" in nvlink_down.message
-    assert nvlink_down.fix.startswith("nvidia-smi topo -m")
+    assert nvlink_down.fix.commands == ["nvidia-smi topo -m"]
     p2p = perf_pod(n=2, name="NVIDIA GeForce RTX 4090", tflops=150.0, h2d=24.0, d2h=25.0, interconnect=16.0,
                    method="p2p-copy")
     finding = only(_perf(p2p), "gpu.perf-interconnect")
