@@ -330,7 +330,8 @@ def test_a_bashrc_selection_the_probe_session_missed_still_warns():
     finding = only(_gpu_findings(facts), "gpu.count-mismatch")
     assert finding.severity is Severity.WARN
     assert finding.message.startswith("/root/.bashrc sets CUDA_VISIBLE_DEVICES=0 for interactive shells")
-    assert finding.fix.startswith("sed -i ") and "-- /root/.bashrc" in finding.fix
+    [command] = finding.fix.commands
+    assert command.startswith("sed -i ") and command.endswith("-- /root/.bashrc")
 
 
 def test_cuda_visible_devices_from_the_container_or_nowhere_known():
