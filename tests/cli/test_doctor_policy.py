@@ -31,7 +31,7 @@ custom:
     findings = {(f.check, f.subject): f for f in report.hosts[0].findings}
     assert findings[("policy.requirement", "python")].severity is Severity.PASS
     numpy = findings[("policy.requirement", "numpy")]
-    assert numpy.severity is Severity.BLOCK and numpy.fix == f"{sys.executable} -m pip install 'numpy<1'"
+    assert numpy.severity is Severity.BLOCK and numpy.fix.commands == [f"{sys.executable} -m pip install 'numpy<1'"]
     missing = findings[("policy.requirement", "not-a-real-package-xyz")]
     assert "is not installed" in missing.message
     assert findings[("custom.echo", None)].severity is Severity.PASS

@@ -52,7 +52,7 @@ def test_the_demo_recording_replays_every_fault_and_exits_1(capsys):
         assert hosts[name].status is HostStatus.OK
         assert {f.check for f in hosts[name].blockers} - {"storage.disk-headroom"} == expected, name
     assert hosts["pod-unreachable"].status is HostStatus.UNREACHABLE
-    assert hosts["pod-unreachable"].fix.startswith("ssh ")
+    assert hosts["pod-unreachable"].fix.commands[0].startswith("ssh ")
     assert (report.summary.hosts, report.summary.not_ok, report.summary.verdict.value) == (6, 1, "block")
     assert [s.name for s in report.sources] == ["replay"]
 

@@ -47,7 +47,7 @@ def test_requirements_and_hardware_block_with_fixes_for_the_pods_own_interpreter
     requirement = {f.subject: f for f in findings(host, "policy.requirement")}
     assert requirement["transformers"].severity is Severity.BLOCK
     assert requirement["transformers"].message == "transformers 4.41.2 does not satisfy >=4.48"
-    assert requirement["transformers"].fix == f"{python} -m pip install 'transformers>=4.48'"
+    assert requirement["transformers"].fix.commands == [f"{python} -m pip install 'transformers>=4.48'"]
     assert requirement["flash-attn"].severity is Severity.BLOCK
     assert "flash-attn is not installed" in requirement["flash-attn"].message
     assert requirement["python"].severity is Severity.PASS
@@ -81,7 +81,7 @@ custom:
     custom = {f.check: f for f in host.findings if f.check.startswith("custom.")}
     assert custom["custom.passes"].severity is Severity.PASS
     assert custom["custom.quoted"].severity is Severity.PASS
-    assert custom["custom.fails"].severity is Severity.BLOCK and custom["custom.fails"].fix == "wandb login"
+    assert custom["custom.fails"].severity is Severity.BLOCK and custom["custom.fails"].fix.commands == ["wandb login"]
     assert custom["custom.fails"].message.endswith("exited 3 (expected 0): wandb: not logged in")
     assert "did not finish within its 1 s timeout" in custom["custom.hangs"].message
     assert "killed by signal 11" in custom["custom.crashes"].message
