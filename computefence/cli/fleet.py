@@ -213,7 +213,13 @@ def check(
     report = report.model_copy(update={"policy": applied(loaded), "baseline": lock_file})
     if run_history is not None and not interrupted:
         report = run_history.with_changes(report)
-    emit(report, fmt.value, output)
+    if interrupted:
+        # A half-finished run replaces no file: a good prev.json, gate file or history stays.
+        # The partial report still goes to the terminal when no --output was asked for.
+        if output is None:
+            emit(report, fmt.value, None)
+    else:
+        emit(report, fmt.value, output)
     if not interrupted and healthy_out is not None:
         write_output(healthy_file(report, targets, healthy_format.value), healthy_out, flag="--healthy-out")
     if not interrupted and run_history is not None:
@@ -222,7 +228,10 @@ def check(
         alerts.send(report)
     if interrupted:
         cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
-        print(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked", file=sys.stderr)
+        kept = [f"{flag} {path}" for flag, path in (("--output", output), ("--healthy-out", healthy_out),
+                                                    ("--history", history)) if path is not None]
+        unwritten = f"; nothing written ({', '.join(kept)} left as they were)" if kept else ""
+        print(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked{unwritten}", file=sys.stderr)
         return EXIT_INTERRUPTED
     return evaluate.exit_code(report)
 

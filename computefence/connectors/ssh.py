@@ -37,6 +37,7 @@ INSECURE_WARNING = (
 )
 
 MAX_STDERR_BYTES = 64 * 1024
+_STDERR_FLOOD = f"the interpreter printed more than {MAX_STDERR_BYTES // 1024} KiB on stderr; that is not the probe"
 _NO_PYTHON = "neither python3 nor python is on the PATH of the login shell"
 # Exit statuses of GNU/busybox `timeout` when it had to stop the probe.
 _TIMEOUT_EXITS = (124, 137)
@@ -296,17 +297,31 @@ class SshConnector:
                 proc.stdin.write_eof()
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the command already exited (no python); its status says why
+            stdout_task = asyncio.ensure_future(_read_capped(proc.stdout, MAX_OUTPUT_BYTES))
             stderr_task = asyncio.ensure_future(_read_capped(proc.stderr, MAX_STDERR_BYTES))
             try:
-                stdout, overflow = await _read_capped(proc.stdout, MAX_OUTPUT_BYTES)
+                # Whichever stream overflows first ends the run; a flood on stderr with a
+                # silent stdout must not keep the pod busy until the deadline.
+                await asyncio.wait({stdout_task, stderr_task}, return_when=asyncio.FIRST_COMPLETED)
+                if stderr_task.done() and stderr_task.result()[1]:
+                    _stop_remote(proc)
+                    return Outcome(HostStatus.PROBE_FAILED, _STDERR_FLOOD)
+                stdout, overflow = await stdout_task
                 if overflow:
                     # Closing the channel makes the pod's sshd close the interpreter's pipes.
                     proc.close()
                     return Outcome(HostStatus.PROBE_FAILED,
                                     f"the interpreter printed more than {MAX_OUTPUT_BYTES // (1024 * 1024)} MiB; "
                                     "that is not the probe's answer")
-                stderr, _ = await stderr_task
+                stderr, stderr_overflow = await stderr_task
+                if stderr_overflow:
+                    _stop_remote(proc)
+                    return Outcome(HostStatus.PROBE_FAILED, _STDERR_FLOOD)
+            except asyncio.CancelledError:
+                _stop_remote(proc)
+                raise
             finally:
+                stdout_task.cancel()
                 stderr_task.cancel()
             completed = await proc.wait()
         except (asyncssh.DisconnectError, ConnectionError, BrokenPipeError) as exc:
@@ -419,6 +434,18 @@ async def _read_capped(stream, cap: int) -> tuple[bytes, bool]:
         if size > cap:
             return b"".join(chunks), True
         chunks.append(data)
+
+
+def _stop_remote(proc) -> None:
+    """The run was cancelled (Ctrl-C): stop the probe on the pod now, not at its deadline.
+    TERM reaches `timeout`, which passes it to the probe's process group, and the probe kills
+    its children's groups; closing the channel makes sshd close the probe's stdout, which the
+    probe also watches (for an sshd that ignores signal requests)."""
+    try:
+        proc.send_signal("TERM")
+    except (OSError, asyncssh.Error):
+        pass
+    proc.close()
 
 
 def _last_line(raw: bytes) -> str | None:

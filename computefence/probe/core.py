@@ -12,6 +12,7 @@
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -279,8 +280,42 @@ def run(params, collectors):
     return facts
 
 
+def _exit_when_abandoned():
+    """When the laptop cancels the run (Ctrl-C) or the connection dies, kill what the probe
+    started and leave at once instead of running on to the deadline: on TERM or HUP (sent
+    through the channel, passed on by `timeout`), and when sshd closes the other end of
+    stdout (the channel was closed)."""
+
+    def stop(*_):
+        for pid in list(_CHILDREN):  # no lock: a signal handler may interrupt its holder
+            _kill_group(pid)
+        os._exit(143)
+
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(number, stop)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
+    def watch_stdout():
+        try:
+            poller = select.poll()
+            poller.register(sys.stdout.fileno(), select.POLLERR | select.POLLHUP)
+            while True:
+                for _, event in poller.poll():
+                    if event & select.POLLNVAL:  # stdout was closed: nothing to watch
+                        return
+                    if event & (select.POLLERR | select.POLLHUP):
+                        stop()
+        except (AttributeError, ValueError, OSError):  # no poll() here, or stdout is not a file
+            return
+
+    threading.Thread(target=watch_stdout, daemon=True).start()
+
+
 def main(collectors, embedded=None):
     """Print the facts as one JSON line and exit; `embedded` stands in for EMBEDDED_PARAMS."""
+    _exit_when_abandoned()
     try:
         params = _load_params(EMBEDDED_PARAMS if embedded is None else embedded)
         facts = run(params, collectors)

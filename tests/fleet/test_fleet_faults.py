@@ -16,6 +16,8 @@ INTERPRETERS = {
     "garbage": "#!/bin/sh\nprintf 'Segmentation fault (core dumped)\\n\\001\\377\\376 not a probe\\n'\n",
     # An interpreter that never stops talking.
     "oversized": "#!/bin/sh\nexec yes computefence-garbage-computefence-garbage\n",
+    # ... or never stops complaining, on stderr, and never exits.
+    "oversized-stderr": "#!/bin/sh\nyes computefence-noise >&2\nexec sleep 600\n",
     # Wedged, and deaf to SIGTERM: only the pod-side SIGKILL ends it.
     "wedged": "#!/bin/sh\ntrap '' TERM\nexec sleep 600\n",
 }
@@ -30,6 +32,7 @@ FAULTS = {
     "no-python": (dict(hide=["/usr/bin/python3"]), "no_python", "neither python3 nor python"),
     "garbage-output": (_fake_python("garbage"), "probe_failed", "not JSON"),
     "oversized-output": (_fake_python("oversized"), "probe_failed", "more than 8 MiB"),
+    "oversized-stderr": (_fake_python("oversized-stderr"), "probe_failed", "more than 64 KiB on stderr"),
     "wedged-interpreter": (_fake_python("wedged"), "timeout", "4 s deadline"),
 }
 
