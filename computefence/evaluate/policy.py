@@ -8,7 +8,7 @@ import fnmatch
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from computefence.evaluate.context import Context, block, first_path, gb, matches, one_line, passed, q, warn
+from computefence.evaluate.context import Context, block, collector_error, first_path, gb, matches, one_line, passed, q, warn
 from computefence.evaluate.torch_builds import choose_build, cuda_text, driver_cuda, install_command, parse_version
 from computefence.models import Facts, Finding, Fix, Severity
 from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, normalize_name
@@ -219,7 +219,8 @@ def check_custom(facts: Facts, policy: EffectivePolicy) -> list[Finding]:
         else:
             fix = Fix(commands=[f"sh -c {q(check.run)}"], advice="run it by hand to see why")
         if result is None:
-            found.append(fail(cid, f"`{one_line(check.run, 80)}` did not run (the probe reported no result)", fix))
+            why = collector_error(facts, "custom") or "the probe reported no result for it"
+            found.append(fail(cid, f"`{one_line(check.run, 80)}` did not run: {one_line(why, 160)}", fix))
             continue
         if result.error:
             found.append(fail(cid, f"`{one_line(check.run, 80)}` failed to run: {one_line(result.error, 160)}", fix))

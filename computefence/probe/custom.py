@@ -101,12 +101,20 @@ def collect_custom(params):
     results = [None] * len(checks)
 
     def one(index, check):
-        results[index] = _run_custom_check(check, budget)
+        try:
+            results[index] = _run_custom_check(check, budget)
+        except Exception as exc:  # e.g. no thread left for its output readers: this check only
+            results[index] = {"id": _text(check.get("id"), 100), "error": "%s: %s" % (type(exc).__name__, exc)}
 
-    threads = [threading.Thread(target=one, args=(i, check)) for i, check in enumerate(checks)]
-    for thread in threads:
+    threads = []
+    for index, check in enumerate(checks):
+        thread = threading.Thread(target=one, args=(index, check))
         thread.daemon = True
-        thread.start()
+        try:
+            thread.start()
+            threads.append(thread)
+        except RuntimeError:  # the pod's thread limit: run this one here instead
+            one(index, check)
     for thread in threads:
         thread.join()
     return [r for r in results if r is not None]

@@ -8,7 +8,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from computefence.evaluate import evaluate_host, finish_hosts
-from computefence.models import CheckOptions, CustomCheckResult, HostReport, HostStatus, ProviderInfo, Severity
+from computefence.models import CheckOptions, CollectorStatus, CustomCheckResult, HostReport, HostStatus, ProviderInfo, Severity
 from computefence.policy import parse_policy_text
 from evaluate_builders import GB, of, only, problems, runpod_pod
 
@@ -104,7 +104,10 @@ custom:
     assert "exited 1 (expected 0): wandb: not logged in" in findings["custom.fails"].message
     assert findings["custom.slow"].severity is Severity.WARN and "2 s timeout" in findings["custom.slow"].message
     assert "killed by signal 11" in findings["custom.crash"].message
-    assert "did not run" in findings["custom.absent"].message
+    assert findings["custom.absent"].message == "`true` did not run: the probe reported no result for it"
+    facts.collectors["custom"] = CollectorStatus(ok=False, timed_out=True, error="timed out after 55.0s")
+    [late] = [f for f in evaluate_host(facts, CheckOptions(), policy=rule) if f.check == "custom.absent"]
+    assert late.message == "`true` did not run: timed out after 55.0s"
 
 
 def test_severity_skip_and_thresholds_apply_per_target_after_overrides():
