@@ -38,7 +38,8 @@ def ssh_command(target: Target, profile: Profile, *options: str) -> str:
     if target.proxy_command:
         parts += ["-o", q(f"ProxyCommand={target.proxy_command}")]
     user = _user(target, profile)
-    parts.append(q(f"{user}@{target.host}" if user else target.host))
+    # After `--`, a host or user from an inventory or a provider can never be read as an option.
+    parts += ["--", q(f"{user}@{target.host}" if user else target.host)]
     return " ".join(parts)
 
 
@@ -107,7 +108,7 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None) ->
                        advice="ssh shows the fingerprint and asks before recording it: compare it with the "
                               "provider's console first, or rerun with --accept-new")
         port = f"-p {target.port} " if target.port != 22 else ""
-        scan = f"ssh-keyscan {port}{q(target.host)} >> {_path(_known_hosts_files(target)[0])}"
+        scan = f"ssh-keyscan {port}-- {q(target.host)} >> {_path(_known_hosts_files(target)[0])}"
         return Fix(commands=[scan],
                    advice="compare the fingerprint with the provider's console first, or rerun with --accept-new")
     if status is HostStatus.HOST_KEY_MISMATCH:

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from computefence.errors import ConfigError, SourceError
-from computefence.models import SourceStatus, Target
+from computefence.models import Fix, SourceStatus, Target
 from computefence.sources.ansible import AnsibleSource
 from computefence.sources.interface import TargetSource
 from computefence.sources.inventory import INVENTORY_SUFFIXES, InventorySource, inventory_files
@@ -98,6 +98,36 @@ def _check_unique(targets: list[Target]) -> None:
             )
 
 
+def option_like_value(target: Target) -> str | None:
+    """The first name, host, user or jump host of `target` that starts with `-`, described.
+
+    ssh reads such a value as an option however it is quoted (`-oProxyCommand=...` runs a
+    command on the machine that runs ssh), so no source may hand one on."""
+    hops = [hop.rpartition("@")[2] for hop in (target.proxy_jump or "").split(",")]
+    users = [hop.rpartition("@")[0] for hop in (target.proxy_jump or "").split(",") if "@" in hop]
+    values = [("host", target.host), ("user", target.user or ""), ("name", target.name),
+              *(("proxy_jump host", hop) for hop in hops), *(("proxy_jump user", user) for user in users)]
+    for what, value in values:
+        if value.startswith("-"):
+            shown = value if len(value) <= 60 else value[:57] + "..."
+            return f"{what} {shown!r} starts with '-', which ssh would read as an option"
+    return None
+
+
+def _refuse_option_like(found: list[Target], source: str) -> list[Target]:
+    """An inventory, ssh_config or Ansible value is the user's own file: an error naming its line.
+    A provider's answer is one pod: that pod cannot be checked, the others still are."""
+    for target in found:
+        problem = option_like_value(target)
+        if problem is None:
+            continue
+        if target.provider is None:
+            raise ConfigError(f"{target.source or source}: {problem}")
+        target.unreachable_reason = f"the provider API gave {problem}"
+        target.unreachable_fix = Fix(advice="check the pod in the provider's console; ComputeFence will not pass this value to ssh")
+    return found
+
+
 def collect_targets(selection: TargetSelection) -> tuple[list[Target], list[SourceStatus]]:
     """All targets the selection names, narrowed by its limit and tags, and how each source fared."""
     sources = build_sources(selection)
@@ -115,6 +145,6 @@ def collect_targets(selection: TargetSelection) -> tuple[list[Target], list[Sour
             resolver=getattr(source, "resolver", None),
             warnings=getattr(source, "warnings", []),
         ))
-        targets.extend(found)
+        targets.extend(_refuse_option_like(found, source.name))
     _check_unique(targets)
     return select_targets(targets, limit=selection.limit, tags=selection.tags), statuses

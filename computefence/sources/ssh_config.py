@@ -485,12 +485,17 @@ class SshConfigSource:
             entries = config.host_entries()
             if not entries:
                 raise ConfigError(f"{config.display}: no Host entries without wildcards to check")
+            for alias, line in entries:
+                if alias.startswith("-"):
+                    raise line.error(f"Host {alias!r} starts with '-', which ssh would read as an option")
             specs = [alias for alias, _ in entries]
         wanted: dict[str, str | None] = {}
         for spec in specs:
             user, _, alias = spec.rpartition("@")
             if not alias:
                 raise ConfigError(f"-H {spec!r}: empty host alias")
+            if alias.startswith("-") or user.startswith("-"):
+                raise ConfigError(f"-H {spec!r}: starts with '-', which ssh would read as an option")
             if _is_wildcard(alias):
                 entries = config.host_entries() if config.path.exists() else []
                 aliases = [a for a, _ in entries if _pattern_matches(alias, a)]

@@ -15,7 +15,7 @@ def test_ok_has_no_fix():
 
 def test_unreachable_gives_the_exact_ssh_command():
     fix = status_fix(POD, HostStatus.UNREACHABLE, "Connection refused")
-    assert fix.commands == ["ssh -o ConnectTimeout=10 -p 22022 -i ~/.ssh/id_ed25519 root@203.0.113.10 true"]
+    assert fix.commands == ["ssh -o ConnectTimeout=10 -p 22022 -i ~/.ssh/id_ed25519 -- root@203.0.113.10 true"]
     assert "nothing listens on port 22022" in fix.advice
 
 
@@ -36,21 +36,21 @@ def test_host_key_mismatch_removes_the_bracketed_host_port_entry():
 
 def test_unknown_host_key_offers_keyscan_and_accept_new():
     fix = status_fix(POD, HostStatus.HOST_KEY_UNKNOWN)
-    assert fix.commands == ["ssh-keyscan -p 22022 203.0.113.10 >> ~/.ssh/known_hosts"]
+    assert fix.commands == ["ssh-keyscan -p 22022 -- 203.0.113.10 >> ~/.ssh/known_hosts"]
     assert "--accept-new" in fix.advice
 
 
 def test_auth_failure_uses_the_profile_user_when_none_is_configured():
     fix = status_fix(LAMBDA, HostStatus.AUTH_FAILED)
-    assert fix.commands == ["ssh -v ubuntu@198.51.100.7 true"]
+    assert fix.commands == ["ssh -v -- ubuntu@198.51.100.7 true"]
     assert "the login user on Lambda is ubuntu" in fix.advice and "SSH Keys in the Lambda console" in fix.advice
 
 
 def test_no_python_installs_python3_with_sudo_for_a_non_root_user():
     assert status_fix(LAMBDA, HostStatus.NO_PYTHON).commands == [
-        "ssh ubuntu@198.51.100.7 'sudo apt-get update && sudo apt-get install -y python3'"]
+        "ssh -- ubuntu@198.51.100.7 'sudo apt-get update && sudo apt-get install -y python3'"]
     assert status_fix(POD, HostStatus.NO_PYTHON).commands == [
-        "ssh -p 22022 -i ~/.ssh/id_ed25519 root@203.0.113.10 'apt-get update && apt-get install -y python3'"]
+        "ssh -p 22022 -i ~/.ssh/id_ed25519 -- root@203.0.113.10 'apt-get update && apt-get install -y python3'"]
 
 
 def test_probe_failures_and_timeouts_run_the_probe_by_hand_under_python3():
@@ -58,7 +58,7 @@ def test_probe_failures_and_timeouts_run_the_probe_by_hand_under_python3():
     pod = POD.model_copy(update={"python": "/opt/conda/bin/python", "proxy_jump": "bastion"})
     for status in (HostStatus.PROBE_FAILED, HostStatus.TIMEOUT):
         assert status_fix(pod, status).commands == [
-            "computefence probe --print | ssh -p 22022 -i ~/.ssh/id_ed25519 -J bastion root@203.0.113.10 python3 -"]
+            "computefence probe --print | ssh -p 22022 -i ~/.ssh/id_ed25519 -J bastion -- root@203.0.113.10 python3 -"]
 
 
 def test_host_key_mismatch_removes_the_key_from_the_file_that_holds_it():
@@ -68,7 +68,7 @@ def test_host_key_mismatch_removes_the_key_from_the_file_that_holds_it():
 
 def test_connection_lost_looks_at_the_pods_kernel_log():
     assert status_fix(POD, HostStatus.CONNECTION_LOST).commands == [
-        "ssh -p 22022 -i ~/.ssh/id_ed25519 root@203.0.113.10 'uptime; dmesg | tail -n 20'"]
+        "ssh -p 22022 -i ~/.ssh/id_ed25519 -- root@203.0.113.10 'uptime; dmesg | tail -n 20'"]
 
 
 def test_not_checkable_runpod_pod_says_to_expose_tcp_22():
@@ -107,7 +107,7 @@ def test_every_command_carries_the_proxy_command_and_the_config():
 def test_unknown_host_key_behind_a_hop_asks_ssh_instead_of_keyscan():
     fix = status_fix(BEHIND, HostStatus.HOST_KEY_UNKNOWN)
     assert fix.commands == ["ssh -o StrictHostKeyChecking=ask -F /etc/cf/ssh_config -i ~/.ssh/id_ed25519 "
-                            "-o 'ProxyCommand=ssh -W %h:%p bastion' root@10.0.0.5 true"]
+                            "-o 'ProxyCommand=ssh -W %h:%p bastion' -- root@10.0.0.5 true"]
 
 
 def test_unreachable_names_the_hop_or_the_missing_one():
