@@ -62,12 +62,13 @@ def test_through_proxyjump_and_proxycommand_ok_and_without_the_hop_unreachable(r
     direct = hosts["gpu-direct"]
     assert direct.status.value == "unreachable" and f"cannot resolve {BEHIND}" in direct.reason
     # The fix reaches it the same way and says which hop is missing
-    fix = str(direct.fix)
-    assert f"-F {config}" in fix and "no jump host is configured for it" in fix and "-J BASTION" in fix
+    (command,) = direct.fix.commands
+    assert command.startswith(f"ssh -o ConnectTimeout=10 -F {config} -p {direct.port} ")
+    assert "no jump host is configured for it" in direct.fix.advice and "-J BASTION" in direct.fix.advice
     # A hop that is down is named in the reason, and the fix goes through it
     dead = hosts["gpu-dead-hop"]
     assert dead.status.value == "unreachable" and "(connecting through root@[127.0.0.1]:" in dead.reason
-    assert "-J 'root@[127.0.0.1]:" in str(dead.fix) and "reached through root@[127.0.0.1]:" in str(dead.fix)
+    assert "-J 'root@[127.0.0.1]:" in dead.fix.commands[0] and "reached through root@[127.0.0.1]:" in dead.fix.advice
     # The launch gate's ssh lines go through the same hops
     port = hosts["gpu-jump"].port
     assert sorted(ready.read_text().splitlines()) == sorted([
