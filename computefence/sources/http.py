@@ -47,14 +47,40 @@ class RetryPolicy:
         return min(self.backoff_s * 2 ** (failures - 1), self.max_backoff_s)
 
 
+# A run this long of the key, in any case or reversed, is the key echoed back.
+_SECRET_RUN = 8
+
+
 def scrub(text: str, secret: str | None) -> str:
-    """`text` on one line, shortened, with `secret` removed."""
+    """`text` on one line, shortened, with `secret` removed: the exact key, and any run of
+    _SECRET_RUN or more of its characters, in any case, forwards or reversed (an API that
+    echoes the key lowercased, reversed or cut to a prefix)."""
     if secret:
-        text = text.replace(secret, "[redacted]")
+        text = _redact_runs(text.replace(secret, "[redacted]"), secret)
     text = " ".join(text.split())
     if len(text) > _QUOTE_CHARS:
         text = text[: _QUOTE_CHARS - 3] + "..."
     return text
+
+
+def _redact_runs(text: str, secret: str) -> str:
+    if len(secret) < _SECRET_RUN:
+        return text
+    forms = (secret.lower(), secret.lower()[::-1])
+    starts = {form[i:i + _SECRET_RUN] for form in forms for i in range(len(form) - _SECRET_RUN + 1)}
+    lowered = text.lower()
+    out, i, copied = [], 0, 0
+    while i <= len(lowered) - _SECRET_RUN:
+        if lowered[i:i + _SECRET_RUN] not in starts:
+            i += 1
+            continue
+        end = i + _SECRET_RUN
+        while end < len(lowered) and any(lowered[i:end + 1] in form for form in forms):
+            end += 1
+        out.append(text[copied:i] + "[redacted]")
+        i = copied = end
+    out.append(text[copied:])
+    return "".join(out)
 
 
 def check_base_url(url: str, provider: str) -> str:
