@@ -103,7 +103,8 @@ def _sources_suite(report: Report) -> ET.Element:
             message = _x(source.error or "source failed")
             ET.SubElement(case, "error", message=message, type="source").text = message
         else:
-            ET.SubElement(case, "system-out").text = f"{source.targets} targets"
+            read_by = f" (read by {source.resolver})" if source.resolver else ""
+            ET.SubElement(case, "system-out").text = _x(f"{source.targets} targets{read_by}")
     return suite
 
 

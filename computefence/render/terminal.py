@@ -146,6 +146,9 @@ def _fleet(report: Report) -> list[RenderableType]:
         out += changes_section(report.changes)
     for source in views.failed_sources(report):
         out.append(Text(f"source {views.one_line(source.name)} failed: {views.one_line(source.error or 'unknown error')}", style="red"))
+    for source in report.sources:
+        if source.ok and source.resolver:
+            out.append(Text(f"{views.one_line(source.name)}: read by {views.one_line(source.resolver)}", style="dim"))
     out.append(_summary_table(report.hosts))
 
     groups = views.group_findings(report.hosts)

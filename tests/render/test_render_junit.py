@@ -1,6 +1,6 @@
 import xml.etree.ElementTree as ET
 
-from computefence.models import Severity
+from computefence.models import Severity, SourceStatus
 from computefence.render import render
 from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG, SKIP_MSG
 
@@ -84,3 +84,10 @@ def test_a_skipped_check_is_skipped_and_fix_and_note_are_apart(doctor_report):
     assert suites["laptop"].get("skipped") == "1"
     hf = cases["storage.hf-cache"].find("system-out").text.splitlines()
     assert hf[1:] == [f"fix: {HF_COMMANDS[0]}", f"fix: {HF_COMMANDS[1]}", f"note: {HF_ADVICE}"]
+
+
+def test_a_source_case_says_what_read_it(fleet_report):
+    fleet_report.sources.append(SourceStatus(name="ansible hosts.ini", targets=3, resolver="ansible-inventory"))
+    root = ET.fromstring(render(fleet_report, "junit"))
+    case = root.find("testsuite[@name='computefence.sources']/testcase[@name='ansible hosts.ini']")
+    assert case.find("system-out").text == "3 targets (read by ansible-inventory)"

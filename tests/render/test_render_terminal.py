@@ -1,4 +1,4 @@
-from computefence.models import Finding, Fix, Severity
+from computefence.models import Finding, Fix, Severity, SourceStatus
 from computefence.render import render
 from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG, SKIP_MSG
 
@@ -137,3 +137,11 @@ def test_dataset_report_header_describes_the_file_not_the_machine():
     out = render(build_report([host], kind="dataset"), "rich")
     assert "/workspace/train.jsonl · jsonl (gzip) · 1200 rows · input text, label label" in out
     assert "GPUs" not in out and "torch" not in out
+
+
+def test_fleet_report_says_what_read_each_source(fleet_report):
+    fleet_report.sources.append(SourceStatus(name="ssh_config ~/.ssh/config", targets=2, resolver="ssh -G"))
+    lines = render(fleet_report, "rich", width=80).splitlines()
+    assert "ssh_config ~/.ssh/config: read by ssh -G" in lines
+    # a source read only one way says nothing
+    assert not any(line.startswith("inventory/pods.yaml: read by") for line in lines)
