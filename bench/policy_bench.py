@@ -120,6 +120,36 @@ def bench(args: argparse.Namespace) -> dict:
     return summary
 
 
+def probe_alone(args: argparse.Namespace) -> dict:
+    """One pod's side on its own: the probe run here with and without the policy's
+    parameters (what a real pod, with its own CPU, spends per check)."""
+    from computefence.cli.policy import probe_extra
+    from computefence.models import CheckOptions
+    from computefence.payload import probe_params, probe_payload
+    from computefence.policy import parse_policy_text
+
+    extra = probe_extra(parse_policy_text(POLICY, "computefence.yaml").for_target("pod", []))
+    runs: dict[str, list[dict]] = {"no-policy": [], "policy": []}
+    with tempfile.TemporaryDirectory(prefix="cf-policy-probe-") as tmp:
+        scripts = {}
+        for name, params in (("no-policy", {}), ("policy", extra)):
+            scripts[name] = Path(tmp) / f"{name}.py"
+            scripts[name].write_text(probe_payload(probe_params(CheckOptions(), "python3", deadline_s=60, **params)))
+        for round_ in range(args.repeat + 1):
+            for name in (("no-policy", "policy") if round_ % 2 == 0 else ("policy", "no-policy")):
+                result = measure([sys.executable, str(scripts[name])])
+                if round_:
+                    runs[name].append(result)
+    summary = {name: {"wall_s_median": round(statistics.median(r["wall_s"] for r in results), 3),
+                      "cpu_s_median": round(statistics.median(r["cpu_s"] for r in results), 3),
+                      "walls_s": [r["wall_s"] for r in results]} for name, results in runs.items()}
+    for key in ("wall_s_median", "cpu_s_median"):
+        summary[key.replace("_s_median", "_overhead_pct")] = round(
+            100 * (summary["policy"][key] / summary["no-policy"][key] - 1), 1)
+    summary["loadavg_at_start"] = os.getloadavg()
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=100)
@@ -127,7 +157,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--computefence", default=f"{sys.executable} -m computefence",
                         help="the command line that runs computefence (default: this python -m computefence)")
     parser.add_argument("--results", default=str(REPO / "bench" / "results"))
+    parser.add_argument("--probe-only", action="store_true",
+                        help="time only the probe, here, with and without the policy's parameters")
     args = parser.parse_args(argv)
+    if args.probe_only:
+        summary = probe_alone(args)
+        print(f"probe alone: no policy {summary['no-policy']['wall_s_median']:.2f} s / "
+              f"{summary['no-policy']['cpu_s_median']:.2f} CPU-s, policy {summary['policy']['wall_s_median']:.2f} s / "
+              f"{summary['policy']['cpu_s_median']:.2f} CPU-s ({summary['wall_overhead_pct']:+.1f}% wall, "
+              f"{summary['cpu_overhead_pct']:+.1f}% CPU)")
+        save_results(summary, args.results, "policy-probe")
+        return 0
     if pods_unavailable("policy_bench"):
         return 2
     summary = bench(args)
