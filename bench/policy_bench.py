@@ -76,6 +76,26 @@ def run_check(fleet: Fleet, run_dir: Path, policy: Path | None, args: argparse.N
     return result
 
 
+def compare(runs: dict[str, list[dict]], figures: tuple[str, ...]) -> dict:
+    """Medians per variant and the policy's overhead in % for each figure ("wall_s", "cpu_s",
+    "machine_cpu_s": every CPU second of the machine, the pods' sshd and probes included)."""
+    summary: dict = {name: {"walls_s": [r["wall_s"] for r in results]} for name, results in runs.items()}
+    for figure in figures:
+        for name, results in runs.items():
+            summary[name][f"{figure}_median"] = round(statistics.median(r[figure] for r in results), 3)
+        base, policy = summary["no-policy"][f"{figure}_median"], summary["policy"][f"{figure}_median"]
+        summary[figure.removesuffix("_s") + "_overhead_pct"] = round(100 * (policy / base - 1), 1)
+    return summary
+
+
+def headline(title: str, summary: dict) -> str:
+    parts = [f"{title}: no policy {summary['no-policy']['wall_s_median']:.2f} s, "
+             f"20 requirements + 3 custom checks {summary['policy']['wall_s_median']:.2f} s"]
+    names = {"wall": "wall", "cpu": "CPU of the tool", "machine_cpu": "machine CPU with the pods"}
+    overheads = [f"{summary[k + '_overhead_pct']:+.1f}% {v}" for k, v in names.items() if k + "_overhead_pct" in summary]
+    return parts[0] + " (" + ", ".join(overheads) + "; target < 10% wall)"
+
+
 def bench(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="cf-policy-bench-") as tmp:
         work = Path(tmp)
@@ -99,22 +119,10 @@ def bench(args: argparse.Namespace) -> dict:
                         runs[name].append(result)
         finally:
             fleet.close()
-    summary = {}
+    summary = compare(runs, ("wall_s", "cpu_s", "machine_cpu_s"))
     for name, results in runs.items():
-        summary[name] = {
-            "wall_s_median": round(statistics.median(r["wall_s"] for r in results), 3),
-            "cpu_s_median": round(statistics.median(r["cpu_s"] for r in results), 3),
-            # Every CPU second of the machine, the 100 pods' sshd, probes and custom checks included.
-            "machine_cpu_s_median": round(statistics.median(r["machine_cpu_s"] for r in results), 2),
-            "walls_s": [r["wall_s"] for r in results],
-            "valid": all(r["valid"] for r in results),
-            "custom_failures": [line for r in results for line in r.get("custom_failures", [])][:10],
-        }
-    base, with_policy = summary["no-policy"], summary["policy"]
-    summary["wall_overhead_pct"] = round(100 * (with_policy["wall_s_median"] / base["wall_s_median"] - 1), 1)
-    summary["cpu_overhead_pct"] = round(100 * (with_policy["cpu_s_median"] / base["cpu_s_median"] - 1), 1)
-    summary["machine_cpu_overhead_pct"] = round(
-        100 * (with_policy["machine_cpu_s_median"] / base["machine_cpu_s_median"] - 1), 1)
+        summary[name]["valid"] = all(r["valid"] for r in results)
+        summary[name]["custom_failures"] = [line for r in results for line in r.get("custom_failures", [])][:10]
     summary["pods"] = args.pods
     summary["loadavg_at_start"] = os.getloadavg()
     return summary
@@ -140,12 +148,7 @@ def probe_alone(args: argparse.Namespace) -> dict:
                 result = measure([sys.executable, str(scripts[name])])
                 if round_:
                     runs[name].append(result)
-    summary = {name: {"wall_s_median": round(statistics.median(r["wall_s"] for r in results), 3),
-                      "cpu_s_median": round(statistics.median(r["cpu_s"] for r in results), 3),
-                      "walls_s": [r["wall_s"] for r in results]} for name, results in runs.items()}
-    for key in ("wall_s_median", "cpu_s_median"):
-        summary[key.replace("_s_median", "_overhead_pct")] = round(
-            100 * (summary["policy"][key] / summary["no-policy"][key] - 1), 1)
+    summary = compare(runs, ("wall_s", "cpu_s"))
     summary["loadavg_at_start"] = os.getloadavg()
     return summary
 
@@ -162,19 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.probe_only:
         summary = probe_alone(args)
-        print(f"probe alone: no policy {summary['no-policy']['wall_s_median']:.2f} s / "
-              f"{summary['no-policy']['cpu_s_median']:.2f} CPU-s, policy {summary['policy']['wall_s_median']:.2f} s / "
-              f"{summary['policy']['cpu_s_median']:.2f} CPU-s ({summary['wall_overhead_pct']:+.1f}% wall, "
-              f"{summary['cpu_overhead_pct']:+.1f}% CPU)")
+        print(headline("the probe alone", summary))
         save_results(summary, args.results, "policy-probe")
         return 0
     if pods_unavailable("policy_bench"):
         return 2
     summary = bench(args)
-    print(f"{args.pods} pods: no policy {summary['no-policy']['wall_s_median']:.2f} s, "
-          f"20 requirements + 3 custom checks {summary['policy']['wall_s_median']:.2f} s "
-          f"({summary['wall_overhead_pct']:+.1f}% wall, {summary['cpu_overhead_pct']:+.1f}% client CPU, "
-          f"{summary['machine_cpu_overhead_pct']:+.1f}% machine CPU with the pods; target < 10% wall)")
+    print(headline(f"{args.pods} pods", summary))
     save_results(summary, args.results, "policy")
     return 0
 
