@@ -1,7 +1,7 @@
 # Probe part: environment variables that matter to a training job, from the process, the
 # container's init environment, /etc/environment-like files and (for a GPU selection only)
-# the login files and sshd SetEnv lines that set it. Values of secret-looking names never
-# leave the pod.
+# the login files and sshd SetEnv lines that set it. Only allow-listed names are collected,
+# and secrets among them never leave the pod: redacted by name and by value here.
 
 import os
 import re
@@ -9,23 +9,37 @@ import re
 from .core import _process_env, _read_bytes, _read_text, _root, _text
 
 
-# Variables whose values matter to a training job; anything else is left out.
+# The only variables collected: what the checks read, and an allow-list of what a training
+# job's behaviour depends on. Everything else in the environment stays on the pod.
 _ENV_NAMES = frozenset([
     "HOME", "USER", "PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX",
-    "XDG_CACHE_HOME", "TRANSFORMERS_CACHE", "TORCH_HOME", "TMPDIR", "OMP_NUM_THREADS",
-    "CONTAINER_ID", "WANDB_DIR", "WANDB_MODE", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
-    "HUGGING_FACE_HUB_TOKEN",
+    "XDG_CACHE_HOME", "TMPDIR", "OMP_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
+    "NVIDIA_VISIBLE_DEVICES", "CONTAINER_ID", "RUNPOD_POD_ID", "RUNPOD_DC_ID", "RUNPOD_GPU_COUNT",
+    "WANDB_DIR", "WANDB_MODE",
 ])
-_ENV_PREFIXES = ("HF_", "HUGGINGFACE_", "RUNPOD_", "VAST_", "CUDA_", "NVIDIA_", "NCCL_",
-                 "ACCELERATE_", "PYTORCH_", "TORCH_", "WANDB_")
-# Reported as present with no value, wherever they come from.
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|_KEY(_|$)|^KEY$|CREDENTIAL|PRIVATE", re.IGNORECASE)
-_URL_CREDENTIALS = re.compile(r"://[^/@\s]+@")
+_ENV_PREFIXES = ("HF_", "CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "TRANSFORMERS_", "ACCELERATE_", "VAST_")
+# Collected names that hold a secret are reported as present with no value.
+_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|PWD|CREDENTIAL|AUTH", re.IGNORECASE)
+# Values that are a credential whatever the name: known token prefixes and JWTs, as a word.
+_SECRET_WORD = re.compile(r"^(?:(?:hf_|sk-|ghp_|gho_|ghs_|ghu_|github_pat_|xox|AKIA|ASIA|glpat-|rpa_)[A-Za-z0-9_\-]{6,}"
+                          r"|eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)$")
+_WORD_SPLIT = re.compile(r"[\s,;=\"']+")
+# Userinfo in a URL (the password may hold `/`), or `user:pass@host` without a scheme.
+_URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)[^\s]*@")
+_BARE_CREDENTIALS = re.compile(r"(^|[\s,;=])[^\s:/@,;=]+:(?!//)[^\s@]+@(?=[A-Za-z0-9\[])")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _env_relevant(name):
-    return name in _ENV_NAMES or name.startswith(_ENV_PREFIXES) or bool(_SECRET_NAME.search(name))
+    return name in _ENV_NAMES or name.startswith(_ENV_PREFIXES)
+
+
+def _secret_value(value):
+    return any(_SECRET_WORD.match(word) for word in _WORD_SPLIT.split(value) if word)
+
+
+def _without_credentials(value):
+    return _BARE_CREDENTIALS.sub(r"\1***@", _URL_CREDENTIALS.sub(r"\1***@", value))
 
 
 def _container_env(params):
@@ -129,9 +143,10 @@ def _startup_env(params):
 
 
 def _env_entry(source, name, value):
-    if _SECRET_NAME.search(name):
+    value = _text(value)
+    if _SECRET_NAME.search(name) or _secret_value(value):
         return {"source": source, "value": None, "redacted": True}
-    return {"source": source, "value": _URL_CREDENTIALS.sub("://***@", _text(value)), "redacted": False}
+    return {"source": source, "value": _without_credentials(value), "redacted": False}
 
 
 def collect_environment(params):

@@ -31,27 +31,10 @@ def test_each_value_carries_its_source(pod):
     assert _values(facts, "HF_HUB_OFFLINE") == [("etc_environment", "1", False)]
     assert _values(facts, "NVIDIA_VISIBLE_DEVICES") == [("container", "all", False)]
     assert _values(facts, "RUNPOD_GPU_COUNT") == [("rp_environment", "1", False)]
-    assert _values(facts, "PUBLIC_KEY") == [("rp_environment", None, True)]
     assert _values(facts, "CUDA_VISIBLE_DEVICES") == [("process", "0,1", False)]
-    # Only variables that matter to a job are reported.
-    assert "LANG" not in facts.environment.variables
+    # Only allow-listed variables are collected.
+    assert "LANG" not in facts.environment.variables and "PUBLIC_KEY" not in facts.environment.variables
     assert facts.identity.provider_hints == {"RUNPOD_POD_ID": "k2x9q7w1m4", "RUNPOD_GPU_COUNT": "1"}
-
-
-def test_secrets_are_named_never_shown(pod):
-    for name in ("HF_TOKEN", "RUNPOD_API_KEY", "WANDB_API_KEY", "JUPYTER_PASSWORD", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"):
-        pod.env[name] = SECRET
-    pod.env["HF_ENDPOINT"] = f"https://user:{SECRET}@hf-mirror.internal"
-    pod.container_env(f"HF_TOKEN={SECRET}\0".encode())
-    pod.etc_file("rp_environment", f'export RUNPOD_API_KEY="{SECRET}"\n')
-    run = pod.run()
-    assert SECRET.encode() not in run.stdout
-    variables = run.facts.environment.variables
-    for name in ("HF_TOKEN", "RUNPOD_API_KEY", "WANDB_API_KEY", "JUPYTER_PASSWORD", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"):
-        assert variables[name][0] == EnvValue(source="process", value=None, redacted=True), name
-    assert [v.source for v in variables["HF_TOKEN"]] == ["process", "container"]
-    assert [v.source for v in variables["RUNPOD_API_KEY"]] == ["process", "rp_environment"]
-    assert variables["HF_ENDPOINT"][0].value == "https://***@hf-mirror.internal"
 
 
 def test_hostile_values_keep_the_output_valid(pod):
