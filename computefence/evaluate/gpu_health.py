@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from computefence.evaluate.context import Context, block, passed, sudo, warn
+from computefence.evaluate.context import Context, block, passed, skipped, sudo, warn
 from computefence.models import CheckOptions, Facts, Finding, Fix, GpuHealth
 
 CHECKS = {
@@ -85,7 +85,7 @@ def check_ecc(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
     health = facts.gpu.health
     if not health:
         # No health_error either: a probe that does not collect health (an older one).
-        return [passed(cid, f"GPU health unknown: {facts.gpu.health_error}")] if facts.gpu.health_error else []
+        return [skipped(cid, f"GPU health unknown: {facts.gpu.health_error}")] if facts.gpu.health_error else []
     findings = []
     for gpu in health:
         faults = _memory_faults(gpu)
@@ -104,7 +104,7 @@ def check_ecc(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
     unknown = [g for g in health if g.ecc_volatile_uncorrectable is None and g.remapped_rows_pending is None
                and g.retired_pages_pending is None]
     if len(unknown) == len(health):
-        return [passed(cid, "memory error counts unknown: the driver reports them as N/A (ECC off or not supported)")]
+        return [skipped(cid, "memory error counts unknown: the driver reports them as N/A (ECC off or not supported)")]
     return [passed(cid, f"no uncorrectable memory errors or pending remaps on {len(health) - len(unknown)} GPU(s)")]
 
 
@@ -128,7 +128,7 @@ def _judge_pcie(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fin
     cid = "gpu.pcie-link"
     known = [g for g in health if g.pcie_width_current and g.pcie_width_max]
     if not known:
-        return [passed(cid, "PCIe link width unknown: the driver does not report it")]
+        return [skipped(cid, "PCIe link width unknown: the driver does not report it")]
     # Link generation is not compared: GPUs drop it at idle to save power.
     narrow = [g for g in known if g.pcie_width_current < g.pcie_width_max]
     if not narrow:
@@ -159,7 +159,7 @@ def _judge_throttle(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list
     cid = "gpu.throttle"
     known = [g for g in health if g.clock_event_reasons]
     if not known:
-        return [passed(cid, "clock event reasons unknown: the driver does not report them")]
+        return [skipped(cid, "clock event reasons unknown: the driver does not report them")]
     findings = []
     for gpu in known:
         active = [label for key, label in HARDWARE_SLOWDOWNS.items() if gpu.clock_event_reasons.get(key)]
@@ -184,7 +184,7 @@ def _judge_power(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fi
     cid = "gpu.power-limit"
     known = [g for g in health if g.power_limit_w and g.power_limit_default_w]
     if not known:
-        return [passed(cid, "power limits unknown: the driver does not report them")]
+        return [skipped(cid, "power limits unknown: the driver does not report them")]
     capped = [g for g in known if g.power_limit_w < POWER_LIMIT_SHARE * g.power_limit_default_w]
     if not capped:
         return [passed(cid, "enforced power limits at their defaults ("
@@ -237,7 +237,7 @@ def _judge_compute_mode(facts: Facts, ctx: Context, health: list[GpuHealth]) -> 
     cid = "gpu.compute-mode"
     known = [g for g in health if g.compute_mode]
     if not known:
-        return [passed(cid, "compute mode unknown: the driver does not report it")]
+        return [skipped(cid, "compute mode unknown: the driver does not report it")]
     prohibited = [g for g in known if g.compute_mode.lower() == "prohibited"]
     exclusive = [g for g in known if g.compute_mode.lower() in ("exclusive_process", "exclusive_thread")]
     processes = _processes_per_node(facts)
@@ -309,7 +309,7 @@ def check_xid(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
     log = facts.gpu.kernel_log
     if not log.readable:
         # No reason either: a probe that does not read the kernel log (an older one).
-        return [passed(cid, f"kernel log not checked for Xid errors: {log.reason}")] if log.reason else []
+        return [skipped(cid, f"kernel log not checked for Xid errors: {log.reason}")] if log.reason else []
     serious = [event for event in log.xid_events if event.code in XID_MEANINGS]
     if not serious:
         seen = f" ({len(log.xid_events)} other Xid line(s))" if log.xid_events else ""

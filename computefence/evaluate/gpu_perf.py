@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from computefence.errors import ConfigError
-from computefence.evaluate.context import Context, passed, q, warn
+from computefence.evaluate.context import Context, passed, q, skipped, warn
 from computefence.evaluate.gpu_health import fix
 from computefence.models import CheckOptions, Facts, Finding, GpuPerf, HostReport, HostStatus, PerfFacts
 from computefence.profiles import profiles_dir
@@ -103,7 +103,7 @@ def check_perf_compute(facts: Facts, checks: CheckOptions, ctx: Context) -> list
     if perf is None:
         return []
     if perf.skipped_reason:
-        return [passed(cid, f"performance canary not run: {perf.skipped_reason}")]
+        return [skipped(cid, f"performance canary not run: {perf.skipped_reason}")]
     if perf.error and not perf.gpus:
         return [warn(cid, f"performance canary failed: {perf.error}",
                      fix([f"{q(facts.torch.python)} -c 'import torch; torch.ones(1).cuda()'"],
@@ -192,7 +192,7 @@ def check_perf_interconnect(facts: Facts, checks: CheckOptions, ctx: Context) ->
     if perf is None or len(perf.gpus) < 2:
         return []
     if perf.interconnect_gbps is None:
-        return [passed(cid, f"GPU-to-GPU bandwidth not measured: {perf.interconnect_error or 'no method worked'}")]
+        return [skipped(cid, f"GPU-to-GPU bandwidth not measured: {perf.interconnect_error or 'no method worked'}")]
     data = load_performance_data()
     model = data.model_of(perf.gpus[0].name)
     nccl = perf.interconnect_method == "nccl-allreduce"

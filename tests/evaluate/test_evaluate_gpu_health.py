@@ -219,7 +219,7 @@ def test_serious_xids_warn_and_others_pass():
 def test_unreadable_kernel_log_is_a_note_not_an_error():
     log = KernelLogFacts(readable=False, reason="dmesg_restrict=1: reading it needs CAP_SYSLOG")
     finding = _one(pod(healthy(), log=log), "gpu.xid")
-    assert finding.severity is Severity.PASS and "needs CAP_SYSLOG" in finding.message
+    assert finding.severity is Severity.SKIP and "needs CAP_SYSLOG" in finding.message
 
 
 # ---------------------------------------------------------------- what the driver does not say
@@ -230,6 +230,8 @@ def test_n_a_everywhere_is_unknown_never_a_block():
     findings = [f for f in evaluate_host(pod(blank, fm_running=None, log=KernelLogFacts(reason="unreadable")),
                                          CheckOptions()) if f.check in HEALTH_CHECKS]
     assert problems(findings) == []
+    for check in ("gpu.ecc", "gpu.pcie-link", "gpu.throttle", "gpu.power-limit", "gpu.compute-mode", "gpu.xid"):
+        assert only(findings, check).severity is Severity.SKIP, check
     assert "unknown" in only(findings, "gpu.ecc").message and "unknown" in only(findings, "gpu.pcie-link").message
 
 

@@ -52,7 +52,7 @@ def test_perf_canary_across_the_fleet(ssh_fleet, perf_pods, run_cli, tmp_path):
     busy = result.host("perf-busy")
     assert busy.facts.perf.ran is False and busy.facts.perf.gpus == []
     [note] = _perf(busy, "gpu.perf-compute")
-    assert note.severity.value == "pass" and "GPU 0 holds 71893 MiB" in note.message
+    assert note.severity.value == "skip" and "GPU 0 holds 71893 MiB" in note.message
     assert elapsed < 4 * 20, elapsed
 
 
