@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+from computefence.errors import ConfigError
 from computefence.evaluate.fleet import ready_hosts
 from computefence.models import Report, Target
 from computefence.sources.export import export_yaml
@@ -51,6 +53,14 @@ HEALTHY_FORMATS: dict[str, Callable[[Sequence[Target]], str]] = {
     "inventory": _inventory,
     "json": _json,
 }
+
+
+def check_gate_path(path: Path) -> None:
+    """Before connecting: a --healthy-out that can never be written fails now, not after the run."""
+    if path.is_dir():
+        raise ConfigError(f"--healthy-out {path} is a directory")
+    if str(path) != "-" and not path.parent.is_dir():
+        raise ConfigError(f"--healthy-out {path}: directory {path.parent} does not exist")
 
 
 def healthy_file(report: Report, targets: Sequence[Target], fmt: str) -> str:

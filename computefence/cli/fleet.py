@@ -42,7 +42,7 @@ from computefence.cli.targets import (
 from computefence.connectors.interface import Connector, check_targets
 from computefence.errors import ConfigError
 from computefence.files import write_output
-from computefence.gate import HEALTHY_FORMATS, healthy_file
+from computefence.gate import HEALTHY_FORMATS, check_gate_path, healthy_file
 from computefence.models import HostReport, HostStatus, SourceStatus, Target
 from computefence.notify import NOTIFY_FORMATS, NOTIFY_ON, alert_settings
 from computefence.policy import resolve_policy
@@ -181,6 +181,8 @@ def check(
         accept_new=accept_new,
         insecure_no_host_key_check=insecure_no_host_key_check,
     )
+    if healthy_out is not None:
+        check_gate_path(healthy_out)
     alerts = alert_settings(notify, notify_on and notify_on.value, notify_format and notify_format.value,
                             loaded.policy.notify if loaded is not None else None, history=history is not None)
     run_history = None
@@ -220,12 +222,12 @@ def check(
             emit(report, fmt.value, None)
     else:
         emit(report, fmt.value, output)
-    if not interrupted and healthy_out is not None:
-        write_output(healthy_file(report, targets, healthy_format.value), healthy_out, flag="--healthy-out")
-    if not interrupted and run_history is not None:
-        run_history.save(report)
-    if not interrupted and alerts is not None:
-        alerts.send(report)
+        if healthy_out is not None:
+            write_output(healthy_file(report, targets, healthy_format.value), healthy_out, flag="--healthy-out")
+        if run_history is not None:
+            run_history.save(report)
+        if alerts is not None:
+            alerts.send(report)
     if interrupted:
         cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
         kept = [f"{flag} {path}" for flag, path in (("--output", output), ("--healthy-out", healthy_out),

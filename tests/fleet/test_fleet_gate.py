@@ -89,3 +89,10 @@ def test_no_ready_pod_replaces_the_old_file_with_an_empty_one(fmt, gate_inventor
     assert result.code == 1
     assert ready.read_text() == ("[]\n" if fmt == "json" else "")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ready")] == []  # no temp file left
+
+
+def test_a_gate_file_that_cannot_be_written_fails_before_connecting(gate_inventory, run_cli, tmp_path):
+    result = run_cli("fleet", "check", "-i", str(gate_inventory), "--healthy-out", str(tmp_path / "no-such-dir" / "r.txt"))
+    assert result.code == 2 and result.stdout == ""
+    # One line and no progress lines: no pod was contacted.
+    assert result.stderr == f"computefence: error: --healthy-out {tmp_path / 'no-such-dir' / 'r.txt'}: directory {tmp_path / 'no-such-dir'} does not exist\n"
