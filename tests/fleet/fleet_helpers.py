@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,3 +86,14 @@ def break_torch(pod: Pod) -> None:
 def fix_torch(pod: Pod) -> None:
     pod.in_namespace(["sh", "-c", f'echo /opt/computefence-fakes/site-packages > "$1"', "sh",
                       str(pod.merged) + POD_TORCH_PTH])
+
+
+@contextlib.contextmanager
+def started_pods(fleet: SshFleet, specs: list) -> Iterator[dict[str, Pod]]:
+    """Pods by name for a module's tests, stopped when the module is done."""
+    pods = fleet.start(specs)
+    try:
+        yield {pod.name: pod for pod in pods}
+    finally:
+        for pod in pods:
+            fleet.stop(pod)

@@ -8,7 +8,7 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fleet_helpers import SPOTLESS, break_torch, fix_torch, host_entry, write_inventory
+from fleet_helpers import SPOTLESS, break_torch, fix_torch, host_entry, started_pods, write_inventory
 from sshfleet import PodSpec
 from webhook_server import Answer, WebhookServer
 
@@ -17,10 +17,9 @@ pytestmark = pytest.mark.sshd
 
 @pytest.fixture(scope="module")
 def pool(ssh_fleet):
-    pods = ssh_fleet.start([PodSpec(name, **SPOTLESS) for name in ("alert-steady", "alert-breaks", "alert-heals")])
-    yield {pod.name: pod for pod in pods}
-    for pod in pods:
-        ssh_fleet.stop(pod)
+    specs = [PodSpec(name, **SPOTLESS) for name in ("alert-steady", "alert-breaks", "alert-heals")]
+    with started_pods(ssh_fleet, specs) as pods:
+        yield pods
 
 
 def _samples(text: str) -> dict[tuple, float]:

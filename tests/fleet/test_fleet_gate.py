@@ -7,7 +7,7 @@ import json
 import pytest
 
 from computefence.sources.inventory import load_inventory
-from fleet_helpers import HEALTHY, SPOTLESS, host_entry, write_inventory
+from fleet_helpers import HEALTHY, SPOTLESS, host_entry, started_pods, write_inventory
 from sshfleet import PodSpec, closed_port
 
 pytestmark = pytest.mark.sshd
@@ -16,14 +16,10 @@ pytestmark = pytest.mark.sshd
 @pytest.fixture(scope="module")
 def gate_pods(ssh_fleet):
     """ready: nothing to say; warned: a small /dev/shm; blocked: a CPU-only torch."""
-    pods = ssh_fleet.start([
-        PodSpec("gate-ready", **SPOTLESS),
-        PodSpec("gate-warned", **HEALTHY),
-        PodSpec("gate-blocked", **dict(SPOTLESS, torch="cpu")),
-    ])
-    yield {pod.name: pod for pod in pods}
-    for pod in pods:
-        ssh_fleet.stop(pod)
+    specs = [PodSpec("gate-ready", **SPOTLESS), PodSpec("gate-warned", **HEALTHY),
+             PodSpec("gate-blocked", **dict(SPOTLESS, torch="cpu"))]
+    with started_pods(ssh_fleet, specs) as pods:
+        yield pods
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 
 from computefence.models import Report
 from fleet_helpers import (CLI, SPOTLESS, break_torch, cli_subprocess_env, fix_torch, host_entry, json_hosts,
-                           write_inventory)
+                           started_pods, write_inventory)
 from sshfleet import PodSpec
 
 pytestmark = pytest.mark.sshd
@@ -28,10 +28,9 @@ STUCK_PYTHON = "#!/bin/sh\nexec sleep 600\n"
 @pytest.fixture(scope="module")
 def pool(ssh_fleet):
     """steady stays healthy; breaks loses torch after the first run; heals gets it back."""
-    pods = ssh_fleet.start([PodSpec(name, **SPOTLESS) for name in ("hist-steady", "hist-breaks", "hist-heals")])
-    yield {pod.name: pod for pod in pods}
-    for pod in pods:
-        ssh_fleet.stop(pod)
+    specs = [PodSpec(name, **SPOTLESS) for name in ("hist-steady", "hist-breaks", "hist-heals")]
+    with started_pods(ssh_fleet, specs) as pods:
+        yield pods
 
 
 def _entries(directory) -> list[str]:
