@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from computefence.models import Report, Severity
+from computefence.models import Fix, Report, Severity
 from computefence.render import views
 
 TEXT_LIMIT = 4000
@@ -33,22 +33,30 @@ def _code(text: object) -> str:
     return "`" + _esc(text).replace("`", "'") + "`"
 
 
+def _fix(fix: Fix | None) -> str:
+    """'\nfix: `cmd`' per command, '\nnote: advice' for what no command does; '' without a fix."""
+    if fix is None:
+        return ""
+    out = [f"\nfix: {_code(command)}" for command in fix.commands]
+    if fix.advice:
+        out.append(f"\nnote: {_esc(fix.advice)}")
+    return "".join(out)
+
+
 def _lines(report: Report) -> list[str]:
     """One mrkdwn line per change, or without a change section, per blocked or unchecked pod."""
     if report.changes is not None:
         out = []
         for line in views.change_lines(report.changes):
-            text = f"{_CHANGE_ICON[line.worse]} {_esc(line.label)} *{_esc(line.host)}*: {_esc(line.text)}"
-            if line.fix:
-                text += f"\nfix: {_code(line.fix)}"
-            out.append(text)
+            out.append(f"{_CHANGE_ICON[line.worse]} {_esc(line.label)} *{_esc(line.host)}*: {_esc(line.text)}"
+                       + _fix(line.fix))
         return out
     out = []
     for host in report.hosts:
         if host.blockers:
             checks = ", ".join(_esc(f.check) for f in host.blockers)
             fix = next((f.fix for f in host.blockers if f.fix), None)
-            out.append(f"{_ICON[Severity.BLOCK]} *{_esc(host.name)}*: {checks}" + (f"\nfix: {_code(fix)}" if fix else ""))
+            out.append(f"{_ICON[Severity.BLOCK]} *{_esc(host.name)}*: {checks}" + _fix(fix))
         elif host in views.not_ok_hosts(report):
             out.append(f"{_ICON[Severity.BLOCK]} *{_esc(host.name)}*: {_esc(host.status.value)}: {_esc(host.reason or '')}")
     return out

@@ -182,3 +182,19 @@ def test_policy_file_notify_is_read_and_policy_show_leaves_the_url_out(tmp_path,
     _no_secret(capsys.readouterr().out)
     with pytest.raises(ConfigError, match="computefence.yaml:2: .*when"):
         parse_policy_text("notify:\n  when: sometimes\n", "computefence.yaml")
+
+
+def test_without_history_the_message_lists_blocked_and_unchecked_pods_with_fix_and_advice():
+    from computefence.models import Fix
+    from computefence.render.webhook import slack
+
+    moved = Finding(check="storage.output-dir", severity=Severity.BLOCK, message="on the overlay",
+                    fix=Fix(commands=["mkdir -p /workspace/out"], advice="Point --output-dir at the volume."))
+    report = build_report([HostReport(name="a", status=HostStatus.OK, findings=[moved]),
+                           HostReport(name="b", status=HostStatus.OK),
+                           HostReport(name="c", status=HostStatus.UNREACHABLE, reason="connection refused")],
+                          kind="fleet")
+    lines = [b["text"]["text"] for b in slack(report)["blocks"][2:]]
+    assert lines == [":red_circle: *a*: storage.output-dir\nfix: `mkdir -p /workspace/out`\n"
+                     "note: Point --output-dir at the volume.",
+                     ":red_circle: *c*: unreachable: connection refused"]
