@@ -527,6 +527,13 @@ class HostStatus(str, Enum):
     CANCELLED = "cancelled"
 
 
+class HostVerdict(str, Enum):
+    READY = "ready"
+    WARNINGS = "warnings"
+    BLOCKED = "blocked"
+    NOT_CHECKED = "not_checked"
+
+
 class HostReport(_WithFix):
     name: str
     status: HostStatus
@@ -541,12 +548,32 @@ class HostReport(_WithFix):
     findings: list[Finding] = Field(default_factory=list)
 
     @property
-    def blockers(self) -> list[Finding]:
+    def blocking_findings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.BLOCK]
 
     @property
-    def warnings(self) -> list[Finding]:
+    def warning_findings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.WARN]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def blockers(self) -> int:
+        return len(self.blocking_findings)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def warnings(self) -> int:
+        return len(self.warning_findings)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def verdict(self) -> HostVerdict:
+        """What the pod is good for: the state a launch script reads."""
+        if self.status is not HostStatus.OK:
+            return HostVerdict.NOT_CHECKED
+        if self.blockers:
+            return HostVerdict.BLOCKED
+        return HostVerdict.WARNINGS if self.warnings else HostVerdict.READY
 
 
 class SourceStatus(_Model):

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from computefence import evaluate
 from computefence.cli.app import app
-from computefence.cli.output import FailOn, OutputFormat, emit
+from computefence.cli.output import QUIET_HELP, FailOn, OutputFormat, emit
 from computefence.cli.policy import (
     BaselineOpt,
     NoPolicyOpt,
@@ -54,6 +54,7 @@ def doctor(
     fmt: OutputFormat = typer.Option("rich", "--format", "-f", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
     fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", help="Exit 1 on blockers only, or on warnings too."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     skip: List[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
     only: List[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
     timeout: float = typer.Option(30.0, "--timeout", min=1.0, metavar="SECONDS", help="Deadline for the probe (most of it is the torch import)."),
@@ -111,6 +112,6 @@ def doctor(
         write_lock(build_lock([host]), snapshot)
     report = evaluate.build_report([host], kind="doctor", fail_on=fail_on.severity)
     report = report.model_copy(update={"policy": applied(loaded), "baseline": lock_file})
-    emit(report, fmt.value, output)
+    emit(report, fmt.value, output, quiet=quiet)
     return evaluate.exit_code(report)
 

@@ -16,7 +16,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from computefence import evaluate
 from computefence.cli.app import EXIT_INTERRUPTED, app
-from computefence.cli.output import FailOn, OutputFormat, emit
+from computefence.cli.output import GROUP_BY_HELP, QUIET_HELP, FailOn, GroupBy, OutputFormat, emit
 from computefence.cli.policy import (
     BaselineOpt,
     NoPolicyOpt,
@@ -106,6 +106,8 @@ def check(
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
                                           help="Write the report here (atomically) instead of stdout."),
     fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", help="Exit 1 on blockers only, or on warnings too."),
+    group_by: GroupBy = typer.Option("check", "--group-by", help=GROUP_BY_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     allow_unreachable: bool = typer.Option(False, "--allow-unreachable",
                                            help="A pod that could not be checked does not fail the run."),
     skip: List[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
@@ -201,7 +203,8 @@ def check(
         targets, policies = apply_to_targets(targets, loaded)
         if perf:
             targets = [t.model_copy(update={"checks": t.checks.model_copy(update={"perf": True})}) for t in targets]
-        hosts, interrupted = asyncio.run(_probe_all(targets, _connector(targets, options, replay), options.probe_params))
+        hosts, interrupted = asyncio.run(_probe_all(targets, _connector(targets, options, replay), options.probe_params,
+                                                    quiet=quiet))
     if not interrupted and not demo and replay is None:
         hosts = _mark_vanished(targets, hosts, api_url)
 
@@ -219,9 +222,9 @@ def check(
         # A half-finished run replaces no file: a good prev.json, gate file or history stays.
         # The partial report still goes to the terminal when no --output was asked for.
         if output is None:
-            emit(report, fmt.value, None)
+            emit(report, fmt.value, None, group_by=group_by.value, quiet=quiet)
     else:
-        emit(report, fmt.value, output)
+        emit(report, fmt.value, output, group_by=group_by.value, quiet=quiet)
         if healthy_out is not None:
             write_output(healthy_file(report, targets, healthy_format.value), healthy_out, flag="--healthy-out")
         if run_history is not None:
@@ -298,8 +301,9 @@ def _connector(targets: list[Target], options: RunOptions, replay: Path | None) 
 
 
 async def _probe_all(targets: list[Target], connector: Connector,
-                     extra_params: dict) -> tuple[list[HostReport], bool]:
-    """Probe with a live progress line; Ctrl-C stops the run and keeps what finished."""
+                     extra_params: dict, quiet: bool = False) -> tuple[list[HostReport], bool]:
+    """Probe with a live progress line (per-pod lines when not on a terminal, none when
+    quiet); Ctrl-C stops the run and keeps what finished."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 
@@ -314,7 +318,7 @@ async def _probe_all(targets: list[Target], connector: Connector,
     except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
         handled = False
     try:
-        with _ProgressLine(len(targets)) as progress:
+        with _ProgressLine(len(targets), quiet) as progress:
             hosts = await check_targets(connector, targets, extra_params, on_progress=progress.update, stop=stop)
     finally:
         if handled:
@@ -337,10 +341,11 @@ def ensure_open_files(concurrency: int) -> None:
 class _ProgressLine:
     """done/total and failures so far, on stderr: a live line on a terminal, plain lines otherwise."""
 
-    def __init__(self, total: int):
+    def __init__(self, total: int, quiet: bool = False):
         self.total, self.done, self.failed = total, 0, 0
         self.console = Console(stderr=True)
-        self.live = self.console.is_terminal
+        self.live = self.console.is_terminal and not quiet
+        self.quiet = quiet
         self._progress: Progress | None = None
         self._task = None
 
@@ -366,6 +371,8 @@ class _ProgressLine:
             self.failed += 1
         if self._progress is not None:
             self._progress.update(self._task, description=self._text(), completed=self.done)
+            return
+        if self.quiet:
             return
         outcome = "checked" if host.status is HostStatus.OK else f"{host.status.value}: {host.reason}"
         print(f"computefence: [{self.done}/{self.total}] {host.name}: {outcome}", file=sys.stderr, flush=True)

@@ -10,7 +10,6 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from computefence.cli.app import app
@@ -30,6 +29,7 @@ from computefence.cli.targets import (
 )
 from computefence.errors import ConfigError, SourceError
 from computefence.models import SCHEMA_VERSION, SourceStatus, Target
+from computefence.render.columns import Column, fit_table, wrap
 from computefence.files import write_output
 from computefence.sources.export import EXPORT_FORMATS
 
@@ -90,16 +90,19 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
     checkable = [t for t in targets if not t.unreachable_reason]
     blocked = [t for t in targets if t.unreachable_reason]
     if targets:
-        # Columns that would say the same thing on every row are left out.
+        # Columns that would say the same thing on every row are left out; on a narrow
+        # terminal python, tags, source and via go first (see render/columns.py).
         columns = {
-            "target": lambda t: t.name,
-            "reached as": lambda t: Text(reached_as(t)) if not t.unreachable_reason else Text("not checkable", style="red"),
-            "via": proxy_text,
-            "identity": lambda t: "\n".join(_home_short(p) for p in t.identity_files) or "ssh default",
-            "python": lambda t: t.python,
-            "tags": lambda t: ", ".join(t.tags),
-            "source": lambda t: t.source or "",
-            "provider": _provider_text,
+            "target": (Column("target"), lambda t: Text(t.name)),
+            "reached as": (Column("reached as"),
+                           lambda t: Text(reached_as(t)) if not t.unreachable_reason else Text("not checkable", style="red")),
+            "via": (Column("via", breaks=" ", drop=4), lambda t: Text(proxy_text(t))),
+            "identity": (Column("identity", "key", breaks=", "),
+                         lambda t: Text(", ".join(_home_short(p) for p in t.identity_files) or "ssh default")),
+            "python": (Column("python", drop=1), lambda t: Text(t.python)),
+            "tags": (Column("tags", breaks=", ", drop=2), lambda t: Text(", ".join(t.tags))),
+            "source": (Column("source", drop=3), lambda t: Text(t.source or "")),
+            "provider": (Column("provider", breaks=", "), lambda t: Text(_provider_text(t))),
         }
         if not any(t.proxy_jump or t.proxy_command for t in targets):
             del columns["via"]
@@ -109,12 +112,16 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
             del columns["tags"]
         if not any(t.provider for t in targets):
             del columns["provider"]
-        table = Table(show_edge=False, pad_edge=False)
-        for column in columns:
-            table.add_column(column, no_wrap=column in ("target", "reached as"), overflow="fold")
-        for t in targets:
-            table.add_row(*(cell(t) for cell in columns.values()))
-        console.print(table)
+        rows = [[cell(t) for _, cell in columns.values()] for t in targets]
+        table = fit_table([column for column, _ in columns.values()], rows, console.width)
+        if table is not None:
+            console.print(table)
+        else:
+            for row in rows:
+                console.print(Text.assemble((row[0].plain, "bold"), "  ", row[1]))
+                rest = " · ".join(cell.plain for cell in row[2:] if cell.plain)
+                for line in wrap(rest, console.width - 2, " · "):
+                    console.print(Text("  " + line, style="dim"))
     for t in blocked:
         console.print(Text(f"{t.name}: not checkable: {t.unreachable_reason.rstrip('.')}.", style="red"))
         if t.unreachable_fix:

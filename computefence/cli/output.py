@@ -13,9 +13,15 @@ from rich.console import Console
 from computefence.models import Report, Severity
 from computefence.files import write_output
 from computefence.render import FORMATS, render
+from computefence.render.terminal import GROUP_BY
 
 # Typer shows an Enum's values as the choices in --help and rejects anything else (exit 2).
 OutputFormat = Enum("OutputFormat", {name: name for name in FORMATS}, type=str)
+
+
+GroupBy = Enum("GroupBy", {name: name for name in GROUP_BY}, type=str)
+GROUP_BY_HELP = "check: each finding once with the pods it hits; pod: each pod with its fixes in order (rich, markdown)."
+QUIET_HELP = "Only the verdict and what is not ready (for cron mail; rich output)."
 
 
 class FailOn(str, Enum):
@@ -27,9 +33,10 @@ class FailOn(str, Enum):
         return Severity(self.value)
 
 
-def emit(report: Report, fmt: str, output: Path | None) -> None:
+def emit(report: Report, fmt: str, output: Path | None, *, group_by: str = "check", quiet: bool = False) -> None:
     """Render `report` and write it to `output` (atomically) or to stdout."""
-    emit_text(lambda **style: render(report, fmt, **style), fmt, output, what=f"the {fmt} report")
+    emit_text(lambda **style: render(report, fmt, group_by=group_by, quiet=quiet, **style), fmt, output,
+              what=f"the {fmt} report")
 
 
 def emit_text(render_text: Callable[..., str], fmt: str, output: Path | None, *, what: str) -> None:

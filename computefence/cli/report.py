@@ -14,7 +14,7 @@ from typer.core import TyperGroup
 
 from computefence import evaluate
 from computefence.cli.app import app
-from computefence.cli.output import OutputFormat, emit, emit_text
+from computefence.cli.output import GROUP_BY_HELP, QUIET_HELP, GroupBy, OutputFormat, emit, emit_text
 from computefence.cli.policy import NoPolicyOpt, PolicyOpt, applied
 from computefence.errors import ConfigError
 from computefence.evaluate.changes import compare_reports, worsened
@@ -50,6 +50,8 @@ def report_command(
     path: Path = typer.Argument(..., metavar="FILE.json", help="A report saved with --format json."),
     fmt: OutputFormat = typer.Option("rich", "--format", "-f", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
+    group_by: GroupBy = typer.Option("check", "--group-by", help=GROUP_BY_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     policy: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
 ) -> int:
@@ -65,7 +67,7 @@ def report_command(
         report = report.model_copy(update={
             "hosts": hosts, "policy": applied(loaded),
             "summary": summarize(hosts, report.sources, allow_unreachable=report.allow_unreachable)})
-    emit(report, fmt.value, output)
+    emit(report, fmt.value, output, group_by=group_by.value, quiet=quiet)
     return evaluate.exit_code(report)
 
 

@@ -53,7 +53,7 @@ def summarize(hosts: list[HostReport], sources: Iterable[SourceStatus] = (), *, 
     total = at_risk = 0.0
     priced = False
     for host in hosts:
-        blockers, warnings = len(host.blockers), len(host.warnings)
+        blockers, warnings = host.blockers, host.warnings
         summary.blockers += blockers
         summary.warnings += warnings
         summary.passed += sum(1 for f in host.findings if f.severity is Severity.PASS)

@@ -18,10 +18,14 @@ FORMATS: dict[str, Renderer] = {
 }
 
 
-def render(report: Report, fmt: str, *, color: bool = False, width: int = 100) -> str:
-    """The report as text. Only the rich format uses color and width."""
+def render(report: Report, fmt: str, *, color: bool = False, width: int = 100, group_by: str = "check",
+           quiet: bool = False) -> str:
+    """The report as text. Only the rich format uses color and width; rich and markdown
+    group by pod or check, and rich alone has a quiet form."""
     if fmt == "rich":
-        return terminal.render(report, color=color, width=width)
+        return terminal.render(report, color=color, width=width, group_by=group_by, quiet=quiet)
+    if fmt == "markdown":
+        return markdown.render(report, group_by=group_by)
     try:
         renderer = FORMATS[fmt]
     except KeyError:

@@ -42,17 +42,20 @@ def code_block(text: str, lang: str = "sh") -> str:
     return f"{fence}{lang}\n{text}\n{fence}"
 
 
-def render(report: Report) -> str:
-    lines = _fleet(report) if report.kind == "fleet" else _single(report)
+def render(report: Report, *, group_by: str = "check") -> str:
+    """`group_by` "pod": each pod that is not ready with its fix commands in one block."""
+    lines = _fleet(report, group_by) if report.kind == "fleet" else _single(report)
     return "\n".join(lines).rstrip() + "\n"
 
 
 def _heading(report: Report, title: str) -> list[str]:
+    ready = views.ready_line(report)
     return [
         f"## {_ICON[report.summary.verdict]} {title}: {views.verdict_word(report)}",
         "",
         md(views.verdict_detail(report)),
         "",
+        *([md(ready), ""] if ready else []),
     ]
 
 
@@ -107,7 +110,7 @@ def _fix_cell(fix: Fix | None) -> str:
 # ---------------------------------------------------------------- fleet
 
 
-def _fleet(report: Report) -> list[str]:
+def _fleet(report: Report, group_by: str) -> list[str]:
     lines = _heading(report, "ComputeFence fleet check")
     if report.changes is not None:
         lines += changes_section(report.changes)
@@ -123,11 +126,13 @@ def _fleet(report: Report) -> list[str]:
         lines.append(
             f"| {md(host.name)} | {md(views.provider_cell(host))} | {md(views.gpu_cell(host))} | "
             f"{md(views.torch_cell(host))} | {md(views.host_state(host))} | "
-            f"{len(host.blockers) if checked else '-'} | {len(host.warnings) if checked else '-'} |"
+            f"{host.blockers if checked else '-'} | {host.warnings if checked else '-'} |"
         )
     lines.append("")
 
-    groups = views.group_findings(report.hosts)
+    groups = views.group_findings(report.hosts) if group_by != "pod" else []
+    if group_by == "pod":
+        lines += _by_pod(report)
     if groups:
         lines += ["### Findings across pods", ""]
         for group in groups:
@@ -142,7 +147,7 @@ def _fleet(report: Report) -> list[str]:
                 lines += fix_lines(variant.fix)
 
     not_ok = views.not_ok_hosts(report)
-    if not_ok:
+    if not_ok and group_by != "pod":
         lines += ["### Pods not checked", ""] + _not_ok_table(not_ok)
 
     if report.drift:
@@ -172,6 +177,31 @@ def changes_section(changes: Changes) -> list[str]:
         if line.fix:
             lines += ["", *(textwrap.indent(text, "  ") for text in fix_lines(line.fix))]
     return lines + [""]
+
+
+def _by_pod(report: Report) -> list[str]:
+    """Per pod that is not ready: its verdict, its problems, and one block of its fix commands
+    in order (the script to run on that pod), with the advice after it."""
+    lines = ["### Pods", ""]
+    for host in views.hosts_worst_first(report.hosts):
+        problems = sorted((f for f in host.findings if f.severity in (Severity.BLOCK, Severity.WARN)),
+                          key=lambda f: -f.severity.rank)
+        if host.status is HostStatus.OK and not problems:
+            continue
+        state = views.host_state(host)
+        lines += [f"#### {md(host.name)}: {md(state)}", ""]
+        if host.status is not HostStatus.OK:
+            lines += [md(views.one_line(host.reason or host.status.value)), ""]
+        lines += [f"- {_ICON[f.severity]} {code_span(f.check)}: {md(f.message)}" for f in problems]
+        if problems:
+            lines.append("")
+        fixes = [f.fix for f in problems if f.fix] + ([host.fix] if host.fix else [])
+        commands = [command for fix in fixes for command in fix.commands]
+        if commands:
+            lines += [code_block("\n".join(commands)), ""]
+        lines += [f"*Note:* {md(fix.advice)}" for fix in fixes if fix.advice]
+        lines.append("")
+    return lines
 
 
 def _not_ok_table(hosts: list[HostReport]) -> list[str]:

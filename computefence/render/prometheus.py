@@ -67,8 +67,8 @@ def render(report: Report) -> str:
             findings += [({"host": h.name, "check": check, "severity": sev.value}, n) for sev, n in per_sev.items()]
     out.family("computefence_findings", "Findings per host, check and severity.", findings)
     checked = [h for h in hosts if h.status is HostStatus.OK]
-    out.family("computefence_blockers", "Blocking findings on the host.", [({"host": h.name}, len(h.blockers)) for h in checked])
-    out.family("computefence_warnings", "Warnings on the host.", [({"host": h.name}, len(h.warnings)) for h in checked])
+    out.family("computefence_blockers", "Blocking findings on the host.", [({"host": h.name}, h.blockers) for h in checked])
+    out.family("computefence_warnings", "Warnings on the host.", [({"host": h.name}, h.warnings) for h in checked])
     ready = {h.name for h in ready_hosts(report)}
     out.family("computefence_host_ready",
                "1 if a job can start on the host (what --healthy-out lists), else 0.",

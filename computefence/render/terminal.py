@@ -1,4 +1,9 @@
-"""The human report (rich). Every string from a pod goes in as Text, never as markup."""
+"""The human report (rich). Every string from a pod goes in as Text, never as markup.
+
+Laid out for the terminal's width: below WIDE the pod table shortens its headers and drops
+Provider, then torch/CUDA (or stacks each pod over two lines), and a finding's message goes
+under its check id instead of beside it.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,12 @@ from rich.text import Text
 
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
+from computefence.render.columns import Column, fit_table, wrap
 from computefence.render.views import clean
+
+# From this width on, a finding's message sits beside its check id.
+WIDE = 100
+GROUP_BY = ("check", "pod")
 
 _STYLE = {Severity.BLOCK: "bold red", Severity.WARN: "yellow", Severity.PASS: "green", Severity.SKIP: "dim"}
 _MARK = {Severity.BLOCK: "✗ BLOCK", Severity.WARN: "! WARN ", Severity.PASS: "✓ pass ", Severity.SKIP: "- skip "}
@@ -22,8 +32,10 @@ _STATE_STYLE = {"blocked": "bold red", "warnings": "yellow", "ready": "green"}
 _VERDICT_STYLE = {Severity.BLOCK: "bold white on red", Severity.WARN: "bold black on yellow", Severity.PASS: "bold black on green"}
 
 
-def render(report: Report, *, color: bool = False, width: int = 100) -> str:
-    return _print(_renderables(report), color=color, width=width)
+def render(report: Report, *, color: bool = False, width: int = 100, group_by: str = "check", quiet: bool = False) -> str:
+    """`group_by` "pod" lists each pod with its verdict and its fixes in order; `quiet` only
+    the verdict and what is not ready (for cron mail)."""
+    return _print(_renderables(report, width, group_by, quiet), color=color, width=width)
 
 
 def render_changes(changes: Changes, *, color: bool = False, width: int = 100) -> str:
@@ -51,8 +63,10 @@ def _print(renderables: list[RenderableType], *, color: bool, width: int) -> str
     return text if color else "\n".join(line.rstrip() for line in text.split("\n"))
 
 
-def _renderables(report: Report) -> list[RenderableType]:
-    out = _fleet(report) if report.kind == "fleet" else _single(report)
+def _renderables(report: Report, width: int, group_by: str, quiet: bool) -> list[RenderableType]:
+    if quiet:
+        return _quiet(report)
+    out = _fleet(report, width, group_by) if report.kind == "fleet" else _single(report, width)
     applied = views.applied_line(report)
     return out + [Text(clean(applied), style="dim")] if applied else out
 
@@ -60,7 +74,7 @@ def _renderables(report: Report) -> list[RenderableType]:
 # ---------------------------------------------------------------- one machine
 
 
-def _single(report: Report) -> list[RenderableType]:
+def _single(report: Report, width: int) -> list[RenderableType]:
     out: list[RenderableType] = []
     title = "ComputeFence doctor" if report.kind == "doctor" else f"ComputeFence {clean(report.kind)}"
     for host in report.hosts:
@@ -74,7 +88,7 @@ def _single(report: Report) -> list[RenderableType]:
             out.append(Text())
         for area, findings in views.by_area(host.findings):
             out.append(_area_heading(area, findings))
-            out.extend(_findings_rows(findings))
+            out.extend(_findings_rows(findings, width))
             out.append(Text())
     out.append(_verdict(report))
     return out
@@ -98,22 +112,28 @@ def _area_heading(area: str, findings: list[Finding]) -> Text:
     return text
 
 
-def _findings_rows(findings: list[Finding]) -> list[RenderableType]:
-    width = max(len(clean(f.check)) for f in findings)
+def _findings_rows(findings: list[Finding], width: int) -> list[RenderableType]:
+    check_width = max(len(clean(f.check)) for f in findings)
     out: list[RenderableType] = []
     for finding in findings:
-        out.append(_row(finding.severity, finding.check, Text(clean(finding.message)), width))
+        out.append(_row(finding.severity, finding.check, Text(clean(finding.message)), check_width, width))
         if views.has_fix(finding):
             out.extend(_fix(finding.fix))
     return out
 
 
-def _row(severity: Severity, check: str, body: Text, check_width: int) -> Table:
+def _row(severity: Severity, check: str, body: Text, check_width: int, width: int) -> Table:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
+    mark = Text(_MARK[severity], style=_STYLE[severity])
+    if width < WIDE:
+        # Narrow: the message under the check id, with the whole line for itself.
+        grid.add_column(ratio=1, overflow="fold")
+        grid.add_row(mark, Text.assemble((clean(check), "cyan"), "\n", body))
+        return grid
     grid.add_column(no_wrap=True, style="cyan", min_width=check_width)
     grid.add_column(ratio=1, overflow="fold")  # long paths wrap, never cut
-    grid.add_row(Text(_MARK[severity], style=_STYLE[severity]), Text(clean(check)), body)
+    grid.add_row(mark, Text(clean(check)), body)
     return grid
 
 
@@ -137,7 +157,7 @@ def _fix(fix: Fix) -> list[RenderableType]:
 # ---------------------------------------------------------------- fleet
 
 
-def _fleet(report: Report) -> list[RenderableType]:
+def _fleet(report: Report, width: int, group_by: str) -> list[RenderableType]:
     s = report.summary
     out: list[RenderableType] = [
         Text.assemble(("ComputeFence fleet check", "bold"), f" · {views.plural(s.hosts, 'pod')}", (f" · {clean(report.generated_at)}", "dim"))
@@ -149,16 +169,19 @@ def _fleet(report: Report) -> list[RenderableType]:
     for source in report.sources:
         if source.ok and source.resolver:
             out.append(Text(f"{views.one_line(source.name)}: read by {views.one_line(source.resolver)}", style="dim"))
-    out.append(_summary_table(report.hosts))
+    out.extend(_summary_table(report.hosts, width))
 
-    groups = views.group_findings(report.hosts)
-    if groups:
-        out.append(Text("Findings across pods", style="bold underline"))
-        out.extend(_group_rows(groups))
-        out.append(Text())
+    if group_by == "pod":
+        out.extend(_by_pod(report, width))
+    else:
+        groups = views.group_findings(report.hosts)
+        if groups:
+            out.append(Text("Findings across pods", style="bold underline"))
+            out.extend(_group_rows(groups, width))
+            out.append(Text())
 
     not_ok = views.not_ok_hosts(report)
-    if not_ok:
+    if not_ok and group_by != "pod":
         out.append(Text("Pods not checked", style="bold underline"))
         out.extend(_not_ok_rows(not_ok))
         out.append(Text())
@@ -172,6 +195,9 @@ def _fleet(report: Report) -> list[RenderableType]:
     if money:
         out.append(Text.assemble(("Money at risk: ", "bold"), (money, "bold red" if s.cost_per_hour_at_risk else "")))
     out.append(_verdict(report))
+    ready = views.ready_line(report)
+    if ready:
+        out.append(Text(clean(ready), style="green"))
     return out
 
 
@@ -199,33 +225,100 @@ def changes_section(changes: Changes) -> list[RenderableType]:
     return out
 
 
-def _summary_table(hosts: list[HostReport]) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
-    table.add_column("Pod", no_wrap=True)
-    for name in ("Provider", "GPUs", "torch / CUDA"):
-        table.add_column(name, overflow="fold")
-    table.add_column("Status", no_wrap=True)
-    table.add_column("Blockers", justify="right")
-    table.add_column("Warnings", justify="right")
+_POD_COLUMNS = [
+    Column("Pod"),
+    Column("Provider", "Prov.", drop=1),
+    Column("GPUs", breaks=" "),
+    Column("torch / CUDA", "torch", breaks=" ", drop=2),
+    Column("Status"),
+    Column("Blockers", "Blk", justify="right"),
+    Column("Warnings", "Warn", justify="right"),
+]
+
+
+def _summary_table(hosts: list[HostReport], width: int) -> list[RenderableType]:
+    rows = []
     for host in hosts:
         state = views.host_state(host)
         checked = host.status is HostStatus.OK
-        blockers = len(host.blockers)
-        warnings = len(host.warnings)
-        table.add_row(
+        rows.append([
             Text(clean(host.name)),
             Text(clean(views.provider_cell(host))),
             Text(clean(views.gpu_cell(host))),
             Text(clean(views.torch_cell(host))),
             Text(state, style=_STATE_STYLE.get(state, "bold magenta")),
-            Text(str(blockers) if checked else "-", style="bold red" if blockers else ""),
-            Text(str(warnings) if checked else "-", style="yellow" if warnings else ""),
-        )
-    return table
+            Text(str(host.blockers) if checked else "-", style="bold red" if host.blockers else ""),
+            Text(str(host.warnings) if checked else "-", style="yellow" if host.warnings else ""),
+        ])
+    table = fit_table(_POD_COLUMNS, rows, width)
+    if table is not None:
+        return [table, Text()]
+    return [*(line for host in hosts for line in _stacked_pod(host, width)), Text()]
 
 
-def _group_rows(groups: list[views.FindingGroup]) -> list[RenderableType]:
-    width = max(len(clean(g.check)) for g in groups)
+def _stacked_pod(host: HostReport, width: int) -> list[Text]:
+    """The pod table's row for a terminal too narrow for columns: name and state, then the
+    machine, wrapped between its parts."""
+    state = views.host_state(host)
+    head = Text.assemble((clean(host.name), "bold"), "  ", (state, _STATE_STYLE.get(state, "bold magenta")))
+    if host.status is HostStatus.OK:
+        head.append(f"  {views.plural(host.blockers, 'blocker')}, {views.plural(host.warnings, 'warning')}")
+    parts = [views.gpu_cell(host), views.torch_cell(host), views.provider_cell(host)]
+    machine = " · ".join(clean(p) for p in parts if p and p != "-")
+    return [head, *(Text("  " + line, style="dim") for line in wrap(machine, width - 2, " · ") if line)]
+
+
+def _by_pod(report: Report, width: int) -> list[RenderableType]:
+    """Per pod that is not ready: its verdict, then each problem with its fix commands, in
+    the order to run them. Ready pods are named once at the end."""
+    out: list[RenderableType] = [Text("Pods", style="bold underline")]
+    for host in views.hosts_worst_first(report.hosts):
+        if host.status is HostStatus.OK and not host.blockers and not host.warnings:
+            continue
+        state = views.host_state(host)
+        head = Text.assemble((clean(host.name), "bold"), " · ", (state, _STATE_STYLE.get(state, "bold magenta")))
+        if host.status is HostStatus.OK:
+            head.append(f" · {views.plural(host.blockers, 'blocker')}, {views.plural(host.warnings, 'warning')}")
+        out.append(head)
+        if host.status is not HostStatus.OK:
+            out.append(Text("  " + clean(views.one_line(host.reason or host.status.value))))
+            if host.fix:
+                out.extend(_fix(host.fix))
+        problems = [f for f in host.findings if f.severity in (Severity.BLOCK, Severity.WARN)]
+        out.extend(_findings_rows(sorted(problems, key=lambda f: -f.severity.rank), width) if problems else [])
+        out.append(Text())
+    return out
+
+
+def _quiet(report: Report) -> list[RenderableType]:
+    """The verdict, then one line per pod that is not ready (or, for one machine, per problem)."""
+    out: list[RenderableType] = [_verdict(report)]
+    if report.kind != "fleet":
+        for host in report.hosts:
+            for finding in sorted(host.findings, key=lambda f: -f.severity.rank):
+                if finding.severity in (Severity.BLOCK, Severity.WARN):
+                    out.append(Text.assemble((_MARK[finding.severity], _STYLE[finding.severity]), " ",
+                                             (clean(finding.check), "cyan"), " ", clean(views.one_line(finding.message))))
+        return out
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1)
+    for host in views.hosts_worst_first(report.hosts):
+        state = views.host_state(host)
+        if state == "ready":
+            continue
+        if host.status is HostStatus.OK:
+            what = ", ".join(dict.fromkeys(f.check for f in host.findings if f.severity in (Severity.BLOCK, Severity.WARN)))
+        else:
+            what = views.one_line(host.reason or "")
+        grid.add_row(Text(clean(host.name), style="bold"), Text(state, style=_STATE_STYLE.get(state, "bold magenta")),
+                     Text(clean(what)))
+    return out + [grid] if grid.row_count else out
+
+
+def _group_rows(groups: list[views.FindingGroup], width: int) -> list[RenderableType]:
+    check_width = max(len(clean(g.check)) for g in groups)
     out: list[RenderableType] = []
     for group in groups:
         for variant in group.variants:
@@ -233,7 +326,7 @@ def _group_rows(groups: list[views.FindingGroup]) -> list[RenderableType]:
             body.append(f"\n{views.plural(len(variant.hosts), 'pod')}:", style="bold")
             per_pod = len(variant.subjects) > 1  # one line per pod with its own value
             body.append(("\n  " if per_pod else " ") + clean(views.hosts_with_subjects(variant, sep="\n  ")))
-            out.append(_row(group.severity, group.check, body, width))
+            out.append(_row(group.severity, group.check, body, check_width, width))
             if variant.fix:
                 out.extend(_fix(variant.fix))
     return out

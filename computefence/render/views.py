@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from computefence.evaluate.fleet import fails
-from computefence.models import Changes, DatasetFacts, Finding, Fix, HostReport, HostStatus, Report, Severity
+from computefence.models import Changes, DatasetFacts, Finding, Fix, HostReport, HostStatus, HostVerdict, Report, Severity
 
 AREA_TITLES = {
     "storage": "Storage",
@@ -247,7 +247,7 @@ def gpu_cell(host: HostReport) -> str:
     if facts is not None and facts.gpu.nvidia_smi_found and (facts.gpu.exit_code or facts.gpu.timed_out):
         return "driver error"
     if host.provider is not None and host.provider.gpu_count:
-        return f"{host.provider.gpu_count}x {host.provider.gpu_type or 'GPU'}"
+        return f"{host.provider.gpu_count}x {_short_gpu_name(host.provider.gpu_type or 'GPU')}"
     return "none" if facts is not None else "-"
 
 
@@ -344,6 +344,28 @@ def money_line(report: Report) -> str | None:
     if s.cost_per_hour_total is not None:
         line += f" (of ${s.cost_per_hour_total:.2f}/h for the fleet)"
     return line
+
+
+# Up to this many ready pods are named in the summary; more are for --healthy-out.
+READY_NAMED = 20
+_VERDICT_ORDER = {HostVerdict.BLOCKED: 0, HostVerdict.NOT_CHECKED: 1, HostVerdict.WARNINGS: 2, HostVerdict.READY: 3}
+
+
+def ready_line(report: Report) -> str | None:
+    """Which pods can take a job now: their names when there are few, else where to get them."""
+    if report.kind != "fleet":
+        return None
+    ready = [h.name for h in report.hosts if h.verdict is HostVerdict.READY]
+    if not ready:
+        return None
+    if len(ready) <= READY_NAMED:
+        return f"Ready: {', '.join(ready)}"
+    return f"{len(ready)} pods ready: --healthy-out FILE writes their names"
+
+
+def hosts_worst_first(hosts: list[HostReport]) -> list[HostReport]:
+    """Blocked, not checked, with warnings, ready; the run's order within each."""
+    return sorted(hosts, key=lambda h: _VERDICT_ORDER[h.verdict])
 
 
 def not_ok_hosts(report: Report) -> list[HostReport]:

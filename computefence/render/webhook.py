@@ -54,8 +54,8 @@ def _lines(report: Report) -> list[str]:
     out = []
     for host in report.hosts:
         if host.blockers:
-            checks = ", ".join(_esc(f.check) for f in host.blockers)
-            fix = next((f.fix for f in host.blockers if f.fix), None)
+            checks = ", ".join(_esc(f.check) for f in host.blocking_findings)
+            fix = next((f.fix for f in host.blocking_findings if f.fix), None)
             out.append(f"{_ICON[Severity.BLOCK]} *{_esc(host.name)}*: {checks}" + _fix(fix))
         elif host in views.not_ok_hosts(report):
             out.append(f"{_ICON[Severity.BLOCK]} *{_esc(host.name)}*: {_esc(host.status.value)}: {_esc(host.reason or '')}")

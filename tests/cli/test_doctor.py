@@ -54,7 +54,7 @@ def test_full_run_gives_a_valid_doctor_report(capsys, tmp_path):
     assert host.findings and {f.check for f in host.findings} <= set(evaluate.CHECK_IDS)
     # the training interpreter does not exist: the probe says so
     assert host.facts.torch.python == "/nonexistent/python3" and not host.facts.torch.importable
-    assert report.summary.blockers == sum(len(h.blockers) for h in report.hosts)
+    assert report.summary.blockers == sum(h.blockers for h in report.hosts)
 
 
 def test_exit_0_when_the_selected_check_passes(capsys, gpu_path):

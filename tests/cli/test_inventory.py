@@ -77,7 +77,7 @@ def test_list_rich_shows_how_each_is_reached_without_connecting(capsys, tmp_path
         listener.close()
     assert code == 0
     assert f"root@127.0.0.1:{port}" in out
-    assert re.search(r"root@203\.0\.113\.11:22 +│ -J jump@bastion", out)
+    assert re.search(r"root@203\.0\.113\.11:22 +-J jump@bastion", out)
     assert "/opt/conda/bin/python" in out and "sweep-8" in out
     assert "2 targets to check, from 1 source; nothing was connected to." in out
 
@@ -235,3 +235,17 @@ def test_export_leaves_out_what_cannot_be_checked(capsys, fake_providers):
     assert "left out 1 target(s)" in err
     code, _, err = run(capsys, "inventory", "export", "--provider", "lambda")
     assert code == 2 and "nothing to export: no targets" in err
+
+
+@pytest.mark.parametrize("columns", ["80", "60"])
+def test_list_at_a_narrow_terminal_never_splits_a_key_path(capsys, monkeypatch, tmp_path, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    inventory = tmp_path / "pods.yaml"
+    inventory.write_text("defaults: {user: root, identity_file: ~/.ssh/id_ed25519}\nhosts:\n"
+                         "  - {name: pod-a, host: 203.0.113.10, port: 22022, tags: [sweep-7]}\n"
+                         "  - {name: pod-with-a-longer-name, host: 203.0.113.11, tags: [sweep-7, h100]}\n")
+    code, out, _ = run(capsys, "inventory", "list", "-i", str(inventory))
+    assert code == 0
+    lines = out.splitlines()
+    assert all(len(line.rstrip()) <= int(columns) for line in lines)
+    assert sum("~/.ssh/id_ed25519" in line for line in lines) == 2

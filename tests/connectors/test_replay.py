@@ -50,7 +50,7 @@ def test_the_demo_recording_replays_every_fault_and_exits_1(capsys):
     assert list(hosts) == [pod.name for pod in DEMO_PODS]
     for name, expected in DEMO_BLOCKERS.items():
         assert hosts[name].status is HostStatus.OK
-        assert {f.check for f in hosts[name].blockers} - {"storage.disk-headroom"} == expected, name
+        assert {f.check for f in hosts[name].blocking_findings} - {"storage.disk-headroom"} == expected, name
     assert hosts["pod-unreachable"].status is HostStatus.UNREACHABLE
     assert hosts["pod-unreachable"].fix.commands[0].startswith("ssh ")
     assert (report.summary.hosts, report.summary.not_ok, report.summary.verdict.value) == (6, 1, "block")

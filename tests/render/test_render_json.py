@@ -63,3 +63,10 @@ def test_skipped_checks_are_counted_apart_from_passes(doctor_report):
     doc = json.loads(render(doctor_report, "json"))
     assert (doc["summary"]["passed"], doc["summary"]["skipped"]) == (3, 1)
     assert [f["severity"] for f in doc["hosts"][0]["findings"]].count("skip") == 1
+
+
+def test_every_host_carries_its_verdict_and_counts(fleet_report):
+    hosts = {h["name"]: h for h in json.loads(render(fleet_report, "json"))["hosts"]}
+    assert {name: (h["verdict"], h["blockers"], h["warnings"]) for name, h in hosts.items()} == {
+        "pod-a": ("blocked", 1, 1), "pod-b": ("blocked", 1, 0), "pod-c": ("blocked", 1, 0),
+        "pod-d": ("not_checked", 0, 0), "pod-e": ("ready", 0, 0)}

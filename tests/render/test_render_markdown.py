@@ -74,3 +74,14 @@ def test_only_commands_go_in_code_blocks_and_advice_is_a_note(doctor_report):
     assert not any(HF_ADVICE in block for block in blocks)
     assert f"*Note:* {md(HF_ADVICE)}" in text
     assert "| ⏭️ skip | `gpu.driver` |" in text
+
+
+def test_group_by_pod_gives_each_pod_one_block_of_commands_in_order(fleet_report):
+    text = render(fleet_report, "markdown", group_by="pod")
+    assert "### Findings across pods" not in text and "### Pods" in text
+    pod_a = text[text.index("#### pod-a: blocked"):text.index("#### pod-b")]
+    assert pod_a.count("```sh") == 1
+    assert f"```sh\n{OUTPUT_DIR_FIX}\n" + "\n".join(HF_COMMANDS) + "\n```" in pod_a
+    assert f"*Note:* {md(HF_ADVICE)}" in pod_a
+    assert "#### pod-d: unreachable" in text and "#### pod-e" not in text
+    assert "Ready: pod-e" in text

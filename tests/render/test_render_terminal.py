@@ -54,7 +54,9 @@ def test_fleet_summary_table_grouped_findings_drift_money_and_verdict(fleet_repo
     drift = text[text.index("Version drift"):]
     assert "2.4.1+cu124   3 pods" in drift and "pod-a" not in drift
     assert "Money at risk: 3 blocked or unchecked pods burn $7.47/h" in text
-    assert text.rstrip().splitlines()[-1].strip().startswith("BLOCKED  3 of 5 pods blocked, 1 not checked")
+    *_, verdict, ready = text.rstrip().splitlines()
+    assert verdict.strip().startswith("BLOCKED  3 of 5 pods blocked, 1 not checked")
+    assert ready == "Ready: pod-e"
 
 
 def test_the_same_finding_about_different_paths_is_one_group_with_per_pod_values(fleet_report):

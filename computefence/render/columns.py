@@ -1,0 +1,112 @@
+"""Tables that fit the terminal: shorter headers, then fewer columns, then one pod per two
+lines, and a cell wraps only between its tokens, so a GPU model name or a path is never
+split mid-word (rich folds any word longer than its column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich import box
+from rich.cells import cell_len
+from rich.table import Table
+from rich.text import Text
+
+# Between two columns of a SIMPLE_HEAD table without edges: a space, the rule, a space.
+GAP = 3
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    # The header when the full one does not fit.
+    short: str | None = None
+    justify: str = "left"
+    # Where the cell may wrap: None never, ", " between list items, " " between words.
+    breaks: str | None = None
+    # 0: always shown; otherwise dropped when space is short, lowest number first.
+    drop: int = 0
+
+
+def _tokens(text: str, breaks: str | None) -> list[str]:
+    if breaks is None:
+        return [text]
+    parts = text.split(breaks)
+    return [part + breaks for part in parts[:-1]] + [parts[-1]]
+
+
+def wrap(text: str, width: int, breaks: str | None) -> list[str]:
+    """`text` in lines of at most `width`, broken only at `breaks` (a longer token stays whole)."""
+    lines: list[str] = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for token in _tokens(paragraph, breaks):
+            if line and cell_len(line) + cell_len(token.rstrip()) > width:
+                lines.append(line.rstrip())
+                line = token.lstrip()
+            else:
+                line += token
+        lines.append(line.rstrip())
+    return lines
+
+
+def _natural(cells: Sequence[Text]) -> int:
+    return max((max(cell_len(line) for line in cell.plain.split("\n")) for cell in cells), default=0)
+
+
+def _least(cells: Sequence[Text], breaks: str | None) -> int:
+    if breaks is None:
+        return _natural(cells)
+    return max((cell_len(token.strip()) for cell in cells for line in cell.plain.split("\n")
+                for token in _tokens(line, breaks)), default=0)
+
+
+def _widths(columns: list[Column], headers: list[str], cells: list[list[Text]], width: int,
+            wrapping: bool) -> list[int] | None:
+    """Natural widths where they fit; with `wrapping`, wrappable columns narrowed (widest
+    first) down to their longest token. None when that does not fit."""
+    natural = [max(cell_len(h), _natural(c)) for h, c in zip(headers, cells)]
+    least = [max(cell_len(h), _least(c, col.breaks)) for col, h, c in zip(columns, headers, cells)]
+    widths = list(natural)
+    budget = width - GAP * (len(columns) - 1)
+    while sum(widths) > budget:
+        shrinkable = [i for i, w in enumerate(widths) if wrapping and w > least[i]]
+        if not shrinkable:
+            return None
+        widest = max(shrinkable, key=lambda i: widths[i])
+        widths[widest] -= 1
+    return widths
+
+
+def _layouts(columns: list[Column]) -> list[tuple[bool, int, bool]]:
+    """(short headers, drop up to this level, wrap cells) from the fullest to the barest: a
+    column is dropped only when wrapping cells between their tokens does not make room."""
+    levels = sorted({c.drop for c in columns if c.drop})
+    return [(False, 0, False)] + [(True, level, wrapping) for level in [0, *levels] for wrapping in (False, True)]
+
+
+def fit_table(columns: list[Column], rows: list[list[Text]], width: int) -> Table | None:
+    """The fullest layout of `rows` that fits in `width`, or None when none does (the caller
+    then stacks each row over two lines)."""
+    for short, dropped, wrapping in _layouts(columns):
+        keep = [i for i, c in enumerate(columns) if not c.drop or c.drop > dropped]
+        chosen = [columns[i] for i in keep]
+        headers = [(c.short or c.header) if short else c.header for c in chosen]
+        cells = [[row[i] for row in rows] for i in keep]
+        widths = _widths(chosen, headers, cells, width, wrapping)
+        if widths is None:
+            continue
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for column, header, column_width in zip(chosen, headers, widths):
+            table.add_column(header, justify=column.justify, width=column_width, no_wrap=True)
+        for row in rows:
+            table.add_row(*(_wrapped(row[i], columns[i].breaks, w) for i, w in zip(keep, widths)))
+        return table
+    return None
+
+
+def _wrapped(cell: Text, breaks: str | None, width: int) -> Text:
+    if cell.cell_len <= width or breaks is None:
+        return cell
+    return Text("\n".join(wrap(cell.plain, width, breaks)), style=cell.style)
