@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from computefence import jsontext
 from computefence.errors import ProbeOutputError
 from computefence.evaluate.gpu import BUSY_MIB
-from computefence.models import CheckOptions, Facts
+from computefence.models import PROBE_SCHEMA_VERSION, CheckOptions, Facts
 from computefence.probe import PARTS
 
 _PARAMS_LINE = 'EMBEDDED_PARAMS = "{}"\n'
@@ -119,7 +119,7 @@ def parse_probe_output(raw: bytes | str) -> Facts:
             raise ProbeOutputError(f"probe failed: {_snippet(str(document['probe_error']))}")
     try:
         # Straight from the text into the models: no intermediate dicts, repeated strings shared.
-        return Facts.model_validate_json(line)
+        facts = Facts.model_validate_json(line)
     except ValidationError as exc:
         first = exc.errors()[0]
         if first["type"] == "json_invalid":
@@ -128,6 +128,27 @@ def parse_probe_output(raw: bytes | str) -> Facts:
             raise ProbeOutputError(f"probe output is not a JSON object: {_snippet(line)}") from None
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise ProbeOutputError(f"probe output does not match the facts schema at {where}: {first.get('msg')}") from None
+    _require_probe_shape(facts)
+    return facts
+
+
+# Sections every probe answer has, as facts or as the collector's own account of why not.
+_REQUIRED_SECTIONS = ("identity", "storage", "gpu")
+
+
+def _require_probe_shape(facts: Facts) -> None:
+    """Fail closed: `{}` or any answer without the probe's stamp and its core sections is not
+    a probe's answer, however well it validates (every field has a default)."""
+    if "probe_schema_version" not in facts.model_fields_set:
+        raise ProbeOutputError("probe output has no probe_schema_version: not the probe's answer")
+    if facts.probe_schema_version != PROBE_SCHEMA_VERSION:
+        raise ProbeOutputError(f"probe output has probe_schema_version {facts.probe_schema_version}, "
+                               f"this computefence sends version {PROBE_SCHEMA_VERSION}")
+    missing = [name for name in _REQUIRED_SECTIONS
+               if name not in facts.model_fields_set and name not in facts.collectors]
+    if missing:
+        raise ProbeOutputError(f"probe output lacks the {', '.join(missing)} section{'s' if len(missing) > 1 else ''}: "
+                               "not the probe's answer")
 
 
 def _snippet(text: str, limit: int = 80) -> str:

@@ -12,8 +12,12 @@ from computefence.errors import ProbeOutputError
 from computefence.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_payload, probe_wire
 
 
+# The smallest document the laptop takes as a probe's answer.
+MINIMAL_ANSWER = {"probe_schema_version": 1, "identity": {}, "storage": {}, "gpu": {}}
+
+
 def test_login_banner_before_the_document_is_ignored():
-    raw = b"Welcome to your pod!\n" + json.dumps({"identity": {"hostname": "pod-a"}}).encode()
+    raw = b"Welcome to your pod!\n" + json.dumps({**MINIMAL_ANSWER, "identity": {"hostname": "pod-a"}}).encode()
     assert parse_probe_output(raw).identity.hostname == "pod-a"
 
 
@@ -47,7 +51,7 @@ def test_control_characters_in_garbage_are_not_echoed_raw():
 
 
 def test_lone_surrogates_become_replacement_and_real_pairs_survive():
-    raw = b'{"identity": {"hostname": "a\\udcffb \\ud83d\\ude00"}}'
+    raw = b'{"probe_schema_version": 1, "storage": {}, "gpu": {}, "identity": {"hostname": "a\\udcffb \\ud83d\\ude00"}}'
     facts = parse_probe_output(raw)
     assert facts.identity.hostname == "a?b \U0001F600"
     facts.model_dump_json()  # must not raise on encode

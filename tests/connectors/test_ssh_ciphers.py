@@ -21,7 +21,8 @@ def _negotiated(tmp_path, ssh_config: str | None = None) -> tuple[HostStatus, li
         ciphers.append(process.get_extra_info("connection").get_extra_info("recv_cipher"))
         while await process.stdin.read(65536):
             pass
-        process.stdout.write(b"{}\n")
+        # The smallest answer the runner takes for a probe's (an empty `{}` is probe_failed).
+        process.stdout.write(b'{"probe_schema_version": 1, "identity": {}, "storage": {}, "gpu": {}}\n')
         process.exit(0)
 
     async def run() -> HostStatus:

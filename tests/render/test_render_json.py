@@ -42,7 +42,8 @@ def test_hostile_strings_survive_json_exactly(hostile_report):
 
 def test_lone_surrogates_from_a_pod_do_not_break_json(fleet_report):
     # A lone "\udcff" escape and an undecodable byte, as a broken or hostile pod answers.
-    fleet_report.hosts[0].facts = parse_probe_output(b'{"identity": {"hostname": "bad\\udcffname", "kernel": "k\xff"}}')
+    fleet_report.hosts[0].facts = parse_probe_output(
+        b'{"probe_schema_version": 1, "storage": {}, "gpu": {}, "identity": {"hostname": "bad\\udcffname", "kernel": "k\xff"}}')
     back = Report.model_validate_json(render(fleet_report, "json"))
     assert (back.hosts[0].facts.identity.hostname, back.hosts[0].facts.identity.kernel) == ("bad?name", "k?")
     assert back.hosts[1] == fleet_report.hosts[1]
