@@ -7,7 +7,6 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
-import click
 import typer
 from pydantic import ValidationError
 from typer.core import TyperGroup
@@ -29,7 +28,7 @@ from computefence.render import CHANGES_FORMATS, render_changes
 class _ShowByDefault(TyperGroup):
     """`report FILE.json` means `report show FILE.json`; `diff` and `merge` are subcommands."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = ["show", *args]
         return super().parse_args(ctx, args)
