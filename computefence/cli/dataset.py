@@ -15,6 +15,7 @@ from computefence import dataset_tools, evaluate, jsontext
 from computefence.probe.dataset import run_dataset_scan
 from computefence.cli.app import app
 from computefence.cli.output import FailOn, OutputFormat, emit, write_stdout
+from computefence.errors import ConfigError
 from computefence.evaluate.context import build_context
 from computefence.evaluate.dataset import check_dataset
 from computefence.models import CheckOptions, CollectorStatus, DatasetFacts, Facts, HostReport, HostStatus
@@ -26,6 +27,7 @@ dataset_app = typer.Typer(
 )
 app.add_typer(dataset_app, name="dataset")
 
+_LOCAL_USAGE_ERRORS = ("not_found", "not_a_file", "unreadable_file")
 _INPUT_HELP = "Column with the model input (default: recognised by name: text, prompt, instruction, sentence, ...)."
 _LABEL_HELP = "Column with the label (default: recognised by name: label, labels, target, class, ...)."
 
@@ -47,6 +49,9 @@ def check(
     """
     started = time.monotonic()
     scan = run_dataset_scan(path, input_column, label_column, max_rows=max_rows, max_seconds=max_seconds)
+    if scan.facts["error_kind"] in _LOCAL_USAGE_ERRORS:
+        # A file on this machine that is not there is a usage error, not a finding with a pod's fix.
+        raise ConfigError(scan.facts["error"])
     # Text read from the file may hold undecodable bytes (lone surrogates): gone in the round trip.
     data = DatasetFacts.model_validate(jsontext.loads(json.dumps(scan.facts)))
     facts = Facts(dataset=data, collectors={"dataset": CollectorStatus(duration_s=data.duration_s)})

@@ -34,6 +34,7 @@ import io
 import json
 import os
 import re
+import stat
 import time
 import zlib
 from array import array
@@ -89,6 +90,9 @@ class _DatasetProblem(Exception):
 # rest (hash(0) == hash(""), hash(-1) == hash(-2)): other scalars enter as tagged strings.
 _DS_TAG = "\x00"
 _DS_SCALAR_TAGS = {int: _DS_TAG, float: _DS_TAG, bool: _DS_TAG, type(None): _DS_TAG}
+
+
+_DS_TOO_DEEP = "nested too deep to read"
 
 
 def _ds_freeze(value):
@@ -503,7 +507,7 @@ def _ds_jsonl_batch(scan, batch, before):
         return rows
     try:
         values = json.loads((b"[[" + b"],[".join(batch) + b"]]").decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError included
+    except (ValueError, RecursionError):  # UnicodeDecodeError included; a deep row is read alone
         values = None
     if values is None or len(values) != len(batch) or any(len(value) > 1 for value in values):
         for i, raw in enumerate(batch):
@@ -527,6 +531,9 @@ def _ds_jsonl_line(scan, line, raw):
         obj = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         scan.unreadable(line, "not UTF-8 (byte 0x%02x at column %d)" % (raw[exc.start], exc.start + 1))
+        return None
+    except RecursionError:
+        scan.unreadable(line, _DS_TOO_DEEP)
         return None
     except ValueError as exc:
         if raw.strip():
@@ -598,6 +605,12 @@ def _ds_array_objects(scan, stream, want_raw):
             return
         try:
             obj, end = decode(buf, pos)
+        except RecursionError:
+            # Where such an element ends is unknown without parsing it: the scan stops here.
+            line += buf.count("\n", mark, pos)
+            scan.unreadable(line, _DS_TOO_DEEP)
+            scan.fail("invalid_json", "a JSON array element at line %d is %s" % (line, _DS_TOO_DEEP))
+            return
         except ValueError as exc:
             line += buf.count("\n", mark, pos)
             mark = pos
@@ -675,14 +688,22 @@ def _ds_object_rows(scan, head, objects, icol, lcol):
                     rh = hash(tuple([v.strip() if v.__class__ is str else tags[v.__class__] + repr(v)
                                      for v in values]))
                 except KeyError:  # nested lists or objects
-                    rh = hash(tuple([freeze(v) for v in values]))
+                    try:
+                        rh = hash(tuple([freeze(v) for v in values]))
+                    except RecursionError:
+                        scan.unreadable(line, _DS_TOO_DEEP)
+                        continue
             else:
                 try:
                     # freeze(obj), inlined for flat rows
                     rh = hash(frozenset([(k, v.strip() if v.__class__ is str else tags[v.__class__] + repr(v))
                                          for k, v in obj.items()]))
                 except KeyError:  # nested lists or objects
-                    rh = hash(freeze(obj))
+                    try:
+                        rh = hash(freeze(obj))
+                    except RecursionError:
+                        scan.unreadable(line, _DS_TOO_DEEP)
+                        continue
             iv = lv = None
             if icol is not None:
                 try:
@@ -880,6 +901,12 @@ def _ds_detect(scan, path):
     facts["exists"] = True
     if os.path.isdir(full):
         raise _DatasetProblem("not_a_file", "%s is a directory; name a data file in it" % path)
+    try:
+        regular = stat.S_ISREG(os.stat(full).st_mode)
+    except OSError:
+        regular = True  # the open below says why not
+    if not regular:  # a FIFO would block the open, a device never end
+        raise _DatasetProblem("not_a_file", "%s is not a regular file (a FIFO, device or socket)" % path)
     try:
         with open(full, "rb") as handle:
             magic = handle.read(8)

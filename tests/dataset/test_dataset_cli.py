@@ -37,7 +37,7 @@ def test_check_exit_codes(tmp_path, capsys):
     assert code == 0 and "dataset.duplicates" in out and "dedupe" in out
     assert cli(capsys, "dataset", "check", str(dirty), "--fail-on", "warn")[0] == 1
     assert cli(capsys, "dataset", "check", str(broken))[0] == 1
-    assert cli(capsys, "dataset", "check", str(tmp_path / "missing.csv"))[0] == 1
+    assert cli(capsys, "dataset", "check", str(tmp_path / "missing.csv"))[0] == 2  # a usage error here, not a finding
     assert cli(capsys, "dataset", "check", str(clean), "--format", "yaml")[0] == 2
     assert cli(capsys, "dataset", "check")[0] == 2
 
