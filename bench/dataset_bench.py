@@ -17,7 +17,10 @@ pandas 3 stores strings with Arrow when pyarrow is installed, and is then marked
 than with its Python string storage; the output names the storage used.
 
     pip install pandas   # for the benchmark only; not a dependency of computefence
-    python3 bench/dataset_bench.py [--rows 2000000] [--repeat 1] [--dir DIR] [--keep]
+    pip install polars duckdb   # optional: compared too when installed
+    python3 bench/dataset_bench.py [--rows 2000000] [--repeat 1] [--dir DIR] [--keep] [--baseline GITREV]
+
+--baseline GITREV also times the scan of that revision's probe, for before/after figures.
 
 Exit status: 0 counts identical and targets met, 1 otherwise.
 """
@@ -127,11 +130,46 @@ def measure_child(argv: list[str]) -> None:
     print(json.dumps(result))
 
 
+POLARS_WORKER = """
+import json, sys
+import polars as pl
+path = sys.argv[1]
+df = pl.read_ndjson(path) if path.endswith(".jsonl") else pl.read_csv(path)
+rows = df.height
+print(json.dumps({"rows": rows, "duplicate_rows": rows - df.unique().height,
+                  "duplicate_inputs": rows - df["text"].n_unique(),
+                  "conflicting_inputs": df.group_by("text").agg(pl.col("label").n_unique().alias("n"))
+                                          .filter(pl.col("n") > 1).height,
+                  "label_counts": {str(k): int(v) for k, v in df["label"].value_counts().iter_rows()}}))
+"""
+
+DUCKDB_WORKER = """
+import json, sys
+import duckdb
+path = sys.argv[1]
+reader = "read_json_auto(?, format='newline_delimited')" if path.endswith(".jsonl") else "read_csv_auto(?)"
+con = duckdb.connect()
+con.execute("CREATE TABLE t AS SELECT * FROM " + reader, [path])
+one = lambda sql: con.execute(sql).fetchone()[0]
+rows = one("SELECT count(*) FROM t")
+print(json.dumps({"rows": rows, "duplicate_rows": rows - one("SELECT count(*) FROM (SELECT DISTINCT * FROM t)"),
+                  "duplicate_inputs": rows - one("SELECT count(DISTINCT text) FROM t"),
+                  "conflicting_inputs": one("SELECT count(*) FROM (SELECT text FROM t GROUP BY text "
+                                            "HAVING count(DISTINCT label) > 1)"),
+                  "label_counts": {str(k): int(v) for k, v in
+                                   con.execute("SELECT label, count(*) FROM t GROUP BY label").fetchall()}}))
+"""
+
+WORKERS = {"pandas": PANDAS_WORKER, "polars": POLARS_WORKER, "duckdb": DUCKDB_WORKER}
+
+
 def measure(method: str, path: Path, probe: Path) -> dict:
-    if method == "scan":
-        worker = [sys.executable, "-I", "-c", SCAN_WORKER, str(probe), str(path)]
+    if method.startswith("scan"):
+        # "scan-before": the probe of --baseline, written next to the current one.
+        script = probe if method == "scan" else probe.with_name("probe_before.py")
+        worker = [sys.executable, "-I", "-c", SCAN_WORKER, str(script), str(path)]
     else:
-        worker = [sys.executable, "-c", PANDAS_WORKER, str(path)]
+        worker = [sys.executable, "-c", WORKERS[method], str(path)]
     proc = subprocess.run([sys.executable, __file__, "_measure", "--", *worker], capture_output=True, text=True)
     if proc.returncode:
         sys.exit(f"{method} on {path.name} failed: {proc.stderr.strip()[-500:]}")
@@ -146,14 +184,30 @@ def best(method: str, path: Path, repeat: int, probe: Path) -> dict:
     return result
 
 
-def write_probe(directory: Path) -> Path:
-    """The probe script exactly as computefence sends it, for the scan worker to run."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+def write_probe(directory: Path, baseline: str | None) -> Path:
+    """The probe script exactly as computefence sends it, for the scan worker to run; with a
+    baseline git revision, that revision's script too (probe_before.py)."""
+    repo = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(repo))
     from computefence.payload import probe_source
 
     script = directory / "probe.py"
     script.write_text(probe_source(), encoding="utf-8")
+    if baseline:
+        tree = directory / "baseline"
+        tree.mkdir()
+        archive = subprocess.run(["git", "-C", str(repo), "archive", baseline, "computefence"], capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        code = "from computefence.payload import probe_source; import sys; sys.stdout.write(probe_source())"
+        before = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=True,
+                                env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tree)}).stdout
+        script.with_name("probe_before.py").write_text(before, encoding="utf-8")
     return script
+
+
+def installed(module: str) -> bool:
+    return subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode == 0
 
 
 COUNTS = ("rows", "duplicate_rows", "duplicate_inputs", "conflicting_inputs")
@@ -168,12 +222,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs for each figure")
     parser.add_argument("--dir", type=Path, help="where to write the data (default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    parser.add_argument("--baseline", metavar="GITREV",
+                        help="also time the scan of this revision's probe (e.g. a commit before a change)")
     args = parser.parse_args()
-    try:
-        import pandas  # noqa: F401  (only to fail early with a clear message)
-    except ImportError:
+    if not installed("pandas"):
         print("the benchmark compares against pandas: pip install pandas", file=sys.stderr)
         return 2
+    others = [name for name in ("polars", "duckdb") if installed(name)]
     directory = args.dir or Path(tempfile.mkdtemp(prefix="cf-dataset-bench-"))
     directory.mkdir(parents=True, exist_ok=True)
     ok = True
@@ -182,23 +237,35 @@ def main() -> int:
         files = generate(directory, args.rows)
         print(f"generated {args.rows:,} rows as {', '.join(f'{p.name} ({p.stat().st_size / 1e6:.0f} MB)' for p in files)}"
               f" in {time.perf_counter() - started:.0f}s under {directory}")
-        probe = write_probe(directory)
-        header = f"{'file':<12} {'method':<7} {'wall s':>7} {'cpu s':>7} {'peak MB':>8}  " + "  ".join(f"{c:>18}" for c in COUNTS)
+        probe = write_probe(directory, args.baseline)
+        methods = ["scan"] + (["scan-before"] if args.baseline else []) + ["pandas"] + others
+        header = f"{'file':<12} {'method':<11} {'wall s':>7} {'cpu s':>7} {'peak MB':>8}  " + "  ".join(f"{c:>18}" for c in COUNTS)
         print(header)
         for path in files:
-            results = {method: best(method, path, args.repeat, probe) for method in ("scan", "pandas")}
+            results = {method: best(method, path, args.repeat, probe) for method in methods}
             for method, r in results.items():
-                print(f"{path.name:<12} {method:<7} {r['wall_s']:>7.2f} {r['cpu_s']:>7.2f} {r['peak_rss_mb']:>8.0f}  "
+                print(f"{path.name:<12} {method:<11} {r['wall_s']:>7.2f} {r['cpu_s']:>7.2f} {r['peak_rss_mb']:>8.0f}  "
                       + "  ".join(f"{r[c]:>18,}" for c in COUNTS))
             scan, pandas_ = results["scan"], results["pandas"]
             print(f"{path.name:<12} pandas {pandas_['pandas']}, strings stored as {pandas_['strings']}")
-            same = all(scan[c] == pandas_[c] for c in COUNTS) and scan["label_counts"] == pandas_["label_counts"]
+            same = all(all(r[c] == scan[c] for c in COUNTS) and r["label_counts"] == scan["label_counts"]
+                       for r in results.values())
             speed = pandas_["wall_s"] / scan["wall_s"]
             memory = pandas_["peak_rss_mb"] / scan["peak_rss_mb"]
             met = same and speed >= 2 and memory >= 5
+            print(f"{path.name:<12} counts {'identical' if same else 'DIFFER'} across {', '.join(results)}; "
+                  f"scan {speed:.2f}x faster than pandas (target 2x), {memory:.1f}x less peak memory (target 5x)")
+            if args.baseline:
+                before = results["scan-before"]
+                gain = before["cpu_s"] / scan["cpu_s"]
+                met = met and gain >= 1.4
+                print(f"{path.name:<12} scan {gain:.2f}x less CPU than at {args.baseline} "
+                      f"({before['cpu_s']:.2f} -> {scan['cpu_s']:.2f} s; target 1.4x)")
+            if "duckdb" in results:
+                print(f"{path.name:<12} scan takes {scan['wall_s'] / results['duckdb']['wall_s']:.1f}x duckdb's time "
+                      f"at {scan['peak_rss_mb'] / results['duckdb']['peak_rss_mb']:.2f}x its peak memory")
+            print(f"{path.name:<12} targets {'met' if met else 'NOT MET'}")
             ok = ok and met
-            print(f"{path.name:<12} counts {'identical' if same else 'DIFFER'}; scan {speed:.2f}x faster "
-                  f"(target 2x), {memory:.1f}x less peak memory (target 5x): {'met' if met else 'NOT MET'}")
     finally:
         if not args.keep and args.dir is None:
             shutil.rmtree(directory, ignore_errors=True)
