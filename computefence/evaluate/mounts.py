@@ -51,11 +51,14 @@ def is_within(path: str, folder: str) -> bool:
 def mount_of(path: str, mounts: list[MountFacts]) -> MountFacts | None:
     """The mount `path` lives on: the deepest mount point containing it; of mounts stacked
     on the same point, the last one in mountinfo order (it hides the others)."""
+    # is_within, inlined: this runs for every path against every mount of every pod.
+    path = normalize(path)
     best: MountFacts | None = None
+    best_length = -1
     for mount in mounts:
-        if is_within(path, mount.mount_point):
-            if best is None or len(normalize(mount.mount_point)) >= len(normalize(best.mount_point)):
-                best = mount
+        point = normalize(mount.mount_point)
+        if (point == "/" or path == point or path.startswith(point + "/")) and len(point) >= best_length:
+            best, best_length = mount, len(point)
     return best
 
 
