@@ -6,6 +6,7 @@ import asyncio
 
 import asyncssh
 
+from computefence.connectors import ssh
 from computefence.connectors.ssh import RunOptions, probe_targets
 from computefence.models import HostStatus, Target
 
@@ -45,7 +46,8 @@ def _negotiated(tmp_path, ssh_config: str | None = None) -> tuple[HostStatus, li
 
 
 def test_aes_gcm_is_chosen_when_the_server_offers_everything(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/config with a Ciphers line
+    ssh._ciphers_configured.cache_clear()
     assert _negotiated(tmp_path) == (HostStatus.OK, ["aes128-gcm@openssh.com"])
 
 
