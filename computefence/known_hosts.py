@@ -48,6 +48,8 @@ class HostKeyLookup:
     trusted: list[asyncssh.SSHKey] = field(default_factory=list)
     ca_keys: list[asyncssh.SSHKey] = field(default_factory=list)
     revoked: list[asyncssh.SSHKey] = field(default_factory=list)
+    # FILE:LINE of each @revoked entry that names the host.
+    revoked_at: list[str] = field(default_factory=list)
     # Files holding a key or CA for the host, in search order.
     files: list[str] = field(default_factory=list)
 
@@ -70,6 +72,8 @@ class HostKeyStore:
         self._paths: list[Path] = list(dict.fromkeys(paths))
         self._loaded: dict[Path, asyncssh.SSHKnownHosts] = {}
         self._recorded: set[str] = set()
+        # Per file: the line of each @revoked key, by the key's "type base64".
+        self._revoked_lines: dict[Path, dict[str, int]] = {}
         self._lock = threading.Lock()
 
     def preload(self, extra_files: list[str] = ()) -> None:
@@ -86,6 +90,8 @@ class HostKeyStore:
                 continue
             trusted, ca_keys, revoked = _match(entries, host, addr, port)
             result.revoked.extend(revoked)
+            lines = self._revoked_lines.get(path, {})
+            result.revoked_at += [f"{path}:{lines[_key_text(key)]}" for key in revoked if _key_text(key) in lines]
             if trusted or ca_keys:
                 result.trusted.extend(trusted)
                 result.ca_keys.extend(ca_keys)
@@ -126,13 +132,22 @@ class HostKeyStore:
                 entries = asyncssh.SSHKnownHosts()
                 # Like OpenSSH, skip lines that do not parse (a key type asyncssh lacks, a typo)
                 # instead of failing every host.
-                for line in text.splitlines():
+                revoked_lines: dict[str, int] = {}
+                for number, line in enumerate(text.splitlines(), 1):
                     try:
                         entries.load(line)
                     except (ValueError, asyncssh.KeyImportError):
                         continue
+                    words = line.split()
+                    if len(words) >= 4 and words[0] == "@revoked":
+                        revoked_lines.setdefault(" ".join(words[2:4]), number)
+                self._revoked_lines[path] = revoked_lines
             self._loaded[path] = entries
             return entries
+
+
+def _key_text(key: asyncssh.SSHKey) -> str:
+    return " ".join(key.export_public_key("openssh").decode().split()[:2])
 
 
 def _match(entries: asyncssh.SSHKnownHosts, host: str, addr: str, port: int) -> tuple[list, list, list]:

@@ -6,12 +6,15 @@ configuration error; 130 interrupted.
 
 from __future__ import annotations
 
+import re
 import sys
 
 import typer
 
 from computefence.cli.app import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, app
 from computefence.errors import ComputeFenceError
+
+SHOWN_CHARS = 200
 
 # Command modules register themselves on `app` when imported.
 from computefence.cli import doctor as _doctor  # noqa: F401,E402
@@ -22,6 +25,14 @@ from computefence.cli import inventory as _inventory  # noqa: F401,E402
 from computefence.cli import fleet as _fleet  # noqa: F401,E402
 from computefence.cli import policy as _policy  # noqa: F401,E402
 from computefence.cli import snapshot as _snapshot  # noqa: F401,E402
+
+
+# An error quotes the value it is about; a 1 MB host name is shown by its start.
+_LONG_WORD = re.compile(r"\S{%d,}" % (SHOWN_CHARS + 1))
+
+
+def _cut_long_words(message: str) -> str:
+    return _LONG_WORD.sub(lambda m: f"{m.group(0)[:SHOWN_CHARS]}...({len(m.group(0)) - SHOWN_CHARS} more)", message)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"computefence: error: {exc}", file=sys.stderr)
         code = EXIT_USAGE
     except ComputeFenceError as exc:
-        print(f"computefence: error: {exc}", file=sys.stderr)
+        print(f"computefence: error: {_cut_long_words(str(exc))}", file=sys.stderr)
         code = exc.exit_code
     except KeyboardInterrupt:
         print("computefence: interrupted", file=sys.stderr)

@@ -24,6 +24,7 @@ import asyncssh
 
 from computefence.connectors.interface import Outcome, check_targets, host_report
 from computefence.errors import ConfigError, ProbeOutputError
+from computefence.evaluate.connection import REVOKED_DETAIL
 from computefence.known_hosts import HostKeyLookup, HostKeyStore, host_pattern, own_known_hosts_path, \
     user_known_hosts_path
 from computefence.models import HostReport, HostStatus, Target
@@ -354,6 +355,10 @@ def _judge_exit(exit_status, exit_signal, stdout: bytes, stderr: bytes, limit: i
     return Outcome(HostStatus.OK, "probe completed", facts=facts)
 
 
+def _ca_only(where: str, files: str) -> str:
+    return f"{where} is trusted only through a @cert-authority in {files}, and it offered no host certificate signed by it"
+
+
 def _connect_failure(target: Target, exc: BaseException, lookup: HostKeyLookup, check: _HostKeyCheck | None,
                      options: RunOptions) -> Outcome:
     where = host_pattern(target.host, target.port)
@@ -361,10 +366,15 @@ def _connect_failure(target: Target, exc: BaseException, lookup: HostKeyLookup, 
             isinstance(exc, asyncssh.KeyExchangeFailed) and lookup.known):
         presented = check.presented if check else None
         fingerprint = presented.get_fingerprint() if presented else None
+        if "revoked" in str(getattr(exc, "reason", "")).lower():
+            # Checked first: a host with only a @revoked entry is not a first contact.
+            where_revoked = ", ".join(lookup.revoked_at) or "a known_hosts file"
+            return Outcome(HostStatus.HOST_KEY_MISMATCH,
+                           f"the host key of {where} is revoked in {where_revoked}", REVOKED_DETAIL)
         if lookup.known:
             files = ", ".join(lookup.files)
-            if "revoked" in str(exc.reason).lower():
-                reason = f"the host key of {where} is marked @revoked in known_hosts"
+            if lookup.ca_keys and not lookup.trusted:
+                reason = _ca_only(where, files) + (f" ({presented.get_algorithm()} {fingerprint})" if presented else "")
             elif presented is None:
                 reason = f"{where} no longer offers the host key type recorded in {files}"
             else:
@@ -387,6 +397,10 @@ def _connect_failure(target: Target, exc: BaseException, lookup: HostKeyLookup, 
         return Outcome(HostStatus.UNREACHABLE, f"cannot resolve {target.host}: {exc.strerror or exc}")
     if isinstance(exc, ConnectionRefusedError):
         return Outcome(HostStatus.UNREACHABLE, f"connection refused by {where} (no SSH server on that port)")
+    if _transient(exc) and lookup.ca_keys and not lookup.trusted:
+        # Only certificate host key types were offered; a pod without a host certificate hangs up.
+        return Outcome(HostStatus.HOST_KEY_MISMATCH, _ca_only(where, ", ".join(lookup.files)),
+                       lookup.files[0] if lookup.files else None)
     if _transient(exc):
         return Outcome(HostStatus.CONNECTION_LOST,
                         f"{where} closed the connection during the SSH handshake, twice "

@@ -10,6 +10,8 @@ from computefence.models import Fix, HostStatus, Target
 from computefence.profiles import Profile, get_profile
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+# The detail a connector gives with HOST_KEY_MISMATCH when the key is @revoked, not changed.
+REVOKED_DETAIL = "@revoked"
 # Addresses only a local network reaches (RFC 1918, carrier-grade NAT, IPv6 unique local).
 _PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
                                                              "100.64.0.0/10", "fc00::/7"))
@@ -111,6 +113,10 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None) ->
         scan = f"ssh-keyscan {port}-- {q(target.host)} >> {_path(_known_hosts_files(target)[0])}"
         return Fix(commands=[scan],
                    advice="compare the fingerprint with the provider's console first, or rerun with --accept-new")
+    if status is HostStatus.HOST_KEY_MISMATCH and detail == REVOKED_DETAIL:
+        # Removing the entry (ssh-keygen -R) would undo the revocation; --accept-new never applies.
+        return Fix(advice="someone revoked this key on purpose: do not connect to this pod; ask who revoked it, "
+                          "and remove the @revoked line only if the revocation itself was a mistake")
     if status is HostStatus.HOST_KEY_MISMATCH:
         # The runner passes the known_hosts file that holds the old key as `detail`.
         name = q(_known_hosts_name(target))

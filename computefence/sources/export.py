@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from computefence.errors import ConfigError
 from computefence.models import Target
 from computefence.sources.inventory import NAME_RE, safe_name
 
@@ -117,6 +118,11 @@ def export_ssh_config(targets: Sequence[Target]) -> str:
             default = "~/.ssh/known_hosts"
             extra = [p for p in dict.fromkeys(_absolute(p) for p in target.known_hosts) if p != _absolute(default)]
             lines.append("UserKnownHostsFile " + " ".join(_ssh_value(f) for f in [default, *extra]))
+        for line in lines:
+            if any(c in line for c in "\r\n\0"):
+                # OpenSSH rejects the whole file for such a line, or reads a second option from it.
+                raise ConfigError(f"{target.source or name}: {line.split()[0]} of {name!r} holds a line break or NUL, "
+                                  "which an ssh_config cannot hold; nothing exported")
         out.append(lines[0] + "\n" + "".join(f"    {line}\n" for line in lines[1:]))
     return "".join(out)
 

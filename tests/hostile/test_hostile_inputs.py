@@ -140,3 +140,10 @@ def test_a_zero_step_range_is_an_error_not_a_traceback():
 
     with pytest.raises(ConfigError, match=r"^hosts.ini:2: host range \[1:9:0\] in 'h\[1:9:0\]' has a step below 1$"):
         expand_host_pattern("h[1:9:0]", "hosts.ini:2")
+
+
+def test_a_huge_value_is_echoed_cut_to_200_characters(tmp_path, capsys):
+    path = tmp_path / "pods.yaml"
+    path.write_text("hosts:\n  - {host: a, port: '" + "9" * 1_000_000 + "'}\n")
+    err = one_line_error(*run(capsys, "inventory", "list", "-i", str(path)))
+    assert len(err) < 600 and "more)" in err

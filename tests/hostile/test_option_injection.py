@@ -137,3 +137,12 @@ def _parse(args: list[str], with_value: set[str]) -> tuple[list[tuple[str, str |
             i += 1
         options.append((arg, value))
     return options, False
+
+
+def test_export_to_ssh_config_refuses_a_value_with_a_line_break(tmp_path, capsys):
+    path = tmp_path / "hosts.yml"
+    path.write_text('pods:\n  hosts:\n    a:\n      ansible_host: 10.0.0.1\n'
+                    '      ansible_user: "root\\nProxyCommand touch /tmp/PWN"\n')
+    code, err = run(capsys, "inventory", "export", "--ansible-inventory", str(path), "-f", "ssh-config")
+    assert code == 2, err
+    assert "User of 'a' holds a line break or NUL, which an ssh_config cannot hold; nothing exported" in err
