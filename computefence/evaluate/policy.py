@@ -167,6 +167,13 @@ def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[
     found: list[Finding] = []
     names = _gpu_names(facts)
     redeploy = Fix(advice="the GPUs come with the machine: redeploy on one that has what the policy expects")
+    if not names and ctx.gpu_present and (hardware.gpu_model is not None or hardware.gpu_count is not None):
+        # A GPU is there but nothing could list it: gpu.driver blocks with the cause; say so once.
+        expects = ", ".join(f"{k} {v if k == 'gpu_model' else v.text}" for k, v in
+                            (("gpu_model", hardware.gpu_model), ("gpu_count", hardware.gpu_count)) if v is not None)
+        found.append(block(HARDWARE, f"the GPUs could not be listed (see gpu.driver); the policy expects {expects}",
+                           Fix(commands=["nvidia-smi -L"]), subject="gpus"))
+        hardware = hardware.model_copy(update={"gpu_model": None, "gpu_count": None})
     if hardware.gpu_model is not None:
         pattern = hardware.gpu_model.lower()
         odd = sorted({n for n in names if not fnmatch.fnmatchcase(n.lower(), pattern)})

@@ -79,6 +79,15 @@ def test_hardware_mismatch_names_what_differs():
     assert findings["shm_gb"].severity is Severity.BLOCK and "2.0 GB" in findings["shm_gb"].message
 
 
+def test_gpus_that_could_not_be_listed_are_one_finding_not_a_wrong_model_and_count():
+    facts = runpod_pod()
+    facts.gpu.gpus, facts.gpu.exit_code, facts.torch.devices = [], 9, []
+    findings = of(evaluate_host(facts, CheckOptions(), policy=policy("hardware: {gpu_model: '*H100*', gpu_count: 8}")),
+                  "policy.hardware")
+    assert [f.message for f in findings] == [
+        "the GPUs could not be listed (see gpu.driver); the policy expects gpu_model *H100*, gpu_count 8"]
+
+
 def test_custom_check_results_become_one_finding_each():
     facts = runpod_pod()
     facts.custom = [
