@@ -143,17 +143,26 @@ def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
     fields: list[str] = []
     for values in prints.values():
         fields += [f for f in values if f not in fields]
+    majority: dict[str, tuple[str, int]] = {}
     for field in fields:
         counts = Counter(values[field] for values in prints.values() if field in values)
         value, count = counts.most_common(1)[0]
-        if count * 2 <= len(checked) or len(counts) == 1:
-            continue
+        if count * 2 > len(checked) and len(counts) > 1:
+            majority[field] = (value, count)
+    for field, (value, count) in majority.items():
         for host in checked:
             mine = prints[host.name].get(field)
             # torch missing altogether is python.torch-missing's blocker; no second word on it.
             if mine is None or mine == value or (mine == NOT_INSTALLED and not is_package(field)):
                 continue
-            fix = match_fix(host.facts, {field: value})
+            # "torch 2.5.1+cpu here" already names the CUDA build; one warning, not two.
+            if field == "torch-cuda" and "torch" in majority and prints[host.name].get("torch") not in (
+                    None, NOT_INSTALLED, majority["torch"][0]):
+                continue
+            # A torch fix installs the majority's whole build (version and CUDA index), never half of it.
+            wanted = ({k: majority[k][0] for k in ("torch", "torch-cuda") if k in majority}
+                      if field in ("torch", "torch-cuda") else {field: value})
+            fix = match_fix(host.facts, wanted)
             found.setdefault(host.name, []).append(
                 warn(OUTLIER, f"{label(field)} {mine} here; {count} of {len(checked)} pods have {value}", fix, subject=field))
     return found

@@ -71,6 +71,24 @@ def test_outlier_among_five_pods_only_for_what_the_job_imports():
     assert not [f for h in ("a", "b", "c") for f in finished[h].findings if f.check == "env.outlier"]
 
 
+def torch_pod(name: str, version: str, cuda: str | None) -> HostReport:
+    host = pod(name, cuda=cuda)
+    host.facts.torch.version = version
+    return host
+
+
+def test_a_torch_outlier_is_one_warning_whose_fix_installs_the_majority_build():
+    hosts = [torch_pod(n, "2.5.1+cu124", "12.4") for n in "abc"]
+    hosts += [torch_pod("cpu", "2.5.1+cpu", None), torch_pod("newer", "2.6.0+cu126", "12.6")]
+    finished = {h.name: h for h in finish_hosts(hosts, {}, None, only=[], skip=[])}
+    majority_build = ("/usr/bin/python3 -m pip uninstall -y torch && /usr/bin/python3 -m pip install torch==2.5.1 "
+                      "--index-url https://download.pytorch.org/whl/cu124")
+    for name, mine in (("cpu", "2.5.1+cpu"), ("newer", "2.6.0+cu126")):
+        [odd] = [f for f in finished[name].findings if f.check == "env.outlier"]
+        assert odd.message == f"torch {mine} here; 3 of 5 pods have 2.5.1+cu124"
+        assert odd.fix.commands == [majority_build]
+
+
 def test_with_a_baseline_drift_speaks_and_outlier_keeps_quiet():
     hosts = [pod("a"), pod("b"), pod("c"), pod("e", transformers="4.41.2")]
     finished = {h.name: h for h in finish_hosts(hosts, {}, build_lock(hosts), only=[], skip=[])}
