@@ -138,6 +138,11 @@ def q(text: str) -> str:
     return shlex.quote(text)
 
 
+def training_python(facts: Facts) -> str:
+    """The training interpreter as the pod resolved it, for pip commands."""
+    return facts.torch.python_executable or facts.torch.python or facts.packages.python
+
+
 def sudo(facts: Facts) -> str:
     """'sudo ' for a non-root login, nothing for root (containers often have no sudo)."""
     return "" if facts.identity.uid == 0 or facts.identity.user == "root" else "sudo "

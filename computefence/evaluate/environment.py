@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import datetime, timezone
 
 from computefence import __version__
-from computefence.evaluate.context import block, passed, q, warn
+from computefence.evaluate.context import block, passed, q, training_python, warn
 from computefence.evaluate.torch_builds import install_command, parse_version
 from computefence.evaluate.fingerprint import NOT_INSTALLED, fingerprint, is_package, label, outlier_fields
 from computefence.errors import ConfigError
@@ -76,10 +76,6 @@ def differing_lines(lock: BaselineLock) -> list[str]:
 # ---------------------------------------------------------------- env.drift
 
 
-def _python(facts: Facts) -> str:
-    return facts.torch.python_executable or facts.torch.python or facts.packages.python
-
-
 def _torch_tag(cuda_build: str) -> str | None:
     """download.pytorch.org's index for a build: 'cu124' for '12.4', 'cpu' for 'CPU'."""
     if cuda_build == "CPU":
@@ -91,7 +87,7 @@ def _torch_tag(cuda_build: str) -> str | None:
 def match_fix(facts: Facts, wanted: dict[str, str]) -> Fix:
     """Commands that give this pod the `wanted` values (field -> value) where pip can, and
     words for what comes with the image or the machine."""
-    python = _python(facts)
+    python = training_python(facts)
     commands = []
     torch_fields = {k: v for k, v in wanted.items() if k in ("torch", "torch-cuda")}
     if torch_fields and NOT_INSTALLED not in torch_fields.values():

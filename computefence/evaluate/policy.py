@@ -8,7 +8,8 @@ import fnmatch
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from computefence.evaluate.context import Context, block, collector_error, first_path, gb, matches, one_line, passed, q, warn
+from computefence.evaluate.context import (Context, block, collector_error, first_path, gb, matches, one_line, passed, q,
+                                          training_python, warn)
 from computefence.evaluate.torch_builds import choose_build, cuda_text, driver_cuda, install_command, parse_version
 from computefence.models import Facts, Finding, Fix, Severity
 from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, normalize_name
@@ -23,11 +24,6 @@ _SEVERITY = {"block": Severity.BLOCK, "warn": Severity.WARN}
 
 
 # ---------------------------------------------------------------- requirements
-
-
-def _python(facts: Facts) -> str:
-    """The training interpreter as the pod resolved it, for pip commands."""
-    return facts.torch.python_executable or facts.torch.python or facts.packages.python
 
 
 def _installed(facts: Facts, name: str, versions: dict[str, str | None]) -> tuple[bool, str | None, str | None]:
@@ -102,7 +98,7 @@ def _lowest(spec: SpecifierSet) -> tuple[int, ...] | None:
 
 
 def _fix(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> Fix:
-    python = _python(facts)
+    python = training_python(facts)
     if name in ("nvidia-driver", "driver-cuda"):
         return _driver_fix(requirement, ctx)
     if name == "torch-cuda":
