@@ -294,8 +294,12 @@ def _connector(targets: list[Target], options: RunOptions, replay: Path | None) 
         return ReplayConnector(load_recordings(replay))
     from computefence.connectors.ssh import SshConnector
 
+    from computefence.sources import check_before_connecting
+
+    # A missing key, an unknown -H alias or an unreadable known_hosts file is a configuration
+    # error for the whole run, found before connecting.
+    check_before_connecting([t for t in targets if not t.unreachable_reason])
     connector = SshConnector(options)
-    # An unreadable known_hosts file is a configuration error for the whole run, found before connecting.
     connector.read_known_hosts(targets)
     return connector
 

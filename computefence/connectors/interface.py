@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from computefence.evaluate import status_fix
+from computefence.evaluate.connection import DEFAULT_CONNECT_TIMEOUT
 from computefence.models import Facts, HostReport, HostStatus, Target
 from computefence.payload import probe_params
 
@@ -33,10 +34,11 @@ class Outcome:
     facts: Facts | None = None
 
 
-def host_report(target: Target, outcome: Outcome, duration: float) -> HostReport:
+def host_report(target: Target, outcome: Outcome, duration: float, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> HostReport:
     fix = None
     if outcome.status is not HostStatus.OK:
-        fix = status_fix(target, outcome.status, outcome.detail if outcome.detail is not None else outcome.reason)
+        fix = status_fix(target, outcome.status, outcome.detail if outcome.detail is not None else outcome.reason,
+                         connect_timeout=connect_timeout)
     return HostReport(
         name=target.name, status=outcome.status, reason=outcome.reason, fix=fix, host=target.host,
         port=target.port, provider=target.provider, tags=list(target.tags), duration_s=round(duration, 3),

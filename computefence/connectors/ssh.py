@@ -24,7 +24,7 @@ import asyncssh
 
 from computefence.connectors.interface import Outcome, check_targets, host_report
 from computefence.errors import ConfigError, ProbeOutputError
-from computefence.evaluate.connection import REVOKED_DETAIL
+from computefence.evaluate.connection import HANDSHAKE, REVOKED_DETAIL
 from computefence.known_hosts import HostKeyLookup, HostKeyStore, host_pattern, own_known_hosts_path, \
     user_known_hosts_path
 from computefence.models import HostReport, HostStatus, Target
@@ -174,7 +174,7 @@ class SshConnector:
         async with self.semaphore:
             started = time.monotonic()
             outcome = await self._bounded(target, params, started)
-            return host_report(target, outcome, time.monotonic() - started)
+            return host_report(target, outcome, time.monotonic() - started, self.options.connect_timeout)
 
     async def _bounded(self, target: Target, params: dict, started: float) -> Outcome:
         phase = ["connecting"]
@@ -404,7 +404,7 @@ def _connect_failure(target: Target, exc: BaseException, lookup: HostKeyLookup, 
     if _transient(exc):
         return Outcome(HostStatus.CONNECTION_LOST,
                         f"{where} closed the connection during the SSH handshake, twice "
-                        f"(sshd MaxStartups or a firewall): {_one_line(exc)}")
+                        f"(sshd MaxStartups or a firewall): {_one_line(exc)}", detail=HANDSHAKE)
     if isinstance(exc, OSError) and exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN):
         return Outcome(HostStatus.UNREACHABLE, f"no route to {where}: {exc.strerror}")
     if isinstance(exc, OSError):

@@ -12,6 +12,9 @@ from computefence.profiles import Profile, get_profile
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 # The detail a connector gives with HOST_KEY_MISMATCH when the key is @revoked, not changed.
 REVOKED_DETAIL = "@revoked"
+DEFAULT_CONNECT_TIMEOUT = 10.0
+# The detail of a connection_lost that happened before the login, not while the probe ran.
+HANDSHAKE = "handshake"
 # Addresses only a local network reaches (RFC 1918, carrier-grade NAT, IPv6 unique local).
 _PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
                                                              "100.64.0.0/10", "fc00::/7"))
@@ -72,8 +75,10 @@ def _known_hosts_files(target: Target) -> list[str]:
     return target.known_hosts or [DEFAULT_KNOWN_HOSTS]
 
 
-def status_fix(target: Target, status: HostStatus, detail: str | None = None) -> Fix | None:
-    """What to run (and know) for a pod that ended in `status`; None for ok."""
+def status_fix(target: Target, status: HostStatus, detail: str | None = None,
+               connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> Fix | None:
+    """What to run (and know) for a pod that ended in `status`; None for ok. The ssh command
+    to retry waits as long as the run did (--connect-timeout)."""
     profile = get_profile(target.provider.provider if target.provider is not None else None)
     ssh = ssh_command(target, profile)
     title = profile.title
@@ -92,7 +97,8 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None) ->
                      "(`-J BASTION`, `proxy_jump:` in the inventory) or a ProxyCommand")
         if profile.advice.rediscover:
             note += f"; {profile.advice.rediscover}"
-        return Fix(commands=[f"{ssh_command(target, profile, '-o', 'ConnectTimeout=10')} true"], advice=note)
+        wait = f"ConnectTimeout={max(1, round(connect_timeout))}"
+        return Fix(commands=[f"{ssh_command(target, profile, '-o', wait)} true"], advice=note)
     if status is HostStatus.TIMEOUT:
         return Fix(commands=[f"computefence probe --print | {ssh} python3 -"],
                    advice="shows where it stalls; if ssh itself hangs, the machine or its network is overloaded")
@@ -124,6 +130,10 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None) ->
         return Fix(commands=[f"ssh-keygen -f {_path(f)} -R {name}" for f in files],
                    advice="only if the pod was recreated (rented pods recycle IPs); otherwise the connection may be "
                           "intercepted")
+    if status is HostStatus.CONNECTION_LOST and detail == HANDSHAKE:
+        return Fix(commands=[f"{ssh_command(target, profile, '-v')} true"],
+                   advice="the pod closed the connection before the login, twice: its sshd refuses new connections "
+                          "(MaxStartups) or a firewall cuts them; retry with a lower --concurrency")
     if status is HostStatus.CONNECTION_LOST:
         return Fix(commands=[f"{ssh} {q('uptime; dmesg | tail -n 20')}"],
                    advice="the connection dropped mid-probe: the machine restarted, ran out of memory or lost its network")

@@ -13,6 +13,9 @@ usual cause).
 
 from __future__ import annotations
 
+import os
+import shlex
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,7 +29,7 @@ from computefence.sources.inventory import INVENTORY_SUFFIXES, InventorySource, 
 from computefence.sources.selection import select_targets
 from computefence.sources.ssh_config import SshConfigSource
 
-__all__ = ["TargetSelection", "TargetSource", "collect_targets", "build_sources", "select_targets"]
+__all__ = ["TargetSelection", "TargetSource", "build_sources", "check_before_connecting", "collect_targets", "select_targets"]
 
 
 def _provider_names(providers: Sequence[str]) -> list[str]:
@@ -147,4 +150,44 @@ def collect_targets(selection: TargetSelection) -> tuple[list[Target], list[Sour
         ))
         targets.extend(_refuse_option_like(found, source.name))
     _check_unique(targets)
+    failed = [status for status in statuses if not status.ok]
+    if statuses and len(failed) == len(statuses):
+        # Nothing to check at all is no fleet verdict: it is the configuration to fix.
+        raise ConfigError("every target source failed, nothing to check: "
+                          + "; ".join(status.error or status.name for status in failed))
     return select_targets(targets, limit=selection.limit, tags=selection.tags), statuses
+
+
+def check_before_connecting(targets: list[Target]) -> None:
+    """Configuration mistakes that would otherwise show as every pod failing: ConfigError."""
+    check_identity_files(targets)
+    check_ssh_aliases(targets)
+
+
+def check_ssh_aliases(targets: list[Target]) -> None:
+    """An ssh_config alias (-H) that no Host entry gives a HostName and that does not resolve
+    is a typo, not an unreachable pod."""
+    for target in targets:
+        if not target.ssh_config or target.host != target.name or target.proxy_jump or target.proxy_command:
+            continue
+        try:
+            socket.getaddrinfo(target.host, None)
+        except (OSError, UnicodeError):
+            raise ConfigError(f"-H {target.name}: no Host entry in {target.ssh_config} gives it a HostName, and it "
+                              f"is not a host name that resolves; check the alias (grep -i '^Host' "
+                              f"{shlex.quote(target.ssh_config)} lists them)") from None
+
+
+def check_identity_files(targets: list[Target]) -> None:
+    """An identity file a target names that is missing or unreadable is a ConfigError naming
+    it and where it came from, before any connection (else every pod fails to log in)."""
+    for target in targets:
+        for identity in target.identity_files:
+            path = Path(identity).expanduser()
+            if path.is_file() and os.access(path, os.R_OK):
+                continue
+            why = ("does not exist" if not path.exists() else "is not a file" if not path.is_file()
+                   else "cannot be read by this user")
+            where = f" (target {target.name}, from {target.source})" if target.source else f" (target {target.name})"
+            raise ConfigError(f"identity file {identity} {why}{where}: fix the path, or create the key with "
+                              f"ssh-keygen -t ed25519 -f {shlex.quote(identity)}")

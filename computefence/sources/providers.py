@@ -86,7 +86,8 @@ def base_url(provider: str, api_url: str | None, env_var: str, default: str) -> 
 
 
 def find_api_key(provider: str, env_var: str, files: Iterable[Path], how_to: str) -> str:
-    """The key from `env_var`, else the first key file that exists; SourceError when there is none."""
+    """The key from `env_var`, else the first key file that exists. No key is the user's own
+    configuration to fix (ConfigError, exit 2, before anything connects), not a failing API."""
     key = os.environ.get(env_var, "").strip()
     if key:
         return key
@@ -96,11 +97,11 @@ def find_api_key(provider: str, env_var: str, files: Iterable[Path], how_to: str
         except FileNotFoundError:
             continue
         except (OSError, UnicodeDecodeError) as exc:
-            raise SourceError(f"{provider}: cannot read the API key file {path} ({type(exc).__name__})") from None
+            raise ConfigError(f"{provider}: cannot read the API key file {path} ({type(exc).__name__})") from None
         if key:
             return key
     where = " or ".join([env_var, *(str(p) for p in files)])
-    raise SourceError(f"{provider}: no API key found (looked in {where}): {how_to}")
+    raise ConfigError(f"{provider}: no API key found (looked in {where}): {how_to}")
 
 
 def target_names(raw: Sequence[tuple[str | None, str]], provider: str) -> list[str]:

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from computefence import jsontext
-from computefence.errors import SourceError
+from computefence.errors import ConfigError, SourceError
 from computefence.models import Fix, ProviderInfo, Target
 from computefence.sources.http import Retry, RetryPolicy, call_with_retries, raise_for_status, scrub
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, target_names
@@ -44,7 +44,7 @@ def load_sdk() -> ModuleType:
     try:
         import runpod
     except ImportError:
-        raise SourceError(INSTALL_HINT) from None
+        raise ConfigError(INSTALL_HINT) from None
     finally:
         # Importing runpod runs logging.basicConfig(level=INFO) (runpod/serverless/utils/rp_upload.py),
         # which would print every INFO record of the process, httpx's included, to stderr.
@@ -53,7 +53,7 @@ def load_sdk() -> ModuleType:
     version = str(getattr(runpod, "__version__", "0"))
     numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
     if not SDK_RANGE[0] <= numbers < SDK_RANGE[1]:
-        raise SourceError(
+        raise ConfigError(
             f"RunPod support needs runpod>=1.8.1,<2 (installed: {version}): pip install 'computefence[runpod]'"
         )
     return runpod
@@ -88,7 +88,7 @@ def api_key(sdk: ModuleType) -> str:
     key = str(credentials.get("api_key") or "").strip() if isinstance(credentials, dict) else ""
     if key:
         return key
-    raise SourceError(
+    raise ConfigError(
         f"{PROVIDER}: no API key found (looked in {KEY_ENV} and ~/.runpod/config.toml): "
         "create one at https://www.runpod.io/console/user/settings and export RUNPOD_API_KEY"
     )

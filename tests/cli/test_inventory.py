@@ -214,8 +214,11 @@ def test_failed_source_list_exits_1_and_export_refuses(capsys, tmp_path, inv, fa
     assert code == 1
     document = json.loads(out)
     assert [t["name"] for t in document["targets"]] == ["pod-a", "pod-b", "rp-live", "rp-proxy-only"]
-    _, text, _ = run(capsys, "inventory", "list", "--provider", "vast")
-    assert "source failed: vast: 401 Unauthorized: check VAST_API_KEY" in text
+    # The only source failing is no list at all: exit 2 naming why.
+    code, text, err = run(capsys, "inventory", "list", "--provider", "vast")
+    assert code == 2 and text == ""
+    assert err == ("computefence: error: every target source failed, nothing to check: "
+                   "vast: 401 Unauthorized: check VAST_API_KEY\n")
     assert document["sources"][-1] == {
         "name": "vast", "ok": False, "targets": 0, "error": "vast: 401 Unauthorized: check VAST_API_KEY",
         "resolver": None, "warnings": [],

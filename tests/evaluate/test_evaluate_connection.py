@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from computefence.evaluate import status_fix
+from computefence.evaluate.connection import HANDSHAKE
 from computefence.models import Fix, HostStatus, ProviderInfo, Target
 
 POD = Target(name="pod-a", host="203.0.113.10", port=22022, user="root", identity_files=["~/.ssh/id_ed25519"])
@@ -118,3 +119,15 @@ def test_unreachable_names_the_hop_or_the_missing_one():
     fix = status_fix(direct, HostStatus.UNREACHABLE, "cannot resolve gpu-behind: Name or service not known")
     assert "no jump host is configured for it" in fix.advice and "-J BASTION" in fix.advice
     assert "no jump host" not in status_fix(POD, HostStatus.UNREACHABLE, "cannot connect: timed out").as_text()
+
+
+def test_the_retry_waits_as_long_as_the_run_did():
+    fix = status_fix(POD, HostStatus.UNREACHABLE, "timed out", connect_timeout=6)
+    assert fix.commands == ["ssh -o ConnectTimeout=6 -p 22022 -i ~/.ssh/id_ed25519 -- root@203.0.113.10 true"]
+
+
+def test_connection_lost_in_the_handshake_is_not_called_mid_probe():
+    during = status_fix(POD, HostStatus.CONNECTION_LOST, HANDSHAKE)
+    assert during.commands == ["ssh -v -p 22022 -i ~/.ssh/id_ed25519 -- root@203.0.113.10 true"]
+    assert "before the login" in during.advice and "mid-probe" not in during.advice
+    assert "mid-probe" in status_fix(POD, HostStatus.CONNECTION_LOST, "the connection dropped while the probe ran").advice

@@ -39,10 +39,14 @@ def failure(api, provider, policy) -> str:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_no_key(stocked, provider, fast, monkeypatch):
+def test_no_key_is_a_config_error_naming_the_variable_and_the_key_file(stocked, provider, fast, monkeypatch):
     monkeypatch.delenv(KEY_VAR[provider])
-    message = failure(stocked, provider, fast)
-    assert "no API key found" in message and KEY_VAR[provider] in message
+    with pytest.raises(ConfigError) as err:
+        discover(stocked, provider, fast)
+    message = str(err.value)
+    assert "no API key found" in message and KEY_VAR[provider] in message and "\n" not in message
+    # The key file each provider's own CLI writes (Lambda has none).
+    assert {"runpod": ".runpod/config.toml", "vast": "vast_api_key", "lambda": "LAMBDA_API_KEY"}[provider] in message
     assert stocked.seen(provider) == []
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 from fake_api import runpod_pod
 
-from computefence.errors import SourceError
+from computefence.errors import ConfigError, SourceError
 from computefence.sources.runpod import INSTALL_HINT, RunPodSource
 
 
@@ -97,14 +97,14 @@ def test_key_from_the_sdk_config_file(api, fast, home, monkeypatch):
 
 def test_no_key_anywhere(api, fast, monkeypatch):
     monkeypatch.delenv("RUNPOD_API_KEY")
-    with pytest.raises(SourceError, match=r"RunPod: no API key found .*RUNPOD_API_KEY.*config\.toml"):
+    with pytest.raises(ConfigError, match=r"RunPod: no API key found .*RUNPOD_API_KEY.*config\.toml"):
         RunPodSource(api.base_url("runpod"), policy=fast).targets()
     assert api.seen("runpod") == []
 
 
 def test_missing_sdk_names_the_extra(api, fast, monkeypatch):
     monkeypatch.setitem(sys.modules, "runpod", None)  # `import runpod` now raises ImportError
-    with pytest.raises(SourceError) as err:
+    with pytest.raises(ConfigError) as err:
         RunPodSource(api.base_url("runpod"), policy=fast).targets()
     assert str(err.value) == INSTALL_HINT
     assert "pip install 'computefence[runpod]'" in INSTALL_HINT
@@ -138,6 +138,6 @@ def test_sdk_outside_the_supported_range(api, fast, monkeypatch, version):
     import runpod
 
     monkeypatch.setattr(runpod, "__version__", version)
-    with pytest.raises(SourceError, match=rf"needs runpod>=1\.8\.1,<2 \(installed: {re.escape(version)}\)"):
+    with pytest.raises(ConfigError, match=rf"needs runpod>=1\.8\.1,<2 \(installed: {re.escape(version)}\)"):
         RunPodSource(api.base_url("runpod"), policy=fast).targets()
     assert api.seen("runpod") == []

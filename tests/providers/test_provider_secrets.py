@@ -137,8 +137,10 @@ def test_the_cli_never_shows_a_key(leaky, tmp_path, capsys, caplog, monkeypatch)
     leaky.fail("vast", echo_key("vast"))
     leaky.fail("lambda", Fault(429, b"{}", {"Retry-After": "9999"}))
     monkeypatch.setenv("RUNPOD_API_KEY", KEYS["runpod"] + "-revoked")
-    code, failed = cli("inventory", "list", "--provider", "runpod,vast,lambda")
-    assert code == 1
+    code, _ = cli("inventory", "list", "--provider", "runpod,vast,lambda")
+    # Every source failed and nothing is left to list: a configuration error, each reason named.
+    failed = outputs[-1]
+    assert code == 2 and failed.startswith("computefence: error: every target source failed")
     assert "Vast.ai API answered HTTP 400 (invalid_request: bad key [redacted])" in failed
     assert "RunPod API rejected the API key (HTTP 401)" in failed
     assert "Lambda Cloud API is rate limiting (HTTP 429)" in failed
