@@ -25,6 +25,7 @@ from computefence.cli import inventory as _inventory  # noqa: F401,E402
 from computefence.cli import fleet as _fleet  # noqa: F401,E402
 from computefence.cli import policy as _policy  # noqa: F401,E402
 from computefence.cli import snapshot as _snapshot  # noqa: F401,E402
+from computefence.cli import schema as _schema  # noqa: F401,E402
 
 
 # An error quotes the value it is about; a 1 MB host name is shown by its start.

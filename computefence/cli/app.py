@@ -13,7 +13,7 @@ app = typer.Typer(
     name="computefence",
     help="Pre-flight checks for rented GPU compute: storage that vanishes, CPU fallbacks, broken drivers, bad datasets.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )

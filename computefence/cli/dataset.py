@@ -37,9 +37,10 @@ def check(
     path: str = typer.Argument(..., metavar="PATH", help="JSON Lines, JSON array, CSV, TSV or Parquet; gzip allowed."),
     input_column: Optional[str] = typer.Option(None, "--input-column", metavar="NAME", help=_INPUT_HELP),
     label_column: Optional[str] = typer.Option(None, "--label-column", metavar="NAME", help=_LABEL_HELP),
-    fmt: OutputFormat = typer.Option("rich", "--format", "-f", help="Output format."),
+    fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
-    fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", help="Exit 1 on blockers only, or on warnings too."),
+    fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON",
+                                   help="Exit 1 on blockers only, or on warnings too."),
     max_rows: Optional[int] = typer.Option(None, "--max-rows", min=1, metavar="N", help="Stop after N rows (a partial scan)."),
     max_seconds: Optional[float] = typer.Option(None, "--max-seconds", min=0.1, metavar="S", help="Stop after S seconds (a partial scan)."),
 ) -> int:

@@ -47,7 +47,7 @@ app.add_typer(report_app, name="report")
 @report_app.command("show")
 def report_command(
     path: Path = typer.Argument(..., metavar="FILE.json", help="A report saved with --format json."),
-    fmt: OutputFormat = typer.Option("rich", "--format", "-f", help="Output format."),
+    fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
     group_by: GroupBy = typer.Option("check", "--group-by", help=GROUP_BY_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
@@ -77,7 +77,7 @@ ChangesFormat = Enum("ChangesFormat", {name: name for name in CHANGES_FORMATS}, 
 def diff_command(
     old: Path = typer.Argument(..., metavar="OLD.json", help="The earlier report."),
     new: Path = typer.Argument(..., metavar="NEW.json", help="The later report."),
-    fmt: ChangesFormat = typer.Option("rich", "--format", "-f", help="Output format."),
+    fmt: ChangesFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
                                           help="Write the changes here (atomically) instead of stdout."),
 ) -> int:

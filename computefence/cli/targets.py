@@ -29,6 +29,7 @@ InventoryOpt = Annotated[
         "--inventory",
         "-i",
         metavar="FILE|DIR",
+        envvar="COMPUTEFENCE_INVENTORY",
         help="ComputeFence inventory YAML (repeatable). Without any target option: inventory/*.yaml here.",
         rich_help_panel=_PANEL,
     ),

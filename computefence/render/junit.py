@@ -10,6 +10,11 @@ Mapping (chosen for what GitHub, GitLab and Jenkins display):
   the run allowed unreachable pods);
 - a target source that failed (an inventory, a provider API) is an <error> in a
   "computefence.sources" suite.
+
+It validates against the Jenkins xUnit plugin's junit-10.xsd (tests/render/xsd): `skipped`
+is counted per suite only (the schema has no such attribute on <testsuites>), and every case
+has a `time`: the probe's duration for the "probe" case, 0 for a check (judged from facts
+already collected; the suite's time is the pod's whole probe).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ def _host_suite(report: Report, host: HostReport) -> ET.Element:
     if host.host:
         suite.set("hostname", _x(host.host))
     if host.duration_s is not None:
-        suite.set("time", f"{host.duration_s:.3f}")
+        suite.set("time", _time(host.duration_s))
     props = ET.SubElement(suite, "properties")
     _prop(props, "status", host.status.value)
     if host.provider is not None:
@@ -52,7 +57,7 @@ def _host_suite(report: Report, host: HostReport) -> ET.Element:
             _prop(props, "cost_per_hour", f"{host.provider.cost_per_hour:.2f}")
     classname = _x(host.name)
     if host.status is not HostStatus.OK:
-        case = ET.SubElement(suite, "testcase", classname=classname, name="probe")
+        case = ET.SubElement(suite, "testcase", classname=classname, name="probe", time=_time(host.duration_s))
         reason = _x(views.one_line(host.reason or host.status.value))
         if report.allow_unreachable:
             ET.SubElement(case, "skipped", message=reason)
@@ -68,7 +73,7 @@ def _host_suite(report: Report, host: HostReport) -> ET.Element:
 
 
 def _check_case(report: Report, classname: str, check: str, findings: list[Finding]) -> ET.Element:
-    case = ET.Element("testcase", classname=classname, name=_x(check))
+    case = ET.Element("testcase", classname=classname, name=_x(check), time=_time(0.0))
     worst = max(findings, key=lambda f: f.severity.rank)
     details = "\n\n".join(_finding_text(f) for f in sorted(findings, key=lambda f: -f.severity.rank))
     if worst.severity is Severity.SKIP:
@@ -98,7 +103,8 @@ def _join(message: str, fix: Fix | None) -> str:
 def _sources_suite(report: Report) -> ET.Element:
     suite = ET.Element("testsuite", name="computefence.sources", timestamp=_x(report.generated_at))
     for source in report.sources:
-        case = ET.SubElement(suite, "testcase", classname="computefence.sources", name=_x(source.name))
+        case = ET.SubElement(suite, "testcase", classname="computefence.sources", name=_x(source.name),
+                             time=_time(0.0))
         if not source.ok:
             message = _x(source.error or "source failed")
             ET.SubElement(case, "error", message=message, type="source").text = message
@@ -125,5 +131,10 @@ def _total(root: ET.Element, suites: list[ET.Element]) -> None:
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value
-    for key, value in totals.items():
-        root.set(key, str(value))
+    for key in ("tests", "failures", "errors"):
+        root.set(key, str(totals[key]))
+    root.set("time", _time(sum(float(suite.get("time", 0)) for suite in suites)))
+
+
+def _time(seconds: float | None) -> str:
+    return f"{seconds or 0.0:.3f}"
