@@ -69,8 +69,11 @@ def test_narrow_terminals_drop_provider_then_torch_and_shorten_headers():
     narrow = render(recorded_fleet(6), "rich", width=80).splitlines()[1]
     assert narrow.split() == ["Pod", "GPUs", "torch", "Status", "Blk", "Warn"]
     # Too narrow for any table: each pod over two lines, nothing cut.
-    stacked = render(recorded_fleet(6), "rich", width=50).splitlines()
-    assert "pod-old-driver  blocked  1 blocker, 3 warnings" in stacked
+    report = recorded_fleet(6)
+    stacked = render(report, "rich", width=50).splitlines()
+    old = next(h for h in report.hosts if h.name == "pod-old-driver")
+    counts = f"{views.plural(old.blockers, 'blocker')}, {views.plural(old.warnings, 'warning')}"
+    assert f"pod-old-driver  blocked  {counts}" in stacked
     assert "  1x A100-SXM4-40GB · 2.6.0+cu126 · runpod" in stacked
 
 
