@@ -85,7 +85,7 @@ def diff_command(
     earlier, later = load_report(old), load_report(new)
     changes = compare_reports(earlier, later)
     emit_text(lambda **style: render_changes(changes, fmt.value, **style), fmt.value, output, what="the changes")
-    return 1 if worsened(changes, later.allow_unreachable) else 0
+    return 1 if worsened(changes, later) else 0
 
 
 @report_app.command("merge")

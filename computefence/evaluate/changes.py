@@ -99,14 +99,16 @@ def _order(change: FindingChange) -> tuple:
     return (-_rank(change.severity_after or change.severity_before), change.finding.check, change.finding.subject or "")
 
 
-def worsened(changes: Changes, allow_unreachable: bool = False) -> bool:
-    """New blockers since the earlier run; a pod that can no longer be checked counts as one
-    unless unreachable pods are allowed."""
+def worsened(changes: Changes, new: Report) -> bool:
+    """`new` has blockers the earlier run did not. A pod that can no longer be checked, or a
+    new pod that cannot be checked, counts as one unless `new` allowed unreachable pods."""
     if any(c.severity_after is Severity.BLOCK for c in changes.new):
         return True
-    if allow_unreachable:
+    if new.allow_unreachable:
         return False
-    return any(s.before is HostStatus.OK and s.after is not HostStatus.OK for s in changes.status)
+    appeared = set(changes.appeared)
+    return (any(s.before is HostStatus.OK and s.after is not HostStatus.OK for s in changes.status)
+            or any(h.name in appeared and h.status is not HostStatus.OK for h in new.hosts))
 
 
 def newsworthy(changes: Changes) -> bool:

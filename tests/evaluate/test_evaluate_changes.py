@@ -38,12 +38,13 @@ def test_a_pod_that_broke_and_one_that_was_fixed():
         ("b", "storage.output-dir", Severity.BLOCK, None)]
     assert changes.since == old.generated_at
     assert not (changes.appeared or changes.vanished or changes.status or changes.versions)
-    assert worsened(changes) and newsworthy(changes)
+    assert worsened(changes, new) and newsworthy(changes)
 
 
 def test_same_findings_are_no_change():
-    changes = compare_reports(_run(_host("a", SHM, OUT_DIR)), _run(_host("a", OUT_DIR, SHM)))
-    assert changes.empty and not worsened(changes) and not newsworthy(changes)
+    new = _run(_host("a", OUT_DIR, SHM))
+    changes = compare_reports(_run(_host("a", SHM, OUT_DIR)), new)
+    assert changes.empty and not worsened(changes, new) and not newsworthy(changes)
 
 
 def test_a_warning_that_became_a_blocker_is_new_and_one_that_eased_is_cleared():
@@ -51,10 +52,11 @@ def test_a_warning_that_became_a_blocker_is_new_and_one_that_eased_is_cleared():
     worse = compare_reports(_run(_host("a", SHM)), _run(_host("a", shm_block)))
     assert [(c.severity_before, c.severity_after) for c in worse.new] == [(Severity.WARN, Severity.BLOCK)]
     assert worse.cleared == []
-    better = compare_reports(_run(_host("a", shm_block)), _run(_host("a", SHM)))
+    eased = _run(_host("a", SHM))
+    better = compare_reports(_run(_host("a", shm_block)), eased)
     assert better.new == []
     assert [(c.severity_before, c.severity_after) for c in better.cleared] == [(Severity.BLOCK, Severity.WARN)]
-    assert not worsened(better)
+    assert not worsened(better, eased)
 
 
 def test_same_check_on_another_subject_is_a_different_finding():
@@ -74,10 +76,15 @@ def test_pods_appear_vanish_and_change_connection_status():
     # Nothing was known about "down" and "fresh" last time: their findings are new, nothing cleared.
     assert [(c.host, c.finding.check) for c in changes.new] == [("down", "storage.output-dir"), ("fresh", "system.shm")]
     assert changes.cleared == []
-    assert worsened(changes)
-    # A pod that stopped answering is a blocker only while unreachable pods are not allowed.
-    lost = compare_reports(_run(_host("a")), _run(_host("a", status=HostStatus.UNREACHABLE)))
-    assert worsened(lost) and not worsened(lost, allow_unreachable=True) and newsworthy(lost)
+    assert worsened(changes, new)
+    # A pod that stopped answering, or a new one that does not, is a blocker only while
+    # unreachable pods are not allowed.
+    down = _run(_host("a", status=HostStatus.UNREACHABLE))
+    lost = compare_reports(_run(_host("a")), down)
+    allowed = down.model_copy(update={"allow_unreachable": True})
+    assert worsened(lost, down) and not worsened(lost, allowed) and newsworthy(lost)
+    grown = _run(_host("a"), _host("b", status=HostStatus.TIMEOUT))
+    assert worsened(compare_reports(_run(_host("a")), grown), grown)
 
 
 def test_version_changes_on_pods_checked_both_times():
