@@ -47,7 +47,9 @@ def emit_text(render_text: Callable[..., str], fmt: str, output: Path | None, *,
         return
     console = Console()
     color = fmt == "rich" and console.is_terminal and not console.no_color
-    write_stdout(render_text(color=color, width=console.width if console.is_terminal else 100))
+    # Into a pipe or file: COLUMNS where the user set it (as rich does), else 100.
+    wide = console.is_terminal or os.environ.get("COLUMNS", "").strip().isdigit()
+    write_stdout(render_text(color=color, width=console.width if wide else 100))
 
 
 def write_stdout(text: str) -> None:

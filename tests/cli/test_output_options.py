@@ -44,3 +44,12 @@ def test_a_saved_report_re_renders_grouped_by_pod(capsys, tmp_path):
 def test_unknown_group_by_is_a_usage_error(capsys):
     code, _, err = _fleet(capsys, "--group-by", "gpu")
     assert code == 2 and "gpu" in err
+
+
+def test_columns_sets_the_width_of_piped_output(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    _, out, _ = _fleet(capsys)
+    assert out.splitlines()[1].split() == ["Pod", "GPUs", "torch", "Status", "Blk", "Warn"]
+    monkeypatch.delenv("COLUMNS")
+    _, out, _ = _fleet(capsys)
+    assert out.splitlines()[1].split()[:3] == ["Pod", "Prov.", "GPUs"]  # 100 columns without COLUMNS
