@@ -74,7 +74,7 @@ def build_sources(selection: TargetSelection) -> list[TargetSource]:
     if selection.api_url and not names:
         raise ConfigError("--api-url needs --provider")
     if names:
-        from computefence.sources.providers import provider_source
+        from computefence.sources.registry import provider_source
 
         sources.extend(provider_source(name, api_url=selection.api_url) for name in names)
     if not sources:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import computefence.sources.providers as providers
+import computefence.sources.registry as registry
 from computefence.cli import main
 from computefence.errors import SourceError
 from computefence.models import Fix, ProviderInfo, Target
@@ -194,7 +194,7 @@ def fake_providers(monkeypatch):
             return _Source("vast", error="vast: 401 Unauthorized: check VAST_API_KEY")
         return _Source(name, pods if name == "runpod" else [])
 
-    monkeypatch.setattr(providers, "provider_source", provider_source)
+    monkeypatch.setattr(registry, "provider_source", provider_source)
 
 
 def test_list_providers_shows_price_gpu_and_not_checkable(capsys, monkeypatch, fake_providers):

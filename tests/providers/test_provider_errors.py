@@ -9,7 +9,7 @@ import pytest
 from fake_api import Fault, lambda_instance, runpod_pod, vast_instance
 
 from computefence.errors import ConfigError, SourceError
-from computefence.sources.providers import provider_source
+from computefence.sources.registry import provider_source
 
 LABEL = {"runpod": "RunPod", "vast": "Vast.ai", "lambda": "Lambda Cloud"}
 KEY_VAR = {"runpod": "RUNPOD_API_KEY", "vast": "VAST_API_KEY", "lambda": "LAMBDA_API_KEY"}

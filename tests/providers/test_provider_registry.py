@@ -12,7 +12,8 @@ from fake_api import lambda_instance, runpod_pod, vast_instance
 from computefence.errors import ConfigError
 from computefence.sources.http import check_base_url, retry_after_seconds, scrub
 from computefence.sources.interface import TargetSource
-from computefence.sources.providers import PROVIDER_NAMES, provider_source, recheck_vanished, target_names
+from computefence.sources.providers import target_names
+from computefence.sources.registry import PROVIDER_NAMES, provider_source, recheck_vanished
 
 
 @pytest.mark.parametrize("name", [*PROVIDER_NAMES, " RunPod ", "VAST"])
@@ -77,7 +78,7 @@ def test_base_install_does_not_import_the_runpod_sdk():
     code = (
         "import sys\n"
         "import computefence.cli, computefence.sources\n"
-        "from computefence.sources.providers import provider_source\n"
+        "from computefence.sources.registry import provider_source\n"
         "for name in ('runpod', 'vast', 'lambda'): provider_source(name)\n"
         "print('runpod' in sys.modules)\n"
     )

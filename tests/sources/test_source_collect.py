@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import computefence.sources.providers as providers
+import computefence.sources.registry as registry
 from computefence.errors import ConfigError, SourceError
 from computefence.models import ProviderInfo, Target
 from computefence.sources import TargetSelection, collect_targets
@@ -43,7 +43,7 @@ def fake_providers(monkeypatch):
         made.append(source)
         return source
 
-    monkeypatch.setattr(providers, "provider_source", provider_source)
+    monkeypatch.setattr(registry, "provider_source", provider_source)
     return made
 
 

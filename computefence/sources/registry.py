@@ -1,0 +1,75 @@
+"""Provider discovery: `--provider runpod,vast,lambda` -> sources that list pods as targets.
+
+Base URLs: the `api_url` argument (the CLI's --api-url), else RUNPOD_API_BASE_URL (the runpod
+SDK's own variable), VAST_URL (or the older VAST_API_URL) or LAMBDA_API_URL, else the provider's production API.
+Each provider module is imported when its source is asked for, so the runpod SDK loads only for RunPod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from computefence.errors import ConfigError, SourceError
+from computefence.models import Target
+from computefence.sources.http import RetryPolicy
+from computefence.sources.interface import TargetSource
+
+PROVIDER_NAMES: tuple[str, ...] = ("runpod", "vast", "lambda")
+
+
+def provider_source(name: str, api_url: str | None = None, *, policy: RetryPolicy | None = None) -> TargetSource:
+    """The discovery source for one provider; `api_url` overrides the API base URL."""
+    key = name.strip().lower()
+    if key == "runpod":
+        from computefence.sources.runpod import RunPodSource
+
+        return RunPodSource(api_url=api_url, policy=policy)
+    if key == "vast":
+        from computefence.sources.vast import VastSource
+
+        return VastSource(api_url=api_url, policy=policy)
+    if key == "lambda":
+        from computefence.sources.lambda_cloud import LambdaSource
+
+        return LambdaSource(api_url=api_url, policy=policy)
+    raise ConfigError(f"unknown provider {name!r}: choose from {', '.join(PROVIDER_NAMES)}")
+
+
+def recheck_vanished(
+    targets: Sequence[Target],
+    api_url: str | None = None,
+    *,
+    policy: RetryPolicy | None = None,
+) -> dict[str, str]:
+    """Re-list the providers of `targets` (pods that could not be reached) and say which are gone.
+
+    For `fleet check`: a provider pod that ends unreachable, timed out or with a lost connection
+    may have been stopped or terminated after discovery; the names returned here are VANISHED.
+
+    Returns target name -> why it vanished: no longer listed, no longer running, or now at a
+    different SSH address. Targets the provider still lists unchanged are left out, and so are
+    all the targets of a provider whose API cannot be read now (nothing can be said about them).
+    """
+    by_provider: dict[str, list[Target]] = {}
+    for target in targets:
+        if target.provider is not None and target.provider.provider in PROVIDER_NAMES:
+            by_provider.setdefault(target.provider.provider, []).append(target)
+    vanished: dict[str, str] = {}
+    for provider, mine in by_provider.items():
+        try:
+            now = provider_source(provider, api_url, policy=policy).targets()
+        except SourceError:
+            continue
+        current = {t.provider.pod_id: t for t in now if t.provider is not None}
+        for target in mine:
+            pod_id = target.provider.pod_id  # type: ignore[union-attr]
+            label = f"{provider} pod {pod_id}"
+            fresh = current.get(pod_id)
+            if fresh is None:
+                vanished[target.name] = f"{label} is no longer listed by the provider (terminated since discovery)"
+            elif fresh.unreachable_reason is not None:
+                state = fresh.provider.state if fresh.provider else None
+                vanished[target.name] = f"{label} stopped running since discovery (now {state or 'not running'})"
+            elif (fresh.host, fresh.port) != (target.host, target.port):
+                vanished[target.name] = f"{label} moved to {fresh.host}:{fresh.port} since discovery (restarted?)"
+    return vanished
