@@ -13,6 +13,7 @@ from functools import lru_cache
 from enum import IntEnum
 
 from computefence.models import MountFacts, PathFacts, ProviderInfo
+from computefence.probe.storage import mount_index
 from computefence.profiles import Profile, StorageClass
 
 MEMORY_FS = frozenset({"tmpfs", "ramfs"})
@@ -49,17 +50,9 @@ def is_within(path: str, folder: str) -> bool:
 
 
 def mount_of(path: str, mounts: list[MountFacts]) -> MountFacts | None:
-    """The mount `path` lives on: the deepest mount point containing it; of mounts stacked
-    on the same point, the last one in mountinfo order (it hides the others)."""
-    # is_within, inlined: this runs for every path against every mount of every pod.
-    path = normalize(path)
-    best: MountFacts | None = None
-    best_length = -1
-    for mount in mounts:
-        point = normalize(mount.mount_point)
-        if (point == "/" or path == point or path.startswith(point + "/")) and len(point) >= best_length:
-            best, best_length = mount, len(point)
-    return best
+    """The mount `path` lives on, by the probe's own rule (computefence.probe.storage.mount_index)."""
+    index = mount_index(path, [mount.mount_point for mount in mounts])
+    return None if index is None else mounts[index]
 
 
 def is_network(fs_type: str) -> bool:

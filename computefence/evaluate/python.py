@@ -8,7 +8,7 @@ gets a pass saying so, never a blocker.
 from __future__ import annotations
 
 from computefence.evaluate.context import Context, block, collector_error, one_line, passed, q, skipped, warn
-from computefence.evaluate.torch_builds import choose_build, install_command, reinstall_command
+from computefence.evaluate.torch_builds import build_fix, reinstall_command
 from computefence.models import CheckOptions, Facts, Finding, Fix
 
 CHECKS = {"python.torch-missing": "torch imports in the training interpreter"}
@@ -56,12 +56,7 @@ def _install(facts: Facts) -> Fix:
     driver = facts.gpu.cuda_version
     if driver is None:
         return Fix(commands=[f"{q(python)} -m pip install torch"])
-    choice = choose_build(None, driver)
-    if choice is None:
-        return Fix(advice=f"no published PyTorch CUDA build runs on this driver (CUDA {driver}): use a machine with a "
-                          "newer NVIDIA driver")
-    requirement, tag = choice
-    return Fix(commands=[install_command(python, requirement, tag, replace=False)])
+    return build_fix(python, driver)
 
 
 RULES = [check_torch_missing]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from computefence.evaluate.context import q
+from computefence.models import Fix
 
 INDEX_URL = "https://download.pytorch.org/whl/{tag}"
 
@@ -119,6 +120,18 @@ def choose_build(
             if tag is not None:
                 return ("torch" if minor == newest else f"torch=={minor[0]}.{minor[1]}.*"), tag
     return None
+
+
+def build_fix(python: str, driver_cuda: str | None, torch_version: str | None = None,
+              min_cuda: tuple[int, int] | None = None, replace: bool = False, advice: str | None = None) -> Fix:
+    """The pip command that installs a torch CUDA build the driver runs (see choose_build),
+    with `advice` beside it; when no published build fits, the one phrasing of that dead end."""
+    choice = choose_build(torch_version, driver_cuda, min_cuda)
+    if choice is None:
+        return Fix(advice=f"no published PyTorch CUDA build runs on this driver (CUDA {driver_cuda}): "
+                          "use a machine with a newer NVIDIA driver")
+    requirement, tag = choice
+    return Fix(commands=[install_command(python, requirement, tag, replace=replace)], advice=advice)
 
 
 def install_command(python: str, requirement: str, tag: str, replace: bool) -> str:

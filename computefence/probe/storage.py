@@ -5,7 +5,9 @@
 # has comes from the real filesystem (os.path, os.access, os.statvfs). Tests build a pod by
 # writing a mountinfo whose mount points are real temporary directories.
 
+import functools
 import os
+import posixpath
 import re
 import threading
 
@@ -50,24 +52,36 @@ def _parse_mountinfo(text):
     return mounts
 
 
-def _components(path):
-    return [part for part in path.split("/") if part]
-
-
-def _mount_for(path, mounts):
-    """The mount holding `path`: longest mount point that is a component prefix (last one wins when stacked)."""
-    target = _components(path)
-    best, best_depth = None, -1
-    for mount in mounts:
-        parts = _components(mount["mount_point"])
-        if target[:len(parts)] == parts and len(parts) >= best_depth:
-            best, best_depth = mount, len(parts)
-    return best
+# Called for every path against every mount (of every pod, in the evaluator): cached.
+@functools.lru_cache(maxsize=8192)
+def _normalized(path):
+    return posixpath.normpath("/" + path.lstrip("/")) if path else "/"
 
 
 def _under(path, tree):
-    parts = _components(tree)
-    return _components(path)[:len(parts)] == parts
+    """`path` is `tree` or below it, by whole components (/rootfs is not under /root)."""
+    path, tree = _normalized(path), _normalized(tree)
+    return tree == "/" or path == tree or path.startswith(tree + "/")
+
+
+def mount_index(path, mount_points):
+    """Index of the mount holding `path` in `mount_points` (mountinfo order): the deepest
+    mount point containing it, compared by whole components after normalising (/rootfs is
+    not inside /root; /data/../x is /x); of mounts stacked on one point, the last, which
+    hides the others. None when none contains it. The evaluator's mount_of is this too."""
+    path = _normalized(path)
+    best, best_length = None, -1
+    for index, point in enumerate(mount_points):
+        point = _normalized(point)
+        # _under, inlined: this is the evaluator's hot loop at a thousand pods.
+        if (point == "/" or path == point or path.startswith(point + "/")) and len(point) >= best_length:
+            best, best_length = index, len(point)
+    return best
+
+
+def _mount_for(path, mounts):
+    index = mount_index(path, [mount["mount_point"] for mount in mounts])
+    return None if index is None else mounts[index]
 
 
 def _looks_like_volume(mount):

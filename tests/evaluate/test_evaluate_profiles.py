@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from evaluate_builders import mount
 
@@ -71,18 +74,20 @@ def test_a_profile_named_differently_from_its_file_is_rejected(tmp_path):
         load_profiles(folder)
 
 
+MOUNT_CASES = json.loads((Path(__file__).parent.parent / "fixtures" / "mount_cases.json").read_text())["cases"]
+
+
 def test_rootfs_is_not_inside_root():
     assert is_within("/root/x", "/root") and is_within("/root", "/root") and is_within("/x", "/")
     assert not is_within("/rootfs/x", "/root")
-    mounts = [mount("/", "overlay"), mount("/root", "ext4", "/dev/sdb"), mount("/rootfs", "ext4", "/dev/sdc")]
-    assert mount_of("/rootfs/data", mounts).mount_point == "/rootfs"
-    assert mount_of("/root/.cache", mounts).mount_point == "/root"
-    assert mount_of("/roo", mounts).mount_point == "/"
 
 
-def test_the_last_of_stacked_mounts_wins():
-    mounts = [mount("/", "ext4", "/dev/vda"), mount("/dev/shm", "tmpfs", "a"), mount("/dev/shm", "tmpfs", "b")]
-    assert mount_of("/dev/shm/x", mounts).source == "b"
+@pytest.mark.parametrize("case", MOUNT_CASES, ids=[case["why"] for case in MOUNT_CASES])
+def test_the_evaluator_finds_the_mount_of_a_path(case):
+    # The same table pins the probe's lookup (tests/probe/test_probe_storage.py).
+    mounts = [mount(point, "ext4", f"/dev/sd{index}") for index, point in enumerate(case["mounts"])]
+    found = mount_of(case["path"], mounts)
+    assert (None if found is None else mounts.index(found)) == case["expect"]
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ import json
 import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -180,6 +181,17 @@ def test_unreadable_mountinfo_is_reported(pod):
     run = pod.run()
     assert run.facts.storage.error.startswith("mountinfo: ")
     assert run.facts.storage.mounts == [] and path_fact(run.facts, "root").exists
+
+
+MOUNT_CASES = json.loads((Path(__file__).parent.parent / "fixtures" / "mount_cases.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", MOUNT_CASES, ids=[case["why"] for case in MOUNT_CASES])
+def test_the_probe_finds_the_mount_of_a_path(case):
+    # The same table pins the evaluator's mount_of (tests/evaluate/test_evaluate_profiles.py).
+    mounts = [{"mount_point": point, "mount_id": index} for index, point in enumerate(case["mounts"])]
+    found = storage._mount_for(case["path"], mounts)
+    assert (None if found is None else found["mount_id"]) == case["expect"]
 
 
 def test_mountinfo_parser_keeps_stacked_mounts_in_order():
