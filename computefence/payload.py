@@ -15,6 +15,7 @@ from computefence.errors import ProbeOutputError
 from computefence.evaluate.gpu import BUSY_MIB
 from computefence.models import PROBE_SCHEMA_VERSION, CheckOptions, Facts
 from computefence.probe import PARTS
+from computefence.text import one_line
 
 _PARAMS_LINE = 'EMBEDDED_PARAMS = "{}"\n'
 
@@ -116,16 +117,16 @@ def parse_probe_output(raw: bytes | str) -> Facts:
         except ValueError:
             document = None
         if isinstance(document, dict) and "probe_error" in document:
-            raise ProbeOutputError(f"probe failed: {_snippet(str(document['probe_error']))}")
+            raise ProbeOutputError(f"probe failed: {one_line(str(document['probe_error']), 80)}")
     try:
         # Straight from the text into the models: no intermediate dicts, repeated strings shared.
         facts = Facts.model_validate_json(line)
     except ValidationError as exc:
         first = exc.errors()[0]
         if first["type"] == "json_invalid":
-            raise ProbeOutputError(f"probe output is not JSON: {_snippet(line)}") from None
+            raise ProbeOutputError(f"probe output is not JSON: {one_line(line, 80)}") from None
         if not first.get("loc"):
-            raise ProbeOutputError(f"probe output is not a JSON object: {_snippet(line)}") from None
+            raise ProbeOutputError(f"probe output is not a JSON object: {one_line(line, 80)}") from None
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise ProbeOutputError(f"probe output does not match the facts schema at {where}: {first.get('msg')}") from None
     _require_probe_shape(facts)
@@ -150,7 +151,3 @@ def _require_probe_shape(facts: Facts) -> None:
         raise ProbeOutputError(f"probe output lacks the {', '.join(missing)} section{'s' if len(missing) > 1 else ''}: "
                                "not the probe's answer")
 
-
-def _snippet(text: str, limit: int = 80) -> str:
-    text = "".join(ch if ch.isprintable() else "?" for ch in text)
-    return text if len(text) <= limit else text[:limit] + "..."

@@ -12,6 +12,7 @@ import time
 from computefence.errors import ProbeOutputError
 from computefence.models import Facts, HostReport, HostStatus, Target
 from computefence.payload import parse_probe_output, probe_payload
+from computefence.text import one_line
 
 
 class LocalConnector:
@@ -75,4 +76,4 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 
 def _last_line(stderr: bytes) -> str:
     lines = stderr.decode("utf-8", "replace").strip().splitlines()
-    return "".join(ch if ch.isprintable() else "?" for ch in lines[-1])[:200] if lines else ""
+    return one_line(lines[-1], 200) if lines else ""

@@ -31,6 +31,7 @@ from computefence.models import HostReport, HostStatus, Target
 from computefence.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_wire
 from computefence.probe.core import DEFAULT_TIMEOUTS
 from computefence.sources.ssh_config import expand_tokens, identity_tokens
+from computefence.text import one_line
 
 INSECURE_WARNING = (
     "computefence: WARNING: host key verification is OFF (--insecure-no-host-key-check). "
@@ -470,9 +471,8 @@ def _last_line(raw: bytes) -> str | None:
 
 
 def _one_line(value: object, limit: int = 200) -> str:
-    text = str(getattr(value, "reason", None) or value) or type(value).__name__
-    text = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
-    return text if len(text) <= limit else text[:limit] + "..."
+    """An exception (asyncssh's carry a reason) or other value as one bounded line."""
+    return one_line(str(getattr(value, "reason", None) or value) or type(value).__name__, limit)
 
 
 def _seconds(value: float) -> str:

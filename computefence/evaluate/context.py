@@ -11,6 +11,7 @@ from computefence.evaluate.mounts import StorageMap
 from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts, ProviderInfo, Severity
 from computefence.policy import NumberSpec, Thresholds
 from computefence.profiles import Profile, detect_provider, get_profile
+from computefence.text import one_line  # noqa: F401  (the rules import it from here)
 
 
 @dataclass(frozen=True)
@@ -148,10 +149,6 @@ def sudo(facts: Facts) -> str:
     return "" if facts.identity.uid == 0 or facts.identity.user == "root" else "sudo "
 
 
-def one_line(text: str | None, limit: int | None = 240) -> str:
-    """Text from a pod (an error, a tool's output) as one bounded line."""
-    flat = " ".join((text or "").split())
-    return flat if limit is None or len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def gb(n_bytes: int | None) -> str:

@@ -27,9 +27,8 @@ from computefence.evaluate.cuda_errors import CudaError, read_cuda_error
 from computefence.evaluate.gpu_health import fix
 from computefence.evaluate.torch_builds import (
     ARCH_MIN_CUDA,
-    choose_build,
+    build_fix,
     cuda_text,
-    install_command,
     parse_capability,
     parse_version,
 )
@@ -99,13 +98,8 @@ def _capability(facts: Facts, index: int, from_smi: str | None) -> tuple[int, in
 def _install_fix(facts: Facts, replace: bool, min_cuda: tuple[int, int] | None = None, advice: str | None = None) -> Fix:
     """Reinstall torch as the CUDA build this driver runs; `advice` goes with the command."""
     torch = facts.torch
-    driver = facts.gpu.cuda_version
-    choice = choose_build(torch.version, driver, min_cuda or _min_cuda_for_gpus(facts))
-    if choice is None:
-        return Fix(advice=f"no published PyTorch CUDA build runs on this driver (CUDA {driver}): use a machine with a "
-                          "newer NVIDIA driver")
-    requirement, tag = choice
-    return Fix(commands=[install_command(torch.python, requirement, tag, replace=replace)], advice=advice)
+    return build_fix(torch.python, facts.gpu.cuda_version, torch.version, min_cuda or _min_cuda_for_gpus(facts),
+                     replace=replace, advice=advice)
 
 
 # ---------------------------------------------------------------- gpu.driver
@@ -116,13 +110,13 @@ def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Findi
     gpu = facts.gpu
     failure = collector_error(facts, "gpu")
     if failure is not None and not gpu.nvidia_smi_found:
-        return [block(cid, f"GPU facts could not be collected ({one_line(failure)}): nvidia-smi or the driver is hung",
+        return [block(cid, f"GPU facts could not be collected ({one_line(failure, 240)}): nvidia-smi or the driver is hung",
                       _wedged_fix(facts, ctx, ["timeout 20 nvidia-smi", _dmesg(facts)]))]
     if gpu.timed_out:
         return [block(cid, "nvidia-smi did not answer in time: the driver or a GPU is wedged",
                       _wedged_fix(facts, ctx, [_dmesg(facts)]))]
     if gpu.nvidia_smi_found and gpu.exit_code not in (0, None):
-        output = one_line(gpu.error_output) or "no output"
+        output = one_line(gpu.error_output, 240) or "no output"
         return [block(cid, f"nvidia-smi failed (exit {gpu.exit_code}): {output}", _driver_fix(facts, ctx))]
     if gpu.gpus:
         names = Counter(g.name for g in gpu.gpus)

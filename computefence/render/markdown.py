@@ -28,7 +28,7 @@ def md(text: object) -> str:
 
 def code_span(text: object) -> str:
     """Inline code, safe in a table cell (GFM splits cells on '|' even inside code)."""
-    text = " ".join(views.clean(text).split()).replace("|", "\\|")
+    text = views.one_line(text).replace("|", "\\|")
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""

@@ -5,12 +5,12 @@ Nothing here decides a verdict; it arranges what report.summary and the findings
 
 from __future__ import annotations
 
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
 from computefence.evaluate.fleet import fails
 from computefence.models import Changes, DatasetFacts, Finding, Fix, HostReport, HostStatus, HostVerdict, Report, Severity
+from computefence.text import clean, one_line
 
 AREA_TITLES = {
     "storage": "Storage",
@@ -26,28 +26,6 @@ AREA_TITLES = {
 _AREA_ORDER = list(AREA_TITLES)
 
 SEVERITY_LABEL = {Severity.BLOCK: "BLOCK", Severity.WARN: "WARN", Severity.PASS: "pass", Severity.SKIP: "skip"}
-
-# Bidirectional overrides can make a hostile hostname display as something else.
-_BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def clean(text: object) -> str:
-    """Text from a pod made safe to show: control characters (ESC included) and lone
-    surrogates become '?'; newlines and tabs stay."""
-    out = []
-    for ch in str(text):
-        if ch in "\n\t":
-            out.append(ch)
-        elif ch in _BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Cs"):
-            out.append("?")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def one_line(text: object) -> str:
-    return " ".join(clean(text).split())
-
 
 def area_of(check: str) -> str:
     return check.split(".", 1)[0]

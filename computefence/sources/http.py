@@ -19,6 +19,7 @@ import httpx
 
 from computefence import __version__, jsontext
 from computefence.errors import ConfigError, SourceError
+from computefence.text import one_line
 
 T = TypeVar("T")
 
@@ -57,10 +58,7 @@ def scrub(text: str, secret: str | None) -> str:
     echoes the key lowercased, reversed or cut to a prefix)."""
     if secret:
         text = _redact_runs(text.replace(secret, "[redacted]"), secret)
-    text = " ".join(text.split())
-    if len(text) > _QUOTE_CHARS:
-        text = text[: _QUOTE_CHARS - 3] + "..."
-    return text
+    return one_line(text, _QUOTE_CHARS)
 
 
 def _redact_runs(text: str, secret: str) -> str:
