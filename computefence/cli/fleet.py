@@ -26,19 +26,7 @@ from computefence.cli.policy import (
     custom_ids,
     resolve_baseline,
 )
-from computefence.cli.targets import (
-    AnsibleInventoryOpt,
-    VaultIdOpt,
-    VaultPasswordFileOpt,
-    ApiUrlOpt,
-    InventoryOpt,
-    LimitOpt,
-    ProviderOpt,
-    SshConfigOpt,
-    SshHostOpt,
-    TagOpt,
-    gather_targets,
-)
+from computefence.cli.targets import gather_targets, source_options, target_options
 from computefence.connectors.interface import Connector, check_targets
 from computefence.errors import ConfigError
 from computefence.files import write_output
@@ -48,6 +36,7 @@ from computefence.notify import NOTIFY_FORMATS, NOTIFY_ON, alert_settings
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
 from computefence.sources.selection import parse_shard, select_shard
+from computefence.sources import TargetSelection
 
 if TYPE_CHECKING:
     from computefence.connectors.ssh import RunOptions
@@ -69,18 +58,10 @@ NotifyFormat = Enum("NotifyFormat", {name: name for name in NOTIFY_FORMATS}, typ
 
 
 @fleet_app.command("check", no_args_is_help=False)
+@target_options
 def check(
     ctx: typer.Context,
-    inventory: InventoryOpt = None,
-    ssh_host: SshHostOpt = None,
-    ssh_config: SshConfigOpt = None,
-    ansible_inventory: AnsibleInventoryOpt = None,
-    vault_password_file: VaultPasswordFileOpt = None,
-    vault_id: VaultIdOpt = None,
-    provider: ProviderOpt = None,
-    api_url: ApiUrlOpt = None,
-    limit: LimitOpt = None,
-    tag: TagOpt = None,
+    selection: TargetSelection = TargetSelection(),
     demo: bool = typer.Option(False, "--demo", help="Start a small simulated fleet on loopback and check it."),
     replay: Optional[Path] = typer.Option(None, "--replay", metavar="DIR", hidden=True,
                                           help="Serve the pods and probe outputs recorded in DIR instead of "
@@ -194,10 +175,7 @@ def check(
         from computefence.history import open_history  # fcntl: POSIX only
 
         run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
-    with _targets(demo, replay, inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
-                  ansible_inventory=ansible_inventory,
-                  vault_password_file=vault_password_file, vault_id=vault_id, provider=provider, api_url=api_url,
-                  limit=limit, tag=tag) as (targets, sources):
+    with _targets(demo, replay, selection) as (targets, sources):
         if not targets and all(source.ok for source in sources):
             raise ConfigError("no targets to check")
         if shard is not None:
@@ -208,7 +186,7 @@ def check(
         hosts, interrupted = asyncio.run(_probe_all(targets, _connector(targets, options, replay), options.probe_params,
                                                     quiet=quiet))
     if not interrupted and not demo and replay is None:
-        hosts = _mark_vanished(targets, hosts, api_url)
+        hosts = _mark_vanished(targets, hosts, selection.api_url)
 
     for index, (target, host) in enumerate(zip(targets, hosts)):
         if host.status is HostStatus.OK and host.facts is not None:
@@ -252,7 +230,7 @@ def _mark_vanished(targets: list[Target], hosts: list[HostReport], api_url: str 
     suspects = [t for t, h in zip(targets, hosts) if t.provider is not None and h.status in _MAYBE_GONE]
     if not suspects:
         return hosts
-    from computefence.sources.providers import recheck_vanished
+    from computefence.sources.registry import recheck_vanished
 
     gone = recheck_vanished(suspects, api_url)
     return [
@@ -264,13 +242,13 @@ def _mark_vanished(targets: list[Target], hosts: list[HostReport], api_url: str 
 
 
 @contextlib.contextmanager
-def _targets(demo: bool, replay: Path | None, **selection) -> Iterator[tuple[list[Target], list[SourceStatus]]]:
+def _targets(demo: bool, replay: Path | None,
+             selection: TargetSelection) -> Iterator[tuple[list[Target], list[SourceStatus]]]:
     if not demo and replay is None:
-        yield gather_targets(**selection)
+        yield gather_targets(selection)
         return
     own = "--demo" if demo else "--replay"
-    picked = [f"--{name.replace('_', '-')}" for name, value in selection.items()
-              if value and name not in ("limit", "tag")] + (["--replay"] if demo and replay is not None else [])
+    picked = source_options(selection) + (["--replay"] if demo and replay is not None else [])
     if picked:
         raise ConfigError(f"{own} checks its own {'simulated' if demo else 'recorded'} pods; drop {', '.join(picked)}")
     from computefence.sources import select_targets
@@ -279,13 +257,13 @@ def _targets(demo: bool, replay: Path | None, **selection) -> Iterator[tuple[lis
         from computefence.connectors.replay import load_recordings
 
         recorded = [recording.target for recording in load_recordings(replay)]
-        yield (select_targets(recorded, limit=selection["limit"], tags=selection["tag"] or []),
+        yield (select_targets(recorded, limit=selection.limit, tags=selection.tags),
                [SourceStatus(name="replay", targets=len(recorded))])
         return
     from computefence.demo.fleet import demo_fleet
 
     with demo_fleet() as fleet:
-        targets = select_targets(fleet.targets, limit=selection["limit"], tags=selection["tag"] or [])
+        targets = select_targets(fleet.targets, limit=selection.limit, tags=selection.tags)
         yield targets, [SourceStatus(name="demo", targets=len(fleet.targets))]
 
 

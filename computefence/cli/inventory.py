@@ -14,23 +14,12 @@ from rich.text import Text
 
 from computefence.cli.app import app
 from computefence.cli.output import write_stdout
-from computefence.cli.targets import (
-    AnsibleInventoryOpt,
-    VaultIdOpt,
-    VaultPasswordFileOpt,
-    ApiUrlOpt,
-    InventoryOpt,
-    LimitOpt,
-    ProviderOpt,
-    SshConfigOpt,
-    SshHostOpt,
-    TagOpt,
-    gather_targets,
-)
+from computefence.cli.targets import gather_targets, target_options
 from computefence.errors import ConfigError, SourceError
 from computefence.models import SCHEMA_VERSION, SourceStatus, Target
 from computefence.render.columns import Column, fit_table, wrap
 from computefence.files import write_output
+from computefence.sources import TargetSelection
 from computefence.sources.export import EXPORT_FORMATS
 
 inventory_app = typer.Typer(
@@ -142,32 +131,13 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
 
 
 @inventory_app.command("list")
+@target_options
 def list_targets(
-    inventory: InventoryOpt = None,
-    ssh_host: SshHostOpt = None,
-    ssh_config: SshConfigOpt = None,
-    ansible_inventory: AnsibleInventoryOpt = None,
-    vault_password_file: VaultPasswordFileOpt = None,
-    vault_id: VaultIdOpt = None,
-    provider: ProviderOpt = None,
-    api_url: ApiUrlOpt = None,
-    limit: LimitOpt = None,
-    tag: TagOpt = None,
+    selection: TargetSelection = TargetSelection(),
     fmt: Annotated[ListFormat, typer.Option("--format", "-f", help="rich (a table) or json.")] = ListFormat.rich,
 ) -> int:
     """Show what a fleet check would check and how each target is reached. Exit 1 if a source failed."""
-    targets, sources = gather_targets(
-        inventory=inventory,
-        ssh_host=ssh_host,
-        ssh_config=ssh_config,
-        ansible_inventory=ansible_inventory,
-        vault_password_file=vault_password_file,
-        vault_id=vault_id,
-        provider=provider,
-        api_url=api_url,
-        limit=limit,
-        tag=tag,
-    )
+    targets, sources = gather_targets(selection)
     if fmt is ListFormat.json:
         document = {
             "schema_version": SCHEMA_VERSION,
@@ -181,35 +151,16 @@ def list_targets(
 
 
 @inventory_app.command("export")
+@target_options
 def export_targets(
-    inventory: InventoryOpt = None,
-    ssh_host: SshHostOpt = None,
-    ssh_config: SshConfigOpt = None,
-    ansible_inventory: AnsibleInventoryOpt = None,
-    vault_password_file: VaultPasswordFileOpt = None,
-    vault_id: VaultIdOpt = None,
-    provider: ProviderOpt = None,
-    api_url: ApiUrlOpt = None,
-    limit: LimitOpt = None,
-    tag: TagOpt = None,
+    selection: TargetSelection = TargetSelection(),
     fmt: Annotated[
         ExportFormat, typer.Option("--format", "-f", help="yaml (a ComputeFence inventory) or ssh-config.")
     ] = ExportFormat("yaml"),
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of stdout.")] = None,
 ) -> int:
     """Write the targets as a ComputeFence inventory or an ssh_config block. Refuses if a source failed."""
-    targets, sources = gather_targets(
-        inventory=inventory,
-        ssh_host=ssh_host,
-        ssh_config=ssh_config,
-        ansible_inventory=ansible_inventory,
-        vault_password_file=vault_password_file,
-        vault_id=vault_id,
-        provider=provider,
-        api_url=api_url,
-        limit=limit,
-        tag=tag,
-    )
+    targets, sources = gather_targets(selection)
     failed = [s for s in sources if not s.ok]
     if failed:
         # A partial export would silently drop pods from every later check.

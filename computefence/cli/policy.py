@@ -15,17 +15,7 @@ import yaml
 
 from computefence.cli.app import app
 from computefence.cli.output import write_stdout
-from computefence.cli.targets import (
-    AnsibleInventoryOpt,
-    ApiUrlOpt,
-    InventoryOpt,
-    LimitOpt,
-    ProviderOpt,
-    SshConfigOpt,
-    SshHostOpt,
-    TagOpt,
-    gather_targets,
-)
+from computefence.cli.targets import gather_targets, source_options, target_options
 from computefence.errors import ConfigError
 from computefence.files import read_config_bytes, write_output
 from computefence.models import AppliedFile, BaselineLock, BASELINE_SCHEMA_VERSION, CheckOptions, Facts, Target
@@ -38,6 +28,7 @@ from computefence.policy import (
     parse_policy_text,
     resolve_policy,
 )
+from computefence.sources import TargetSelection
 
 _PANEL = "Policy"
 PolicyOpt = Annotated[
@@ -165,16 +156,10 @@ def effective_document(policy: EffectivePolicy) -> dict:
 
 
 @policy_app.command("show")
+@target_options
 def show(
     policy: PolicyOpt = None,
-    inventory: InventoryOpt = None,
-    ssh_host: SshHostOpt = None,
-    ssh_config: SshConfigOpt = None,
-    ansible_inventory: AnsibleInventoryOpt = None,
-    provider: ProviderOpt = None,
-    api_url: ApiUrlOpt = None,
-    limit: LimitOpt = None,
-    tag: TagOpt = None,
+    selection: TargetSelection = TargetSelection(),
     fmt: str = typer.Option("yaml", "--format", "-f", metavar="yaml|json", help="yaml or json."),
 ) -> int:
     """Print the effective policy for each target, after its overrides are merged.
@@ -187,12 +172,10 @@ def show(
     loaded = resolve_policy(policy, no_policy=False)
     if loaded is None:
         raise ConfigError(f"no {POLICY_FILE} here or in a parent folder (write one with `computefence policy init`)")
-    selected = any([inventory, ssh_host, ssh_config, ansible_inventory, provider]) or Path("inventory").is_dir()
+    selected = bool(source_options(selection)) or Path("inventory").is_dir()
     targets: list[Target] = []
     if selected:
-        targets, _ = gather_targets(inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
-                                    ansible_inventory=ansible_inventory, provider=provider, api_url=api_url,
-                                    limit=limit, tag=tag)
+        targets, _ = gather_targets(selection)
     entries = [("(any target)", [], loaded.policy.for_target("", []))] if not targets else [
         (t.name, t.tags, loaded.policy.for_target(t.name, t.tags)) for t in targets]
     if fmt == "json":

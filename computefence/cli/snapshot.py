@@ -12,35 +12,21 @@ import typer
 from computefence.cli.app import EXIT_INTERRUPTED
 from computefence.cli.fleet import _connector, _probe_all, _targets, ensure_open_files, fleet_app
 from computefence.cli.policy import NoPolicyOpt, PolicyOpt, apply_to_targets, write_lock
-from computefence.cli.targets import (
-    AnsibleInventoryOpt,
-    ApiUrlOpt,
-    InventoryOpt,
-    LimitOpt,
-    ProviderOpt,
-    SshConfigOpt,
-    SshHostOpt,
-    TagOpt,
-)
+from computefence.cli.targets import target_options
 from computefence.errors import ConfigError
 from computefence.evaluate.environment import build_lock, differing_lines
 from computefence.models import HostStatus
 from computefence.policy import resolve_policy
+from computefence.sources import TargetSelection
 
 
 @fleet_app.command("snapshot", no_args_is_help=False)
+@target_options
 def snapshot(
     output: Path = typer.Option(..., "--output", "-o", metavar="FILE", help="Where to write the lock, e.g. computefence.lock.json."),
     from_pod: Optional[str] = typer.Option(None, "--from", metavar="POD",
                                            help="Take this pod's values as the baseline (default: each field's majority)."),
-    inventory: InventoryOpt = None,
-    ssh_host: SshHostOpt = None,
-    ssh_config: SshConfigOpt = None,
-    ansible_inventory: AnsibleInventoryOpt = None,
-    provider: ProviderOpt = None,
-    api_url: ApiUrlOpt = None,
-    limit: LimitOpt = None,
-    tag: TagOpt = None,
+    selection: TargetSelection = TargetSelection(),
     demo: bool = typer.Option(False, "--demo", help="Snapshot the simulated demo fleet."),
     concurrency: int = typer.Option(256, "--concurrency", min=1, metavar="N", help="Pods probed at once."),
     timeout: float = typer.Option(60.0, "--timeout", min=1.0, metavar="SECONDS", help="Deadline per pod, connecting included."),
@@ -63,9 +49,7 @@ def snapshot(
     ensure_open_files(concurrency)
     options = RunOptions(concurrency=concurrency, deadline=timeout, known_hosts=[str(p) for p in known_hosts],
                          accept_new=accept_new)
-    with _targets(demo, None, inventory=inventory, ssh_host=ssh_host, ssh_config=ssh_config,
-                  ansible_inventory=ansible_inventory, provider=provider, api_url=api_url,
-                  limit=limit, tag=tag) as (targets, _sources):
+    with _targets(demo, None, selection) as (targets, _sources):
         if not targets:
             raise ConfigError("no targets to snapshot")
         targets, _ = apply_to_targets(targets, loaded)

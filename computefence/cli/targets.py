@@ -1,20 +1,22 @@
 """The target-selection options, shared by `fleet check` and `inventory list|export`.
 
-A command declares them with these annotated types and hands the values to
-`gather_targets`, so every command that picks targets takes the same flags:
+A command that picks targets takes one `selection: TargetSelection` parameter and is
+decorated with `target_options`, which declares the options in its place and builds the
+selection from their values; `gather_targets` then reads it:
 
-    def check(inventory: InventoryOpt = None, ssh_host: SshHostOpt = None,
-              ssh_config: SshConfigOpt = None, ansible_inventory: AnsibleInventoryOpt = None,
-              provider: ProviderOpt = None, api_url: ApiUrlOpt = None,
-              limit: LimitOpt = None, tag: TagOpt = None, ...):
-        targets, sources = gather_targets(inventory=inventory, ssh_host=ssh_host, ...)
+    @fleet_app.command("check")
+    @target_options
+    def check(selection: TargetSelection, ...):
+        targets, sources = gather_targets(selection)
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
-from pathlib import Path
-from typing import Annotated, Optional
+from collections.abc import Callable
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -114,38 +116,55 @@ TagOpt = Annotated[
 ]
 
 
-def gather_targets(
-    *,
-    inventory: list[str] | None = None,
-    ssh_host: list[str] | None = None,
-    ssh_config: str | None = None,
-    ansible_inventory: list[str] | None = None,
-    vault_password_file: list[str] | None = None,
-    vault_id: list[str] | None = None,
-    provider: list[str] | None = None,
-    api_url: str | None = None,
-    limit: str | None = None,
-    tag: list[str] | None = None,
-    default_inventory_dir: Path = Path("inventory"),
-) -> tuple[list[Target], list[SourceStatus]]:
-    """The selected targets and one status per source, from the option values as typer passes them.
+# Each option's name, type and the TargetSelection field it fills, in the order --help lists them.
+_OPTIONS = (
+    ("inventory", InventoryOpt, "inventories"),
+    ("ssh_host", SshHostOpt, "ssh_hosts"),
+    ("ssh_config", SshConfigOpt, "ssh_config"),
+    ("ansible_inventory", AnsibleInventoryOpt, "ansible_inventories"),
+    ("vault_password_file", VaultPasswordFileOpt, "ansible_vault_password_files"),
+    ("vault_id", VaultIdOpt, "ansible_vault_ids"),
+    ("provider", ProviderOpt, "providers"),
+    ("api_url", ApiUrlOpt, "api_url"),
+    ("limit", LimitOpt, "limit"),
+    ("tag", TagOpt, "tags"),
+)
+_NARROWING = ("limit", "tags")
+
+
+def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Declare the target-selection options where `command` has its `selection` parameter,
+    and call it with the TargetSelection their values make."""
+    signature = inspect.signature(command, eval_str=True)
+    params = list(signature.parameters.values())
+    at = [param.name for param in params].index("selection")
+    options = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=kind)
+               for name, kind, _ in _OPTIONS]
+
+    @functools.wraps(command)
+    def with_selection(*args: Any, **kwargs: Any) -> Any:
+        values = {field: kwargs.pop(name) for name, _, field in _OPTIONS}
+        selection = TargetSelection(**{field: value for field, value in values.items() if value is not None})
+        return command(*args, selection=selection, **kwargs)
+
+    with_selection.__signature__ = signature.replace(parameters=params[:at] + options + params[at + 1:])
+    with_selection.__annotations__ = {param.name: param.annotation for param in with_selection.__signature__.parameters.values()}
+    return with_selection
+
+
+def source_options(selection: TargetSelection) -> list[str]:
+    """The source options the selection was given (--limit and --tag aside), as flags."""
+    return [f"--{name.replace('_', '-')}" for name, _, field in _OPTIONS
+            if field not in _NARROWING and getattr(selection, field)]
+
+
+def gather_targets(selection: TargetSelection) -> tuple[list[Target], list[SourceStatus]]:
+    """The selected targets and one status per source.
 
     Each source's warnings (a skipped line, an option that cannot be honoured) go to stderr,
     one line each, besides being kept in its status for --format json.
     """
-    targets, statuses = collect_targets(TargetSelection(
-        inventories=inventory or (),
-        ssh_hosts=ssh_host or (),
-        ssh_config=ssh_config,
-        ansible_inventories=ansible_inventory or (),
-        ansible_vault_password_files=vault_password_file or (),
-        ansible_vault_ids=vault_id or (),
-        providers=provider or (),
-        api_url=api_url,
-        limit=limit,
-        tags=tag or (),
-        default_inventory_dir=default_inventory_dir,
-    ))
+    targets, statuses = collect_targets(selection)
     for status in statuses:
         for warning in status.warnings:
             print(f"computefence: warning: {warning}", file=sys.stderr)
