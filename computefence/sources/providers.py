@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from computefence.errors import SourceError
+from computefence.errors import ConfigError
 from computefence.sources.http import check_base_url
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from computefence.cli import main
 from computefence.errors import SourceError
-from computefence.sources import providers
+from computefence.sources import registry
 
 
 @pytest.fixture
@@ -89,7 +89,7 @@ class _FailingSource:
 
 
 def test_every_source_failing_is_a_configuration_error_not_an_empty_verdict(capsys, monkeypatch):
-    monkeypatch.setattr(providers, "provider_source", lambda name, api_url=None: _FailingSource(name))
+    monkeypatch.setattr(registry, "provider_source", lambda name, api_url=None: _FailingSource(name))
     code, out, err = _run(capsys, "fleet", "check", "--provider", "vast,lambda")
     assert code == 2 and out == ""
     assert err == ("computefence: error: every target source failed, nothing to check: "
@@ -97,7 +97,7 @@ def test_every_source_failing_is_a_configuration_error_not_an_empty_verdict(caps
 
 
 def test_one_failing_source_among_working_ones_is_reported_and_the_run_goes_on(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(providers, "provider_source", lambda name, api_url=None: _FailingSource(name))
+    monkeypatch.setattr(registry, "provider_source", lambda name, api_url=None: _FailingSource(name))
     inventory = tmp_path / "pods.yaml"
     inventory.write_text("hosts:\n  - {name: pod-a, host: 127.0.0.1, port: 1}\n")
     code, out, _ = _run(capsys, "inventory", "list", "-i", str(inventory), "--provider", "vast")
