@@ -16,6 +16,7 @@ from pathlib import Path
 import asyncssh
 
 from computefence.errors import ConfigError
+from computefence.files import read_config_bytes
 
 
 def config_dir() -> Path:
@@ -122,13 +123,11 @@ class HostKeyStore:
         with self._lock:
             if path in self._loaded:
                 return self._loaded[path]
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except FileNotFoundError:
+            if not os.path.exists(path):
                 entries = None
-            except OSError as exc:
-                raise ConfigError(f"cannot read known-hosts file {path}: {exc.strerror}") from None
             else:
+                # A FIFO or /dev/zero named as known_hosts is refused, not read forever.
+                text = read_config_bytes(path, "known-hosts file").decode("utf-8", "replace")
                 entries = asyncssh.SSHKnownHosts()
                 # Like OpenSSH, skip lines that do not parse (a key type asyncssh lacks, a typo)
                 # instead of failing every host.

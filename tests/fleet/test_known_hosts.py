@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import asyncssh
 import pytest
 
@@ -86,5 +88,9 @@ def test_unreadable_file_is_a_config_error_before_connecting(tmp_path):
     store = HostKeyStore([tmp_path / "missing-is-fine"])
     store.preload()
     (tmp_path / "not-a-file").mkdir()
-    with pytest.raises(ConfigError, match=r"cannot read known-hosts file .*not-a-file: Is a directory"):
+    with pytest.raises(ConfigError, match=r"not-a-file: is a directory, expected a known-hosts file"):
         store.preload([str(tmp_path / "not-a-file")])
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match=r"fifo: not a regular file"):  # refused without blocking
+        store.preload([str(fifo)])
