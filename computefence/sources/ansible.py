@@ -536,6 +536,18 @@ def _read_file(file: Path, inventory: _Inventory) -> None:
     _parse_ini(file, inventory, text)
 
 
+def _with_ancestors(groups, parent_of: dict[str, list[str]]) -> set[str]:
+    """The groups and every group above them."""
+    member = set(groups)
+    stack = list(member)
+    while stack:
+        for parent in parent_of.get(stack.pop(), []):
+            if parent not in member:
+                member.add(parent)
+                stack.append(parent)
+    return member
+
+
 def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
     """The built-in reader: the hosts of an inventory file or folder as targets tagged with
     their groups, and the warnings for what it skipped."""
@@ -572,13 +584,7 @@ def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
         for name in group.hosts:
             groups_of.setdefault(name, set()).add(group.name)
     for host in inventory.hosts.values():
-        member = set(groups_of.get(host.name, ()))
-        stack = list(member)
-        while stack:
-            for parent in parent_of.get(stack.pop(), []):
-                if parent not in member:
-                    member.add(parent)
-                    stack.append(parent)
+        member = _with_ancestors(groups_of.get(host.name, ()), parent_of)
         # Ansible's order: inline group vars, group_vars/all, group_vars/GROUP, inline host
         # vars, host_vars/HOST; groups by depth, then ansible_group_priority, then name.
         ordered = sorted(member - {"all"}, key=lambda g: (depth.get(g, 0), inventory.groups[g].priority, g))
@@ -690,13 +696,7 @@ def targets_from_ansible_list(document: dict, source: str) -> tuple[list[Target]
     targets = []
     ignored: dict = {}
     for host in order:
-        member = set(member_of.get(host, []))
-        stack = list(member)
-        while stack:
-            for parent in parent_of.get(stack.pop(), []):
-                if parent not in member:
-                    member.add(parent)
-                    stack.append(parent)
+        member = _with_ancestors(member_of.get(host, []), parent_of)
         raw = hostvars.get(host) if isinstance(hostvars.get(host), dict) else {}
         variables = {str(k): _Value(v, f"{source}: host {host}") for k, v in raw.items()}
         tags = sorted(member - {"all", "ungrouped"})
