@@ -9,6 +9,25 @@ import pytest
 from sshfleet import PodSpec, SshFleet, fleet_unavailable_reason
 
 
+@pytest.fixture
+def cli(capsys, tmp_path, monkeypatch):
+    """Run the CLI in-process with an empty HOME and no COMPUTEFENCE_POLICY: (exit code, stdout, stderr)."""
+    from computefence.cli import main
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("COMPUTEFENCE_POLICY", raising=False)
+
+    def run(*argv: str):
+        capsys.readouterr()
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
 def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 

@@ -24,7 +24,6 @@ from computefence.evaluate.context import (
 )
 from computefence.evaluate import cuda_errors
 from computefence.evaluate.cuda_errors import CudaError, read_cuda_error
-from computefence.evaluate.gpu_health import fix
 from computefence.evaluate.torch_builds import (
     ARCH_MIN_CUDA,
     build_fix,
@@ -244,23 +243,23 @@ def _cuda_error_fix(facts: Facts, ctx: Context, error: CudaError | None) -> Fix:
     root = sudo(facts)
     if code == cuda_errors.NOT_INITIALIZED:
         if ctx.on_provider:
-            return fix([*restart, "nvidia-smi -q | grep -A 2 -i fabric"],
-                       f"error 802: the NVSwitch fabric is not initialised because the host's fabric manager is not "
+            return Fix(commands=[*restart, "nvidia-smi -q | grep -A 2 -i fabric"],
+                       advice=f"error 802: the NVSwitch fabric is not initialised because the host's fabric manager is not "
                        f"running; only the host can start it: restart the {ctx.profile.title} machine or move to "
                        "another one; reinstalling torch cannot help")
-        return fix([f"{root}systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"],
-                   "error 802: the NVSwitch fabric is not initialised; install nvidia-fabricmanager of the driver's "
+        return Fix(commands=[f"{root}systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"],
+                   advice="error 802: the NVSwitch fabric is not initialised; install nvidia-fabricmanager of the driver's "
                    "exact version if the service is missing; reinstalling torch cannot help")
     if code in (cuda_errors.UNKNOWN, cuda_errors.INITIALIZATION):
-        return fix([_dmesg(facts), *restart],
-                   f"CUDA error {code} leaves the GPU unusable until it is reset: " + _restart_note(ctx))
+        return Fix(commands=[_dmesg(facts), *restart],
+                   advice=f"CUDA error {code} leaves the GPU unusable until it is reset: " + _restart_note(ctx))
     if code == cuda_errors.NO_DEVICE:
-        return fix(["ls -l /dev/nvidia*"],
-                   "CUDA finds no device: the container cannot open the GPU device nodes (start it with "
+        return Fix(commands=["ls -l /dev/nvidia*"],
+                   advice="CUDA finds no device: the container cannot open the GPU device nodes (start it with "
                    "--gpus all or NVIDIA_VISIBLE_DEVICES=all), or CUDA_VISIBLE_DEVICES names no GPU that exists")
     if code == cuda_errors.COMPAT_NOT_SUPPORTED:
-        return fix(["ldconfig -p | grep -F libcuda.so"],
-                   "error 804: CUDA forward-compatibility libraries (cuda-compat, /usr/local/cuda/compat) load ahead "
+        return Fix(commands=["ldconfig -p | grep -F libcuda.so"],
+                   advice="error 804: CUDA forward-compatibility libraries (cuda-compat, /usr/local/cuda/compat) load ahead "
                    "of the driver's libcuda, and only datacenter GPUs support them: remove that directory from "
                    "LD_LIBRARY_PATH and /etc/ld.so.conf.d, or use an image built for this driver")
     if code == cuda_errors.INSUFFICIENT_DRIVER:
@@ -404,14 +403,14 @@ def _visible_devices_origin(facts: Facts, value: str) -> tuple[str, Fix]:
         path = files[0]
         root = sudo(facts) if not path.startswith(facts.identity.home or "~") else ""
         command = f"{root}sed -i '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d' -- {q(path)}"
-        return path, fix([command], "then log in again; or set the GPUs the job should use in the job's own command")
+        return path, Fix(commands=[command], advice="then log in again; or set the GPUs the job should use in the job's own command")
     if "container" in sources:
-        return "the container's environment", fix(
-            ["unset CUDA_VISIBLE_DEVICES"],
-            "that lasts for this shell only: remove the variable from the pod's template or `docker run -e`")
-    return "the login environment", fix(
-        [f"grep -ns CUDA_VISIBLE_DEVICES {_STARTUP_FILES}"],
-        "delete the line it finds (an sshd SetEnv needs `systemctl reload ssh`), then log in again")
+        return "the container's environment", Fix(
+            commands=["unset CUDA_VISIBLE_DEVICES"],
+            advice="that lasts for this shell only: remove the variable from the pod's template or `docker run -e`")
+    return "the login environment", Fix(
+        commands=[f"grep -ns CUDA_VISIBLE_DEVICES {_STARTUP_FILES}"],
+        advice="delete the line it finds (an sshd SetEnv needs `systemctl reload ssh`), then log in again")
 
 
 RULES = [

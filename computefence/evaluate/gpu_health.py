@@ -48,11 +48,6 @@ XID_MEANINGS = {
 FABRIC_DONE = "completed"
 
 
-def fix(commands: list[str], advice: str | None = None) -> Fix:
-    """Commands to paste, in order, and the advice no command can carry."""
-    return Fix(commands=commands, advice=advice)
-
-
 def _label(gpus: list[GpuHealth]) -> str:
     return "GPU " + ",".join(str(g.index) for g in gpus)
 
@@ -98,7 +93,7 @@ def check_ecc(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
         if not ctx.on_provider:
             commands = [f"{sudo(facts)}nvidia-smi -r -i {gpu.index}"]
         findings.append(block(cid, f"GPU {gpu.index} ({gpu.name or '?'}): {'; '.join(faults)}",
-                              fix(commands, advice), subject=f"GPU {gpu.index}"))
+                              Fix(commands=commands, advice=advice), subject=f"GPU {gpu.index}"))
     if findings:
         return findings
     unknown = [g for g in health if g.ecc_volatile_uncorrectable is None and g.remapped_rows_pending is None
@@ -142,8 +137,8 @@ def _judge_pcie(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fin
                    f"{gpu.pcie_width_current}/{gpu.pcie_width_max} of the speed")
         advice = ("the card sits in a slot or riser wired narrower than the card; no setting on the pod widens it: "
                   "choose another machine (on Vast, compare the offers' PCIe bandwidth)")
-        findings.append(make(cid, message, fix(
-            ["nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv"], advice),
+        findings.append(make(cid, message, Fix(
+            commands=["nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv"], advice=advice),
             subject=f"GPU {gpu.index}"))
     return findings
 
@@ -170,8 +165,8 @@ def _judge_throttle(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list
                    f"{', '.join(active)}: it will run slower than it should under load")
         commands, advice = _move_on(ctx, "on an idle GPU this points at the host (cooling, power supply or its "
                                     "power-brake signal)")
-        findings.append(warn(cid, message, fix([f"nvidia-smi -q -i {gpu.index} -d PERFORMANCE,TEMPERATURE,POWER",
-                                                *commands], advice), subject=f"GPU {gpu.index}"))
+        findings.append(warn(cid, message, Fix(commands=[f"nvidia-smi -q -i {gpu.index} -d PERFORMANCE,TEMPERATURE,POWER",
+                                                *commands], advice=advice), subject=f"GPU {gpu.index}"))
     if findings:
         return findings
     return [passed(cid, "no hardware slowdown, thermal or power-brake throttling on an idle GPU")]
@@ -195,8 +190,8 @@ def _judge_power(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fi
         message = (f"GPU {gpu.index} ({gpu.name or '?'}) is capped at {gpu.power_limit_w:.0f} W, {share:.0%} of its "
                    f"{gpu.power_limit_default_w:.0f} W default: expect lower clocks under load")
         advice = "only the host can raise it (a container cannot): ask the provider, or choose another machine"
-        findings.append(warn(cid, message, fix(
-            [f"{sudo(facts)}nvidia-smi -i {gpu.index} -pl {gpu.power_limit_default_w:.0f}"], advice),
+        findings.append(warn(cid, message, Fix(
+            commands=[f"{sudo(facts)}nvidia-smi -i {gpu.index} -pl {gpu.power_limit_default_w:.0f}"], advice=advice),
             subject=f"GPU {gpu.index}"))
     return findings
 
@@ -220,7 +215,7 @@ def _judge_mig(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Find
                    "and NCCL cannot span them")
         advice = ("then reset the GPU; a container cannot change MIG mode: choose a machine without MIG, "
                   "or ask the provider to disable it")
-        findings.append(warn(cid, message, fix([f"{sudo(facts)}nvidia-smi -i {gpu.index} -mig 0"], advice),
+        findings.append(warn(cid, message, Fix(commands=[f"{sudo(facts)}nvidia-smi -i {gpu.index} -mig 0"], advice=advice),
                              subject=f"GPU {gpu.index}"))
     return findings
 
@@ -250,8 +245,8 @@ def _judge_compute_mode(facts: Facts, ctx: Context, health: list[GpuHealth]) -> 
     ):
         if gpus:
             commands = [f"{sudo(facts)}nvidia-smi -i {g.index} -c DEFAULT" for g in gpus]
-            findings.append(block(cid, message.format(gpus=_label(gpus)), fix(
-                commands, "a container cannot change the compute mode: ask the provider, or choose another machine"),
+            findings.append(block(cid, message.format(gpus=_label(gpus)), Fix(
+                commands=commands, advice="a container cannot change the compute mode: ask the provider, or choose another machine"),
                 subject=_label(gpus)))
     if findings:
         return findings
@@ -296,7 +291,7 @@ def check_fabric_manager(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         commands = [f"{root}systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"]
         advice = ("install nvidia-fabricmanager of the driver's exact version if the service is missing; "
                   "reinstalling torch cannot help")
-    return [block(cid, message, fix(commands, advice))]
+    return [block(cid, message, Fix(commands=commands, advice=advice))]
 
 
 # ---------------------------------------------------------------- gpu.xid
@@ -320,7 +315,7 @@ def check_xid(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
     where = f" on PCI {', '.join(devices)}" if devices else ""
     commands, advice = _move_on(ctx, "these Xids come from failing GPU memory, NVLink or a GPU dropping off the bus")
     return [warn(cid, f"kernel log shows {listed}{where}: the job may die hours in",
-                 fix([f"{sudo(facts)}dmesg | grep -i xid | tail -n 20", *commands], advice))]
+                 Fix(commands=[f"{sudo(facts)}dmesg | grep -i xid | tail -n 20", *commands], advice=advice))]
 
 
 RULES = [

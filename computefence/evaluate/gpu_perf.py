@@ -17,8 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from computefence.errors import ConfigError
 from computefence.evaluate.context import Context, passed, q, skipped, warn
-from computefence.evaluate.gpu_health import fix
-from computefence.models import CheckOptions, Facts, Finding, GpuPerf, HostReport, HostStatus, PerfFacts
+from computefence.models import CheckOptions, Facts, Finding, Fix, GpuPerf, HostReport, HostStatus, PerfFacts
 from computefence.profiles import profiles_dir
 
 CHECKS = {
@@ -106,14 +105,14 @@ def check_perf_compute(facts: Facts, checks: CheckOptions, ctx: Context) -> list
         return [skipped(cid, f"performance canary not run: {perf.skipped_reason}")]
     if perf.error and not perf.gpus:
         return [warn(cid, f"performance canary failed: {perf.error}",
-                     fix([f"{q(facts.torch.python)} -c 'import torch; torch.ones(1).cuda()'"],
-                         "a GPU that cannot run a matmul will not train either"))]
+                     Fix(commands=[f"{q(facts.torch.python)} -c 'import torch; torch.ones(1).cuda()'"],
+                         advice="a GPU that cannot run a matmul will not train either"))]
     data = load_performance_data()
     findings, measured = [], []
     for gpu in perf.gpus:
         if gpu.error:
             findings.append(warn(cid, f"GPU {gpu.index}: the canary's matmul failed: {gpu.error}",
-                                 fix([CLOCKS], "a GPU that fails a matmul will fail the job too: choose another machine"),
+                                 Fix(commands=[CLOCKS], advice="a GPU that fails a matmul will fail the job too: choose another machine"),
                                  subject=f"GPU {gpu.index}"))
             continue
         if gpu.matmul_tflops is None:
@@ -125,7 +124,7 @@ def check_perf_compute(facts: Facts, checks: CheckOptions, ctx: Context) -> list
                 f"GPU {gpu.index} ({gpu.name}) reaches {gpu.matmul_tflops:.0f} TFLOPS {gpu.dtype or 'bf16'} matmul, "
                 f"{gpu.matmul_tflops / model.expected_tflops:.0%} of the ~{model.expected_tflops:.0f} a healthy "
                 f"{model.model} delivers"),
-                fix([CLOCKS], "gpu.throttle and gpu.power-limit say why when the host slows it; "
+                Fix(commands=[CLOCKS], advice="gpu.throttle and gpu.power-limit say why when the host slows it; "
                     "otherwise choose another machine"), subject=f"GPU {gpu.index}"))
     if findings or not measured:
         return findings
@@ -175,8 +174,8 @@ def check_perf_pcie(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fi
                 f"GPU {gpu.index} copies host-to-device {gpu.h2d_gbps:.1f} GB/s and device-to-host "
                 f"{gpu.d2h_gbps:.1f} GB/s, {slowest / expected:.0%} of the ~{expected:.0f} GB/s a PCIe gen{link[0]} "
                 f"x{link[1]} link carries"),
-                fix(["nvidia-smi --query-gpu=index,pcie.link.gen.max,pcie.link.width.current --format=csv"],
-                    "a slow link with the full width points at the host (a PCIe switch shared by several GPUs, "
+                Fix(commands=["nvidia-smi --query-gpu=index,pcie.link.gen.max,pcie.link.width.current --format=csv"],
+                    advice="a slow link with the full width points at the host (a PCIe switch shared by several GPUs, "
                     "IOMMU, a NUMA-remote slot): choose another machine"), subject=f"GPU {gpu.index}"))
     if findings or not measured:
         return findings
@@ -210,7 +209,7 @@ def check_perf_interconnect(facts: Facts, checks: CheckOptions, ctx: Context) ->
                   "(`nvidia-smi nvlink -s`, `nvidia-smi topo -m`); choose another machine")
         return [warn(cid, f"{what} {measured:.1f} GB/s across {len(perf.gpus)} GPUs, {measured / expected:.0%} of the "
                           f"~{expected:.0f} GB/s {path} should carry",
-                     fix(["nvidia-smi topo -m"], advice))]
+                     Fix(commands=["nvidia-smi topo -m"], advice=advice))]
     reference = f" (~{expected:.0f} expected over {path})" if expected else ""
     return [passed(cid, f"{what} {measured:.1f} GB/s across {len(perf.gpus)} GPUs{reference}")]
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from computefence.errors import ConfigError
-# Moved to computefence.files; kept importable here while other branches still import it from here.
-from computefence.files import write_output  # noqa: F401
 from computefence.models import Changes, Report
 from computefence.render import json, junit, markdown, prometheus, terminal
 from computefence.render.interface import Renderer

@@ -9,24 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from computefence.cli import main
 from computefence.policy import find_policy, parse_policy_text
 
-
-@pytest.fixture
-def cli(capsys, tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("COMPUTEFENCE_POLICY", raising=False)
-
-    def run(*argv: str):
-        capsys.readouterr()
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 # Each bad policy, the line its error must name, and words the error must say.

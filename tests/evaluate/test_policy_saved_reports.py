@@ -2,27 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
-from computefence.cli import main
 from computefence.evaluate import build_report, evaluate_host
 from computefence.models import CheckOptions, HostReport, HostStatus, Report
 from computefence.policy import parse_policy_text
 from evaluate_builders import runpod_pod
-
-
-@pytest.fixture
-def cli(capsys, tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("COMPUTEFENCE_POLICY", raising=False)
-
-    def run(*argv: str):
-        capsys.readouterr()
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 def test_init_from_a_saved_report_writes_a_commented_policy_that_holds_there(cli, tmp_path, monkeypatch):
