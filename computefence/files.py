@@ -196,9 +196,9 @@ def read_config_bytes(path: Path, what: str, *, limit: int | None = None) -> byt
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(info.st_mode):
-        raise ConfigError(f"{path}: is a directory, expected a {what}")
+        raise ConfigError(f"{path}: is a directory; the {what} must be a regular file")
     if not stat.S_ISREG(info.st_mode):
-        raise InputLimitError(f"{path}: not a regular file (a FIFO, device or socket), expected a {what}")
+        raise InputLimitError(f"{path}: not a regular file (a FIFO, device or socket); the {what} must be a regular file")
     if info.st_size > limit:
         raise InputLimitError(f"{path}: {what} is over {_size(limit)}; refusing to read it")
     try:
@@ -210,7 +210,7 @@ def read_config_bytes(path: Path, what: str, *, limit: int | None = None) -> byt
     try:
         # Swapped for something else between stat and open: check what was opened.
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InputLimitError(f"{path}: not a regular file, expected a {what}")
+            raise InputLimitError(f"{path}: not a regular file; the {what} must be a regular file")
         while True:
             chunk = os.read(fd, _CHUNK)
             if not chunk:

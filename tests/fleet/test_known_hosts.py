@@ -88,7 +88,7 @@ def test_unreadable_file_is_a_config_error_before_connecting(tmp_path):
     store = HostKeyStore([tmp_path / "missing-is-fine"])
     store.preload()
     (tmp_path / "not-a-file").mkdir()
-    with pytest.raises(ConfigError, match=r"not-a-file: is a directory, expected a known-hosts file"):
+    with pytest.raises(ConfigError, match=r"not-a-file: is a directory; the known-hosts file must be a regular file"):
         store.preload([str(tmp_path / "not-a-file")])
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
