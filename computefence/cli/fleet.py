@@ -215,7 +215,7 @@ def check(
         cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
         kept = [f"{flag} {path}" for flag, path in (("--output", output), ("--healthy-out", healthy_out),
                                                     ("--history", history)) if path is not None]
-        unwritten = f"; nothing written ({', '.join(kept)} left as they were)" if kept else ""
+        unwritten = f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""
         print(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked{unwritten}", file=sys.stderr)
         return EXIT_INTERRUPTED
     return evaluate.exit_code(report)

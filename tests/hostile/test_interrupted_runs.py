@@ -47,7 +47,7 @@ def test_ctrl_c_keeps_the_previous_report_and_leaves_the_pod_clean(ssh_fleet, st
 
     assert proc.returncode == 130, stderr
     assert previous.read_text() == '{"a good": "report"}\n'
-    assert f"nothing written (--output {previous} left as they were)" in stderr
+    assert f"nothing written (--output {previous} left untouched)" in stderr
     # Within 2 s of the CLI's exit nothing of the run is left on the pod: no sshd session,
     # no `timeout`, no probe, no hung nvidia-smi.
     left = leftovers(hung)
