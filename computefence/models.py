@@ -590,6 +590,14 @@ class SourceStatus(_Model):
     warnings: list[str] = Field(default_factory=list)
 
 
+class TargetList(_Model):
+    """What `inventory list --format json` prints."""
+
+    schema_version: int = SCHEMA_VERSION
+    targets: list[Target]
+    sources: list[SourceStatus]
+
+
 class DriftRow(_Model):
     """One component whose version differs between hosts."""
 

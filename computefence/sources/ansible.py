@@ -38,9 +38,9 @@ import yaml
 from computefence.errors import ConfigError, InputLimitError
 from computefence.files import read_config_text
 from computefence.models import Fix, Target
-from computefence.sources.inventory import SAFE_LOADER, load_yaml_document, node_line
 from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g, unhonoured_warnings
 from computefence.sources.tools import ToolTimeout, run_tool
+from computefence.sources.yaml_document import SAFE_LOADER, MarksOrLine, line_at, load_yaml_document
 
 READER_ANSIBLE = "ansible-inventory"
 READER_BUILTIN = "built-in reader"
@@ -251,15 +251,15 @@ def _ini_line(line: str, where: str, section: str, kind: str, inventory: _Invent
 # ---------------------------------------------------------------- YAML
 
 
-def _mapping(value: Any, root: yaml.Node | None, loc: tuple[Any, ...], path: Path, what: str) -> dict[str, Any]:
+def _mapping(value: Any, root: MarksOrLine | None, loc: tuple[Any, ...], path: Path, what: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ConfigError(f"{path}:{node_line(root, loc)}: {what} must be a mapping, got {type(value).__name__}")
+        raise ConfigError(f"{path}:{line_at(root, loc)}: {what} must be a mapping, got {type(value).__name__}")
     return value
 
 
-def _parse_yaml(path: Path, inventory: _Inventory, data: Any, root: yaml.Node | None) -> None:
+def _parse_yaml(path: Path, inventory: _Inventory, data: Any, root: MarksOrLine | None) -> None:
     if root is None:
         return
     top = _mapping(data, root, (), path, "the inventory")
@@ -271,15 +271,15 @@ def _parse_yaml(path: Path, inventory: _Inventory, data: Any, root: yaml.Node | 
         body = _mapping(body, root, loc, path, f"group {name!r}")
         for key in body:
             if key not in ("hosts", "vars", "children"):
-                line = node_line(root, (*loc, key), key=True)
+                line = line_at(root, (*loc, key), key=True)
                 raise ConfigError(f"{path}:{line}: group {name!r}: unknown key {key!r} (allowed: hosts, vars, children)")
         for var, value in _mapping(body.get("vars"), root, (*loc, "vars"), path, "vars").items():
-            inventory.set_group_var(name, str(var), _Value(value, f"{path}:{node_line(root, (*loc, 'vars', var))}"))
+            inventory.set_group_var(name, str(var), _Value(value, f"{path}:{line_at(root, (*loc, 'vars', var))}"))
         for pattern, host_vars in _mapping(body.get("hosts"), root, (*loc, "hosts"), path, "hosts").items():
             hloc = (*loc, "hosts", pattern)
-            where = f"{path}:{node_line(root, hloc, key=True)}"
+            where = f"{path}:{line_at(root, hloc, key=True)}"
             variables = {
-                str(k): _Value(v, f"{path}:{node_line(root, (*hloc, k))}")
+                str(k): _Value(v, f"{path}:{line_at(root, (*hloc, k))}")
                 for k, v in _mapping(host_vars, root, hloc, path, f"host {pattern!r}").items()
             }
             name_pattern, port = _split_port(str(pattern))
@@ -311,7 +311,7 @@ def _load_vars(directory: Path, name: str) -> dict[str, _Value]:
     for path in _vars_files(directory, name):
         data, root = load_yaml_document(path, "Ansible vars file", loader_class=_VarsLoader)
         for key, value in _mapping(data, root, (), path, "a vars file").items():
-            merged[str(key)] = _Value(value, f"{path}:{node_line(root, (key,))}")
+            merged[str(key)] = _Value(value, f"{path}:{line_at(root, (key,))}")
     return merged
 
 

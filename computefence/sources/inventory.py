@@ -10,8 +10,7 @@ hosts:
 ```
 
 Every problem is a ConfigError naming the file and the line, raised before anything
-connects. The YAML helpers here (document loading with line numbers, locating a value's
-line) are shared with the Ansible YAML reader.
+connects.
 """
 
 from __future__ import annotations
@@ -20,12 +19,12 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from computefence.errors import ConfigError, InputLimitError
+from computefence.errors import ConfigError
 from computefence.files import read_config_text
 from computefence.models import CheckOptions, Target
+from computefence.sources.yaml_document import line_at, load_yaml_document
 
 INVENTORY_SUFFIXES = (".yaml", ".yml")
 # Target names end up in `Host` lines, --limit patterns, JUnit suites and Prometheus labels.
@@ -33,157 +32,7 @@ NAME_RE = re.compile(r"^[\w.@:+=/-]+$")
 NAME_RULE = "letters, digits and . _ - @ : + = / only"
 
 
-# ---------------------------------------------------------------- YAML with line numbers
-
-# Far beyond any real inventory (Ansible children nest a few levels), far below what
-# PyYAML's recursive composers survive.
-MAX_YAML_DEPTH = 100
-# Values in a document with every alias counted each time it is used: a 100,000-host
-# inventory with merged defaults is about 2,000,000; an alias bomb is billions.
-MAX_YAML_NODES = 4_000_000
-
-
-class _YamlLimitError(yaml.MarkedYAMLError):
-    """A document over MAX_YAML_DEPTH or MAX_YAML_NODES."""
-
-
-def _check_depth(text: str, loader_class: type) -> bool:
-    """Refuse nesting past MAX_YAML_DEPTH before anything composes the document (PyYAML's
-    composers recurse; libyaml's overflows the C stack at a few thousand levels and kills the
-    process). Returns whether the document uses aliases at all."""
-    depth = 0
-    aliases = False
-    for event in yaml.parse(text, Loader=loader_class):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            depth += 1
-            if depth > MAX_YAML_DEPTH:
-                raise _YamlLimitError(problem=f"nested more than {MAX_YAML_DEPTH} levels deep",
-                                      problem_mark=event.start_mark)
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
-        elif isinstance(event, yaml.AliasEvent):
-            aliases = True
-    return aliases
-
-
-def _check_expanded_size(root: yaml.Node) -> None:
-    """Refuse a document whose aliases expand past MAX_YAML_NODES values, or refer to themselves.
-
-    Composing shares an aliased node, so the graph is small; what reads the data afterwards
-    (validation, merging of Ansible vars) walks every expansion."""
-    sizes: dict[int, int] = {}
-    open_nodes: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, children_done = stack.pop()
-        if isinstance(node, yaml.SequenceNode):
-            children = node.value
-        elif isinstance(node, yaml.MappingNode):
-            children = [part for pair in node.value for part in pair]
-        else:
-            children = []
-        if children_done:
-            open_nodes.discard(id(node))
-            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
-            if sizes[id(node)] > MAX_YAML_NODES:
-                raise _YamlLimitError(problem=f"expands to more than {MAX_YAML_NODES:,} values (aliases counted "
-                                              f"each time they are used)", problem_mark=node.start_mark)
-            continue
-        if id(node) in sizes:
-            continue
-        open_nodes.add(id(node))
-        stack.append((node, True))
-        for child in children:
-            if id(child) in open_nodes:
-                raise _YamlLimitError(problem="an alias refers to a value that contains it",
-                                      problem_mark=child.start_mark)
-            if id(child) not in sizes:
-                stack.append((child, False))
-
-
-# libyaml's parser where PyYAML was built with it (several times faster on 1,000-host files).
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def load_yaml_document(path: Path, what: str, *, loader_class: type = SAFE_LOADER,
-                       text: str | None = None) -> tuple[Any, yaml.Node | None]:
-    """Parse one YAML document; returns (data, root node), (None, None) when empty.
-
-    Duplicate mapping keys, which PyYAML silently resolves to the last one, are errors, and so
-    are documents nested or expanding beyond MAX_YAML_DEPTH / MAX_YAML_NODES.
-    """
-    text = read_config_text(path, what) if text is None else text
-    loader = loader_class(text)
-    try:
-        aliases = _check_depth(text, loader_class)
-        node = loader.get_single_node()
-        if node is None:
-            return None, None
-        if aliases:
-            _check_expanded_size(node)
-        _reject_duplicate_keys(path, node)
-        return loader.construct_document(node), node
-    except _YamlLimitError as exc:
-        raise InputLimitError(f"{path}:{exc.problem_mark.line + 1}: {exc.problem}; refusing to read it") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = f":{mark.line + 1}" if mark else ""
-        problem = ", ".join(part for part in (exc.context, exc.problem) if part) or "invalid YAML"
-        raise ConfigError(f"{path}{line}: YAML syntax error: {problem}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: YAML syntax error: {str(exc).splitlines()[0]}") from None
-    finally:
-        loader.dispose()
-
-
-def _reject_duplicate_keys(path: Path, root: yaml.Node) -> None:
-    seen_nodes: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen_nodes:  # aliases share nodes
-            continue
-        seen_nodes.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            first: dict[str, int] = {}
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.value != "<<":
-                    line = key.start_mark.line + 1
-                    if key.value in first:
-                        raise ConfigError(
-                            f"{path}:{line}: duplicate key {key.value!r} (first at line {first[key.value]})"
-                        )
-                    first[key.value] = line
-                stack.append(value)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-
-
-def node_at(root: yaml.Node | None, loc: tuple[Any, ...], *, key: bool = False) -> yaml.Node | None:
-    """The node at a data path such as ("hosts", 2, "port"), or the deepest ancestor found.
-
-    With key=True, a path ending in a mapping key yields the key's node (for unknown keys).
-    """
-    node = root
-    for i, part in enumerate(loc):
-        last = i == len(loc) - 1
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                if isinstance(k, yaml.ScalarNode) and k.value == str(part):
-                    node = k if (key and last) else v
-                    break
-            else:
-                return node
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-            node = node.value[part]
-        else:
-            return node
-    return node
-
-
-def node_line(root: yaml.Node | None, loc: tuple[Any, ...], *, key: bool = False) -> int:
-    node = node_at(root, loc, key=key)
-    return node.start_mark.line + 1 if node is not None else 1
+# ---------------------------------------------------------------- locations
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:
@@ -206,7 +55,7 @@ def _one_or_many(value: Any) -> Any:
 
 def _word(what: str):
     def check(value: Any) -> Any:
-        if isinstance(value, str) and (not value or any(c.isspace() for c in value)):
+        if isinstance(value, str) and value.split() != [value]:  # empty, or a space anywhere
             raise ValueError(f"{what} must be a non-empty string without spaces")
         return value
 
@@ -357,14 +206,14 @@ def load_inventory(path: str | Path) -> list[Target]:
     if root is None:
         raise ConfigError(f"{path}:1: the inventory is empty; it needs a 'hosts:' list")
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}:{root.start_mark.line + 1}: expected a mapping with a 'hosts:' list at the top")
+        raise ConfigError(f"{path}:{line_at(root)}: expected a mapping with a 'hosts:' list at the top")
     try:
         inventory = InventoryFile.model_validate(data)
     except ValidationError as exc:
         problems = []
         for error in exc.errors():
             loc, msg, on_key = _describe(error)
-            problems.append((node_line(root, loc, key=on_key), loc, msg))
+            problems.append((line_at(root, loc, key=on_key), loc, msg))
         problems.sort(key=lambda p: p[0])
         line, loc, msg = problems[0]
         where = f"{format_loc(loc)}: " if loc else ""
@@ -378,7 +227,7 @@ def load_inventory(path: str | Path) -> list[Target]:
     targets: list[Target] = []
     first_line: dict[str, int] = {}
     for i, host in enumerate(inventory.hosts):
-        line = node_line(root, ("hosts", i))
+        line = line_at(root, ("hosts", i))
         name = host.name or host.host
         if name in first_line:
             hint = "" if host.name else "; give each host a 'name'"
@@ -391,7 +240,7 @@ def load_inventory(path: str | Path) -> list[Target]:
             raise ConfigError(f"{path}:{line}: give proxy_jump or proxy_command, not both")
         proxy = (host.proxy_jump, host.proxy_command) if own_proxy else (defaults.proxy_jump, defaults.proxy_command)
         if all(proxy):
-            raise ConfigError(f"{path}:{node_line(root, ('defaults',))}: give proxy_jump or proxy_command, not both")
+            raise ConfigError(f"{path}:{line_at(root, ('defaults',))}: give proxy_jump or proxy_command, not both")
         checks = {**default_checks, **host.checks.model_dump(exclude_unset=True)}
         targets.append(
             Target(

@@ -1,0 +1,349 @@
+"""YAML documents read within limits, with the line of every value (for FILE:LINE errors).
+
+Most inventories are built in one pass over libyaml's events: the data, each value's line
+and the depth limit together, in time linear in the file. A document using what that pass
+leaves out (aliases, merge keys, explicit tags on mappings or lists, a mapping or list as a
+key) goes the general way: a depth pre-scan, PyYAML's composer, an alias expansion budget,
+PyYAML's constructor. Both refuse duplicate keys, which PyYAML would resolve to the last one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Union
+
+import yaml
+
+from computefence.errors import ConfigError, InputLimitError
+from computefence.files import read_config_text
+
+# Far beyond any real inventory (Ansible children nest a few levels), far below what
+# PyYAML's recursive composers survive.
+MAX_YAML_DEPTH = 100
+# Values in a document with every alias counted each time it is used: a 100,000-host
+# inventory with merged defaults is about 2,000,000; an alias bomb is billions.
+MAX_YAML_NODES = 4_000_000
+
+# libyaml's parser where PyYAML was built with it (several times faster on 1,000-host files).
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MAP_TAGS = (None, "!", "tag:yaml.org,2002:map")
+_SEQ_TAGS = (None, "!", "tag:yaml.org,2002:seq")
+# What the constructor treats specially in a mapping: `<<` merges, `=` is the default value.
+_SPECIAL_KEY_TAGS = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
+
+
+class Marks:
+    """Where a mapping or list of a loaded document starts (1-based `line`) and, for a mapping,
+    each key's line and its value's marks (`keys`, by the key as written), for a list each
+    item's (`items`). A scalar's marks are just its line."""
+
+    __slots__ = ("line", "keys", "items")
+
+    def __init__(self, line: int, *, mapping: bool):
+        self.line = line
+        self.keys: dict[str, tuple[int, MarksOrLine]] | None = {} if mapping else None
+        self.items: list[MarksOrLine] | None = None if mapping else []
+
+
+MarksOrLine = Union[Marks, int]
+
+
+class _YamlLimitError(yaml.MarkedYAMLError):
+    """A document over MAX_YAML_DEPTH or MAX_YAML_NODES."""
+
+
+class _NeedsComposer(Exception):
+    """The document uses something only the general way builds."""
+
+
+def _too_deep(mark: Any) -> _YamlLimitError:
+    return _YamlLimitError(problem=f"nested more than {MAX_YAML_DEPTH} levels deep", problem_mark=mark)
+
+
+def load_yaml_document(path: Path, what: str, *, loader_class: type = SAFE_LOADER,
+                       text: str | None = None) -> tuple[Any, MarksOrLine | None]:
+    """Parse one YAML document; returns (data, marks), (None, None) when the file holds none.
+
+    Duplicate mapping keys are errors, and so are documents nested or expanding beyond
+    MAX_YAML_DEPTH / MAX_YAML_NODES.
+    """
+    text = read_config_text(path, what) if text is None else text
+    try:
+        try:
+            return _load_in_one_pass(path, text, loader_class)
+        except _NeedsComposer:
+            return _load_composed(path, text, loader_class)
+    except _YamlLimitError as exc:
+        raise InputLimitError(f"{path}:{exc.problem_mark.line + 1}: {exc.problem}; refusing to read it") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        problem = ", ".join(part for part in (exc.context, exc.problem) if part) or "invalid YAML"
+        raise ConfigError(f"{path}{line}: YAML syntax error: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: YAML syntax error: {str(exc).splitlines()[0]}") from None
+
+
+# ---------------------------------------------------------------- one pass over the events
+
+
+def _load_in_one_pass(path: Path, text: str, loader_class: type) -> tuple[Any, MarksOrLine | None]:
+    loader = loader_class(text)
+    try:
+        if loader.yaml_path_resolvers or None in loader.yaml_implicit_resolvers:
+            raise _NeedsComposer
+        return _build(path, loader)
+    finally:
+        loader.dispose()
+
+
+def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
+    get_event = loader.get_event
+    resolve = loader.resolve
+    # First characters a plain scalar needs to be anything but a string (a number, a bool, null...).
+    typed_starts = loader.yaml_implicit_resolvers
+    # Such scalars by their text: (tag, value); ports and users repeat on every host.
+    implicit: dict[str, tuple[str, Any]] = {}
+    scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
+    mapping_start, mapping_end = yaml.MappingStartEvent, yaml.MappingEndEvent
+    sequence_start, sequence_end = yaml.SequenceStartEvent, yaml.SequenceEndEvent
+    no_key = object()
+
+    get_event()  # stream start
+    event = get_event()
+    if isinstance(event, yaml.StreamEndEvent):
+        return None, None
+    document_start = event
+    # The container being filled: its data, its marks (for a mapping its marks' keys), and in a
+    # mapping the pending key, as built, as written, and its line.
+    container: Any = None
+    marks: Any = None
+    key_marks: Any = None
+    key: Any = no_key
+    key_text = ""
+    key_line = 0
+    stack: list[tuple[Any, Any, Any, Any, str, int]] = []
+    root: tuple[Any, MarksOrLine] | None = None
+    while root is None:
+        event = get_event()
+        cls = event.__class__
+        if cls is scalar_event:
+            text = event.value
+            line = event.start_mark.line + 1
+            tag = event.tag
+            if (tag is None or tag == "!") and not (event.implicit[0] and text[:1] in typed_starts):
+                value = text
+            elif tag is None or tag == "!":
+                found = implicit.get(text)
+                if found is None:
+                    found = implicit[text] = _scalar(path, loader, resolve(yaml.ScalarNode, text, event.implicit), event)
+                value = found[1]
+            else:
+                value = _scalar(path, loader, tag, event)[1]
+            if key is no_key and key_marks is not None:
+                if text in key_marks and text != "<<":
+                    raise ConfigError(f"{path}:{line}: duplicate key {text!r} (first at line {key_marks[text][0]})")
+                try:
+                    hash(value)
+                except TypeError:
+                    raise yaml.constructor.ConstructorError("while constructing a mapping", None,
+                                                            "found unhashable key", event.start_mark) from None
+                key, key_text, key_line = value, text, line
+                continue
+            child: MarksOrLine = line
+        elif cls is mapping_start or cls is sequence_start:
+            if event.tag not in (_MAP_TAGS if cls is mapping_start else _SEQ_TAGS):
+                raise _NeedsComposer
+            if key is no_key and key_marks is not None:
+                raise _NeedsComposer
+            if len(stack) >= MAX_YAML_DEPTH:
+                raise _too_deep(event.start_mark)
+            stack.append((container, marks, key_marks, key, key_text, key_line))
+            container = {} if cls is mapping_start else []
+            marks = Marks(event.start_mark.line + 1, mapping=cls is mapping_start)
+            key_marks = marks.keys
+            key = no_key
+            continue
+        elif cls is mapping_end or cls is sequence_end:
+            value, child = container, marks
+            container, marks, key_marks, key, key_text, key_line = stack.pop()
+        elif cls is alias_event:
+            raise _NeedsComposer
+        else:  # only the events above come between a document's start and its value's end
+            raise yaml.YAMLError(f"unexpected {cls.__name__}")
+        if container is None:
+            root = (value, child)
+        elif key_marks is None:
+            container.append(value)
+            marks.items.append(child)
+        else:
+            container[key] = value
+            key_marks[key_text] = (key_line, child)
+            key = no_key
+    get_event()  # document end
+    event = get_event()
+    if not isinstance(event, yaml.StreamEndEvent):
+        raise yaml.composer.ComposerError("expected a single document in the stream", document_start.start_mark,
+                                          "but found another document", event.start_mark)
+    return root
+
+
+def _scalar(path: Path, loader: Any, tag: str, event: Any) -> tuple[str, Any]:
+    """(tag, value) of a scalar, built by the loader's own constructor for its tag."""
+    if tag == _STR_TAG:
+        return tag, event.value
+    if tag in _SPECIAL_KEY_TAGS:
+        raise _NeedsComposer
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+    try:
+        return tag, loader.construct_object(node)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ConfigError(f"{path}:{event.start_mark.line + 1}: cannot read {event.value[:200]!r} as {tag}: {exc}") from None
+
+
+# ---------------------------------------------------------------- the general way
+
+
+def _load_composed(path: Path, text: str, loader_class: type) -> tuple[Any, MarksOrLine | None]:
+    loader = loader_class(text)
+    try:
+        aliases = _check_depth(text, loader_class)
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        if aliases:
+            _check_expanded_size(node)
+        _reject_duplicate_keys(path, node)
+        try:
+            data = loader.construct_document(node)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise ConfigError(f"{path}: cannot read a value: {exc}") from None
+        # After construction: merge keys are then listed in the mapping that merges them.
+        return data, _node_marks(node, {})
+    finally:
+        loader.dispose()
+
+
+def _check_depth(text: str, loader_class: type) -> bool:
+    """Refuse nesting past MAX_YAML_DEPTH before anything composes the document (PyYAML's
+    composers recurse; libyaml's overflows the C stack at a few thousand levels and kills the
+    process). Returns whether the document uses aliases at all."""
+    depth = 0
+    aliases = False
+    for event in yaml.parse(text, Loader=loader_class):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise _too_deep(event.start_mark)
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            aliases = True
+    return aliases
+
+
+def _check_expanded_size(root: yaml.Node) -> None:
+    """Refuse a document whose aliases expand past MAX_YAML_NODES values, or refer to themselves.
+
+    Composing shares an aliased node, so the graph is small; what reads the data afterwards
+    (validation, merging of Ansible vars) walks every expansion."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if isinstance(node, yaml.SequenceNode):
+            children = node.value
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        else:
+            children = []
+        if children_done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[id(node)] > MAX_YAML_NODES:
+                raise _YamlLimitError(problem=f"expands to more than {MAX_YAML_NODES:,} values (aliases counted "
+                                              f"each time they are used)", problem_mark=node.start_mark)
+            continue
+        if id(node) in sizes:
+            continue
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                raise _YamlLimitError(problem="an alias refers to a value that contains it",
+                                      problem_mark=child.start_mark)
+            if id(child) not in sizes:
+                stack.append((child, False))
+
+
+def _reject_duplicate_keys(path: Path, root: yaml.Node) -> None:
+    seen_nodes: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:  # aliases share nodes
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, int] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value != "<<":
+                    line = key.start_mark.line + 1
+                    if key.value in first:
+                        raise ConfigError(
+                            f"{path}:{line}: duplicate key {key.value!r} (first at line {first[key.value]})"
+                        )
+                    first[key.value] = line
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
+def _node_marks(node: yaml.Node, done: dict[int, Marks]) -> MarksOrLine:
+    """The marks of a composed document (nesting already checked, so recursion is safe);
+    a node shared through aliases gets one Marks."""
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.ScalarNode):
+        return line
+    if id(node) in done:
+        return done[id(node)]
+    marks = done[id(node)] = Marks(line, mapping=isinstance(node, yaml.MappingNode))
+    if marks.keys is not None:
+        for key, value in node.value:  # a key written twice (merged, then its own) ends as its own
+            if isinstance(key, yaml.ScalarNode):
+                marks.keys[key.value] = (key.start_mark.line + 1, _node_marks(value, done))
+    else:
+        marks.items = [_node_marks(item, done) for item in node.value]
+    return marks
+
+
+# ---------------------------------------------------------------- finding a value's line
+
+
+def marks_at(marks: MarksOrLine | None, loc: tuple[Any, ...], *, key: bool = False) -> MarksOrLine | None:
+    """The marks of the value at a data path such as ("hosts", 2, "port"), or of the deepest
+    ancestor found. With key=True, a path ending in a mapping key yields the key's line."""
+    for i, part in enumerate(loc):
+        if not isinstance(marks, Marks):
+            return marks
+        if marks.keys is None:
+            if not isinstance(part, int) or not 0 <= part < len(marks.items):
+                return marks
+            marks = marks.items[part]
+            continue
+        found = marks.keys.get(str(part))
+        if found is None:
+            return marks
+        marks = found[0] if (key and i == len(loc) - 1) else found[1]
+    return marks
+
+
+def line_at(marks: MarksOrLine | None, loc: tuple[Any, ...] = (), *, key: bool = False) -> int:
+    """The 1-based line of the value at `loc` (see marks_at); 1 for an empty document."""
+    found = marks_at(marks, loc, key=key)
+    if found is None:
+        return 1
+    return found.line if isinstance(found, Marks) else found

@@ -1,0 +1,180 @@
+"""YAML documents for inventories: the same data as PyYAML, every value's line, and the limits,
+whether a document is built in one pass over the events or composed (aliases, merge keys, tags)."""
+
+from __future__ import annotations
+
+import datetime
+import textwrap
+
+import pytest
+import yaml
+
+from computefence.errors import ConfigError, InputLimitError
+from computefence.sources.yaml_document import MAX_YAML_DEPTH, SAFE_LOADER, line_at, load_yaml_document
+
+# Forces the composed way: the one-pass builder leaves aliases to it.
+ALIASED = "anchor: &a 1\nalias: *a\n"
+
+DOCUMENTS = {
+    "scalars of every implicit type": """\
+        ints: [0, 7, -3, +4, 0o17, 017, 0x1f, 1_000, 0b101, '12', "13"]
+        floats: [1.5, -2e3, .inf, -.Inf, .NaN, 6.02e+23]
+        bools: [true, True, false, yes, No, on, off, y, n]
+        nulls: [~, null, Null, '']
+        empty:
+        dates: [2024-01-02, 2024-01-02T03:04:05Z, 2024-01-02 03:04:05.5 +01:00]
+        strings: [pod-1, 10.0.0.1, 22:22, 1.2.3, "quoted", 'single', pl ain, "<<", "="]
+        """,
+    "block and flow nesting": """\
+        defaults: {user: root, port: 22, checks: {output_dir: /out}}
+        hosts:
+          - {name: a, host: 10.0.0.1, tags: [x, y]}
+          - name: b
+            host: 10.0.0.2
+            tags:
+              - z
+          - []
+          - {}
+        ? complex key text
+        : value
+        1: int key
+        true: bool key
+        """,
+    "explicit scalar tags": """\
+        a: !!str 123
+        b: !!int "42"
+        c: !!float 1
+        d: !!binary aGVsbG8=
+        """,
+    "a scalar document": "just text\n",
+    "an empty document": "---\n",
+    "block scalars": "a: |\n  one\n  two\nb: >\n  folded\n  text\n",
+}
+
+
+@pytest.mark.parametrize("text", DOCUMENTS.values(), ids=DOCUMENTS.keys())
+@pytest.mark.parametrize("aliased", [False, True], ids=["one pass", "composed"])
+def test_data_is_what_pyyaml_builds(tmp_path, text, aliased):
+    text = textwrap.dedent(text)
+    if aliased:
+        if not isinstance(yaml.load(text, Loader=SAFE_LOADER), dict):
+            pytest.skip("not a mapping to add an alias to")
+        text = ALIASED + text
+    path = tmp_path / "doc.yaml"
+    path.write_text(text)
+    data, _ = load_yaml_document(path, "test document")
+    expected = yaml.load(text, Loader=SAFE_LOADER)
+    # NaN is not equal to itself: compare the text of both.
+    assert repr(data) == repr(expected)
+
+
+def test_a_file_without_a_document_is_none_and_none(tmp_path):
+    path = tmp_path / "empty.yaml"
+    path.write_text("# only a comment\n")
+    assert load_yaml_document(path, "test document") == (None, None)
+
+
+LINES = """\
+defaults:
+  user: root
+hosts:
+  - name: a
+    host: 10.0.0.1
+  -
+    name: b
+    tags:
+      - x
+      - y
+  - {name: c,
+     port: 22}
+"""
+
+
+@pytest.mark.parametrize("prefix", ["", ALIASED], ids=["one pass", "composed"])
+def test_every_value_and_key_has_its_line(tmp_path, prefix):
+    path = tmp_path / "pods.yaml"
+    path.write_text(prefix + LINES)
+    _, marks = load_yaml_document(path, "test document")
+    shift = prefix.count("\n")
+
+    def line(*loc, key=False):
+        return line_at(marks, loc, key=key) - shift
+
+    assert line("defaults") == 2 and line("defaults", key=True) == 1
+    assert line("defaults", "user") == 2
+    assert line("hosts", 0) == 4 and line("hosts", 0, "host") == 5
+    assert line("hosts", 1) == 7  # a block mapping starts at its first key
+    assert line("hosts", 1, "tags", 1) == 10
+    assert line("hosts", 2, "port") == 12 and line("hosts", 2, "port", key=True) == 12
+    # A path that goes nowhere stops at the deepest value found.
+    assert line("hosts", 1, "missing", "deeper") == 7
+    assert line("hosts", 9) == 4  # the list itself, which starts at its first `-`
+    assert line_at(marks, ()) == 1
+
+
+def test_a_merged_key_has_the_line_it_was_written_on(tmp_path):
+    path = tmp_path / "pods.yaml"
+    path.write_text("base: &b {user: root, port: 22}\nhost:\n  <<: *b\n  port: 2222\n")
+    data, marks = load_yaml_document(path, "test document")
+    assert data["host"] == {"user": "root", "port": 2222}
+    assert line_at(marks, ("host", "user")) == 1
+    assert line_at(marks, ("host", "port")) == 4  # its own value, which is the one kept
+
+
+@pytest.mark.parametrize("prefix", ["", ALIASED], ids=["one pass", "composed"])
+def test_a_duplicate_key_names_both_lines(tmp_path, prefix):
+    path = tmp_path / "pods.yaml"
+    path.write_text(prefix + "hosts:\n  - {host: a,\n     host: b}\n")
+    shift = prefix.count("\n")
+    with pytest.raises(ConfigError, match=rf"pods.yaml:{3 + shift}: duplicate key 'host' \(first at line {2 + shift}\)"):
+        load_yaml_document(path, "test document")
+
+
+@pytest.mark.parametrize("prefix", ["", ALIASED], ids=["one pass", "composed"])
+def test_nesting_past_the_limit_is_refused_where_it_starts(tmp_path, prefix):
+    path = tmp_path / "deep.yaml"
+    at_limit = "x: " + "[" * (MAX_YAML_DEPTH - 1) + "]" * (MAX_YAML_DEPTH - 1) + "\n"
+    path.write_text(prefix + at_limit)
+    load_yaml_document(path, "test document")
+    path.write_text(prefix + "x:\n  " + "[" * MAX_YAML_DEPTH + "]" * MAX_YAML_DEPTH + "\n")
+    shift = prefix.count("\n")
+    with pytest.raises(InputLimitError, match=rf"deep.yaml:{2 + shift}: nested more than {MAX_YAML_DEPTH} levels deep"):
+        load_yaml_document(path, "test document")
+
+
+def test_deep_nesting_after_an_alias_never_reaches_libyamls_composer(tmp_path):
+    # libyaml's composer overflows the C stack on this and kills the process (SIGSEGV).
+    path = tmp_path / "deep.yaml"
+    path.write_text(ALIASED + "deep: " + "[" * 50000 + "]" * 50000 + "\n")
+    with pytest.raises(InputLimitError, match="deep.yaml:3: nested more than"):
+        load_yaml_document(path, "test document")
+
+
+def test_a_second_document_is_an_error_naming_its_line(tmp_path):
+    path = tmp_path / "two.yaml"
+    path.write_text("hosts: []\n---\nhosts: []\n")
+    with pytest.raises(ConfigError, match="two.yaml:2: YAML syntax error: expected a single document in the stream, "
+                                          "but found another document"):
+        load_yaml_document(path, "test document")
+
+
+def test_a_value_its_tag_cannot_read_is_one_line_with_its_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("hosts:\n  - {host: a, port: !!int twenty}\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml:2: cannot read 'twenty' as tag:yaml.org,2002:int"):
+        load_yaml_document(path, "test document")
+
+
+def test_an_unknown_tag_is_a_syntax_error_not_a_traceback(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("a: 1\nb: !!python/object:os.system x\n")
+    with pytest.raises(ConfigError, match="bad.yaml:2: YAML syntax error: could not determine a constructor"):
+        load_yaml_document(path, "test document")
+
+
+def test_a_date_key_is_built_like_pyyaml(tmp_path):
+    path = tmp_path / "dated.yaml"
+    path.write_text("2024-01-02: release\n")
+    data, marks = load_yaml_document(path, "test document")
+    assert data == {datetime.date(2024, 1, 2): "release"}
+    assert line_at(marks, ("2024-01-02",), key=True) == 1
