@@ -98,3 +98,26 @@ def test_the_pod_command_runs_the_compressed_probe_and_refuses_a_cut_short_one()
                          timeout=60)
     assert (cut.returncode, cut.stdout) == (1, b"")
     assert cut.stderr.decode().strip() == "computefence: the probe arrived cut short"
+
+
+def _answer_with_mounts(*mounts: dict) -> bytes:
+    return json.dumps({**MINIMAL_ANSWER, "storage": {"mounts": list(mounts)}}).encode()
+
+
+def test_parsed_facts_share_fields_sets_but_each_still_knows_which_fields_it_was_given():
+    full = {"mount_point": "/", "fs_type": "overlay", "source": "overlay"}
+    a = parse_probe_output(_answer_with_mounts(full, {"mount_point": "/data", "fs_type": "ext4"}))
+    b = parse_probe_output(_answer_with_mounts(full))
+    assert a.storage.mounts[0].model_fields_set is b.storage.mounts[0].model_fields_set
+    assert a.storage.mounts[0].model_fields_set == {"mount_point", "fs_type", "source"}
+    assert a.storage.mounts[1].model_fields_set == {"mount_point", "fs_type"}
+    assert a.storage.mounts[1].model_dump(exclude_unset=True) == {"mount_point": "/data", "fs_type": "ext4"}
+
+
+def test_assigning_to_one_parsed_fact_leaves_the_others_fields_set_alone():
+    a = parse_probe_output(_answer_with_mounts({"mount_point": "/", "fs_type": "overlay"}))
+    b = parse_probe_output(_answer_with_mounts({"mount_point": "/", "fs_type": "overlay"}))
+    a.storage.mounts[0].source = "overlay"
+    assert a.storage.mounts[0].model_fields_set == {"mount_point", "fs_type", "source"}
+    assert b.storage.mounts[0].model_fields_set == {"mount_point", "fs_type"}
+    assert b.storage.mounts[0].model_dump(exclude_unset=True) == {"mount_point": "/", "fs_type": "overlay"}
