@@ -15,6 +15,7 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from computefence.errors import ConfigError, InputLimitError
@@ -29,12 +30,13 @@ _TMP_SUFFIX = ".tmp"
 # ---------------------------------------------------------------- writing
 
 
-def write_output(text: str, path: str | os.PathLike, *, flag: str = "--output") -> None:
-    """Write `text` to `path`: atomically for files (readers such as a CI step or node_exporter
-    see the old file or the new one, never half of one), streamed to devices, FIFOs and `-`.
+def write_output(text: str | Iterable[str], path: str | os.PathLike, *, flag: str = "--output") -> None:
+    """Write `text` (a string, or its pieces in order) to `path`: atomically for files (readers
+    such as a CI step or node_exporter see the old file or the new one, never half of one),
+    streamed to devices, FIFOs and `-`.
 
     Every refusal is a ConfigError naming `flag` (exit 2)."""
-    data = text.encode("utf-8", "replace")
+    data = _encoded([text] if isinstance(text, str) else text)
     if str(path) == "-":
         _stream_to_stdout(data, flag)
         return
@@ -60,10 +62,16 @@ def write_output(text: str, path: str | os.PathLike, *, flag: str = "--output") 
         raise ConfigError(f"{flag} {target}: not a regular file, character device or FIFO; refusing to write")
 
 
-def _stream_to_stdout(data: bytes, flag: str) -> None:
+def _encoded(pieces: Iterable[str]) -> Iterator[bytes]:
+    for piece in pieces:
+        yield piece.encode("utf-8", "replace")
+
+
+def _stream_to_stdout(data: Iterable[bytes], flag: str) -> None:
     sys.stdout.flush()
     try:
-        sys.stdout.buffer.write(data)
+        for chunk in data:
+            sys.stdout.buffer.write(chunk)
         sys.stdout.buffer.flush()
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -72,15 +80,16 @@ def _stream_to_stdout(data: bytes, flag: str) -> None:
         raise ConfigError(f"{flag} -: {exc.strerror or exc}") from None
 
 
-def _stream(target: Path, data: bytes, flag: str) -> None:
+def _stream(target: Path, data: Iterable[bytes], flag: str) -> None:
     try:
         fd = os.open(target, os.O_WRONLY | os.O_NOCTTY)
     except OSError as exc:
         raise ConfigError(f"{flag} {target}: {exc.strerror or exc}") from None
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        for chunk in data:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view):]
     except BrokenPipeError:
         pass  # the reader of a FIFO left: as with `cmd > fifo`, not our error
     except OSError as exc:
@@ -89,7 +98,7 @@ def _stream(target: Path, data: bytes, flag: str) -> None:
         os.close(fd)
 
 
-def _replace_atomically(target: Path, data: bytes, old: os.stat_result | None, flag: str,
+def _replace_atomically(target: Path, data: Iterable[bytes], old: os.stat_result | None, flag: str,
                         shown: Path | None = None) -> None:
     shown = shown or target
     directory = target.parent
@@ -102,7 +111,8 @@ def _replace_atomically(target: Path, data: bytes, old: os.stat_result | None, f
         raise ConfigError(f"{flag} {shown}: cannot write in {directory}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for chunk in data:
+                handle.write(chunk)
             handle.flush()
             os.fsync(handle.fileno())
             _keep_mode_and_owner(handle.fileno(), old)

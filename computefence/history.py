@@ -24,6 +24,7 @@ from computefence.errors import ComputeFenceError, ConfigError
 from computefence.evaluate.changes import compare_reports
 from computefence.files import write_output
 from computefence.models import Report
+from computefence.render.json import render_chunks
 
 ENTRY_RE = re.compile(r"^\d{8}T\d{6}Z\.json$")
 _STAMP = "%Y%m%dT%H%M%SZ"
@@ -73,7 +74,7 @@ class History:
             newest = datetime.strptime(entries[-1].stem, _STAMP).replace(tzinfo=timezone.utc)
             when = max(when, newest + timedelta(seconds=1))
         path = self.directory / f"{when.strftime(_STAMP)}.json"
-        write_output(report.model_dump_json(indent=2) + "\n", path, flag="--history")
+        write_output(render_chunks(report), path, flag="--history")
         for old in self.entries()[:-self.keep]:
             old.unlink(missing_ok=True)
         return path

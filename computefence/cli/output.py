@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
 
@@ -12,7 +12,7 @@ from rich.console import Console
 
 from computefence.models import Report, Severity
 from computefence.files import write_output
-from computefence.render import FORMATS, render
+from computefence.render import FORMATS, render_pieces
 from computefence.render.terminal import GROUP_BY
 
 # Typer shows an Enum's values as the choices in --help and rejects anything else (exit 2).
@@ -35,11 +35,11 @@ class FailOn(str, Enum):
 
 def emit(report: Report, fmt: str, output: Path | None, *, group_by: str = "check", quiet: bool = False) -> None:
     """Render `report` and write it to `output` (atomically) or to stdout."""
-    emit_text(lambda **style: render(report, fmt, group_by=group_by, quiet=quiet, **style), fmt, output,
+    emit_text(lambda **style: render_pieces(report, fmt, group_by=group_by, quiet=quiet, **style), fmt, output,
               what=f"the {fmt} report")
 
 
-def emit_text(render_text: Callable[..., str], fmt: str, output: Path | None, *, what: str) -> None:
+def emit_text(render_text: Callable[..., str | Iterable[str]], fmt: str, output: Path | None, *, what: str) -> None:
     """`render_text(color=, width=)` to `output` (atomically, plain) or to stdout (colored on a terminal)."""
     if output is not None:
         write_output(render_text(), output)
@@ -52,13 +52,14 @@ def emit_text(render_text: Callable[..., str], fmt: str, output: Path | None, *,
     write_stdout(render_text(color=color, width=console.width if wide else 100))
 
 
-def write_stdout(text: str) -> None:
+def write_stdout(text: str | Iterable[str]) -> None:
     try:
-        try:
-            sys.stdout.write(text)
-        except UnicodeEncodeError:  # a terminal without UTF-8: show what it can
-            encoding = sys.stdout.encoding or "ascii"
-            sys.stdout.write(text.encode(encoding, "replace").decode(encoding))
+        for piece in [text] if isinstance(text, str) else text:
+            try:
+                sys.stdout.write(piece)
+            except UnicodeEncodeError:  # a terminal without UTF-8: show what it can
+                encoding = sys.stdout.encoding or "ascii"
+                sys.stdout.write(piece.encode(encoding, "replace").decode(encoding))
         sys.stdout.flush()
     except BrokenPipeError:
         # `computefence doctor --format json | head`: the reader left; that is not an error.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from computefence.errors import ConfigError
 from computefence.models import Changes, Report
 from computefence.render import json, junit, markdown, prometheus, terminal
@@ -29,6 +31,14 @@ def render(report: Report, fmt: str, *, color: bool = False, width: int = 100, g
     except KeyError:
         raise ConfigError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}") from None
     return renderer(report)
+
+
+def render_pieces(report: Report, fmt: str, **style) -> Iterable[str]:
+    """The report's text in pieces to write one after another: a JSON report of a thousand
+    pods a host at a time, never one string (nor its bytes besides)."""
+    if fmt == "json":
+        return json.render_chunks(report)
+    return [render(report, fmt, **style)]
 
 
 CHANGES_FORMATS = ("rich", "json", "markdown")

@@ -7,12 +7,27 @@ JSON Schema (`computefence schema`; a copy is kept in schema/report.schema.json)
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 from computefence.models import SCHEMA_VERSION, Report
 
+# The hosts list in Report.model_dump_json(indent=2) of a report without hosts. JSON strings
+# hold no raw line break, so this text at this indent is only ever the top-level key.
+_NO_HOSTS = '\n  "hosts": []'
+
 
 def render(report: Report) -> str:
-    return report.model_dump_json(indent=2) + "\n"
+    return "".join(render_chunks(report))
+
+
+def render_chunks(report: Report) -> Iterator[str]:
+    """The same text as `render`, a host at a time: a thousand pods' report is never one string."""
+    head, _, tail = report.model_copy(update={"hosts": []}).model_dump_json(indent=2).partition(_NO_HOSTS)
+    yield head + '\n  "hosts": ['
+    for index, host in enumerate(report.hosts):
+        separator = "," if index else ""
+        yield separator + "\n    " + host.model_dump_json(indent=2).replace("\n", "\n    ")
+    yield ("\n  ]" if report.hosts else "]") + tail + "\n"
 
 
 def report_schema() -> str:

@@ -190,3 +190,31 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_pieces_are_written_in_order_to_a_file_and_a_fifo(tmp_path):
+    target = tmp_path / "report.json"
+    write_output(iter(["{", '"a": 1', "}\n"]), target)
+    assert target.read_text() == '{"a": 1}\n'
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    write_output(iter(["one ", "two\n"]), fifo)
+    reader.join(10)
+    assert received == ["one two\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_piece_that_fails_to_render_leaves_the_old_file_and_no_temp(tmp_path):
+    target = tmp_path / "report.json"
+    target.write_text("good\n")
+
+    def pieces():
+        yield "half of a new report"
+        raise RuntimeError("rendering failed")
+
+    with pytest.raises(RuntimeError):
+        write_output(pieces(), target)
+    assert target.read_text() == "good\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]

@@ -3,6 +3,7 @@ import json
 from computefence.models import SCHEMA_VERSION, Report
 from computefence.payload import parse_probe_output
 from computefence.render import render
+from computefence.render.json import render_chunks
 from sample_reports import HF_ADVICE, HF_COMMANDS, OUTPUT_DIR_FIX
 
 
@@ -71,3 +72,11 @@ def test_every_host_carries_its_verdict_and_counts(fleet_report):
     assert {name: (h["verdict"], h["blockers"], h["warnings"]) for name, h in hosts.items()} == {
         "pod-a": ("blocked", 1, 1), "pod-b": ("blocked", 1, 0), "pod-c": ("blocked", 1, 0),
         "pod-d": ("not_checked", 0, 0), "pod-e": ("ready", 0, 0)}
+
+
+def test_the_streamed_report_is_exactly_pydantics_indented_dump(fleet_report, hostile_report):
+    # The JSON report is written a host at a time; joined, it is the model's own JSON.
+    for report in (fleet_report, hostile_report, fleet_report.model_copy(update={"hosts": []})):
+        pieces = list(render_chunks(report))
+        assert len(pieces) == len(report.hosts) + 2
+        assert "".join(pieces) == report.model_dump_json(indent=2) + "\n"
