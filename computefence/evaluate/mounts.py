@@ -49,12 +49,6 @@ def is_within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder + "/")
 
 
-def mount_of(path: str, mounts: list[MountFacts]) -> MountFacts | None:
-    """The mount `path` lives on, by the probe's own rule (computefence.probe.storage.mount_index)."""
-    index = mount_index(path, [mount.mount_point for mount in mounts])
-    return None if index is None else mounts[index]
-
-
 def is_network(fs_type: str) -> bool:
     fs = fs_type.lower()
     if fs in PSEUDO_FS or fs in CONTAINER_FS:
@@ -102,6 +96,16 @@ class StorageMap:
         self.mounts = mounts
         self.profile = profile
         self.provider = provider
+        self._points = [mount.mount_point for mount in mounts]
+        self._found: dict[str, MountFacts | None] = {}
+        self._data_mounts: list[MountFacts] | None = None
+
+    def mount_of(self, path: str) -> MountFacts | None:
+        """The mount `path` lives on, by the probe's own rule (computefence.probe.storage.mount_index)."""
+        if path not in self._found:
+            index = mount_index(path, self._points)
+            self._found[path] = None if index is None else self.mounts[index]
+        return self._found[path]
 
     # ------------------------------------------------------------ lookups
 
@@ -111,14 +115,14 @@ class StorageMap:
         where = facts.resolved or facts.path
         if not facts.exists and facts.existing_ancestor:
             where = facts.existing_ancestor
-        mount = mount_of(where, self.mounts) if self.mounts else None
+        mount = self.mount_of(where) if self.mounts else None
         if mount is None and facts.mount_point and facts.fs_type:
             mount = MountFacts(mount_point=facts.mount_point, fs_type=facts.fs_type, source=facts.mount_source)
         return mount
 
     def dedicated_mount(self, path: str) -> MountFacts | None:
         """The mount serving `path` if it is a mount of its own (not the root filesystem)."""
-        mount = mount_of(path, self.mounts)
+        mount = self.mount_of(path)
         if mount is None or normalize(mount.mount_point) == "/":
             return None
         return mount
@@ -190,6 +194,11 @@ class StorageMap:
     def data_mounts(self) -> list[MountFacts]:
         """Mounts that could hold a job's data: not the root, not kernel or runtime plumbing,
         not memory, not read-only. Of stacked mounts only the visible one counts."""
+        if self._data_mounts is None:
+            self._data_mounts = self._find_data_mounts()
+        return list(self._data_mounts)
+
+    def _find_data_mounts(self) -> list[MountFacts]:
         found: dict[str, MountFacts] = {}
         for mount in self.mounts:
             point = normalize(mount.mount_point)

@@ -25,7 +25,7 @@ from computefence.evaluate.context import (
     sudo,
     warn,
 )
-from computefence.evaluate.mounts import Level, Storage, mount_of, normalize
+from computefence.evaluate.mounts import Level, Storage, normalize
 from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts
 from computefence.policy import Thresholds
 
@@ -137,7 +137,7 @@ def _hidden_hf_variable(facts: Facts) -> tuple[str, str, str] | None:
 
 
 def _survives_stop(path: str, ctx: Context) -> bool:
-    mount = mount_of(path, ctx.storage.mounts)
+    mount = ctx.storage.mount_of(path)
     return mount is not None and ctx.storage.classify(mount).level >= Level.INSTANCE
 
 
@@ -214,7 +214,7 @@ def check_no_volume(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fi
     if not mounts:
         return []
     title = ctx.profile.title
-    root_mount = mount_of("/", mounts)
+    root_mount = ctx.storage.mount_of("/")
     root = ctx.storage.classify(root_mount) if root_mount is not None else None
     findings = _declared_but_missing(ctx, root)
     if findings:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from computefence.evaluate.context import q
 from computefence.models import Fix
@@ -48,6 +49,8 @@ def driver_cuda(driver: tuple[int, ...]) -> str | None:
     return fitting[-1] if fitting else None
 
 
+# Every pod of a fleet reports the same few versions and architectures: parsed once each.
+@lru_cache(maxsize=4096)
 def parse_version(text: str | None) -> tuple[int, ...] | None:
     """(2, 3, 1) from '2.3.1+cu121'; (12, 4) from '12.4'; None if there is no number."""
     if not text:
@@ -56,6 +59,7 @@ def parse_version(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(part) for part in match.group(1).split(".")) if match else None
 
 
+@lru_cache(maxsize=4096)
 def parse_capability(text: str | None) -> tuple[int, int] | None:
     """(9, 0) from '9.0', 'sm_90' or '90'."""
     if not text:

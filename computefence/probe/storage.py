@@ -68,7 +68,7 @@ def mount_index(path, mount_points):
     """Index of the mount holding `path` in `mount_points` (mountinfo order): the deepest
     mount point containing it, compared by whole components after normalising (/rootfs is
     not inside /root; /data/../x is /x); of mounts stacked on one point, the last, which
-    hides the others. None when none contains it. The evaluator's mount_of is this too."""
+    hides the others. None when none contains it. The evaluator's StorageMap.mount_of is this too."""
     path = _normalized(path)
     best, best_length = None, -1
     for index, point in enumerate(mount_points):

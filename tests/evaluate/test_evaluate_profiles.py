@@ -9,7 +9,7 @@ import pytest
 from evaluate_builders import mount
 
 from computefence.errors import ConfigError
-from computefence.evaluate.mounts import Level, StorageMap, is_within, mount_of
+from computefence.evaluate.mounts import Level, StorageMap, is_within
 from computefence.models import ProviderInfo
 from computefence.profiles import detect_provider, get_profile, load_profiles, profiles_dir
 
@@ -86,7 +86,7 @@ def test_rootfs_is_not_inside_root():
 def test_the_evaluator_finds_the_mount_of_a_path(case):
     # The same table pins the probe's lookup (tests/probe/test_probe_storage.py).
     mounts = [mount(point, "ext4", f"/dev/sd{index}") for index, point in enumerate(case["mounts"])]
-    found = mount_of(case["path"], mounts)
+    found = StorageMap(mounts, get_profile("runpod"), None).mount_of(case["path"])
     assert (None if found is None else mounts.index(found)) == case["expect"]
 
 
