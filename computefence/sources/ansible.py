@@ -33,14 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from computefence.errors import ConfigError, InputLimitError
 from computefence.files import read_config_text
 from computefence.models import Fix, Target
 from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g, unhonoured_warnings
 from computefence.sources.tools import ToolTimeout, run_tool
-from computefence.sources.yaml_document import SAFE_LOADER, MarksOrLine, line_at, load_yaml_document
+from computefence.sources.yaml_document import SAFE_LOADER, MarksOrLine, line_at, load_yaml_document, marks_at
 
 READER_ANSIBLE = "ansible-inventory"
 READER_BUILTIN = "built-in reader"
@@ -69,6 +68,11 @@ class _VarsLoader(SAFE_LOADER):
 
 _VarsLoader.add_constructor("!vault", lambda loader, node: _Vaulted())
 _VarsLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+# What ast.literal_eval can only refuse: names (but True, False, None) and dotted numbers such as
+# addresses. With plain integers, most values of a large inventory, read without compiling.
+_LITERAL_EVAL_REFUSES_RE = re.compile(r"[A-Za-z_][\w.\-/:@]*|\d+(?:\.\d+){2,}")
+# A host line without quotes, escapes or comments: shlex would split it at blanks only.
+_PLAIN_HOST_LINE_RE = re.compile(r"[^\"'\\#]*")
 _SECTION_RE = re.compile(r"^\[([^\]:\s]+)(?::(vars|children))?\]\s*(?:[#;].*)?$")
 
 
@@ -184,6 +188,10 @@ def _split_port(pattern: str) -> tuple[str, int | None]:
 
 def _ini_value(text: str) -> Any:
     """Ansible reads INI values as Python literals when they are one, else as strings."""
+    if text.isascii() and text.isdigit() and (text[0] != "0" or not text.strip("0")):
+        return int(text)
+    if _LITERAL_EVAL_REFUSES_RE.fullmatch(text) and text not in ("True", "False", "None"):
+        return text
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -231,10 +239,13 @@ def _ini_line(line: str, where: str, section: str, kind: str, inventory: _Invent
             raise ConfigError(f"{where}: expected one group name in [{section}:children], got {line!r}")
         inventory.add_child(section, child)
     else:
-        try:
-            tokens = shlex.split(line, comments=True)
-        except ValueError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+        if _PLAIN_HOST_LINE_RE.fullmatch(line):
+            tokens = re.split(r"[ \t]+", line)
+        else:
+            try:
+                tokens = shlex.split(line, comments=True)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
         variables: dict[str, _Value] = {}
         for token in tokens[1:]:
             key, eq, value = token.partition("=")
@@ -264,51 +275,65 @@ def _parse_yaml(path: Path, inventory: _Inventory, data: Any, root: MarksOrLine 
         return
     top = _mapping(data, root, (), path, "the inventory")
 
-    def group(name: str, body: Any, loc: tuple[Any, ...], parent: str | None) -> None:
+    def group(name: str, body: Any, marks: MarksOrLine | None, parent: str | None) -> None:
         inventory.group(name)
         if parent is not None:
             inventory.add_child(parent, name)
-        body = _mapping(body, root, loc, path, f"group {name!r}")
+        body = _mapping(body, marks, (), path, f"group {name!r}")
         for key in body:
             if key not in ("hosts", "vars", "children"):
-                line = line_at(root, (*loc, key), key=True)
+                line = line_at(marks, (key,), key=True)
                 raise ConfigError(f"{path}:{line}: group {name!r}: unknown key {key!r} (allowed: hosts, vars, children)")
-        for var, value in _mapping(body.get("vars"), root, (*loc, "vars"), path, "vars").items():
-            inventory.set_group_var(name, str(var), _Value(value, f"{path}:{line_at(root, (*loc, 'vars', var))}"))
-        for pattern, host_vars in _mapping(body.get("hosts"), root, (*loc, "hosts"), path, "hosts").items():
-            hloc = (*loc, "hosts", pattern)
-            where = f"{path}:{line_at(root, hloc, key=True)}"
+        vars_marks = marks_at(marks, ("vars",))
+        for var, value in _mapping(body.get("vars"), vars_marks, (), path, "vars").items():
+            inventory.set_group_var(name, str(var), _Value(value, f"{path}:{line_at(vars_marks, (var,))}"))
+        hosts_marks = marks_at(marks, ("hosts",))
+        for pattern, host_vars in _mapping(body.get("hosts"), hosts_marks, (), path, "hosts").items():
+            where = f"{path}:{line_at(hosts_marks, (pattern,), key=True)}"
+            host_marks = marks_at(hosts_marks, (pattern,))
             variables = {
-                str(k): _Value(v, f"{path}:{line_at(root, (*hloc, k))}")
-                for k, v in _mapping(host_vars, root, hloc, path, f"host {pattern!r}").items()
+                str(k): _Value(v, f"{path}:{line_at(host_marks, (k,))}")
+                for k, v in _mapping(host_vars, host_marks, (), path, f"host {pattern!r}").items()
             }
             name_pattern, port = _split_port(str(pattern))
             if port is not None:
                 variables.setdefault("ansible_port", _Value(port, where))
             for host in expand_host_pattern(name_pattern, where):
                 inventory.add_host(host, name, where, variables)
-        for child, child_body in _mapping(body.get("children"), root, (*loc, "children"), path, "children").items():
-            group(str(child), child_body, (*loc, "children", child), name)
+        children_marks = marks_at(marks, ("children",))
+        for child, child_body in _mapping(body.get("children"), children_marks, (), path, "children").items():
+            group(str(child), child_body, marks_at(children_marks, (child,)), name)
 
     for name, body in top.items():
-        group(str(name), body, (name,), None if name == "all" else "all")
+        group(str(name), body, marks_at(root, (name,)), None if name == "all" else "all")
 
 
 # ---------------------------------------------------------------- group_vars / host_vars
 
 
-def _vars_files(directory: Path, name: str) -> list[Path]:
-    files = [directory / (name + suffix) for suffix in ("",) + YAML_SUFFIXES]
-    found = [f for f in files if f.is_file()]
+def _vars_files(directory: Path, name: str, listed: set[str]) -> list[Path]:
+    """NAME, NAME.yaml, .yml, .json and the files under NAME/ in `directory`, whose entries are
+    `listed` (one listing, not five stat calls for each of 100,000 hosts)."""
+    names = [name + suffix for suffix in ("",) + YAML_SUFFIXES]
+    if not any(n.split("/")[0] in listed for n in names):
+        return []
+    found = [directory / n for n in names if (directory / n).is_file()]
     folder = directory / name
     if folder.is_dir():
         found.extend(sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in ("",) + YAML_SUFFIXES))
     return found
 
 
-def _load_vars(directory: Path, name: str) -> dict[str, _Value]:
+def _listed(directory: Path) -> set[str]:
+    try:
+        return {entry.name for entry in os.scandir(directory)}
+    except (NotADirectoryError, FileNotFoundError):
+        return set()
+
+
+def _load_vars(directory: Path, name: str, listed: set[str]) -> dict[str, _Value]:
     merged: dict[str, _Value] = {}
-    for path in _vars_files(directory, name):
+    for path in _vars_files(directory, name, listed):
         data, root = load_yaml_document(path, "Ansible vars file", loader_class=_VarsLoader)
         for key, value in _mapping(data, root, (), path, "a vars file").items():
             merged[str(key)] = _Value(value, f"{path}:{line_at(root, (key,))}")
@@ -420,8 +445,9 @@ def _target(name: str, where: str, groups: list[str], variables: dict[str, _Valu
     def var(*names: str) -> tuple[str, Any] | None:
         # As in Ansible's ssh plugin, the ansible_ssh_* spelling wins over the short one.
         for var_name in names:
-            if var_name in variables:
-                return var_name, _plain(var_name, variables[var_name])
+            value = variables.get(var_name)
+            if value is not None:
+                return var_name, _plain(var_name, value)
         return None
 
     # Ansible's ssh command line: -o Port=, -o IdentityFile=, -o User= from the variables,
@@ -457,25 +483,20 @@ def _target(name: str, where: str, groups: list[str], variables: dict[str, _Valu
         reason = f"ansible_connection={connection[1]}: ComputeFence checks hosts over SSH"
         fix = Fix(advice="run `computefence doctor` on that machine" if str(connection[1]) == "local" else "expose SSH on it")
     interpreter = str(python[1]) if python else "python3"
+    rest = dict(python="python3" if interpreter.startswith("auto") else interpreter, tags=groups, source=where,
+                unreachable_reason=reason, unreachable_fix=fix)
     if args.config:
-        target = _through_ssh_config(name, host, options, Path(args.config).expanduser())
-    else:
-        port = _first(options, "port")
-        target = Target(
-            name=name,
-            host=host,
-            port=int(port) if port else 22,
-            user=_first(options, "user"),
-            identity_files=_identity_files(options),
-            **_hop_fields(options),
-        )
-    return target.model_copy(update=dict(
-        python="python3" if interpreter.startswith("auto") else interpreter,
-        tags=groups,
-        source=where,
-        unreachable_reason=reason,
-        unreachable_fix=fix,
-    ))
+        return _through_ssh_config(name, host, options, Path(args.config).expanduser()).model_copy(update=rest)
+    port = _first(options, "port")
+    return Target(
+        name=name,
+        host=host,
+        port=int(port) if port else 22,
+        user=_first(options, "user"),
+        identity_files=_identity_files(options),
+        **_hop_fields(options),
+        **rest,
+    )
 
 
 def _through_ssh_config(name: str, host: str, options: list[tuple[str, str]], config: Path) -> Target:
@@ -548,10 +569,9 @@ def _with_ancestors(groups, parent_of: dict[str, list[str]]) -> set[str]:
     return member
 
 
-def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
-    """The built-in reader: the hosts of an inventory file or folder as targets tagged with
-    their groups, and the warnings for what it skipped."""
-    path = Path(path)
+def _read_inventory(path: Path) -> _Inventory:
+    """The files of an inventory file or folder, and the group_vars/ and host_vars/ beside it,
+    read within the readers' limits."""
     if not path.exists():
         raise ConfigError(f"{path}: no such Ansible inventory")
     inventory = _Inventory()
@@ -560,12 +580,19 @@ def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
     if not inventory.hosts:
         more = f" ({inventory.warnings[0]})" if inventory.warnings else ""
         raise ConfigError(f"{path}: the Ansible inventory lists no hosts{more}")
-
     base = path if path.is_dir() else path.parent
-    for name, group in inventory.groups.items():
-        group.file_vars = _load_vars(base / "group_vars", name)
-    for name, host in inventory.hosts.items():
-        host.file_vars = _load_vars(base / "host_vars", name)
+    for directory, owners in ((base / "group_vars", inventory.groups), (base / "host_vars", inventory.hosts)):
+        listed = _listed(directory)
+        for name, owner in owners.items():
+            owner.file_vars = _load_vars(directory, name, listed)
+    return inventory
+
+
+def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
+    """The built-in reader: the hosts of an inventory file or folder as targets tagged with
+    their groups, and the warnings for what it skipped."""
+    path = Path(path)
+    inventory = _read_inventory(path)
     # Groups listed under no parent hang off `all`; hosts in no group are `ungrouped`.
     parents = {child for g in inventory.groups.values() for child in g.children}
     for name in inventory.groups:
@@ -583,20 +610,24 @@ def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
     for group in inventory.groups.values():
         for name in group.hosts:
             groups_of.setdefault(name, set()).add(group.name)
+    # Hosts in the same groups share their tags and group variables (most hosts of a big inventory).
+    by_groups: dict[frozenset[str], tuple[list[str], dict[str, _Value]]] = {}
     for host in inventory.hosts.values():
-        member = _with_ancestors(groups_of.get(host.name, ()), parent_of)
-        # Ansible's order: inline group vars, group_vars/all, group_vars/GROUP, inline host
-        # vars, host_vars/HOST; groups by depth, then ansible_group_priority, then name.
-        ordered = sorted(member - {"all"}, key=lambda g: (depth.get(g, 0), inventory.groups[g].priority, g))
-        variables: dict[str, _Value] = dict(inventory.groups["all"].vars)
-        for name in ordered:
-            variables.update(inventory.groups[name].vars)
-        for name in ["all", *ordered]:
-            variables.update(inventory.groups[name].file_vars)
-        variables.update(host.vars)
-        variables.update(host.file_vars)
-        tags = sorted(member - {"all", "ungrouped"})
-        targets.append(_target(host.name, host.where, tags, variables, ignored))
+        groups = frozenset(groups_of.get(host.name, ()))
+        if groups not in by_groups:
+            member = _with_ancestors(groups, parent_of)
+            # Ansible's order: inline group vars, group_vars/all, group_vars/GROUP, inline host
+            # vars, host_vars/HOST; groups by depth, then ansible_group_priority, then name.
+            ordered = sorted(member - {"all"}, key=lambda g: (depth.get(g, 0), inventory.groups[g].priority, g))
+            group_variables: dict[str, _Value] = dict(inventory.groups["all"].vars)
+            for name in ordered:
+                group_variables.update(inventory.groups[name].vars)
+            for name in ["all", *ordered]:
+                group_variables.update(inventory.groups[name].file_vars)
+            by_groups[groups] = (sorted(member - {"all", "ungrouped"}), group_variables)
+        tags, group_variables = by_groups[groups]
+        variables = {**group_variables, **host.vars, **host.file_vars}
+        targets.append(_target(host.name, host.where, list(tags), variables, ignored))
     return targets, inventory.warnings + unhonoured_warnings(str(path), ignored)
 
 
@@ -611,9 +642,10 @@ def load_ansible_inventory(path: str | Path) -> list[Target]:
 def _refuse_what_would_hang_ansible(path: Path) -> None:
     """ansible-inventory blocks on a FIFO, reads /dev/zero until memory runs out, expands
     alias bombs and `h[1:100000000]`: the built-in reader meets each with a limit, so it reads
-    the inventory first; its other objections are left to Ansible, the better judge."""
+    the inventory first (without building targets); its other objections are left to Ansible,
+    the better judge."""
     try:
-        read_ansible_inventory(path)
+        _read_inventory(path)
     except InputLimitError:
         raise
     except ConfigError:
@@ -675,14 +707,13 @@ def targets_from_ansible_list(document: dict, source: str) -> tuple[list[Target]
     groups = {name: body for name, body in document.items() if name != "_meta" and isinstance(body, dict)}
     parent_of: dict[str, list[str]] = {}
     member_of: dict[str, list[str]] = {}
-    order: list[str] = []
+    order: dict[str, None] = {}  # an ordered set
 
     def visit(name: str, seen: set[str]) -> None:
         body = groups.get(name, {})
         for host in body.get("hosts") or []:
             member_of.setdefault(str(host), []).append(name)
-            if host not in order:
-                order.append(str(host))
+            order[str(host)] = None
         for child in body.get("children") or []:
             parent_of.setdefault(str(child), []).append(name)
             if child not in seen:
@@ -691,8 +722,7 @@ def targets_from_ansible_list(document: dict, source: str) -> tuple[list[Target]
 
     visit("all", {"all"})
     for name in hostvars:
-        if name not in order:
-            order.append(str(name))
+        order[str(name)] = None
     targets = []
     ignored: dict = {}
     for host in order:

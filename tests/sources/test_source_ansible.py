@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from computefence.errors import ConfigError
 from computefence.sources.ansible import AnsibleSource, ansible_inventory_command, expand_host_pattern, load_ansible_inventory, read_ansible_inventory
+from computefence.sources.ansible import _ini_value
 
 INI = """\
 # ungrouped hosts come first
@@ -203,3 +205,38 @@ def test_ansible_reads_it_when_it_can_and_unhonoured_ssh_options_are_warnings(tm
     assert [(t.name, t.proxy_jump) for t in targets] == [("g1", "hop"), ("g2", "hop"), ("g3", "hop")]
     assert source.warnings == [f"{path}: host g1, g2, g3: ansible_ssh_common_args `-o StrictHostKeyChecking=no` "
                                "cannot be honoured; ComputeFence connects without it"]
+
+
+@pytest.mark.parametrize("text", [
+    "22", "0", "00", "007", "1_000", "-3", "+4", "0x1f", "1.5", "1e3", "1.2.3", "10.0.0.1", "1.2", "3j",
+    "root", "True", "False", "None", "true", "none", "inf", "nan", "pod-1", "a.b", "a:b", "a/b", "a@b",
+    "lambda", "if", "None,1", "[1, 2]", "{'a': 1}", "b'x'", "'quoted'", "é", "٣", "x.1", "_private",
+])
+def test_ini_values_are_python_literals_only_where_ast_reads_one(text):
+    try:
+        expected = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        expected = text
+    assert _ini_value(text) == expected and type(_ini_value(text)) is type(expected)
+
+
+def test_ini_host_lines_split_as_shlex_splits_them(tmp_path):
+    path = write(tmp_path / "hosts.ini", "[g]\n"
+                 "a\tansible_host=10.0.0.1   ansible_user=tab\n"
+                 "b ansible_user=hash#rest-is-a-comment ansible_port=2\n"
+                 "c ansible_user='two words' ansible_port=3\n"
+                 "d ansible_user=back\\ slash\n")
+    hosts = by_name(path)
+    assert (hosts["a"].host, hosts["a"].user) == ("10.0.0.1", "tab")
+    assert (hosts["b"].user, hosts["b"].port) == ("hash", 22)
+    assert (hosts["c"].user, hosts["c"].port) == ("two words", 3)
+    assert hosts["d"].user == "back slash"
+
+
+def test_host_vars_as_files_and_folders_and_hosts_without_any(tmp_path):
+    inventory = write(tmp_path / "hosts.ini", "[g]\na\nb\nc\n")
+    write(tmp_path / "host_vars/a.yml", "ansible_port: 2201\n")
+    write(tmp_path / "host_vars/b/one.yaml", "ansible_port: 2202\n")
+    write(tmp_path / "host_vars/b/two.yaml", "ansible_user: bee\n")
+    hosts = by_name(inventory)
+    assert (hosts["a"].port, hosts["b"].port, hosts["b"].user, hosts["c"].port) == (2201, 2202, "bee", 22)
