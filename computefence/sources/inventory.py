@@ -24,7 +24,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from computefence.errors import ConfigError
 from computefence.files import read_config_text
 from computefence.models import CheckOptions, Target
-from computefence.sources.yaml_document import line_at, load_yaml_document
+from computefence.sources.yaml_document import line_at, load_yaml_document, marks_at
 
 INVENTORY_SUFFIXES = (".yaml", ".yml")
 # Target names end up in `Host` lines, --limit patterns, JUnit suites and Prometheus labels.
@@ -224,16 +224,19 @@ def load_inventory(path: str | Path) -> list[Target]:
     defaults = inventory.defaults
     known_hosts = _paths(inventory.known_hosts, base)
     default_checks = defaults.checks.model_dump(exclude_unset=True)
+    # Built once for every host that keeps the defaults (checks are never changed in place).
+    shared_checks = CheckOptions(**default_checks)
+    default_identities = _paths(defaults.identity_file or [], base)
+    hosts_marks = marks_at(root, ("hosts",))
     targets: list[Target] = []
     first_line: dict[str, int] = {}
     for i, host in enumerate(inventory.hosts):
-        line = line_at(root, ("hosts", i))
+        line = line_at(hosts_marks, (i,))
         name = host.name or host.host
         if name in first_line:
             hint = "" if host.name else "; give each host a 'name'"
             raise ConfigError(f"{path}:{line}: duplicate host name {name!r} (first at line {first_line[name]}){hint}")
         first_line[name] = line
-        identity = host.identity_file if host.identity_file is not None else defaults.identity_file
         # A host's own proxy replaces the default's, whichever kind either is.
         own_proxy = host.proxy_jump or host.proxy_command
         if own_proxy and host.proxy_jump and host.proxy_command:
@@ -241,20 +244,23 @@ def load_inventory(path: str | Path) -> list[Target]:
         proxy = (host.proxy_jump, host.proxy_command) if own_proxy else (defaults.proxy_jump, defaults.proxy_command)
         if all(proxy):
             raise ConfigError(f"{path}:{line_at(root, ('defaults',))}: give proxy_jump or proxy_command, not both")
-        checks = {**default_checks, **host.checks.model_dump(exclude_unset=True)}
+        checks = shared_checks
+        if host.checks.model_fields_set:
+            checks = CheckOptions(**{**default_checks, **host.checks.model_dump(exclude_unset=True)})
+        identities = default_identities if host.identity_file is None else _paths(host.identity_file, base)
         targets.append(
             Target(
                 name=name,
                 host=host.host,
                 port=host.port or defaults.port or 22,
                 user=host.user or defaults.user,
-                identity_files=_paths(identity or [], base),
+                identity_files=list(identities),
                 proxy_jump=proxy[0],
                 proxy_command=proxy[1],
                 known_hosts=list(known_hosts),
                 python=host.python or defaults.python or "python3",
                 tags=list(host.tags),
-                checks=CheckOptions(**checks),
+                checks=checks,
                 source=f"{path}:{line}",
             )
         )
