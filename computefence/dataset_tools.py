@@ -62,7 +62,7 @@ def dedupe(
 
     conflicts: set[int] = set()
     if drop_conflicts:
-        first = run_dataset_scan(in_path, input_column, label_column)
+        first = run_dataset_scan(in_path, input_column, label_column, row_by_row=True)
         _check_scan(in_path, first.facts, drop_conflicts, drop_missing, by_input)
         conflicts = first.conflicting_input_fingerprints()
 

@@ -340,6 +340,10 @@ class DatasetFacts(_Fact):
     distinct_labels: int = 0
     distinct_labels_capped: bool = False
     distinct_inputs: int = 0
+    # "pyarrow" when the counts came from the pyarrow fast path, else "stdlib"; engine_note
+    # says why the fast path did not run (None when it did).
+    engine: str = "stdlib"
+    engine_note: str | None = None
 
 
 class CustomCheckResult(_Fact):

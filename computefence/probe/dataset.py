@@ -190,6 +190,7 @@ class _DatasetScan(object):
             "conflict_examples": [], "missing_inputs": 0, "missing_labels": 0, "label_counts": {},
             "distinct_labels": 0, "distinct_labels_capped": False, "distinct_inputs": 0, "partial": False,
             "partial_reason": None, "estimated_rows": None, "duration_s": 0.0,
+            "engine": "stdlib", "engine_note": None,
         }
         # Key-absent counts, bumped by the row preparers; a named column absent from every
         # row is reported as absent rather than as all-missing.
@@ -846,6 +847,430 @@ def _ds_bad_record(scan, row, cells, ncols, line):
     return False
 
 
+# -- the pyarrow fast path
+#
+# When pyarrow imports and the file fits the memory budget, JSON Lines, CSV/TSV and Parquet are
+# counted on Arrow tables (group_by, count_distinct) instead of row by row. The counts must be
+# the stdlib path's, so this path runs only where it can show they are, and otherwise hands the
+# whole file to the stdlib path with the reason (facts "engine_note"):
+# - any row the stdlib would call unreadable: Arrow refuses it (parse errors, bad UTF-8, a
+#   line or record Arrow cuts differently), and JSON Lines must give one object per non-blank
+#   line (the rows must equal those lines, and no line may hold "}" then "{");
+# - values the stdlib keeps apart and Arrow would not: null (Arrow cannot tell it from an
+#   absent key) except in Parquet, double columns (1 == 1.0 there), nested values, and
+#   columns of any type but string, integer or boolean (Arrow reads date-like JSON strings as
+#   timestamps: those are read again as strings);
+# - more than _DS_LABELS_TRACKED distinct labels (the stdlib then tells labels apart by a
+#   24-bit fingerprint).
+# Strings are stripped of exactly the characters str.strip() strips. Row identity is then
+# exact where the stdlib's is a 64-bit fingerprint: they differ only on a fingerprint
+# collision (see the top of this file).
+
+# Peak memory per byte of (decompressed) file, measured at 2M rows of bench/dataset_bench.py
+# (JSON Lines; CSV is lower): tables, read buffers and the group_by hash tables.
+_DS_ARROW_BYTES_PER_BYTE = 3
+_DS_ARROW_READ = 64 * 1024 * 1024
+_DS_ARROW_BLOCK = 4 * 1024 * 1024
+_DS_TWO_OBJECTS = re.compile(rb"\}[ \t\r]*\{")
+# pyarrow 26 crashes (SIGSEGV) reading a file that starts with a `null` line; such a line is
+# not an object, so any of them sends the file to the stdlib path before Arrow sees it.
+_DS_NULL_LINE = re.compile(rb"(?m)^[ \t\r]*null[ \t\r]*$")
+
+
+class _DsNoParity(Exception):
+    """The fast path cannot show its counts would equal the stdlib path's; says why."""
+
+
+def _ds_memory_available(proc="/proc"):
+    """MemAvailable in bytes, None where unknown."""
+    try:
+        meminfo = _read_text(os.path.join(proc, "meminfo"))
+    except OSError:
+        return None
+    for line in meminfo.splitlines():
+        if line.startswith("MemAvailable:"):
+            try:
+                return int(line.split()[1]) * 1024
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def _ds_arrow_scan(scan, source, memory_available):
+    """Count the file with pyarrow. Returns None when done, else why the stdlib path must
+    count it (scan untouched then)."""
+    facts = scan.facts
+    fmt = facts["format"]
+    if fmt not in ("jsonl", "csv", "tsv", "parquet"):
+        return "pyarrow has no reader for %s" % fmt
+    needed = source["estimated_bytes"] * _DS_ARROW_BYTES_PER_BYTE
+    if memory_available is None or needed > memory_available // 4:
+        return ("the file needs about %d MB in tables, more than a quarter of the memory available"
+                % (needed >> 20) if memory_available is not None else "the memory available is unknown")
+    try:
+        import pyarrow
+        import pyarrow.compute
+    except Exception as exc:  # absent, or broken in any way: the stdlib path needs none of it
+        return "pyarrow does not import (%s)" % (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+    saved = dict((key, list(value) if isinstance(value, list) else value) for key, value in facts.items())
+    read = {"jsonl": _ds_arrow_jsonl, "parquet": _ds_arrow_parquet}.get(fmt, _ds_arrow_csv)
+    whitespace = "".join(c for c in map(chr, range(0x3001)) if c.isspace())  # what str.strip() strips
+    try:
+        _ds_arrow_count(scan, *read(scan, source, whitespace))
+    except _DsNoParity as exc:
+        facts.clear()
+        facts.update(saved)
+        return str(exc)
+    except Exception as exc:  # pyarrow's own errors: a row it reads differently, memory, ...
+        facts.clear()
+        facts.update(saved)
+        return "pyarrow: %s" % (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+    return None
+
+
+def _ds_arrow_partial(scan, rows):
+    """Whether to stop reading after `rows` rows (the budgets), marking the scan partial."""
+    facts = scan.facts
+    if scan.max_rows and rows >= scan.max_rows:
+        facts["partial"] = True
+        facts["partial_reason"] = "stopped at the row budget of %d rows%s" % (scan.max_rows, scan._of_estimate())
+        return True
+    if time.time() > scan.deadline:
+        facts["partial"] = True
+        facts["partial_reason"] = "stopped at the time budget after %d rows%s" % (rows, scan._of_estimate())
+        return True
+    return False
+
+
+def _ds_arrow_jsonl(scan, source, whitespace):
+    """The JSON Lines file as one table, read in blocks of whole lines, and row -> line."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    stream = pa.input_stream(source["full"], compression="gzip" if scan.facts["compression"] else None)
+    read_options = pj.ReadOptions(block_size=_DS_ARROW_BLOCK)
+    schema = None
+    tables = []
+    # Where lines and rows part ways (blank lines): (first row, its line) from there on.
+    steps = [(0, 1)]
+    rows = lines = 0
+    rest = b""
+    try:
+        while True:
+            data = stream.read(_DS_ARROW_READ)
+            if data:
+                buf = rest + data
+                cut = buf.rfind(b"\n") + 1
+                if not cut:
+                    if len(buf) > _DS_LINE_CAP:
+                        raise _DsNoParity("a line is longer than %d MiB" % (_DS_LINE_CAP >> 20))
+                    rest = buf
+                    continue
+                chunk, rest = buf[:cut], buf[cut:]
+            else:
+                chunk, rest = rest, b""
+                if not chunk:
+                    break
+            if lines == 0 and chunk.startswith(codecs.BOM_UTF8):
+                chunk = chunk[3:]
+            elif chunk.startswith(codecs.BOM_UTF8):  # Arrow would skip it; the stdlib path reports it
+                raise _DsNoParity("a line starts with a byte order mark")
+            if _DS_TWO_OBJECTS.search(chunk):
+                raise _DsNoParity("a line may hold more than one JSON value")
+            if b"null" in chunk and _DS_NULL_LINE.search(chunk):
+                raise _DsNoParity("a line is null, not an object")
+            chunk_lines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+            if schema is None:
+                table = pj.read_json(pa.py_buffer(chunk), read_options=read_options)
+                strings = [field.name for field in table.schema
+                           if pa.types.is_timestamp(field.type) or pa.types.is_date(field.type)
+                           or pa.types.is_time(field.type)]
+                if strings:
+                    schema = pa.schema([pa.field(f.name, pa.string() if f.name in strings else f.type)
+                                        for f in table.schema])
+                    table = None
+                else:
+                    schema = table.schema
+            if schema is not None and (tables or table is None):
+                table = pj.read_json(pa.py_buffer(chunk), read_options=read_options,
+                                     parse_options=pj.ParseOptions(explicit_schema=schema,
+                                                                   unexpected_field_behavior="error"))
+            if table.num_rows != chunk_lines:
+                blank = [i for i, text in enumerate(chunk.split(b"\n")[:chunk_lines]) if not text.strip(b" \t\r")]
+                if table.num_rows != chunk_lines - len(blank):
+                    raise _DsNoParity("a JSON object spans several lines")
+                for n, i in enumerate(blank):
+                    steps.append((rows + i - n, lines + i + 2))
+            tables.append(_ds_arrow_prepared(table, False, whitespace))
+            table = None
+            rows += tables[-1].num_rows
+            lines += chunk_lines
+            if _ds_arrow_partial(scan, rows):
+                break
+    finally:
+        stream.close()
+    if not tables:
+        raise _DsNoParity("the file holds no rows")
+    return _ds_arrow_concat(scan, tables), _ds_jsonl_lines_of(steps)
+
+
+def _ds_jsonl_lines_of(steps):
+    """rows -> {row index: line}, from the (first row, its line) points where the two part ways."""
+    from bisect import bisect_right
+
+    firsts = [row for row, _ in steps]
+
+    def lines_of(rows):
+        found = {}
+        for row in rows:
+            first, line = steps[bisect_right(firsts, row) - 1]
+            found[row] = line + row - first
+        return found
+    return lines_of
+
+
+def _ds_arrow_concat(scan, tables):
+    import pyarrow as pa
+
+    table = pa.concat_tables(tables)
+    if scan.max_rows and table.num_rows > scan.max_rows:
+        table = table.slice(0, scan.max_rows)
+    return table
+
+
+def _ds_arrow_csv(scan, source, whitespace):
+    """The CSV/TSV file as one table of strings, and row -> line."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    text = source["sample"].decode("utf-8", "replace")
+    header = next((row for row in csv.reader(io.StringIO(text, newline=""), delimiter=source["delimiter"],
+                                              strict=False) if row), [])
+    if not header or len(set(header)) != len(header) or len(set(c.strip() for c in header)) != len(header):
+        raise _DsNoParity("the header has no cells or repeats a name")
+    stream = pa.input_stream(source["full"], compression="gzip" if scan.facts["compression"] else None)
+    try:
+        reader = pcsv.open_csv(
+            stream, read_options=pcsv.ReadOptions(block_size=_DS_ARROW_BLOCK),
+            parse_options=pcsv.ParseOptions(delimiter=source["delimiter"], quote_char='"', double_quote=True,
+                                            escape_char=False, newlines_in_values=True, ignore_empty_lines=True),
+            convert_options=pcsv.ConvertOptions(column_types=dict((name, pa.string()) for name in header),
+                                                strings_can_be_null=False))
+        if reader.schema.names != header:
+            raise _DsNoParity("pyarrow reads the header differently")
+        names = [name.strip() for name in header]
+        tables = []
+        rows = 0
+        for batch in reader:
+            tables.append(_ds_arrow_prepared(pa.Table.from_batches([batch]).rename_columns(names), False, whitespace))
+            rows += batch.num_rows
+            if _ds_arrow_partial(scan, rows):
+                break
+    finally:
+        stream.close()
+    if not tables:
+        raise _DsNoParity("the file holds no rows")
+    table = _ds_arrow_concat(scan, tables)
+    return table, _ds_csv_lines_of(scan, source, table.num_rows)
+
+
+def _ds_csv_lines_of(scan, source, rows):
+    """row index -> line for CSV rows: row + 2 when every record is one line after a one-line
+    header (the line breaks in the file say so), else the stdlib csv module's own count."""
+    breaks = 0
+    if not scan.facts["partial"]:
+        stream = source["opener"]()
+        try:
+            last = b""
+            while True:
+                data = stream.read(_DS_CHUNK)
+                if not data:
+                    break
+                # newline="" text reading ends lines at \n, \r and \r\n
+                breaks += data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n") - (last == b"\r" and data[:1] == b"\n")
+                last = data[-1:]
+            breaks += bool(last) and last not in b"\r\n"
+        finally:
+            stream.close()
+    if breaks == rows + 1:
+        return lambda wanted: dict((row, row + 2) for row in wanted)
+
+    def lines_of(wanted):
+        wanted = set(wanted)
+        last = max(wanted) if wanted else -1
+        found = {}
+        stream = source["opener"]()
+        try:
+            reader = csv.reader(scan.text_reader(stream), delimiter=source["delimiter"], quotechar='"',
+                                doublequote=True, strict=False)
+            index = -1  # the header
+            prev = 0
+            for record in reader:
+                start = prev + 1
+                prev = reader.line_num
+                if record:
+                    if index in wanted:
+                        found[index] = start
+                    index += 1
+                    if index > last:
+                        break
+        finally:
+            stream.close()
+        return found
+    return lines_of
+
+
+def _ds_arrow_parquet(scan, source, whitespace):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
+    rows = 0
+    for batch in pq.ParquetFile(source["full"]).iter_batches(batch_size=65536):
+        tables.append(_ds_arrow_prepared(pa.Table.from_batches([batch]), True, whitespace))
+        rows += batch.num_rows
+        if _ds_arrow_partial(scan, rows):
+            break
+    if not tables:
+        raise _DsNoParity("the file holds no rows")
+    return _ds_arrow_concat(scan, tables), lambda wanted: dict((row, row + 1) for row in wanted)
+
+
+def _ds_arrow_prepared(table, nulls_are_values, whitespace):
+    """A block of rows read, its strings stripped as str.strip() strips them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for name, column in zip(table.column_names, table.columns):
+        kind = column.type
+        if not nulls_are_values and column.null_count:
+            raise _DsNoParity("column %r has null values (pyarrow cannot tell them from absent keys)" % name[:120])
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            column = pc.utf8_trim(column, characters=whitespace)
+        elif not (pa.types.is_integer(kind) or pa.types.is_boolean(kind)):
+            raise _DsNoParity("column %r holds %s values" % (name[:120], kind))
+        columns.append(column)
+    return pa.table(columns, names=table.column_names)
+
+
+def _ds_arrow_count(scan, table, lines_of):
+    """Fill scan as the stdlib path would from `table` (the prepared rows read, in order).
+    Strings are grouped by their dictionary index: hashing them once is most of the work."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = table.column_names
+    rows = table.num_rows
+    if not names or not rows or len(set(names)) != len(names):
+        raise _DsNoParity("no columns, no rows or a column name twice")
+    icol, lcol = scan.choose_columns(names)
+    keys = []
+    dictionaries = {}
+    for index, name in enumerate(names):
+        column = table.column(index)
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            encoded = pc.dictionary_encode(column).combine_chunks()
+            column = encoded.indices
+            dictionaries[name] = encoded.dictionary
+        keys.append(column)
+    del table, column  # the strings live on in the dictionaries only
+    key_of = dict((name, keys[names.index(name)]) for name in (icol, lcol) if name in names)
+
+    def present(name):
+        mask = pc.is_valid(key_of[name])
+        if name in dictionaries:
+            empty = pc.index(dictionaries[name], "").as_py()
+            if empty >= 0:
+                mask = pc.and_(mask, pc.fill_null(pc.not_equal(key_of[name], empty), False))
+        return mask
+
+    def values(name, chosen):
+        """The keys `chosen` of column `name` as the stdlib's normalised values."""
+        if name in dictionaries:
+            return dictionaries[name].take(chosen).to_pylist()
+        return [_DS_TAG + repr(value) for value in chosen.to_pylist()]
+
+    grouped = pa.table(keys, names=["c%d" % i for i in range(len(keys))])
+    distinct_rows = grouped.group_by(grouped.column_names).aggregate([]).num_rows
+    del grouped, keys
+    inputs = present(icol) if icol in key_of else None
+    labels = present(lcol) if lcol in key_of else None
+    label_values = []
+    if labels is not None:
+        counted = pc.value_counts(key_of[lcol].filter(labels))
+        if len(counted) > _DS_LABELS_TRACKED:
+            raise _DsNoParity("more than %d distinct labels" % _DS_LABELS_TRACKED)
+        label_values = list(zip(values(lcol, counted.field("values")), counted.field("counts").to_pylist()))
+    distinct_inputs = present_inputs = conflicting = 0
+    examples = {}
+    if inputs is not None:
+        present_inputs = pc.sum(inputs).as_py() or 0
+        distinct_inputs = pc.count_distinct(key_of[icol].filter(inputs)).as_py()
+        if labels is not None:
+            both = pc.and_(inputs, labels)
+            pairs = pa.table({"i": key_of[icol].filter(both), "l": key_of[lcol].filter(both)})
+            labelled = pc.value_counts(pairs.group_by(["i", "l"]).aggregate([]).column("i"))
+            several = labelled.field("values").filter(pc.greater(labelled.field("counts"), 1))
+            conflicting = len(several)
+            if conflicting:
+                chosen = pc.indices_nonzero(pc.and_(both, pc.fill_null(pc.is_in(key_of[icol], value_set=several),
+                                                                        False)))
+                examples = _ds_arrow_examples(chosen.to_pylist(), values(icol, key_of[icol].take(chosen)),
+                                              values(lcol, key_of[lcol].take(chosen)), lines_of)
+    # Commit: the state the row-by-row path leaves for finish().
+    facts = scan.facts
+    facts["rows"] = rows
+    facts["duplicate_rows"] = rows - distinct_rows
+    facts["duplicate_inputs"] = present_inputs - distinct_inputs
+    facts["conflicting_inputs"] = conflicting
+    if icol is not None:
+        facts["missing_inputs"] = rows - present_inputs
+    if lcol is not None:
+        facts["missing_labels"] = rows - sum(count for _, count in label_values)
+    if facts["format"] in ("csv", "tsv"):
+        facts["absent_columns"] = [name for name in (icol, lcol) if name is not None and name not in names]
+    else:
+        scan.absent = [rows if icol is not None and icol not in names else 0,
+                       rows if lcol is not None and lcol not in names else 0]
+    scan.label_names = [None] + [value for value, _ in label_values]
+    scan.label_counts = [0] + [count for _, count in label_values]
+    scan.used = distinct_inputs
+    scan.examples = examples
+    facts["engine"] = "pyarrow"
+
+
+def _ds_arrow_examples(rows, inputs, labels, lines_of):
+    """The first _DS_EXAMPLES conflicting inputs in the order the stdlib path finds them (the
+    row bringing an input's second label), with its labels and lines as that path lists them.
+    `rows` are the labelled rows of conflicting inputs, `inputs` and `labels` their values."""
+    state = {}
+    examples = {}
+    for row, iv, lv in zip(rows, inputs, labels):
+        seen = state.get(iv)
+        if seen is None:
+            state[iv] = [lv, row, False]
+            continue
+        if not seen[2]:
+            if lv == seen[0]:
+                continue
+            seen[2] = True
+            if len(examples) < _DS_EXAMPLES:
+                examples[iv] = {"input": _ds_show(iv, _DS_EXAMPLE_CHARS),
+                                "labels": [_ds_show(seen[0], _DS_EXAMPLE_CHARS)], "lines": [seen[1]]}
+        example = examples.get(iv)
+        if example is not None:
+            name = _ds_show(lv, _DS_EXAMPLE_CHARS)
+            if name not in example["labels"]:
+                example["labels"].append(name)
+            if len(example["lines"]) < _DS_EXAMPLE_LINES:
+                example["lines"].append(row)
+    lines = lines_of([row for example in examples.values() for row in example["lines"]])
+    for example in examples.values():
+        example["lines"] = [lines[row] for row in example["lines"]]
+    return examples
+
+
 # -- detection and the entry points
 
 
@@ -967,11 +1392,11 @@ def _ds_detect(scan, path):
             "delimiter": delimiter}
 
 
-def _ds_scan_file(scan, path, sink):
+def _ds_scan_file(scan, path, sink, memory_available, row_by_row):
     facts = scan.facts
     source = _ds_detect(scan, path)
     if facts["format"] == "parquet":
-        _ds_scan_parquet(scan, os.path.expanduser(path), sink)
+        _ds_scan_parquet(scan, os.path.expanduser(path), sink, memory_available, row_by_row)
         return
     if source is None:
         scan.choose_columns([])
@@ -981,7 +1406,12 @@ def _ds_scan_file(scan, path, sink):
     if lines:
         estimated = source["estimated_bytes"] * lines // len(sample)
         facts["estimated_rows"] = max(estimated, lines)
-        scan.presize(estimated)
+    if not row_by_row:
+        facts["engine_note"] = _ds_arrow_scan(scan, source, memory_available)
+        if facts["engine_note"] is None:
+            return
+    if lines:
+        scan.presize(facts["estimated_rows"])
     fmt = facts["format"]
     stream = source["opener"]()
     try:
@@ -1005,7 +1435,7 @@ def _ds_scan_file(scan, path, sink):
         stream.close()
 
 
-def _ds_scan_parquet(scan, path, sink):
+def _ds_scan_parquet(scan, path, sink, memory_available, row_by_row):
     try:
         import pyarrow.parquet as pq
     except ImportError:
@@ -1015,9 +1445,16 @@ def _ds_scan_parquet(scan, path, sink):
         handle = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises its own error types for corrupt files
         raise _DatasetProblem("unknown_format", "not a readable Parquet file: %s" % exc)
+    metadata = handle.metadata
+    scan.facts["estimated_rows"] = metadata.num_rows
+    if not row_by_row:
+        source = {"full": path, "estimated_bytes": sum(metadata.row_group(i).total_byte_size
+                                                       for i in range(metadata.num_row_groups))}
+        scan.facts["engine_note"] = _ds_arrow_scan(scan, source, memory_available)
+        if scan.facts["engine_note"] is None:
+            return
     icol, lcol = scan.choose_columns(list(handle.schema_arrow.names))
-    scan.facts["estimated_rows"] = handle.metadata.num_rows
-    scan.presize(handle.metadata.num_rows)
+    scan.presize(metadata.num_rows)
 
     def objects():
         index = 0
@@ -1032,14 +1469,20 @@ def _ds_scan_parquet(scan, path, sink):
     scan.consume(_ds_object_rows(scan, [], objects(), icol, lcol), sink)
 
 
-def run_dataset_scan(path, input_column=None, label_column=None, max_rows=None, max_seconds=None, sink=None):
+def run_dataset_scan(path, input_column=None, label_column=None, max_rows=None, max_seconds=None, sink=None,
+                     memory_available=None, row_by_row=False):
     """Scan the dataset at `path`; returns the finished _DatasetScan (its .facts dict is
-    shaped like models.DatasetFacts). Problems with the file end up in the facts."""
+    shaped like models.DatasetFacts). Problems with the file end up in the facts.
+    `memory_available` (bytes; default this machine's MemAvailable) bounds the pyarrow path;
+    `row_by_row` (implied by a sink) keeps to the stdlib path, whose input table
+    conflicting_input_fingerprints() reads."""
     started = time.time()
     deadline = started + float(max_seconds) if max_seconds else float("inf")
     scan = _DatasetScan(path, input_column or None, label_column or None, max_rows, deadline)
+    if memory_available is None:
+        memory_available = _ds_memory_available()
     try:
-        _ds_scan_file(scan, path, sink)
+        _ds_scan_file(scan, path, sink, memory_available, row_by_row or sink is not None)
     except _DatasetProblem as exc:
         scan.fail(exc.kind, str(exc))
     scan.finish()
@@ -1058,22 +1501,14 @@ def detect_dataset(path):
     return dict((key, scan.facts[key]) for key in ("path", "exists", "format", "compression", "error", "error_kind"))
 
 
-def _ds_row_budget(params):
+def _ds_row_budget(params, memory_available):
     """Rows the scan may keep fingerprints of: the parameter when set, else what a quarter of
     the memory available right now holds at _DS_BYTES_PER_ROW (20M where that is unknown)."""
     if params.get("dataset_max_rows"):
         return int(params["dataset_max_rows"])
-    try:
-        meminfo = _read_text(os.path.join((params.get("roots") or {}).get("proc", "/proc"), "meminfo"))
-    except OSError:
-        meminfo = ""
-    for line in meminfo.splitlines():
-        if line.startswith("MemAvailable:"):
-            try:
-                return max(1000000, int(line.split()[1]) * 1024 // 4 // _DS_BYTES_PER_ROW)
-            except (IndexError, ValueError):
-                break
-    return 20000000
+    if memory_available is None:
+        return 20000000
+    return max(1000000, memory_available // 4 // _DS_BYTES_PER_ROW)
 
 
 def collect_dataset(params):
@@ -1084,5 +1519,7 @@ def collect_dataset(params):
     collector_limit = float(timeouts.get("dataset", DEFAULT_TIMEOUTS["dataset"]))
     # Stop early enough to answer with a partial scan before the collector's own timeout.
     max_seconds = min(float(params.get("dataset_max_seconds") or collector_limit), collector_limit * 0.9)
+    memory_available = _ds_memory_available((params.get("roots") or {}).get("proc", "/proc"))
     return run_dataset_scan(path, params.get("input_column"), params.get("label_column"),
-                            max_rows=_ds_row_budget(params), max_seconds=max_seconds).facts
+                            max_rows=_ds_row_budget(params, memory_available), max_seconds=max_seconds,
+                            memory_available=memory_available).facts

@@ -275,9 +275,9 @@ def test_label_counts_keep_the_top_50_and_say_how_many(tmp_path, monkeypatch):
 
 def test_row_and_time_budgets_give_a_partial_scan(tmp_path):
     path = write(tmp_path / "train.jsonl", jsonl_text([{"text": str(i), "label": i % 2} for i in range(10000)]))
-    by_rows = scan(path, max_rows=10)
+    by_rows = scan(path, max_rows=10, row_by_row=True)
     assert by_rows["partial"] and by_rows["rows"] == 10 and "row budget of 10" in by_rows["partial_reason"]
-    by_time = scan(path, max_seconds=1e-9)
+    by_time = scan(path, max_seconds=1e-9, row_by_row=True)
     assert by_time["partial"] and by_time["rows"] == scanner._DS_CHECK_EVERY
     # How far it got, of how much: the estimate comes from the first 64 KiB and the file size.
     assert 9000 <= by_time["estimated_rows"] <= 11000
@@ -285,16 +285,34 @@ def test_row_and_time_budgets_give_a_partial_scan(tmp_path):
         f"stopped at the time budget after {scanner._DS_CHECK_EVERY} rows of about {by_time['estimated_rows']}")
 
 
+def test_the_pyarrow_path_keeps_the_row_and_time_budgets(tmp_path, monkeypatch):
+    pytest.importorskip("pyarrow")
+    monkeypatch.setattr(scanner, "_DS_ARROW_READ", 4096)  # read in blocks of about 4 KiB of lines
+    path = write(tmp_path / "train.jsonl", jsonl_text([{"text": str(i), "label": i % 2} for i in range(10000)]))
+    by_rows = scan(path, max_rows=10)
+    assert by_rows["engine"] == "pyarrow"
+    assert by_rows == {**scan(path, max_rows=10, row_by_row=True), "engine": "pyarrow",
+                       "duration_s": by_rows["duration_s"]}
+    by_time = scan(path, max_seconds=1e-9)
+    assert by_time["engine"] == "pyarrow" and by_time["partial"] and 0 < by_time["rows"] < 10000
+    assert by_time["partial_reason"] == (
+        f"stopped at the time budget after {by_time['rows']} rows of about {by_time['estimated_rows']}")
+    # The counts are those of the rows read.
+    assert by_time["missing_labels"] == 0 and sum(by_time["label_counts"].values()) == by_time["rows"]
+
+
 def test_the_row_budget_follows_the_memory_available_on_the_pod(tmp_path):
     proc = tmp_path / "proc"
     proc.mkdir()
     (proc / "meminfo").write_text("MemTotal:       65536000 kB\nMemAvailable:    8000000 kB\n")
-    params = {"roots": {"proc": str(proc)}}
+    available = scanner._ds_memory_available(str(proc))
+    assert available == 8000000 * 1024
     # A quarter of 8,000,000 kB at 64 bytes a row.
-    assert scanner._ds_row_budget(params) == 8000000 * 1024 // 4 // 64
-    assert scanner._ds_row_budget({**params, "dataset_max_rows": 10}) == 10
+    assert scanner._ds_row_budget({}, available) == 8000000 * 1024 // 4 // 64
+    assert scanner._ds_row_budget({"dataset_max_rows": 10}, available) == 10
     (proc / "meminfo").write_text("MemTotal:       65536000 kB\n")
-    assert scanner._ds_row_budget(params) == 20000000
+    assert scanner._ds_memory_available(str(proc)) is None
+    assert scanner._ds_row_budget({}, None) == 20000000
 
 
 def test_collect_dataset_keeps_within_the_collector_timeout(tmp_path):
