@@ -116,6 +116,8 @@ def _readability(data: DatasetFacts) -> Finding:
     kind = data.format or "data"
     if data.compression:
         kind += f", {data.compression}"
+    if data.engine == "pyarrow":
+        kind += ", counted with pyarrow"
     return passed(cid, f"{data.rows:,} rows of {path} read ({kind})", subject=path)
 
 

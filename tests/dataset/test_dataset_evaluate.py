@@ -34,7 +34,8 @@ def test_a_clean_dataset_passes_every_check_and_states_the_plateau():
     assert severities(findings) == {c: "pass" for c in (
         "dataset.unreadable", "dataset.columns", "dataset.duplicates", "dataset.conflicting-labels",
         "dataset.missing-values", "dataset.label-skew")}
-    assert "1,000 rows" in findings["dataset.unreadable"].message
+    assert findings["dataset.unreadable"].message == f"1,000 rows of {PATH} read (jsonl)"
+    assert run(engine="pyarrow")["dataset.unreadable"].message == f"1,000 rows of {PATH} read (jsonl, counted with pyarrow)"
     skew = findings["dataset.label-skew"].message
     assert f"H = -Σ p ln p = {entropy([520, 480]):.3f}" in skew and "ln 2 = 0.693" in skew
     assert "(recognised by name)" in findings["dataset.columns"].message
