@@ -224,8 +224,7 @@ class Fleet:
         self.startup_s = round(time.perf_counter() - started, 2)
         self.identity_file = str(self.harness.identity_file)
         self.known_hosts = work / "known_hosts"
-        self.known_hosts.write_text("".join(pod.known_hosts_line() for pod in self.pods))
-        checks = CheckOptions(output_dir="/workspace/checkpoints")
+        self.checks = checks = CheckOptions(output_dir="/workspace/checkpoints")
         # The payload computefence would send (its per-pod deadline aside): compressed, for the
         # tools that run probe_command; Ansible's `script` module runs the plain script instead.
         params = probe_params(checks, "python3", deadline_s=PROBE_LIMIT_S - 10)
@@ -234,10 +233,16 @@ class Fleet:
         self.script = work / "probe.py"
         self.script.write_text(probe_payload(params))
         self.command = probe_command(PROBE_LIMIT_S)
-        self._write_inventories(checks)
+        self.reach_pods_at([(pod.host, pod.port) for pod in self.pods])
 
-    def _write_inventories(self, checks) -> None:
-        hosts = [{"name": pod.name, "host": pod.host, "port": pod.port} for pod in self.pods]
+    def reach_pods_at(self, addresses: list[tuple[str, int]]) -> None:
+        """Point every tool's files (known_hosts, inventories) at these addresses, one per pod:
+        the pods' own, or a delay relay's in front of them."""
+        self.known_hosts.write_text("".join(
+            pod.known_hosts_line().replace(f"[{pod.host}]:{pod.port} ", f"[{host}]:{port} ", 1)
+            for pod, (host, port) in zip(self.pods, addresses)))
+        hosts = [{"name": pod.name, "host": host, "port": port} for pod, (host, port) in zip(self.pods, addresses)]
+        checks = self.checks
         self.spec = self.work / "spec.json"
         self.spec.write_text(json.dumps({
             "pods": hosts, "identity_file": self.identity_file, "known_hosts": str(self.known_hosts),
@@ -255,7 +260,7 @@ class Fleet:
         ssh_args = (f"-o UserKnownHostsFile={self.known_hosts} -o StrictHostKeyChecking=yes "
                     "-o IdentitiesOnly=yes -o PreferredAuthentications=publickey")
         lines = ["[pods]"]
-        lines += [f"{pod.name} ansible_host={pod.host} ansible_port={pod.port}" for pod in self.pods]
+        lines += [f"{h['name']} ansible_host={h['host']} ansible_port={h['port']}" for h in hosts]
         lines += ["", "[pods:vars]", "ansible_user=root", f"ansible_ssh_private_key_file={self.identity_file}",
                   f"ansible_ssh_common_args='{ssh_args}'"]
         self.ansible_inventory = self.work / "ansible.ini"
@@ -407,21 +412,33 @@ def _pods_cpu_s(fleet: "Fleet") -> float:
 
 
 def bench(args: argparse.Namespace) -> dict:
-    results: dict = {"machine": _machine(args), "rtt_ms": args.rtt, "sizes": {}}
+    results: dict = {"machine": _machine(args), "rtt_ms": args.rtt, "delay": args.rtt and args.delay, "sizes": {}}
     for n in args.pods:
         with tempfile.TemporaryDirectory(prefix=f"cf-bench-{n}-") as tmp:
             print(f"== {n} pods: starting ...", file=sys.stderr, flush=True)
             fleet = Fleet(n, Path(tmp))
+            relay = None
             try:
                 print(f"== {n} pods up in {fleet.startup_s}s", file=sys.stderr, flush=True)
+                if args.rtt and args.delay == "relay":
+                    from delay_relay import HOST, DelayRelay
+
+                    relay = DelayRelay([(pod.host, pod.port) for pod in fleet.pods])
+                    fleet.reach_pods_at([(HOST, port) for port in relay.ports])
                 for rtt in args.rtt or [None]:
                     key = str(n) if rtt is None else f"{n}@{rtt}ms"
-                    if rtt is not None:
+                    if relay is not None:
+                        relay.set_rtt(rtt)
+                    elif rtt is not None:
                         set_loopback_rtt(rtt)
-                        print(f"== {n} pods behind {rtt} ms RTT; warming up", file=sys.stderr, flush=True)
+                    if rtt is not None:
+                        print(f"== {n} pods behind {rtt} ms RTT ({args.delay}); warming up", file=sys.stderr,
+                              flush=True)
                     results["sizes"][key] = {"pods": n, "rtt_ms": rtt, "startup_s": fleet.startup_s,
                                              "tools": _runs(fleet, Path(tmp) / "runs" / key, args)}
             finally:
+                if relay is not None:
+                    relay.close()
                 fleet.close()
     return results
 
@@ -533,7 +550,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"subset of {','.join(TOOLS)}")
     parser.add_argument("--rtt", metavar="MS[,MS...]",
                         help="round-trip times to run at, e.g. 0,50,150: the whole run moves into a network "
-                             "namespace of its own whose loopback gets `tc netem` delay")
+                             "namespace of its own, delayed as --delay says")
+    parser.add_argument("--delay", choices=("auto", "netem", "relay"), default="auto",
+                        help="how --rtt delays packets: netem on the namespace's loopback, or a userspace relay "
+                             "in front of each pod (bench/delay_relay.py); auto: netem where the kernel has it")
     parser.add_argument("--repeat", type=int, default=3, help="runs per tool and size; the median is reported")
     parser.add_argument("--ansible", default=shutil.which("ansible") or str(Path(sys.executable).parent / "ansible"))
     parser.add_argument("--pssh-python", default=sys.executable, help="an interpreter with parallel-ssh installed")
@@ -566,10 +586,15 @@ def main(argv: list[str] | None = None) -> int:
         outer = enter_private_network(sys.argv[1:] if argv is None else argv)
         if outer is not None:
             return outer
-        reason = loopback_delay_unavailable(need_netem=any(args.rtt))
-        if reason:
+        reason = loopback_delay_unavailable(need_netem=any(args.rtt) and args.delay != "relay")
+        if reason and args.delay == "auto" and "netem" in reason:
+            print(f"fleet_bench: --rtt: {reason}; delaying in a userspace relay instead", file=sys.stderr)
+            args.delay = "relay"
+        elif reason:
             print(f"fleet_bench: --rtt: {reason}", file=sys.stderr)
             return 2
+        elif args.delay == "auto":
+            args.delay = "netem"
     results = bench(args)
     print(table(results))
     save_results(results, args.results, "fleet")

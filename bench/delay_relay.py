@@ -1,0 +1,120 @@
+"""A TCP relay that delays every byte by half a round trip each way: latency for the fleet
+benchmark where the kernel has no `tc netem` (fleet_bench.py --rtt, --delay relay).
+
+One relay process listens on a port of its own for each pod and forwards to the pod's sshd.
+What arrives on one side is written to the other side RTT/2 later, in order, so every
+round trip of every protocol (SSH's key exchange, auth, channel requests, Ansible's many
+sessions) costs the RTT, as on a real link. Bandwidth and loss are not modelled. The relay's
+own CPU runs on the benchmark machine and is the same for every tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import socket
+
+HOST = "127.0.0.1"
+READ_SIZE = 65536
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay_ms) -> None:
+    """Copy reader -> writer, each chunk delivered half the current RTT after it arrived."""
+    loop = asyncio.get_running_loop()
+    line: asyncio.Queue = asyncio.Queue()
+
+    async def deliver() -> None:
+        while True:
+            due, data = await line.get()
+            wait = due - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if not data:
+                break
+            writer.write(data)
+            await writer.drain()
+
+    delivery = asyncio.ensure_future(deliver())
+    try:
+        while True:
+            data = await reader.read(READ_SIZE)
+            line.put_nowait((loop.time() + delay_ms.value / 2000, data))
+            if not data:
+                break
+        await delivery
+    except (ConnectionError, OSError):
+        delivery.cancel()
+    finally:
+        try:
+            writer.write_eof()
+        except (OSError, RuntimeError):
+            writer.close()
+
+
+def serve(routes: list[tuple[int, str, int]], delay_ms, ready, stop) -> None:
+    """Listen on each routes' first port and relay to its (host, port); until `stop` is set."""
+
+    async def main() -> None:
+        async def relay(port: int, host: str, pod_port: int) -> asyncio.AbstractServer:
+            async def one(client_reader, client_writer) -> None:
+                try:
+                    pod_reader, pod_writer = await asyncio.open_connection(host, pod_port)
+                except OSError:
+                    client_writer.close()
+                    return
+                await asyncio.gather(_pump(client_reader, pod_writer, delay_ms),
+                                     _pump(pod_reader, client_writer, delay_ms), return_exceptions=True)
+                for writer in (client_writer, pod_writer):
+                    writer.close()
+
+            return await asyncio.start_server(one, HOST, port, backlog=4096)
+
+        servers = [await relay(*route) for route in routes]
+        ready.set()
+        parent = os.getppid()
+        while not stop.is_set() and os.getppid() == parent:
+            await asyncio.sleep(0.2)
+        for server in servers:
+            server.close()
+
+    asyncio.run(main())
+
+
+class DelayRelay:
+    """The relay for a list of (host, port) pods; `ports[i]` reaches pod i with `rtt_ms` added."""
+
+    def __init__(self, pods: list[tuple[str, int]]):
+        context = multiprocessing.get_context("spawn")
+        self.ports = _free_ports(len(pods))
+        self._delay_ms = context.Value("d", 0.0)
+        self._stop = context.Event()
+        ready = context.Event()
+        routes = [(port, host, pod_port) for port, (host, pod_port) in zip(self.ports, pods)]
+        self._process = context.Process(target=serve, args=(routes, self._delay_ms, ready, self._stop), daemon=True)
+        self._process.start()
+        if not ready.wait(60):
+            self.close()
+            raise RuntimeError("the delay relay did not start")
+
+    def set_rtt(self, rtt_ms: float) -> None:
+        self._delay_ms.value = float(rtt_ms)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind((HOST, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
