@@ -33,9 +33,9 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+from delay_relay import HOST, free_ports  # noqa: E402
 from fleet_bench import PROBE_LIMIT_S, measure  # noqa: E402
 
-HOST = "127.0.0.1"
 TOOLS = ("computefence", "asyncssh")
 
 
@@ -74,20 +74,6 @@ def serve(ports: list[int], host_key_path: str, client_key_path: str, answer_pat
             acceptor.close()
 
     asyncio.run(main())
-
-
-def free_ports(count: int) -> list[int]:
-    import socket
-
-    holders = []
-    for _ in range(count):
-        sock = socket.socket()
-        sock.bind((HOST, 0))
-        holders.append(sock)
-    ports = [s.getsockname()[1] for s in holders]
-    for sock in holders:
-        sock.close()
-    return ports
 
 
 # ---------------------------------------------------------------- the recorded answer

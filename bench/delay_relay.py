@@ -86,7 +86,7 @@ class DelayRelay:
 
     def __init__(self, pods: list[tuple[str, int]]):
         context = multiprocessing.get_context("spawn")
-        self.ports = _free_ports(len(pods))
+        self.ports = free_ports(len(pods))
         self._delay_ms = context.Value("d", 0.0)
         self._stop = context.Event()
         ready = context.Event()
@@ -107,7 +107,8 @@ class DelayRelay:
             self._process.kill()
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
+    """Ports free on HOST right now (held together, so all differ)."""
     sockets = []
     try:
         for _ in range(count):
