@@ -15,8 +15,10 @@ Enumerating Host entries (`--ssh-config FILE` alone, `-H 'gpu-*'`) is always the
 
 from __future__ import annotations
 
+import functools
 import getpass
 import hashlib
+import heapq
 import os
 import re
 import shlex
@@ -78,12 +80,57 @@ class _Resolved:
     unhonoured: dict[str, list[str]] = field(default_factory=dict)
 
 
+@dataclass
+class _Block:
+    """A Host or Match line and the lines up to the next one; `header` None for the lines
+    before the first."""
+
+    header: _Line | None
+    body: list[_Line] = field(default_factory=list)
+
+
+@dataclass
+class _Blocks:
+    """A file's blocks, and which an alias can be in: a Host block whose patterns are all plain
+    names only for those names; the others (the lines before the first header, Match blocks,
+    Host blocks with a wildcard) for every alias. Resolving 2,000 aliases then looks at a few
+    blocks each, not at every line of the file."""
+
+    blocks: list[_Block] = field(default_factory=list)
+    by_name: dict[str, list[int]] = field(default_factory=dict)
+    always: list[int] = field(default_factory=list)
+
+    def add(self, block: _Block) -> None:
+        index = len(self.blocks)
+        self.blocks.append(block)
+        header = block.header
+        if header is None or header.keyword != "host":
+            self.always.append(index)
+            return
+        positive = [pattern for pattern in header.args if not pattern.startswith("!")]
+        if any(_is_wildcard(pattern) for pattern in positive):
+            self.always.append(index)
+            return
+        for pattern in dict.fromkeys(positive):  # no positive pattern: the block never applies
+            self.by_name.setdefault(pattern, []).append(index)
+
+    def for_alias(self, alias: str) -> list[_Block]:
+        named = self.by_name.get(alias)
+        return [self.blocks[i] for i in (heapq.merge(named, self.always) if named else self.always)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _wildcard_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.DOTALL)
+
+
 def _pattern_matches(pattern: str, name: str, *, fold_case: bool = False) -> bool:
     """OpenSSH wildcard match: `*` and `?` only; case-sensitive as for Host lines."""
     if fold_case:
         pattern, name = pattern.lower(), name.lower()
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.fullmatch(regex, name, re.DOTALL) is not None
+    if not _is_wildcard(pattern):
+        return pattern == name
+    return _wildcard_regex(pattern).fullmatch(name) is not None
 
 
 def _pattern_list_matches(patterns: list[str], name: str, *, fold_case: bool = False) -> bool:
@@ -173,6 +220,7 @@ class SshConfig:
         self.display = str(path)
         self.include_dir = include_dir if include_dir is not None else Path("~/.ssh").expanduser()
         self._cache: dict[Path, list[_Line]] = {}
+        self._block_cache: dict[Path, _Blocks] = {}
 
     # ---------------------------------------------------------------- reading
 
@@ -193,6 +241,20 @@ class SshConfig:
                 lines.append(_Line(path, number, keyword.lower(), args))
             self._cache[path] = lines
         return self._cache[path]
+
+    def _blocks(self, path: Path) -> _Blocks:
+        if path not in self._block_cache:
+            blocks = _Blocks()
+            block = _Block(None)
+            for line in self._lines(path):
+                if line.keyword in ("host", "match"):
+                    blocks.add(block)
+                    block = _Block(line)
+                else:
+                    block.body.append(line)
+            blocks.add(block)
+            self._block_cache[path] = blocks
+        return self._block_cache[path]
 
     def _included(self, line: _Line) -> list[Path]:
         paths: list[Path] = []
@@ -242,41 +304,42 @@ class SshConfig:
         return self._target(alias, state), unhonoured_options(state.unhonoured)
 
     def _apply(self, path: Path, alias: str, state: _Resolved, depth: int, *, final_pass: bool) -> None:
-        active = True
-        for line in self._lines(path):
-            if line.keyword == "host":
-                active = _pattern_list_matches(line.args, alias)
-                if active and state.host_line is None:
-                    state.host_line = line
-                continue
-            if line.keyword == "match":
-                active = self._match(line, alias, state, final_pass)
-                continue
-            if not active:
-                continue
-            if line.keyword == "include":
-                if depth >= MAX_INCLUDE_DEPTH:
-                    raise line.error(f"Include nested more than {MAX_INCLUDE_DEPTH} levels deep")
-                for included in self._included(line):
-                    self._apply(included, alias, state, depth + 1, final_pass=final_pass)
-            elif line.keyword in ("hostname", "port", "user", "userknownhostsfile", "proxyjump", "proxycommand"):
-                if not line.args:
-                    raise line.error(f"missing value for {line.keyword}")
-                key = "proxy" if line.keyword.startswith("proxy") else line.keyword
-                if line.keyword == "proxycommand":
-                    # The command is the rest of the line, as written.
-                    line = _Line(line.path, line.number, line.keyword, [" ".join(line.args)])
-                elif line.keyword == "proxyjump" and (line.args[0].lower() == "none" or "jump_none" in state.options):
-                    # As ssh: `ProxyJump none` ends ProxyJump lookups but leaves room for a ProxyCommand.
-                    state.options.setdefault("jump_none", (line.args, line))
+        for block in self._blocks(path).for_alias(alias):
+            header = block.header
+            if header is not None and header.keyword == "host":
+                if not _pattern_list_matches(header.args, alias):
                     continue
-                state.options.setdefault(key, (line.args, line))
-            elif line.keyword == "identityfile":
-                if not line.args:
-                    raise line.error("missing value for IdentityFile")
-                state.identity_files.append((line.args[0], line))
-            elif line.keyword in _UNHONOURED_DEFAULTS and line.args:
-                state.unhonoured.setdefault(line.keyword, [" ".join(line.args)])
+                if state.host_line is None:
+                    state.host_line = header
+            elif header is not None and not self._match(header, alias, state, final_pass):
+                continue
+            for line in block.body:
+                self._apply_line(line, alias, state, depth, final_pass=final_pass)
+
+    def _apply_line(self, line: _Line, alias: str, state: _Resolved, depth: int, *, final_pass: bool) -> None:
+        if line.keyword == "include":
+            if depth >= MAX_INCLUDE_DEPTH:
+                raise line.error(f"Include nested more than {MAX_INCLUDE_DEPTH} levels deep")
+            for included in self._included(line):
+                self._apply(included, alias, state, depth + 1, final_pass=final_pass)
+        elif line.keyword in ("hostname", "port", "user", "userknownhostsfile", "proxyjump", "proxycommand"):
+            if not line.args:
+                raise line.error(f"missing value for {line.keyword}")
+            key = "proxy" if line.keyword.startswith("proxy") else line.keyword
+            if line.keyword == "proxycommand":
+                # The command is the rest of the line, as written.
+                line = _Line(line.path, line.number, line.keyword, [" ".join(line.args)])
+            elif line.keyword == "proxyjump" and (line.args[0].lower() == "none" or "jump_none" in state.options):
+                # As ssh: `ProxyJump none` ends ProxyJump lookups but leaves room for a ProxyCommand.
+                state.options.setdefault("jump_none", (line.args, line))
+                return
+            state.options.setdefault(key, (line.args, line))
+        elif line.keyword == "identityfile":
+            if not line.args:
+                raise line.error("missing value for IdentityFile")
+            state.identity_files.append((line.args[0], line))
+        elif line.keyword in _UNHONOURED_DEFAULTS and line.args:
+            state.unhonoured.setdefault(line.keyword, [" ".join(line.args)])
 
     def _match(self, line: _Line, alias: str, state: _Resolved, final_pass: bool) -> bool:
         args = list(line.args)
