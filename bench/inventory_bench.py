@@ -1,6 +1,6 @@
 """Time reading a 100,000-host inventory, each format, beside `ansible-inventory`.
 
-    python3 bench/inventory_bench.py [--hosts 100000] [-n 3] [--ansible-runs 1] [--no-ansible]
+    python3 bench/inventory_bench.py [--hosts 100000] [--ssh-hosts 2000] [-n 3] [--ansible-runs 1] [--no-ansible]
 
 Writes a ComputeFence YAML inventory, an Ansible INI inventory and an Ansible YAML inventory
 of N hosts, then times the whole CLI, `computefence inventory list --format json` (read,
@@ -16,7 +16,10 @@ Target: every built-in read under 5 s, in time linear in the hosts. Each figure 
 wall time of its runs with the CPU seconds (user + system) of the same run; the machine's load
 average is printed before and after, since a shared machine slows wall time. Every run's
 output is checked: N targets, and the same targets from the built-in and the Ansible paths.
-(ssh_config is left out: with ssh installed each alias is resolved by its own `ssh -G`.)
+
+Then an ssh_config of --ssh-hosts Host entries (two aliases each, a wildcard block and a Match
+block among them): the built-in parser (ssh hidden from PATH) beside the default resolver,
+one `ssh -G` per alias, 16 at a time; both must give the same targets.
 """
 
 from __future__ import annotations
@@ -99,6 +102,19 @@ def timed(command: list[str], runs: int) -> Timed | None:
     return results[len(results) // 2]
 
 
+def write_ssh_config(folder: Path, hosts: int) -> Path:
+    config = folder / "ssh_config"
+    with config.open("w") as out:
+        out.write("Host *.internal\n  User admin\n\n")
+        for i in range(hosts):
+            out.write(f"Host gpu-{i} g{i}\n  HostName {_address(i)}\n  User root\n  Port {2000 + i % 100}\n"
+                      f"  IdentityFile ~/.ssh/id_{i % 3}\n\n")
+            if i == hosts // 2:
+                out.write("Match host 10.0.*\n  ForwardAgent no\n\n")
+        out.write("Host gpu-1*\n  ProxyJump bastion\n\nHost *\n  ServerAliveInterval 30\n")
+    return config
+
+
 def targets_of(run: Timed) -> list[tuple]:
     return [(t["name"], t["host"], t["port"], t["user"]) for t in json.loads(run.stdout)["targets"]]
 
@@ -107,9 +123,28 @@ def load() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
+def ssh_config_row(folder: Path, args: argparse.Namespace) -> bool:
+    config = write_ssh_config(folder, args.ssh_hosts)
+    listing = [sys.executable, "-m", "computefence", "inventory", "list", "--ssh-config", str(config), "--format", "json"]
+    no_tools = folder / "no-tools"
+    no_tools.mkdir()
+    parser = timed(["env", f"PATH={no_tools}", *listing], args.runs)
+    with_ssh = timed(listing, args.ansible_runs) if shutil.which("ssh") else None
+    problem = "FAILED" if parser is None else ""
+    if parser is not None and len(targets_of(parser)) != 2 * args.ssh_hosts:
+        problem = f"{len(targets_of(parser))} targets, not {2 * args.ssh_hosts}"
+    if parser is not None and with_ssh is not None and targets_of(with_ssh) != targets_of(parser):
+        problem = "the built-in parser and ssh -G disagree"
+    verdict = problem or ("ok" if parser.wall < TARGET_S else f"over {TARGET_S:.0f} s")
+    print(f"\n  {'ssh_config':<18} {2 * args.ssh_hosts:>6,} aliases  built-in parser {str(parser or '-'):<24} "
+          f"one ssh -G per alias {str(with_ssh or '-'):<24} {verdict}", flush=True)
+    return verdict == "ok"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=100_000)
+    parser.add_argument("--ssh-hosts", type=int, default=2_000, help="Host entries of the ssh_config (0: none)")
     parser.add_argument("-n", "--runs", type=int, default=3, help="runs of each built-in read (median)")
     parser.add_argument("--ansible-runs", type=int, default=1,
                         help="runs of each read through Ansible (at 100,000 hosts ansible-inventory takes about 40 s)")
@@ -138,6 +173,8 @@ def main() -> int:
             failed |= verdict != "ok"
             print(f"  {label:<18} {path.stat().st_size / 2**20:5.1f} MiB  {str(builtin or '-'):<24} "
                   f"{str(through or '-'):<24} {str(theirs or '-'):<24}  {verdict}", flush=True)
+        if args.ssh_hosts:
+            failed |= not ssh_config_row(Path(tmp), args)
         print(f"load average after: {load()}")
     return 1 if failed else 0
 
