@@ -1,9 +1,11 @@
 """YAML documents read within limits, with the line of every value (for FILE:LINE errors).
 
-Most inventories are built in one pass over libyaml's events: the data, each value's line
-and the depth limit together, in time linear in the file. A document using what that pass
-leaves out (aliases, merge keys, explicit tags on mappings or lists, a mapping or list as a
-key) goes the general way: a depth pre-scan, PyYAML's composer, an alias expansion budget,
+Documents are built in one pass over libyaml's events: the data, each value's line, the depth
+limit and the alias expansion budget together, in time linear in the file; aliases and merge
+keys (`<<`) as PyYAML builds them. A document using what that pass leaves out (explicit tags
+on mappings or lists, a mapping, list or alias as a key, `=` keys, an anchor defined twice,
+an undefined alias) goes the general way: a depth pre-scan (libyaml's composer overflows the C
+stack at a few thousand levels and kills the process), PyYAML's composer, the expansion budget,
 PyYAML's constructor. Both refuse duplicate keys, which PyYAML would resolve to the last one.
 """
 
@@ -30,8 +32,9 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR_TAG = "tag:yaml.org,2002:str"
 _MAP_TAGS = (None, "!", "tag:yaml.org,2002:map")
 _SEQ_TAGS = (None, "!", "tag:yaml.org,2002:seq")
-# What the constructor treats specially in a mapping: `<<` merges, `=` is the default value.
-_SPECIAL_KEY_TAGS = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
+# Keys PyYAML's constructor treats specially: `<<` merges, `=` is the default value.
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_VALUE_TAG = "tag:yaml.org,2002:value"
 
 
 class Marks:
@@ -99,6 +102,24 @@ def _load_in_one_pass(path: Path, text: str, loader_class: type) -> tuple[Any, M
         loader.dispose()
 
 
+class _Open:
+    """A mapping or list being built: its data, its marks, its values counted with aliases
+    expanded, and for a mapping the pending key and the mappings merged into it (`<<`)."""
+
+    __slots__ = ("data", "marks", "key_marks", "key", "key_text", "key_line", "size", "start_mark", "anchor", "merges")
+
+    def __init__(self, data: Any, marks: Marks, start_mark: Any, anchor: str | None):
+        self.data, self.marks, self.key_marks = data, marks, marks.keys
+        self.key: Any = _NO_KEY
+        self.key_text, self.key_line = "", 0
+        self.size, self.start_mark, self.anchor = 1, start_mark, anchor
+        self.merges: list[tuple[dict, Marks]] = []
+
+
+_NO_KEY = object()
+_MERGE = object()
+
+
 def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
     get_event = loader.get_event
     resolve = loader.resolve
@@ -106,29 +127,27 @@ def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
     typed_starts = loader.yaml_implicit_resolvers
     # Such scalars by their text: (tag, value); ports and users repeat on every host.
     implicit: dict[str, tuple[str, Any]] = {}
+    # Anchored values: (data, marks, values counted with aliases expanded). Like PyYAML, every
+    # alias of one anchor refers to the same object.
+    anchors: dict[str, tuple[Any, MarksOrLine, int]] = {}
+    open_anchors: set[str] = set()
     scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
     mapping_start, mapping_end = yaml.MappingStartEvent, yaml.MappingEndEvent
     sequence_start, sequence_end = yaml.SequenceStartEvent, yaml.SequenceEndEvent
-    no_key = object()
+    no_key, max_nodes = _NO_KEY, MAX_YAML_NODES
 
     get_event()  # stream start
     event = get_event()
     if isinstance(event, yaml.StreamEndEvent):
         return None, None
     document_start = event
-    # The container being filled: its data, its marks (for a mapping its marks' keys), and in a
-    # mapping the pending key, as built, as written, and its line.
-    container: Any = None
-    marks: Any = None
-    key_marks: Any = None
-    key: Any = no_key
-    key_text = ""
-    key_line = 0
-    stack: list[tuple[Any, Any, Any, Any, str, int]] = []
+    current: _Open | None = None  # the innermost mapping or list being built
+    stack: list[_Open | None] = []
     root: tuple[Any, MarksOrLine] | None = None
     while root is None:
         event = get_event()
         cls = event.__class__
+        size = 1
         if cls is scalar_event:
             text = event.value
             line = event.start_mark.line + 1
@@ -139,49 +158,65 @@ def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
                 found = implicit.get(text)
                 if found is None:
                     found = implicit[text] = _scalar(path, loader, resolve(yaml.ScalarNode, text, event.implicit), event)
-                value = found[1]
+                tag, value = found
             else:
-                value = _scalar(path, loader, tag, event)[1]
-            if key is no_key and key_marks is not None:
-                if text in key_marks and text != "<<":
-                    raise ConfigError(f"{path}:{line}: duplicate key {text!r} (first at line {key_marks[text][0]})")
-                try:
-                    hash(value)
-                except TypeError:
-                    raise yaml.constructor.ConstructorError("while constructing a mapping", None,
-                                                            "found unhashable key", event.start_mark) from None
-                key, key_text, key_line = value, text, line
+                tag, value = _scalar(path, loader, tag, event)
+            if event.anchor is not None:
+                _anchor(anchors, event.anchor, (value, line, 1))
+            if current is not None and current.key is no_key and current.key_marks is not None:
+                _take_key(path, current, tag, text, value, line, event)
                 continue
+            if tag == _MERGE_TAG:
+                raise _NeedsComposer  # `<<` as a value: PyYAML's error
             child: MarksOrLine = line
         elif cls is mapping_start or cls is sequence_start:
             if event.tag not in (_MAP_TAGS if cls is mapping_start else _SEQ_TAGS):
                 raise _NeedsComposer
-            if key is no_key and key_marks is not None:
-                raise _NeedsComposer
+            if current is not None and current.key is no_key and current.key_marks is not None:
+                raise _NeedsComposer  # a mapping or list as a key
             if len(stack) >= MAX_YAML_DEPTH:
                 raise _too_deep(event.start_mark)
-            stack.append((container, marks, key_marks, key, key_text, key_line))
-            container = {} if cls is mapping_start else []
-            marks = Marks(event.start_mark.line + 1, mapping=cls is mapping_start)
-            key_marks = marks.keys
-            key = no_key
+            if event.anchor is not None:
+                open_anchors.add(event.anchor)
+            stack.append(current)
+            mapping = cls is mapping_start
+            current = _Open({} if mapping else [], Marks(event.start_mark.line + 1, mapping=mapping),
+                            event.start_mark, event.anchor)
             continue
         elif cls is mapping_end or cls is sequence_end:
-            value, child = container, marks
-            container, marks, key_marks, key, key_text, key_line = stack.pop()
+            done = current
+            value, child, size = done.data, done.marks, done.size
+            if done.merges:
+                value, child = _merged(done)
+            if done.anchor is not None:
+                open_anchors.discard(done.anchor)
+                _anchor(anchors, done.anchor, (value, child, size))
+            current = stack.pop()
         elif cls is alias_event:
-            raise _NeedsComposer
+            if event.anchor in open_anchors:
+                raise _YamlLimitError(problem="an alias refers to a value that contains it", problem_mark=event.start_mark)
+            if event.anchor not in anchors or (current is not None and current.key is no_key
+                                               and current.key_marks is not None):
+                raise _NeedsComposer  # an undefined alias (PyYAML's error), or an alias as a key
+            value, child, size = anchors[event.anchor]
         else:  # only the events above come between a document's start and its value's end
             raise yaml.YAMLError(f"unexpected {cls.__name__}")
-        if container is None:
+        if current is None:
             root = (value, child)
-        elif key_marks is None:
-            container.append(value)
-            marks.items.append(child)
+            continue
+        current.size += size
+        if current.size > max_nodes:
+            raise _YamlLimitError(problem=f"expands to more than {MAX_YAML_NODES:,} values (aliases counted each "
+                                          f"time they are used)", problem_mark=current.start_mark)
+        if current.key_marks is None:
+            current.data.append(value)
+            current.marks.items.append(child)
+        elif current.key is _MERGE:
+            _add_merge(current, value, child)
         else:
-            container[key] = value
-            key_marks[key_text] = (key_line, child)
-            key = no_key
+            current.data[current.key] = value
+            current.key_marks[current.key_text] = (current.key_line, child)
+            current.key = no_key
     get_event()  # document end
     event = get_event()
     if not isinstance(event, yaml.StreamEndEvent):
@@ -190,11 +225,58 @@ def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
     return root
 
 
+def _anchor(anchors: dict[str, tuple[Any, MarksOrLine, int]], name: str, anchored: tuple[Any, MarksOrLine, int]) -> None:
+    if name in anchors:
+        raise _NeedsComposer  # the same name anchored twice: left to PyYAML
+    anchors[name] = anchored
+
+
+def _take_key(path: Path, mapping: _Open, tag: str, text: str, value: Any, line: int, event: Any) -> None:
+    if tag == _MERGE_TAG:
+        mapping.key, mapping.size = _MERGE, mapping.size + 1
+        return
+    if tag == _VALUE_TAG:
+        raise _NeedsComposer
+    if text in mapping.key_marks and text != "<<":
+        raise ConfigError(f"{path}:{line}: duplicate key {text!r} (first at line {mapping.key_marks[text][0]})")
+    try:
+        hash(value)
+    except TypeError:
+        raise yaml.constructor.ConstructorError("while constructing a mapping", None, "found unhashable key",
+                                                event.start_mark) from None
+    mapping.key, mapping.key_text, mapping.key_line = value, text, line
+    mapping.size += 1
+
+
+def _add_merge(mapping: _Open, value: Any, marks: MarksOrLine) -> None:
+    """`<<: MAPPING` or `<<: [MAPPING, ...]`, in the order PyYAML's constructor applies them
+    (of a list, the first mapping wins)."""
+    mapping.key = _NO_KEY
+    if isinstance(value, dict) and isinstance(marks, Marks):
+        mapping.merges.append((value, marks))
+    elif isinstance(value, list) and isinstance(marks, Marks) and all(isinstance(v, dict) for v in value):
+        mapping.merges.extend(reversed(list(zip(value, marks.items))))
+    else:
+        raise _NeedsComposer  # not mappings: PyYAML's error says what was found
+
+
+def _merged(mapping: _Open) -> tuple[dict, Marks]:
+    """A mapping's merged keys first, then its own, each later one winning (as PyYAML builds it)."""
+    data: dict = {}
+    marks = Marks(mapping.marks.line, mapping=True)
+    for merged, merged_marks in mapping.merges:
+        data.update(merged)
+        marks.keys.update(merged_marks.keys)
+    data.update(mapping.data)
+    marks.keys.update(mapping.key_marks)
+    return data, marks
+
+
 def _scalar(path: Path, loader: Any, tag: str, event: Any) -> tuple[str, Any]:
     """(tag, value) of a scalar, built by the loader's own constructor for its tag."""
-    if tag == _STR_TAG:
+    if tag == _STR_TAG or tag == _MERGE_TAG:  # a merge key is its text until it is one
         return tag, event.value
-    if tag in _SPECIAL_KEY_TAGS:
+    if tag == _VALUE_TAG:
         raise _NeedsComposer
     node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
     try:

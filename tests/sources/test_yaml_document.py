@@ -1,5 +1,6 @@
 """YAML documents for inventories: the same data as PyYAML, every value's line, and the limits,
-whether a document is built in one pass over the events or composed (aliases, merge keys, tags)."""
+whether a document is built in one pass over the events or composed (explicit tags on
+collections and other rarities)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import yaml
 from computefence.errors import ConfigError, InputLimitError
 from computefence.sources.yaml_document import MAX_YAML_DEPTH, SAFE_LOADER, line_at, load_yaml_document
 
-# Forces the composed way: the one-pass builder leaves aliases to it.
-ALIASED = "anchor: &a 1\nalias: *a\n"
+# Forces the composed way: the one-pass builder leaves explicit tags on collections to it.
+COMPOSED = "forced: !!set {the general way}\n"
+WAYS = pytest.mark.parametrize("prefix", ["", COMPOSED], ids=["one pass", "composed"])
 
 DOCUMENTS = {
     "scalars of every implicit type": """\
@@ -46,6 +48,21 @@ DOCUMENTS = {
         c: !!float 1
         d: !!binary aGVsbG8=
         """,
+    "aliases and merge keys": """\
+        base: &b {user: root, port: 22}
+        more: &m {port: 2222, python: python3}
+        list: &l [1, 2]
+        hosts:
+          - {<<: *b, name: a}
+          - {<<: [*m, *b], name: b, port: 1}
+          - <<: *b
+            <<: {port: 3}
+            name: c
+          - *b
+          - *l
+        anchored scalar: &s text
+        again: *s
+        """,
     "a scalar document": "just text\n",
     "an empty document": "---\n",
     "block scalars": "a: |\n  one\n  two\nb: >\n  folded\n  text\n",
@@ -53,13 +70,12 @@ DOCUMENTS = {
 
 
 @pytest.mark.parametrize("text", DOCUMENTS.values(), ids=DOCUMENTS.keys())
-@pytest.mark.parametrize("aliased", [False, True], ids=["one pass", "composed"])
-def test_data_is_what_pyyaml_builds(tmp_path, text, aliased):
+@WAYS
+def test_data_is_what_pyyaml_builds(tmp_path, text, prefix):
     text = textwrap.dedent(text)
-    if aliased:
-        if not isinstance(yaml.load(text, Loader=SAFE_LOADER), dict):
-            pytest.skip("not a mapping to add an alias to")
-        text = ALIASED + text
+    if prefix and not isinstance(yaml.load(text, Loader=SAFE_LOADER), dict):
+        pytest.skip("not a mapping to add the tagged key to")
+    text = prefix + text
     path = tmp_path / "doc.yaml"
     path.write_text(text)
     data, _ = load_yaml_document(path, "test document")
@@ -90,7 +106,7 @@ hosts:
 """
 
 
-@pytest.mark.parametrize("prefix", ["", ALIASED], ids=["one pass", "composed"])
+@WAYS
 def test_every_value_and_key_has_its_line(tmp_path, prefix):
     path = tmp_path / "pods.yaml"
     path.write_text(prefix + LINES)
@@ -112,16 +128,36 @@ def test_every_value_and_key_has_its_line(tmp_path, prefix):
     assert line_at(marks, ()) == 1
 
 
-def test_a_merged_key_has_the_line_it_was_written_on(tmp_path):
+@WAYS
+def test_a_merged_key_has_the_line_it_was_written_on(tmp_path, prefix):
     path = tmp_path / "pods.yaml"
-    path.write_text("base: &b {user: root, port: 22}\nhost:\n  <<: *b\n  port: 2222\n")
+    path.write_text(prefix + "base: &b {user: root, port: 22}\nhost:\n  <<: *b\n  port: 2222\n")
     data, marks = load_yaml_document(path, "test document")
+    shift = prefix.count("\n")
     assert data["host"] == {"user": "root", "port": 2222}
-    assert line_at(marks, ("host", "user")) == 1
-    assert line_at(marks, ("host", "port")) == 4  # its own value, which is the one kept
+    assert line_at(marks, ("host", "user")) == 1 + shift
+    assert line_at(marks, ("host", "port")) == 4 + shift  # its own value, which is the one kept
 
 
-@pytest.mark.parametrize("prefix", ["", ALIASED], ids=["one pass", "composed"])
+@WAYS
+def test_aliases_expanding_past_the_budget_are_refused(tmp_path, prefix):
+    path = tmp_path / "bomb.yaml"
+    levels = ["a: &a [" + ", ".join(["x"] * 20) + "]"]
+    levels += [f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 20) + "]" for i in range(5)]
+    path.write_text(prefix + "\n".join(levels) + "\n")  # 20**6 values
+    with pytest.raises(InputLimitError, match=r"bomb.yaml:\d+: expands to more than 4,000,000 values"):
+        load_yaml_document(path, "test document")
+
+
+@WAYS
+def test_an_alias_inside_its_own_anchor_is_refused(tmp_path, prefix):
+    path = tmp_path / "loop.yaml"
+    path.write_text(prefix + "hosts: &h [{host: x, tags: *h}]\n")
+    with pytest.raises(InputLimitError, match="an alias refers to a value that contains it"):
+        load_yaml_document(path, "test document")
+
+
+@WAYS
 def test_a_duplicate_key_names_both_lines(tmp_path, prefix):
     path = tmp_path / "pods.yaml"
     path.write_text(prefix + "hosts:\n  - {host: a,\n     host: b}\n")
@@ -130,7 +166,7 @@ def test_a_duplicate_key_names_both_lines(tmp_path, prefix):
         load_yaml_document(path, "test document")
 
 
-@pytest.mark.parametrize("prefix", ["", ALIASED], ids=["one pass", "composed"])
+@WAYS
 def test_nesting_past_the_limit_is_refused_where_it_starts(tmp_path, prefix):
     path = tmp_path / "deep.yaml"
     at_limit = "x: " + "[" * (MAX_YAML_DEPTH - 1) + "]" * (MAX_YAML_DEPTH - 1) + "\n"
@@ -142,11 +178,11 @@ def test_nesting_past_the_limit_is_refused_where_it_starts(tmp_path, prefix):
         load_yaml_document(path, "test document")
 
 
-def test_deep_nesting_after_an_alias_never_reaches_libyamls_composer(tmp_path):
+def test_deep_nesting_never_reaches_libyamls_composer(tmp_path):
     # libyaml's composer overflows the C stack on this and kills the process (SIGSEGV).
     path = tmp_path / "deep.yaml"
-    path.write_text(ALIASED + "deep: " + "[" * 50000 + "]" * 50000 + "\n")
-    with pytest.raises(InputLimitError, match="deep.yaml:3: nested more than"):
+    path.write_text(COMPOSED + "deep: " + "[" * 50000 + "]" * 50000 + "\n")
+    with pytest.raises(InputLimitError, match="deep.yaml:2: nested more than"):
         load_yaml_document(path, "test document")
 
 
