@@ -63,8 +63,11 @@ def serve(routes: list[tuple[int, str, int]], delay_ms, ready, stop) -> None:
                 except OSError:
                     client_writer.close()
                     return
-                await asyncio.gather(_pump(client_reader, pod_writer, delay_ms),
-                                     _pump(pod_reader, client_writer, delay_ms), return_exceptions=True)
+                try:
+                    await asyncio.gather(_pump(client_reader, pod_writer, delay_ms),
+                                         _pump(pod_reader, client_writer, delay_ms), return_exceptions=True)
+                except asyncio.CancelledError:
+                    pass  # the relay is stopping; a cancelled connection is not an error to report
                 for writer in (client_writer, pod_writer):
                     writer.close()
 
