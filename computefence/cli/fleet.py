@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 import sys
 from enum import Enum
@@ -157,6 +158,7 @@ def check(
     if insecure_no_host_key_check:
         print(INSECURE_WARNING, file=sys.stderr)
     ensure_open_files(concurrency)
+    ctx.with_resource(_collect_less_often())
     options = RunOptions(
         concurrency=concurrency,
         connect_timeout=connect_timeout,
@@ -308,6 +310,20 @@ async def _probe_all(targets: list[Target], connector: Connector,
         if handled:
             loop.remove_signal_handler(signal.SIGINT)
     return hosts, stop.is_set()
+
+
+@contextlib.contextmanager
+def _collect_less_often() -> Iterator[None]:
+    """A fleet's parsed facts are hundreds of thousands of long-lived objects. At the default
+    thresholds the cyclic collector walks them some 750 times in a 1,000-pod check (0.5 CPU-s,
+    an eighth of the run); every 50,000 allocations it takes 0.1 s (mypy raises it too). The
+    connections' reference cycles are still collected, a little later."""
+    before = gc.get_threshold()
+    gc.set_threshold(50_000, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def ensure_open_files(concurrency: int) -> None:

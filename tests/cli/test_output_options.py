@@ -53,3 +53,22 @@ def test_columns_sets_the_width_of_piped_output(capsys, monkeypatch):
     monkeypatch.delenv("COLUMNS")
     _, out, _ = _fleet(capsys)
     assert out.splitlines()[1].split()[:3] == ["Pod", "Prov.", "GPUs"]  # 100 columns without COLUMNS
+
+
+def test_a_fleet_check_collects_less_often_while_it_runs_and_leaves_the_collector_as_it_found_it(capsys, monkeypatch):
+    import gc
+
+    from computefence import evaluate
+
+    seen = []
+    build_report = evaluate.build_report
+
+    def recording_build_report(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return build_report(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "build_report", recording_build_report)
+    before = gc.get_threshold()
+    assert _fleet(capsys, "--format", "json")[0] == 1
+    assert seen and seen[0][0] > before[0]
+    assert gc.get_threshold() == before
