@@ -153,7 +153,7 @@ def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
             line = event.start_mark.line + 1
             tag = event.tag
             if (tag is None or tag == "!") and not (event.implicit[0] and text[:1] in typed_starts):
-                value = text
+                tag, value = _STR_TAG, text
             elif tag is None or tag == "!":
                 found = implicit.get(text)
                 if found is None:
@@ -164,7 +164,11 @@ def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
             if event.anchor is not None:
                 _anchor(anchors, event.anchor, (value, line, 1))
             if current is not None and current.key is no_key and current.key_marks is not None:
-                _take_key(path, current, tag, text, value, line, event)
+                if tag == _STR_TAG and text not in current.key_marks:  # the common key, at once
+                    current.key, current.key_text, current.key_line = value, text, line
+                    current.size += 1
+                else:
+                    _take_key(path, current, tag, text, value, line, event)
                 continue
             if tag == _MERGE_TAG:
                 raise _NeedsComposer  # `<<` as a value: PyYAML's error
