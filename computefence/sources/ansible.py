@@ -583,7 +583,7 @@ def _read_inventory(path: Path) -> _Inventory:
     base = path if path.is_dir() else path.parent
     for directory, owners in ((base / "group_vars", inventory.groups), (base / "host_vars", inventory.hosts)):
         listed = _listed(directory)
-        for name, owner in owners.items():
+        for name, owner in owners.items() if listed else ():
             owner.file_vars = _load_vars(directory, name, listed)
     return inventory
 
