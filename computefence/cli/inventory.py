@@ -138,8 +138,10 @@ def list_targets(
     """Show what a fleet check would check and how each target is reached. Exit 1 if a source failed."""
     targets, sources = gather_targets(selection)
     if fmt is ListFormat.json:
-        # Serialized by pydantic-core (8 times the stdlib's indenting encoder at 100,000 targets).
-        write_stdout(TargetList(targets=targets, sources=sources).model_dump_json(indent=2) + "\n")
+        # Serialized by pydantic-core (8 times the stdlib's indenting encoder at 100,000 targets);
+        # ASCII with \u escapes as before, whatever stdout's encoding.
+        document = TargetList(targets=targets, sources=sources)
+        write_stdout(document.model_dump_json(indent=2, ensure_ascii=True) + "\n")
     else:
         _render_rich(targets, sources)
     return 1 if any(not s.ok for s in sources) else 0

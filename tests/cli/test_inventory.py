@@ -60,6 +60,15 @@ def test_list_json(capsys, inv):
     ]
 
 
+def test_list_json_is_indented_ascii_whatever_the_names(capsys, tmp_path):
+    path = tmp_path / "pods.yaml"
+    path.write_text("hosts:\n  - {name: pod-é, host: 10.0.0.1}\n")
+    code, out, _ = run(capsys, "inventory", "list", "-i", str(path), "--format", "json")
+    assert code == 0 and out.isascii()
+    assert '\n      "name": "pod-\\u00e9",\n' in out
+    assert json.loads(out)["targets"][0]["name"] == "pod-é"
+
+
 def test_list_rich_shows_how_each_is_reached_without_connecting(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     listener = socket.socket()
