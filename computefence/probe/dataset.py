@@ -866,11 +866,13 @@ def _ds_bad_record(scan, row, cells, ncols, line):
 # exact where the stdlib's is a 64-bit fingerprint: they differ only on a fingerprint
 # collision (see the top of this file).
 
-# Peak memory per byte of (decompressed) file, measured at 2M rows of bench/dataset_bench.py
-# (JSON Lines; CSV is lower): tables, read buffers and the group_by hash tables.
-_DS_ARROW_BYTES_PER_BYTE = 3
+# Peak memory per byte of (decompressed) file beyond the interpreter's ~150 MB, measured at 2M
+# rows of bench/dataset_bench.py (JSON Lines 2.1, CSV 2.6; CSV has no keys to drop), with margin:
+# tables, read buffers, hashes and the group_by hash tables.
+_DS_ARROW_BYTES_PER_BYTE = {"jsonl": 2.5, "csv": 3, "tsv": 3, "parquet": 3}
 _DS_ARROW_READ = 64 * 1024 * 1024
-_DS_ARROW_BLOCK = 4 * 1024 * 1024
+# Arrow parses a read in blocks of this size on its threads; a line or record must fit one.
+_DS_ARROW_BLOCK = 16 * 1024 * 1024
 _DS_TWO_OBJECTS = re.compile(rb"\}[ \t\r]*\{")
 # pyarrow 26 crashes (SIGSEGV) reading a file that starts with a `null` line; such a line is
 # not an object, so any of them sends the file to the stdlib path before Arrow sees it.
@@ -903,7 +905,7 @@ def _ds_arrow_scan(scan, source, memory_available):
     fmt = facts["format"]
     if fmt not in ("jsonl", "csv", "tsv", "parquet"):
         return "pyarrow has no reader for %s" % fmt
-    needed = source["estimated_bytes"] * _DS_ARROW_BYTES_PER_BYTE
+    needed = int(source["estimated_bytes"] * _DS_ARROW_BYTES_PER_BYTE[fmt])
     if memory_available is None or needed > memory_available // 4:
         return ("the file needs about %d MB in tables, more than a quarter of the memory available"
                 % (needed >> 20) if memory_available is not None else "the memory available is unknown")
@@ -914,9 +916,8 @@ def _ds_arrow_scan(scan, source, memory_available):
         return "pyarrow does not import (%s)" % (str(exc).splitlines() or [type(exc).__name__])[0][:200]
     saved = dict((key, list(value) if isinstance(value, list) else value) for key, value in facts.items())
     read = {"jsonl": _ds_arrow_jsonl, "parquet": _ds_arrow_parquet}.get(fmt, _ds_arrow_csv)
-    whitespace = "".join(c for c in map(chr, range(0x3001)) if c.isspace())  # what str.strip() strips
     try:
-        _ds_arrow_count(scan, *read(scan, source, whitespace))
+        _ds_arrow_count(scan, read, source, _ds_arrow_preparer(scan, fmt == "parquet"))
     except _DsNoParity as exc:
         facts.clear()
         facts.update(saved)
@@ -942,35 +943,28 @@ def _ds_arrow_partial(scan, rows):
     return False
 
 
-def _ds_arrow_jsonl(scan, source, whitespace):
+def _ds_arrow_jsonl(scan, source, prepare):
     """The JSON Lines file as one table, read in blocks of whole lines, and row -> line."""
     import pyarrow as pa
     import pyarrow.json as pj
 
-    stream = pa.input_stream(source["full"], compression="gzip" if scan.facts["compression"] else None)
+    stream = source["opener"]()
     read_options = pj.ReadOptions(block_size=_DS_ARROW_BLOCK)
     schema = None
     tables = []
     # Where lines and rows part ways (blank lines): (first row, its line) from there on.
     steps = [(0, 1)]
     rows = lines = 0
-    rest = b""
     try:
         while True:
-            data = stream.read(_DS_ARROW_READ)
-            if data:
-                buf = rest + data
-                cut = buf.rfind(b"\n") + 1
-                if not cut:
-                    if len(buf) > _DS_LINE_CAP:
-                        raise _DsNoParity("a line is longer than %d MiB" % (_DS_LINE_CAP >> 20))
-                    rest = buf
-                    continue
-                chunk, rest = buf[:cut], buf[cut:]
-            else:
-                chunk, rest = rest, b""
-                if not chunk:
-                    break
+            chunk = stream.read(_DS_ARROW_READ)
+            if not chunk:
+                break
+            if not chunk.endswith(b"\n"):
+                tail = stream.readline(_DS_ARROW_BLOCK)
+                if len(tail) == _DS_ARROW_BLOCK:
+                    raise _DsNoParity("a line is longer than pyarrow's block of %d MiB" % (_DS_ARROW_BLOCK >> 20))
+                chunk += tail
             if lines == 0 and chunk.startswith(codecs.BOM_UTF8):
                 chunk = chunk[3:]
             elif chunk.startswith(codecs.BOM_UTF8):  # Arrow would skip it; the stdlib path reports it
@@ -1001,7 +995,7 @@ def _ds_arrow_jsonl(scan, source, whitespace):
                     raise _DsNoParity("a JSON object spans several lines")
                 for n, i in enumerate(blank):
                     steps.append((rows + i - n, lines + i + 2))
-            tables.append(_ds_arrow_prepared(table, False, whitespace))
+            tables.append(prepare(table))
             table = None
             rows += tables[-1].num_rows
             lines += chunk_lines
@@ -1038,7 +1032,7 @@ def _ds_arrow_concat(scan, tables):
     return table
 
 
-def _ds_arrow_csv(scan, source, whitespace):
+def _ds_arrow_csv(scan, source, prepare):
     """The CSV/TSV file as one table of strings, and row -> line."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
@@ -1062,7 +1056,7 @@ def _ds_arrow_csv(scan, source, whitespace):
         tables = []
         rows = 0
         for batch in reader:
-            tables.append(_ds_arrow_prepared(pa.Table.from_batches([batch]).rename_columns(names), False, whitespace))
+            tables.append(prepare(pa.Table.from_batches([batch]).rename_columns(names)))
             rows += batch.num_rows
             if _ds_arrow_partial(scan, rows):
                 break
@@ -1120,14 +1114,14 @@ def _ds_csv_lines_of(scan, source, rows):
     return lines_of
 
 
-def _ds_arrow_parquet(scan, source, whitespace):
+def _ds_arrow_parquet(scan, source, prepare):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     tables = []
     rows = 0
     for batch in pq.ParquetFile(source["full"]).iter_batches(batch_size=65536):
-        tables.append(_ds_arrow_prepared(pa.Table.from_batches([batch]), True, whitespace))
+        tables.append(prepare(pa.Table.from_batches([batch])))
         rows += batch.num_rows
         if _ds_arrow_partial(scan, rows):
             break
@@ -1136,90 +1130,116 @@ def _ds_arrow_parquet(scan, source, whitespace):
     return _ds_arrow_concat(scan, tables), lambda wanted: dict((row, row + 1) for row in wanted)
 
 
-def _ds_arrow_prepared(table, nulls_are_values, whitespace):
-    """A block of rows read, its strings stripped as str.strip() strips them."""
+def _ds_arrow_preparer(scan, nulls_are_values):
+    """A function that turns each block of rows read into what _ds_arrow_count needs: a key
+    column per column ("#0", "#1", ...: strings as their 64-bit hash(), the fingerprint the
+    stdlib path uses too, other values as they are) and the input and label values and keys
+    ("input", "input#", "label"), strings stripped as str.strip() strips them.
+
+    Hashing strings in Python, a block at a time, is cheaper than Arrow's hash tables of
+    strings and keeps no second copy of them; a column that repeats its values (labels,
+    sources) is dictionary-encoded first, so each distinct value is stripped and hashed once."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    columns = []
-    for name, column in zip(table.column_names, table.columns):
-        kind = column.type
-        if not nulls_are_values and column.null_count:
-            raise _DsNoParity("column %r has null values (pyarrow cannot tell them from absent keys)" % name[:120])
-        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-            column = pc.utf8_trim(column, characters=whitespace)
-        elif not (pa.types.is_integer(kind) or pa.types.is_boolean(kind)):
-            raise _DsNoParity("column %r holds %s values" % (name[:120], kind))
-        columns.append(column)
-    return pa.table(columns, names=table.column_names)
+    whitespace = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+    chosen = []
+    repeats = {}  # column name -> whether its values repeat (decided on the first block)
+
+    def fingerprints(column):
+        values = column.to_pylist()
+        if column.null_count:
+            return pa.array([None if value is None else hash(value) for value in values], type=pa.int64())
+        hashes = array("q", map(hash, values))
+        return pa.Array.from_buffers(pa.int64(), len(hashes), [None, pa.py_buffer(hashes)])
+
+    def prepare(table):
+        names = table.column_names
+        if not chosen:
+            if not names or len(set(names)) != len(names):
+                raise _DsNoParity("no columns, or a column name twice")
+            chosen.extend(scan.choose_columns(names))
+        columns = {}
+        for index, (name, column) in enumerate(zip(names, table.columns)):
+            kind = column.type
+            if not nulls_are_values and column.null_count:
+                raise _DsNoParity("column %r has null values (pyarrow cannot tell them from absent keys)" % name[:120])
+            if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+                column = column.combine_chunks()
+                if name not in repeats:
+                    repeats[name] = len(pc.unique(column.slice(0, 1000))) * 2 < min(len(column), 1000)
+                if repeats[name]:
+                    encoded = pc.dictionary_encode(column)
+                    words = pc.utf8_trim(encoded.dictionary, characters=whitespace)
+                    key = pc.take(fingerprints(words), encoded.indices)
+                    column = pc.take(words, encoded.indices)
+                else:
+                    column = pc.utf8_trim(column, characters=whitespace)
+                    key = fingerprints(column)
+            elif pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+                key = column
+            else:
+                raise _DsNoParity("column %r holds %s values" % (name[:120], kind))
+            columns["#%d" % index] = key
+            for role, wanted in zip(("input", "label"), chosen):
+                if name == wanted:
+                    columns[role] = column
+                    columns[role + "#"] = key
+        return pa.table(columns)
+    return prepare
 
 
-def _ds_arrow_count(scan, table, lines_of):
-    """Fill scan as the stdlib path would from `table` (the prepared rows read, in order).
-    Strings are grouped by their dictionary index: hashing them once is most of the work."""
+def _ds_arrow_count(scan, read, source, prepare):
+    """Fill scan as the stdlib path would from the rows `read` gives, in order."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    names = table.column_names
+    table, lines_of = read(scan, source, prepare)
     rows = table.num_rows
-    if not names or not rows or len(set(names)) != len(names):
-        raise _DsNoParity("no columns, no rows or a column name twice")
-    icol, lcol = scan.choose_columns(names)
-    keys = []
-    dictionaries = {}
-    for index, name in enumerate(names):
-        column = table.column(index)
-        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-            encoded = pc.dictionary_encode(column).combine_chunks()
-            column = encoded.indices
-            dictionaries[name] = encoded.dictionary
-        keys.append(column)
-    del table, column  # the strings live on in the dictionaries only
-    key_of = dict((name, keys[names.index(name)]) for name in (icol, lcol) if name in names)
+    if not rows:
+        raise _DsNoParity("no rows")
+    facts = scan.facts
+    icol, lcol = facts["input_column"], facts["label_column"]
+    keys = [name for name in table.column_names if name.startswith("#")]
+    distinct_rows = table.group_by(keys).aggregate([]).num_rows
 
-    def present(name):
-        mask = pc.is_valid(key_of[name])
-        if name in dictionaries:
-            empty = pc.index(dictionaries[name], "").as_py()
-            if empty >= 0:
-                mask = pc.and_(mask, pc.fill_null(pc.not_equal(key_of[name], empty), False))
+    def present(role):
+        column = table.column(role)
+        mask = pc.is_valid(column)
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            mask = pc.and_(mask, pc.fill_null(pc.not_equal(column, ""), False))
         return mask
 
-    def values(name, chosen):
-        """The keys `chosen` of column `name` as the stdlib's normalised values."""
-        if name in dictionaries:
-            return dictionaries[name].take(chosen).to_pylist()
-        return [_DS_TAG + repr(value) for value in chosen.to_pylist()]
+    def frozen(values):
+        return [value if value.__class__ is str else _DS_TAG + repr(value) for value in values]
 
-    grouped = pa.table(keys, names=["c%d" % i for i in range(len(keys))])
-    distinct_rows = grouped.group_by(grouped.column_names).aggregate([]).num_rows
-    del grouped, keys
-    inputs = present(icol) if icol in key_of else None
-    labels = present(lcol) if lcol in key_of else None
+    inputs = present("input") if "input" in table.column_names else None
+    labels = present("label") if "label" in table.column_names else None
     label_values = []
     if labels is not None:
-        counted = pc.value_counts(key_of[lcol].filter(labels))
+        counted = pc.value_counts(table.column("label").filter(labels))
         if len(counted) > _DS_LABELS_TRACKED:
             raise _DsNoParity("more than %d distinct labels" % _DS_LABELS_TRACKED)
-        label_values = list(zip(values(lcol, counted.field("values")), counted.field("counts").to_pylist()))
+        label_values = list(zip(frozen(counted.field("values").to_pylist()), counted.field("counts").to_pylist()))
     distinct_inputs = present_inputs = conflicting = 0
     examples = {}
     if inputs is not None:
+        input_keys = table.column("input#")
         present_inputs = pc.sum(inputs).as_py() or 0
-        distinct_inputs = pc.count_distinct(key_of[icol].filter(inputs)).as_py()
+        distinct_inputs = len(pc.unique(input_keys.filter(inputs)))  # count_distinct takes 6x as long
         if labels is not None:
+            label_keys = pc.dictionary_encode(table.column("label")).combine_chunks().indices  # exact, as the stdlib's ids
             both = pc.and_(inputs, labels)
-            pairs = pa.table({"i": key_of[icol].filter(both), "l": key_of[lcol].filter(both)})
+            pairs = pa.table({"i": input_keys.filter(both), "l": label_keys.filter(both)})
             labelled = pc.value_counts(pairs.group_by(["i", "l"]).aggregate([]).column("i"))
             several = labelled.field("values").filter(pc.greater(labelled.field("counts"), 1))
             conflicting = len(several)
             if conflicting:
-                chosen = pc.indices_nonzero(pc.and_(both, pc.fill_null(pc.is_in(key_of[icol], value_set=several),
+                chosen = pc.indices_nonzero(pc.and_(both, pc.fill_null(pc.is_in(input_keys, value_set=several),
                                                                         False)))
-                examples = _ds_arrow_examples(chosen.to_pylist(), values(icol, key_of[icol].take(chosen)),
-                                              values(lcol, key_of[lcol].take(chosen)), lines_of)
+                examples = _ds_arrow_examples(chosen.to_pylist(), frozen(table.column("input").take(chosen).to_pylist()),
+                                              frozen(table.column("label").take(chosen).to_pylist()), lines_of)
     # Commit: the state the row-by-row path leaves for finish().
-    facts = scan.facts
     facts["rows"] = rows
     facts["duplicate_rows"] = rows - distinct_rows
     facts["duplicate_inputs"] = present_inputs - distinct_inputs
@@ -1228,11 +1248,8 @@ def _ds_arrow_count(scan, table, lines_of):
         facts["missing_inputs"] = rows - present_inputs
     if lcol is not None:
         facts["missing_labels"] = rows - sum(count for _, count in label_values)
-    if facts["format"] in ("csv", "tsv"):
-        facts["absent_columns"] = [name for name in (icol, lcol) if name is not None and name not in names]
-    else:
-        scan.absent = [rows if icol is not None and icol not in names else 0,
-                       rows if lcol is not None and lcol not in names else 0]
+    facts["absent_columns"] = [name for name, found in ((icol, inputs), (lcol, labels))
+                               if name is not None and found is None]
     scan.label_names = [None] + [value for value, _ in label_values]
     scan.label_counts = [0] + [count for _, count in label_values]
     scan.used = distinct_inputs
