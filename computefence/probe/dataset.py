@@ -9,7 +9,9 @@
 # first label ride along), 8 per other distinct row. The input table starts sized for the
 # row count estimated from the file size (at most 4M slots) and doubles as it fills. With the
 # interpreter and the tables' growth steps, the whole process peaks at about 55-65 bytes per
-# row (117 MB at 2M rows, 620 MB at 10M); the row budget assumes _DS_BYTES_PER_ROW.
+# row (117 MB at 2M rows, 620 MB at 10M); the row budget assumes _DS_BYTES_PER_ROW. (The
+# pyarrow fast path further down holds the file's tables instead, about 2.5 bytes per byte of
+# file, and runs only where they fit a quarter of the memory available.)
 #
 # The laptop-side `computefence dataset` commands import this module: one reader, one set
 # of definitions.
@@ -850,7 +852,7 @@ def _ds_bad_record(scan, row, cells, ncols, line):
 # -- the pyarrow fast path
 #
 # When pyarrow imports and the file fits the memory budget, JSON Lines, CSV/TSV and Parquet are
-# counted on Arrow tables (group_by, count_distinct) instead of row by row. The counts must be
+# counted on Arrow tables (group_by, unique) instead of row by row. The counts must be
 # the stdlib path's, so this path runs only where it can show they are, and otherwise hands the
 # whole file to the stdlib path with the reason (facts "engine_note"):
 # - any row the stdlib would call unreadable: Arrow refuses it (parse errors, bad UTF-8, a
@@ -862,8 +864,9 @@ def _ds_bad_record(scan, row, cells, ncols, line):
 #   timestamps: those are read again as strings);
 # - more than _DS_LABELS_TRACKED distinct labels (the stdlib then tells labels apart by a
 #   24-bit fingerprint).
-# Strings are stripped of exactly the characters str.strip() strips. Row identity is then
-# exact where the stdlib's is a 64-bit fingerprint: they differ only on a fingerprint
+# Strings are stripped of exactly the characters str.strip() strips and compared by their
+# hash(), as the stdlib path compares inputs; rows are compared column by column where the
+# stdlib path hashes the whole row, so the two can differ only on a 64-bit fingerprint
 # collision (see the top of this file).
 
 # Peak memory per byte of (decompressed) file beyond the interpreter's ~150 MB, measured at 2M
@@ -1165,17 +1168,22 @@ def _ds_arrow_preparer(scan, nulls_are_values):
             if not nulls_are_values and column.null_count:
                 raise _DsNoParity("column %r has null values (pyarrow cannot tell them from absent keys)" % name[:120])
             if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-                column = column.combine_chunks()
                 if name not in repeats:
-                    repeats[name] = len(pc.unique(column.slice(0, 1000))) * 2 < min(len(column), 1000)
-                if repeats[name]:
-                    encoded = pc.dictionary_encode(column)
-                    words = pc.utf8_trim(encoded.dictionary, characters=whitespace)
-                    key = pc.take(fingerprints(words), encoded.indices)
-                    column = pc.take(words, encoded.indices)
-                else:
-                    column = pc.utf8_trim(column, characters=whitespace)
-                    key = fingerprints(column)
+                    sample = column.slice(0, 1000)
+                    repeats[name] = len(pc.unique(sample)) * 2 < len(sample)
+                keys, values = [], []
+                for chunk in column.chunks:  # as read: combining them would copy every string
+                    if repeats[name]:
+                        encoded = pc.dictionary_encode(chunk)
+                        words = pc.utf8_trim(encoded.dictionary, characters=whitespace)
+                        keys.append(pc.take(fingerprints(words), encoded.indices))
+                        if name in chosen:
+                            values.append(pc.take(words, encoded.indices))
+                    else:
+                        values.append(pc.utf8_trim(chunk, characters=whitespace))
+                        keys.append(fingerprints(values[-1]))
+                key = pa.chunked_array(keys, type=pa.int64())
+                column = pa.chunked_array(values, type=kind) if values else None
             elif pa.types.is_integer(kind) or pa.types.is_boolean(kind):
                 key = column
             else:
@@ -1208,7 +1216,7 @@ def _ds_arrow_count(scan, read, source, prepare):
         mask = pc.is_valid(column)
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
             mask = pc.and_(mask, pc.fill_null(pc.not_equal(column, ""), False))
-        return mask
+        return mask.combine_chunks()
 
     def frozen(values):
         return [value if value.__class__ is str else _DS_TAG + repr(value) for value in values]
@@ -1224,16 +1232,21 @@ def _ds_arrow_count(scan, read, source, prepare):
     distinct_inputs = present_inputs = conflicting = 0
     examples = {}
     if inputs is not None:
-        input_keys = table.column("input#")
+        input_keys = table.column("input#").combine_chunks()
         present_inputs = pc.sum(inputs).as_py() or 0
-        distinct_inputs = len(pc.unique(input_keys.filter(inputs)))  # count_distinct takes 6x as long
+        # One grouping by input: the groups are the distinct inputs, and an input conflicts
+        # when the smallest and largest of its label ids differ (rows without a label: null).
+        keyed = {"i": input_keys}
         if labels is not None:
-            label_keys = pc.dictionary_encode(table.column("label")).combine_chunks().indices  # exact, as the stdlib's ids
-            both = pc.and_(inputs, labels)
-            pairs = pa.table({"i": input_keys.filter(both), "l": label_keys.filter(both)})
-            labelled = pc.value_counts(pairs.group_by(["i", "l"]).aggregate([]).column("i"))
-            several = labelled.field("values").filter(pc.greater(labelled.field("counts"), 1))
+            label_keys = pc.dictionary_encode(table.column("label")).combine_chunks().indices  # exact, like label ids
+            keyed["l"] = pc.if_else(labels, label_keys, pa.scalar(None, label_keys.type))
+        groups = pa.table(keyed).filter(inputs).group_by("i").aggregate([("l", "min_max")] if labels is not None else [])
+        distinct_inputs = groups.num_rows
+        if labels is not None:
+            bounds = groups.column("l_min_max").combine_chunks()
+            several = groups.column("i").filter(pc.not_equal(bounds.field("min"), bounds.field("max")))
             conflicting = len(several)
+            both = pc.and_(inputs, labels)
             if conflicting:
                 chosen = pc.indices_nonzero(pc.and_(both, pc.fill_null(pc.is_in(input_keys, value_set=several),
                                                                         False)))

@@ -99,11 +99,13 @@ def csv_files(draw):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(csv_file=csv_files(), columns=st.sampled_from([("text", "label"), (None, None), ("label", "nope")]))
-def test_csv_facts_equal_the_stdlib_path(csv_file, columns):
+@given(csv_file=csv_files(), columns=st.sampled_from([("text", "label"), (None, None), ("label", "nope")]),
+       gz=st.booleans())
+def test_csv_facts_equal_the_stdlib_path(csv_file, columns, gz):
     text, delimiter = csv_file
+    name = ("train.tsv" if delimiter == "\t" else "train.csv") + (".gz" if gz else "")
     with tempfile.TemporaryDirectory() as tmp:
-        facts = _same_facts(write(Path(tmp) / ("train.tsv" if delimiter == "\t" else "train.csv"), text), *columns)
+        facts = _same_facts(write(Path(tmp) / name, text, gz=gz), *columns)
     event(f"engine: {facts['engine']}")
 
 
