@@ -204,6 +204,7 @@ def write_probe(directory: Path, baseline: str | None) -> Path:
     script.write_text(probe_source(), encoding="utf-8")
     if baseline:
         tree = directory / "baseline"
+        shutil.rmtree(tree, ignore_errors=True)  # a --dir reused from an earlier run
         tree.mkdir()
         archive = subprocess.run(["git", "-C", str(repo), "archive", baseline, "computefence"], capture_output=True,
                                  check=True).stdout
