@@ -947,68 +947,88 @@ def _ds_arrow_partial(scan, rows):
 
 
 def _ds_arrow_jsonl(scan, source, prepare):
-    """The JSON Lines file as one table, read in blocks of whole lines, and row -> line."""
-    import pyarrow as pa
-    import pyarrow.json as pj
+    """The JSON Lines file as one table, read in blocks of whole lines, and row -> line. The
+    next block is read and parsed on a second thread (Arrow lets go of the GIL) while this
+    one is prepared."""
+    from concurrent.futures import ThreadPoolExecutor
 
     stream = source["opener"]()
-    read_options = pj.ReadOptions(block_size=_DS_ARROW_BLOCK)
-    schema = None
+    blocks = _ds_jsonl_blocks(stream)
     tables = []
     # Where lines and rows part ways (blank lines): (first row, its line) from there on.
     steps = [(0, 1)]
     rows = lines = 0
     try:
-        while True:
-            chunk = stream.read(_DS_ARROW_READ)
-            if not chunk:
-                break
-            if not chunk.endswith(b"\n"):
-                tail = stream.readline(_DS_ARROW_BLOCK)
-                if len(tail) == _DS_ARROW_BLOCK:
-                    raise _DsNoParity("a line is longer than pyarrow's block of %d MiB" % (_DS_ARROW_BLOCK >> 20))
-                chunk += tail
-            if lines == 0 and chunk.startswith(codecs.BOM_UTF8):
-                chunk = chunk[3:]
-            elif chunk.startswith(codecs.BOM_UTF8):  # Arrow would skip it; the stdlib path reports it
-                raise _DsNoParity("a line starts with a byte order mark")
-            if _DS_TWO_OBJECTS.search(chunk):
-                raise _DsNoParity("a line may hold more than one JSON value")
-            if b"null" in chunk and _DS_NULL_LINE.search(chunk):
-                raise _DsNoParity("a line is null, not an object")
-            chunk_lines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
-            if schema is None:
-                table = pj.read_json(pa.py_buffer(chunk), read_options=read_options)
-                strings = [field.name for field in table.schema
-                           if pa.types.is_timestamp(field.type) or pa.types.is_date(field.type)
-                           or pa.types.is_time(field.type)]
-                if strings:
-                    schema = pa.schema([pa.field(f.name, pa.string() if f.name in strings else f.type)
-                                        for f in table.schema])
-                    table = None
-                else:
-                    schema = table.schema
-            if schema is not None and (tables or table is None):
-                table = pj.read_json(pa.py_buffer(chunk), read_options=read_options,
-                                     parse_options=pj.ParseOptions(explicit_schema=schema,
-                                                                   unexpected_field_behavior="error"))
-            if table.num_rows != chunk_lines:
-                blank = [i for i, text in enumerate(chunk.split(b"\n")[:chunk_lines]) if not text.strip(b" \t\r")]
-                if table.num_rows != chunk_lines - len(blank):
-                    raise _DsNoParity("a JSON object spans several lines")
-                for n, i in enumerate(blank):
-                    steps.append((rows + i - n, lines + i + 2))
-            tables.append(prepare(table))
-            table = None
-            rows += tables[-1].num_rows
-            lines += chunk_lines
-            if _ds_arrow_partial(scan, rows):
-                break
+        current = _ds_arrow_parsed(blocks, None)
+        with ThreadPoolExecutor(1) as pool:
+            while current is not None:
+                chunk, chunk_lines, table = current
+                upcoming = pool.submit(_ds_arrow_parsed, blocks, table.schema)
+                if table.num_rows != chunk_lines:
+                    blank = [i for i, text in enumerate(chunk.split(b"\n")[:chunk_lines]) if not text.strip(b" \t\r")]
+                    if table.num_rows != chunk_lines - len(blank):
+                        raise _DsNoParity("a JSON object spans several lines")
+                    for n, i in enumerate(blank):
+                        steps.append((rows + i - n, lines + i + 2))
+                tables.append(prepare(table))
+                rows += table.num_rows
+                lines += chunk_lines
+                current = chunk = table = None
+                if _ds_arrow_partial(scan, rows):
+                    break
+                current = upcoming.result()
     finally:
         stream.close()
     if not tables:
         raise _DsNoParity("the file holds no rows")
     return _ds_arrow_concat(scan, tables), _ds_jsonl_lines_of(steps)
+
+
+def _ds_jsonl_blocks(stream):
+    """About _DS_ARROW_READ bytes of whole lines at a time, each a block Arrow reads as the
+    stdlib path would, row for line (else _DsNoParity)."""
+    first = True
+    while True:
+        chunk = stream.read(_DS_ARROW_READ)
+        if not chunk:
+            return
+        if not chunk.endswith(b"\n"):
+            tail = stream.readline(_DS_ARROW_BLOCK)
+            if len(tail) == _DS_ARROW_BLOCK:
+                raise _DsNoParity("a line is longer than pyarrow's block of %d MiB" % (_DS_ARROW_BLOCK >> 20))
+            chunk += tail
+        if first and chunk.startswith(codecs.BOM_UTF8):
+            chunk = chunk[3:]
+        elif chunk.startswith(codecs.BOM_UTF8):  # Arrow would skip it; the stdlib path reports it
+            raise _DsNoParity("a line starts with a byte order mark")
+        first = False
+        if _DS_TWO_OBJECTS.search(chunk):
+            raise _DsNoParity("a line may hold more than one JSON value")
+        if b"null" in chunk and _DS_NULL_LINE.search(chunk):
+            raise _DsNoParity("a line is null, not an object")
+        yield chunk
+
+
+def _ds_arrow_parsed(blocks, schema):
+    """The next block: (bytes, lines, table), None after the last. The first block sets the
+    schema of the rest; columns Arrow took for timestamps are read again as the strings they are."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    chunk = next(blocks, None)
+    if chunk is None:
+        return None
+    read_options = pj.ReadOptions(block_size=_DS_ARROW_BLOCK)
+    if schema is None:
+        table = pj.read_json(pa.py_buffer(chunk), read_options=read_options)
+        strings = [field.name for field in table.schema if pa.types.is_timestamp(field.type)
+                   or pa.types.is_date(field.type) or pa.types.is_time(field.type)]
+        if not strings:
+            return chunk, chunk.count(b"\n") + (not chunk.endswith(b"\n")), table
+        schema = pa.schema([pa.field(f.name, pa.string() if f.name in strings else f.type) for f in table.schema])
+    table = pj.read_json(pa.py_buffer(chunk), read_options=read_options,
+                         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"))
+    return chunk, chunk.count(b"\n") + (not chunk.endswith(b"\n")), table
 
 
 def _ds_jsonl_lines_of(steps):
