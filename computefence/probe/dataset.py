@@ -1092,27 +1092,32 @@ def _ds_arrow_csv(scan, source, prepare):
 
 
 def _ds_csv_lines_of(scan, source, rows):
-    """row index -> line for CSV rows: row + 2 when every record is one line after a one-line
-    header (the line breaks in the file say so), else the stdlib csv module's own count."""
-    breaks = 0
-    if not scan.facts["partial"]:
+    """rows -> {row index: line} for CSV rows, worked out when asked (conflict examples): row + 2
+    when the whole file was read and its line breaks say every record is one line after a
+    one-line header, else by counting records with the csv module, as the stdlib path does."""
+
+    def one_line_records():
+        if scan.facts["partial"]:
+            return False
+        breaks = 0
+        last = b""
         stream = source["opener"]()
         try:
-            last = b""
             while True:
                 data = stream.read(_DS_CHUNK)
                 if not data:
                     break
-                # newline="" text reading ends lines at \n, \r and \r\n
-                breaks += data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n") - (last == b"\r" and data[:1] == b"\n")
+                breaks += data.count(b"\n")
+                if b"\r" in data or last == b"\r":  # newline="" reading also ends lines at a lone \r
+                    breaks += data.count(b"\r") - data.count(b"\r\n") - (last == b"\r" and data[:1] == b"\n")
                 last = data[-1:]
-            breaks += bool(last) and last not in b"\r\n"
         finally:
             stream.close()
-    if breaks == rows + 1:
-        return lambda wanted: dict((row, row + 2) for row in wanted)
+        return breaks + (bool(last) and last not in b"\r\n") == rows + 1
 
     def lines_of(wanted):
+        if one_line_records():
+            return dict((row, row + 2) for row in wanted)
         wanted = set(wanted)
         last = max(wanted) if wanted else -1
         found = {}
