@@ -42,7 +42,7 @@ import zlib
 from array import array
 from operator import itemgetter
 
-from .core import DEFAULT_TIMEOUTS, _read_text
+from .core import _CHILDREN, _CHILDREN_LOCK, DEFAULT_TIMEOUTS, _kill_group, _read_text
 
 _DS_LINE_CAP = 64 * 1024 * 1024
 _DS_SAMPLE_BYTES = 65536
@@ -903,31 +903,127 @@ def _ds_memory_available(proc="/proc"):
 
 def _ds_arrow_scan(scan, source, memory_available):
     """Count the file with pyarrow. Returns None when done, else why the stdlib path must
-    count it (scan untouched then)."""
-    facts = scan.facts
-    fmt = facts["format"]
+    count it (scan untouched then).
+
+    pyarrow runs in a child process: a crash in it (pyarrow 26 has at least one SIGSEGV on
+    bad input, see _DS_NULL_LINE) would otherwise take the whole probe down, and a child
+    that outlives the time budget can be killed. The child sends the scan's state back."""
+    fmt = scan.facts["format"]
     if fmt not in ("jsonl", "csv", "tsv", "parquet"):
         return "pyarrow has no reader for %s" % fmt
     needed = int(source["estimated_bytes"] * _DS_ARROW_BYTES_PER_BYTE[fmt])
     if memory_available is None or needed > memory_available // 4:
         return ("the file needs about %d MB in tables, more than a quarter of the memory available"
                 % (needed >> 20) if memory_available is not None else "the memory available is unknown")
+    if not hasattr(os, "fork"):
+        return "no os.fork here to keep pyarrow in a process of its own"
+    import warnings
+
+    try:
+        read_fd, write_fd = os.pipe()
+        with warnings.catch_warnings():  # Python 3.12+ warns about forking with threads running
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError as exc:
+        return "cannot start a process for pyarrow (%s)" % exc
+    if pid == 0:
+        _ds_arrow_child(scan, source, read_fd, write_fd)  # never returns
+    os.close(write_fd)
+    with _CHILDREN_LOCK:
+        _CHILDREN[pid] = None
+    data, ended = b"", False
+    try:
+        try:
+            os.setpgid(pid, pid)  # the child does it too: whichever comes first
+        except OSError:
+            pass
+        # The child stops reading at the deadline and then counts what it read: it gets a
+        # little beyond it (within the collector's own timeout), then is killed.
+        budget = scan.deadline - time.time()
+        data, ended = _ds_read_until(read_fd, time.time() + budget * 1.05 + 1 if budget < float("inf") else None)
+    finally:
+        os.close(read_fd)
+        if not ended:
+            _kill_group(pid)
+        _, status = os.waitpid(pid, 0)
+        with _CHILDREN_LOCK:
+            _CHILDREN.pop(pid, None)
+    if not ended:
+        return "pyarrow did not finish within the time budget"
+    if os.WIFSIGNALED(status):
+        return "pyarrow crashed (signal %d)" % os.WTERMSIG(status)
+    try:
+        result = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return "pyarrow's process ended without an answer (exit status %d)" % os.WEXITSTATUS(status)
+    if result["note"] is not None:
+        return result["note"]
+    state = result["state"]
+    scan.facts.clear()
+    scan.facts.update(state["facts"])
+    scan.label_names = state["label_names"]
+    scan.label_counts = state["label_counts"]
+    scan.used = state["used"]
+    scan.examples = dict(enumerate(state["examples"]))
+    return None
+
+
+def _ds_read_until(fd, deadline):
+    """Everything `fd` gives until its end, or until `deadline` (time.time(); None: no limit).
+    Returns (bytes, whether the end came)."""
+    import select
+
+    pieces = []
+    while True:
+        wait = None if deadline is None else deadline - time.time()
+        if wait is not None and wait <= 0:
+            return b"".join(pieces), False
+        ready, _, _ = select.select([fd], [], [], wait)
+        if ready:
+            piece = os.read(fd, 1 << 16)
+            if not piece:
+                return b"".join(pieces), True
+            pieces.append(piece)
+
+
+def _ds_arrow_child(scan, source, read_fd, write_fd):
+    """In the forked child: count with pyarrow, send the outcome through write_fd, exit."""
+    code = 0
+    try:
+        os.close(read_fd)
+        try:
+            os.setpgid(0, 0)
+        except OSError:
+            pass
+        note = _ds_arrow_counts(scan, source)
+        state = None
+        if note is None:
+            state = {"facts": scan.facts, "label_names": scan.label_names, "label_counts": scan.label_counts,
+                     "used": scan.used, "examples": list(scan.examples.values())}
+        view = memoryview(json.dumps({"note": note, "state": state}).encode("utf-8"))
+        while view:
+            view = view[os.write(write_fd, view):]
+    except BaseException:  # the parent reads no answer and counts row by row
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _ds_arrow_counts(scan, source):
+    """_ds_arrow_scan's work, in the child: None when scan holds the counts, else why not."""
+    facts = scan.facts
+    fmt = facts["format"]
     try:
         import pyarrow
         import pyarrow.compute
     except Exception as exc:  # absent, or broken in any way: the stdlib path needs none of it
         return "pyarrow does not import (%s)" % (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-    saved = dict((key, list(value) if isinstance(value, list) else value) for key, value in facts.items())
     read = {"jsonl": _ds_arrow_jsonl, "parquet": _ds_arrow_parquet}.get(fmt, _ds_arrow_csv)
     try:
         _ds_arrow_count(scan, read, source, _ds_arrow_preparer(scan, fmt == "parquet"))
     except _DsNoParity as exc:
-        facts.clear()
-        facts.update(saved)
         return str(exc)
     except Exception as exc:  # pyarrow's own errors: a row it reads differently, memory, ...
-        facts.clear()
-        facts.update(saved)
         return "pyarrow: %s" % (str(exc).splitlines() or [type(exc).__name__])[0][:200]
     return None
 

@@ -7,7 +7,10 @@ row by row (the stdlib path), and compares every fact but the engine and the tim
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import time
 import tempfile
 from pathlib import Path
 
@@ -211,3 +214,23 @@ def test_without_pyarrow_the_probe_counts_with_the_stdlib(tmp_path, monkeypatch)
     for facts in (with_pyarrow, without):
         facts.pop("duration_s")
     assert {**with_pyarrow, "engine": "stdlib", "engine_note": without["engine_note"]} == without
+
+
+def test_a_crash_in_pyarrow_leaves_the_scan_standing(tmp_path, monkeypatch):
+    from computefence.probe import dataset
+
+    monkeypatch.setattr(dataset, "_ds_arrow_counts", lambda scan, source: os.kill(os.getpid(), signal.SIGSEGV))
+    facts = _same_facts(write(tmp_path / "train.jsonl", jsonl_text(_rows())))
+    assert facts["engine"] == "stdlib" and facts["engine_note"] == f"pyarrow crashed (signal {signal.SIGSEGV})"
+
+
+def test_pyarrow_past_the_time_budget_is_stopped_and_the_scan_is_partial(tmp_path, monkeypatch):
+    from computefence.probe import dataset
+
+    monkeypatch.setattr(dataset, "_ds_arrow_counts", lambda scan, source: time.sleep(60))
+    path = write(tmp_path / "train.jsonl", jsonl_text(_rows(20000)))
+    started = time.monotonic()
+    facts = scan(path, max_seconds=0.5)
+    assert time.monotonic() - started < 10
+    assert facts["engine_note"] == "pyarrow did not finish within the time budget"
+    assert facts["partial"] and 0 < facts["rows"] < 20000
