@@ -81,6 +81,24 @@ def test_the_config_cap_is_16_mib():
     assert files.MAX_CONFIG_BYTES == 16 * 2**20
 
 
+# A million hosts in each inventory format: (first lines, one host's line).
+MILLION_HOSTS = {
+    "pods.yaml": ("hosts:\n", "  - {host: 10.0.0.1}\n"),
+    "hosts.yml": ("all:\n  hosts:\n", "    h: {ansible_host: 10.0.0.1}\n"),
+    "hosts.ini": ("[pods]\n", "h ansible_host=10.0.0.1 ansible_port=22022\n"),
+}
+
+
+@pytest.mark.parametrize("argv,name", READERS[:3], ids=[r[1] for r in READERS[:3]])
+def test_an_inventory_of_a_million_hosts_is_refused_at_the_cap(tmp_path, capsys, argv, name):
+    head, line = MILLION_HOSTS[name]
+    path = tmp_path / name
+    path.write_text(head + line * 1_000_000)
+    assert path.stat().st_size > files.MAX_CONFIG_BYTES
+    err = one_line_error(*run(capsys, *argv, str(path)))
+    assert f"{path}: " in err and "is over 16 MiB; refusing to read it" in err
+
+
 @pytest.mark.parametrize("argv,name", READERS[:2], ids=[r[1] for r in READERS[:2]])
 def test_a_yaml_alias_bomb_is_refused(tmp_path, capsys, argv, name):
     path = tmp_path / name
