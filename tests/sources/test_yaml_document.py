@@ -69,13 +69,20 @@ DOCUMENTS = {
 }
 
 
-@pytest.mark.parametrize("text", DOCUMENTS.values(), ids=DOCUMENTS.keys())
-@WAYS
-def test_data_is_what_pyyaml_builds(tmp_path, text, prefix):
-    text = textwrap.dedent(text)
-    if prefix and not isinstance(yaml.load(text, Loader=SAFE_LOADER), dict):
-        pytest.skip("not a mapping to add the tagged key to")
-    text = prefix + text
+def _both_ways() -> list:
+    """Each document the one-pass way, and the composed way where it is a mapping the forcing
+    key can be added to."""
+    cases = []
+    for name, text in DOCUMENTS.items():
+        text = textwrap.dedent(text)
+        cases.append(pytest.param(text, id=f"{name}, one pass"))
+        if isinstance(yaml.load(text, Loader=SAFE_LOADER), dict):
+            cases.append(pytest.param(COMPOSED + text, id=f"{name}, composed"))
+    return cases
+
+
+@pytest.mark.parametrize("text", _both_ways())
+def test_data_is_what_pyyaml_builds(tmp_path, text):
     path = tmp_path / "doc.yaml"
     path.write_text(text)
     data, _ = load_yaml_document(path, "test document")
