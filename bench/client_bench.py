@@ -33,7 +33,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from delay_relay import HOST, free_ports  # noqa: E402
+from server_processes import HOST, ServerProcesses, free_ports, until_stopped  # noqa: E402
 from fleet_bench import PROBE_LIMIT_S, measure  # noqa: E402
 
 TOOLS = ("computefence", "asyncssh")
@@ -66,10 +66,7 @@ def serve(ports: list[int], host_key_path: str, client_key_path: str, answer_pat
             for port in ports
         ]
         ready.set()
-        parent = os.getppid()
-        # Stops with the benchmark, even when it is killed before it can say so.
-        while not stop.is_set() and os.getppid() == parent:
-            await asyncio.sleep(0.2)
+        await until_stopped(stop)
         for acceptor in acceptors:
             acceptor.close()
 
@@ -126,19 +123,12 @@ class CannedFleet:
         self.known_hosts = work / "known_hosts"
         public = host_key.export_public_key().decode().strip()
         self.known_hosts.write_text("".join(f"[{HOST}]:{port} {public}\n" for port in ports))
-        context = multiprocessing.get_context("spawn")
-        self.stop = context.Event()
-        self.servers = []
+        self.servers = ServerProcesses()
         ciphers = [args.cipher] if args.cipher else None
         for i in range(args.servers):
-            ready = context.Event()
             mine = ports[i * args.ports_per_server:(i + 1) * args.ports_per_server]
-            proc = context.Process(target=serve, args=(mine, str(self.host_key_path), str(self.client_key_path),
-                                                       str(self.answer), ciphers, ready, self.stop), daemon=True)
-            proc.start()
-            if not ready.wait(60):
-                raise SystemExit("client_bench: a canned-answer server did not start")
-            self.servers.append(proc)
+            self.servers.start(serve, mine, str(self.host_key_path), str(self.client_key_path), str(self.answer),
+                               ciphers)
         pods = [{"name": f"pod-{i:04d}", "host": HOST, "port": ports[i % len(ports)]} for i in range(self.n)]
         checks = CheckOptions(output_dir="/workspace/checkpoints")
         # What computefence sends (its per-pod deadline aside), for the bare gather too.
@@ -158,11 +148,7 @@ class CannedFleet:
         }, sort_keys=False))
 
     def close(self) -> None:
-        self.stop.set()
-        for proc in self.servers:
-            proc.join(10)
-            if proc.is_alive():
-                proc.kill()
+        self.servers.close()
 
 
 def run_tool(tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namespace) -> dict:

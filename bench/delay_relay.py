@@ -11,11 +11,9 @@ own CPU runs on the benchmark machine and is the same for every tool.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import os
-import socket
 
-HOST = "127.0.0.1"
+from server_processes import HOST, ServerProcesses, free_ports, until_stopped
+
 READ_SIZE = 65536
 
 
@@ -75,9 +73,7 @@ def serve(routes: list[tuple[int, str, int]], delay_ms, ready, stop) -> None:
 
         servers = [await relay(*route) for route in routes]
         ready.set()
-        parent = os.getppid()
-        while not stop.is_set() and os.getppid() == parent:
-            await asyncio.sleep(0.2)
+        await until_stopped(stop)
         for server in servers:
             server.close()
 
@@ -88,37 +84,14 @@ class DelayRelay:
     """The relay for a list of (host, port) pods; `ports[i]` reaches pod i with `rtt_ms` added."""
 
     def __init__(self, pods: list[tuple[str, int]]):
-        context = multiprocessing.get_context("spawn")
         self.ports = free_ports(len(pods))
-        self._delay_ms = context.Value("d", 0.0)
-        self._stop = context.Event()
-        ready = context.Event()
+        self._processes = ServerProcesses()
+        self._delay_ms = self._processes.context.Value("d", 0.0)
         routes = [(port, host, pod_port) for port, (host, pod_port) in zip(self.ports, pods)]
-        self._process = context.Process(target=serve, args=(routes, self._delay_ms, ready, self._stop), daemon=True)
-        self._process.start()
-        if not ready.wait(60):
-            self.close()
-            raise RuntimeError("the delay relay did not start")
+        self._processes.start(serve, routes, self._delay_ms)
 
     def set_rtt(self, rtt_ms: float) -> None:
         self._delay_ms.value = float(rtt_ms)
 
     def close(self) -> None:
-        self._stop.set()
-        self._process.join(10)
-        if self._process.is_alive():
-            self._process.kill()
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on HOST right now (held together, so all differ)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind((HOST, 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+        self._processes.close()

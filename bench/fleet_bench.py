@@ -421,7 +421,8 @@ def bench(args: argparse.Namespace) -> dict:
             try:
                 print(f"== {n} pods up in {fleet.startup_s}s", file=sys.stderr, flush=True)
                 if args.rtt and args.delay == "relay":
-                    from delay_relay import HOST, DelayRelay
+                    from delay_relay import DelayRelay
+                    from server_processes import HOST
 
                     relay = DelayRelay([(pod.host, pod.port) for pod in fleet.pods])
                     fleet.reach_pods_at([(HOST, port) for port in relay.ports])
