@@ -58,16 +58,15 @@ def applied(loaded: LoadedPolicy | None) -> AppliedFile | None:
 
 
 def merge_checks(checks: CheckOptions, policy: EffectivePolicy) -> CheckOptions:
-    """The policy's `checks` where the inventory or command line left a value unset."""
-    wanted = policy.checks
+    """The policy's `checks` where the inventory or command line left a value unset (None, or
+    False for a switch); its extra paths are added to theirs."""
     update: dict[str, Any] = {}
-    for key in ("output_dir", "accelerate_config", "dataset", "input_column", "label_column"):
-        if getattr(checks, key) is None and getattr(wanted, key) is not None:
-            update[key] = getattr(wanted, key)
-    if wanted.expect_gpu and not checks.expect_gpu:
-        update["expect_gpu"] = True
-    if wanted.extra_paths:
-        update["extra_paths"] = checks.extra_paths + [p for p in wanted.extra_paths if p not in checks.extra_paths]
+    for key, wanted in policy.checks.model_dump(exclude_defaults=True).items():
+        have = getattr(checks, key)
+        if isinstance(have, list):
+            update[key] = have + [item for item in wanted if item not in have]
+        elif have is None or have is False:
+            update[key] = wanted
     return checks.model_copy(update=update) if update else checks
 
 

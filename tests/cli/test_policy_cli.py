@@ -124,3 +124,23 @@ def test_init_on_this_machine_writes_a_policy_that_this_machine_passes(cli, tmp_
     assert code == 0, out + err
     judged = json.loads(out)["hosts"][0]["findings"]
     assert judged and all(f["severity"] == "pass" for f in judged)
+
+
+def test_the_policys_checks_fill_what_the_inventory_left_unset_and_never_override_it():
+    from computefence.cli.policy import merge_checks
+    from computefence.models import CheckOptions
+
+    policy = parse_policy_text(textwrap.dedent("""\
+        checks:
+          output_dir: /workspace/policy-out
+          dataset: /data/train.jsonl
+          expect_gpu: true
+          extra_paths: [/workspace/a, /workspace/b]
+        """), "computefence.yaml").for_target("pod-a", [])
+    given = CheckOptions(output_dir="/workspace/mine", extra_paths=["/workspace/b", "/workspace/c"])
+    merged = merge_checks(given, policy)
+    assert merged.output_dir == "/workspace/mine"
+    assert merged.dataset == "/data/train.jsonl" and merged.expect_gpu is True
+    assert merged.extra_paths == ["/workspace/b", "/workspace/c", "/workspace/a"]
+    assert merged.accelerate_config is None and merged.perf is False
+    assert merge_checks(given, parse_policy_text("checks: {expect_gpu: false}\n", "p.yaml").for_target("x", [])) == given
