@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from fleet_bench import user_env
+
 TARGET_S = 2.0
 NO_INTERPRETER = "/nonexistent/python3"
 
@@ -25,7 +27,7 @@ NO_INTERPRETER = "/nonexistent/python3"
 def one_run(python: str) -> tuple[float, float, str | None]:
     command = [sys.executable, "-m", "computefence", "doctor", "--format", "json", "--python", python]
     started = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, env=user_env())
     wall = time.perf_counter() - started
     if result.returncode not in (0, 1):
         raise SystemExit(f"doctor exited {result.returncode}: {result.stderr.strip()}")

@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from fleet_bench import user_env
+
 TARGET_S = 5.0
 TIMEOUT_S = 900
 # The CLI as on a machine without Ansible: the Ansible source falls back to the built-in reader.
@@ -85,7 +87,7 @@ def timed(command: list[str], runs: int) -> Timed | None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
+            result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S, env=user_env())
         except subprocess.TimeoutExpired:
             print(f"  {' '.join(command[:6])} ... gave no answer in {TIMEOUT_S} s", file=sys.stderr)
             return None
