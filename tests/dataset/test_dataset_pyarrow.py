@@ -6,6 +6,7 @@ row by row (the stdlib path), and compares every fact but the engine and the tim
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ import sys
 import time
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -72,9 +74,14 @@ def json_lines(draw):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=json_lines(), columns=st.sampled_from([("text", "label"), (None, None), ("source", "text"), ("id", "nope")]),
-       gz=st.booleans())
-def test_json_lines_facts_equal_the_stdlib_path(data, columns, gz):
-    with tempfile.TemporaryDirectory() as tmp:
+       gz=st.booleans(), small_blocks=st.booleans())
+def test_json_lines_facts_equal_the_stdlib_path(data, columns, gz, small_blocks):
+    from computefence.probe import dataset
+
+    # Small blocks: lines cut across reads, and lines longer than Arrow's block read again.
+    sizes = (mock.patch.multiple(dataset, _DS_ARROW_READ=256, _DS_ARROW_PARSE_BLOCK=64) if small_blocks
+             else contextlib.nullcontext())
+    with tempfile.TemporaryDirectory() as tmp, sizes:
         facts = _same_facts(write(Path(tmp) / "train.jsonl", data, gz=gz), *columns)
     event(f"engine: {facts['engine']}")  # --hypothesis-show-statistics: how often each path ran
 
@@ -169,11 +176,35 @@ def test_lines_of_conflicts_count_blank_lines_and_records_over_several_lines(tmp
     ('{"text": "a"}\nnot json\n', "pyarrow: JSON parse error"),
     ("null\n{}\n", "a line is null"),  # pyarrow 26 crashes on this one
     (b'{"text": "\xff"}\n', "pyarrow"),
-    ('{"text": "a"}\n\ufeff{"text": "b"}\n', "pyarrow"),
+    ('{"text": "a"}\n\ufeff{"text": "b"}\n', "byte order mark"),  # pyarrow skips it where one of its blocks starts
 ])
 def test_what_pyarrow_cannot_show_equal_is_counted_by_the_stdlib_path(tmp_path, text, why):
     facts = _same_facts(write(tmp_path / "train.jsonl", text))
     assert facts["engine"] == "stdlib" and why in facts["engine_note"]
+
+
+def test_json_lines_read_in_pieces_count_as_read_whole(tmp_path, monkeypatch, capfd):
+    from computefence.probe import dataset
+
+    rows = _rows(300)
+    rows[7]["text"] = "long " * 40  # longer than Arrow's block below: that block is parsed again in larger ones
+    path = write(tmp_path / "train.jsonl", "\ufeff" + jsonl_text(rows[:100]) + "\n" + jsonl_text(rows[100:]).rstrip("\n"))
+    whole = scan(path)
+    monkeypatch.setattr(dataset, "_DS_ARROW_READ", 1000)  # a few lines a read, most cut in two
+    monkeypatch.setattr(dataset, "_DS_ARROW_PARSE_BLOCK", 48)
+    facts = _same_facts(path)
+    assert facts["engine"] == "pyarrow" and facts["rows"] == 300
+    whole.pop("duration_s")
+    assert facts == whole
+    assert "poorly aligned" not in capfd.readouterr().err  # Acero's warning about the keys of empty pieces
+
+
+def test_a_json_line_longer_than_the_read_buffer_goes_to_the_stdlib_path(tmp_path, monkeypatch):
+    from computefence.probe import dataset
+
+    monkeypatch.setattr(dataset, "_DS_ARROW_READ", 1000)
+    facts = _same_facts(write(tmp_path / "train.jsonl", jsonl_text(_rows(20) + [{"text": "x" * 1000}] + _rows(20))))
+    assert facts["engine"] == "stdlib" and facts["engine_note"] == "a line is longer than pyarrow's read buffer (1000 bytes)"
 
 
 def test_csv_rows_pyarrow_rejects_go_to_the_stdlib_path(tmp_path):
