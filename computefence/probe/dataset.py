@@ -1024,6 +1024,8 @@ def _ds_arrow_counts(scan, source):
     try:
         import pyarrow
         import pyarrow.compute
+        import pyarrow.csv
+        import pyarrow.json  # here: nothing else is imported while pyarrow.acero is, below
     except Exception as exc:  # absent, or broken in any way: the stdlib path needs none of it
         return "pyarrow does not import (%s)" % (str(exc).splitlines() or [type(exc).__name__])[0][:200]
     # Arrow's default allocator (mimalloc in the wheels) hands memory back to the system and
