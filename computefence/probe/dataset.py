@@ -1075,8 +1075,12 @@ def _ds_arrow_jsonl(scan, source, prepare):
         current = _ds_arrow_parsed(blocks, None)
         with ThreadPoolExecutor(1) as pool:
             while current is not None:
-                chunk, chunk_lines, table = current
+                chunk, (buffer, start, end), table = current
                 upcoming = pool.submit(_ds_arrow_parsed, blocks, table.schema)
+                # Checked here, not before parsing: the parsing thread has the longer way.
+                if _ds_bytes_hold(chunk, _DS_TWO_OBJECTS):
+                    raise _DsNoParity("a line may hold more than one JSON value")
+                chunk_lines = buffer.count(b"\n", start, end) + (end > start and buffer[end - 1] != 10)
                 if table.num_rows != chunk_lines:
                     blank = [i for i, text in enumerate(bytes(chunk).split(b"\n")[:chunk_lines])
                              if not text.strip(b" \t\r")]
@@ -1099,10 +1103,10 @@ def _ds_arrow_jsonl(scan, source, prepare):
 
 
 def _ds_jsonl_blocks(stream, estimated_bytes):
-    """(whole lines, how many) up to _DS_ARROW_READ bytes at a time, each a block Arrow reads
-    as the stdlib path would, row for line (else _DsNoParity). The lines are a memoryview of
-    one of two buffers used in turn, so no block costs fresh memory: it stays valid until
-    the next but one is read. A line longer than a buffer goes to the stdlib path."""
+    """(whole lines, (buffer, start, end)) up to _DS_ARROW_READ bytes at a time, free of the
+    lines Arrow must not see. The lines are a memoryview of buffer[start:end], one of two
+    buffers used in turn, so no block costs fresh memory: it stays valid until the next but
+    one is read. A line longer than a buffer goes to the stdlib path."""
     size = min(_DS_ARROW_READ, max(estimated_bytes, 1 << 16) * 2)  # gzip's estimate can fall short
     buffers = [bytearray(size), bytearray(size)]
     carry = b""  # the start of the line the last buffer cut off
@@ -1127,11 +1131,9 @@ def _ds_jsonl_blocks(stream, estimated_bytes):
         start = 3 if first and buffer.startswith(codecs.BOM_UTF8) else 0
         first = False
         chunk = view[start:end]
-        if _ds_bytes_hold(chunk, _DS_TWO_OBJECTS):
-            raise _DsNoParity("a line may hold more than one JSON value")
         if _DS_LINE_HAZARD.match(chunk) or _ds_bytes_hold(chunk, _DS_LATER_LINE_HAZARD):
             raise _DsNoParity("a line is null or starts with a byte order mark")
-        yield chunk, buffer.count(b"\n", start, end) + (end > start and buffer[end - 1] != 10)
+        yield chunk, (buffer, start, end)
 
 
 def _ds_bytes_hold(data, pattern):
@@ -1145,7 +1147,7 @@ def _ds_bytes_hold(data, pattern):
 
 
 def _ds_arrow_parsed(blocks, schema):
-    """The next block: (bytes, lines, table), None after the last. The first block sets the
+    """The next block: (lines, where, table) (see _ds_jsonl_blocks), None after the last. The first block sets the
     schema of the rest; columns Arrow took for timestamps are read again as the strings they are."""
     import pyarrow as pa
     import pyarrow.json as pj
@@ -1153,15 +1155,16 @@ def _ds_arrow_parsed(blocks, schema):
     block = next(blocks, None)
     if block is None:
         return None
-    chunk, lines = block
+    chunk, where = block
     if schema is None:
         table = _ds_arrow_read_json(chunk)
         # Columns in the order of the first row's keys, as the stdlib path lists them (Arrow's
         # order depends on which of its blocks is done first). Every row has every key, else
         # there are nulls and the stdlib path counts the file.
         first = _DS_FIRST_ROW.search(chunk)
-        try:
-            keys = list(json.loads(first.group().decode("utf-8", "surrogateescape")))
+        try:  # its first value: a line holding two is found out (and said so) later
+            text = first.group().decode("utf-8", "surrogateescape").lstrip()
+            keys = list(json.JSONDecoder().raw_decode(text)[0].keys())
         except (AttributeError, ValueError, TypeError):  # none, not JSON, not an object
             raise _DsNoParity("the first row is not a JSON object")
         if sorted(keys) != sorted(table.column_names):
@@ -1170,9 +1173,9 @@ def _ds_arrow_parsed(blocks, schema):
         strings = [field.name for field in table.schema if pa.types.is_timestamp(field.type)
                    or pa.types.is_date(field.type) or pa.types.is_time(field.type)]
         if not strings:
-            return chunk, lines, table
+            return chunk, where, table
         schema = pa.schema([pa.field(f.name, pa.string() if f.name in strings else f.type) for f in table.schema])
-    return chunk, lines, _ds_arrow_read_json(
+    return chunk, where, _ds_arrow_read_json(
         chunk, parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"))
 
 
