@@ -157,6 +157,7 @@ import duckdb
 path = sys.argv[1]
 reader = "read_json_auto(?, format='newline_delimited')" if path.endswith(".jsonl") else "read_csv_auto(?)"
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")  # its bar would share stdout with the counts
 con.execute("CREATE TABLE t AS SELECT * FROM " + reader, [path])
 one = lambda sql: con.execute(sql).fetchone()[0]
 rows = one("SELECT count(*) FROM t")
