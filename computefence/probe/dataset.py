@@ -32,13 +32,11 @@
 import codecs
 import csv
 import gzip
-import importlib
 import io
 import json
 import os
 import re
 import stat
-import threading
 import time
 import zlib
 from array import array
@@ -1025,7 +1023,7 @@ def _ds_arrow_counts(scan, source):
         import pyarrow
         import pyarrow.compute
         import pyarrow.csv
-        import pyarrow.json  # here: nothing else is imported while pyarrow.acero is, below
+        import pyarrow.json  # here: nothing else is imported while pyarrow.acero is (_ds_arrow_count)
     except Exception as exc:  # absent, or broken in any way: the stdlib path needs none of it
         return "pyarrow does not import (%s)" % (str(exc).splitlines() or [type(exc).__name__])[0][:200]
     # Arrow's default allocator (mimalloc in the wheels) hands memory back to the system and
@@ -1384,20 +1382,17 @@ def _ds_arrow_preparer(scan, nulls_are_values):
 
 def _ds_arrow_count(scan, read, source, prepare):
     """Fill scan as the stdlib path would from the rows `read` gives, in order."""
+    import importlib
     from concurrent.futures import ThreadPoolExecutor
 
-    # The groupings' module takes 0.2 s to import (pandas with it, where installed): it is
-    # loaded while the first block is read.
-    loader = threading.Thread(target=importlib.import_module, args=("pyarrow.acero",))
-    loader.start()
-    try:
-        table, lines_of = read(scan, source, prepare)
-    finally:
-        loader.join()
-    rows = table.num_rows
-    if not rows:
-        raise _DsNoParity("no rows")
     with ThreadPoolExecutor(1) as pool:
+        # The groupings' module takes 0.2 s to import (pandas with it, where installed): it is
+        # loaded while the first block is read. A failure stays in the future; the grouping
+        # imports it again and says why.
+        pool.submit(importlib.import_module, "pyarrow.acero")
+        table, lines_of = read(scan, source, prepare)
+        if not table.num_rows:
+            raise _DsNoParity("no rows")
         _ds_arrow_groups(scan, table, lines_of, pool)
 
 
