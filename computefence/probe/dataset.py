@@ -857,7 +857,8 @@ def _ds_bad_record(scan, row, cells, ncols, line):
 # whole file to the stdlib path with the reason (facts "engine_note"):
 # - any row the stdlib would call unreadable: Arrow refuses it (parse errors, bad UTF-8, a
 #   line or record Arrow cuts differently), and JSON Lines must give one object per non-blank
-#   line (the rows must equal those lines, and no line may hold "}" then "{");
+#   line (the rows must equal those lines, no line may hold "}" then "{", be null or start with
+#   a byte order mark, and every row has the first row's keys, which give the column order);
 # - values the stdlib keeps apart and Arrow would not: null (Arrow cannot tell it from an
 #   absent key) except in Parquet, double columns (1 == 1.0 there), nested values, and
 #   columns of any type but string, integer or boolean (Arrow reads date-like JSON strings as
@@ -869,12 +870,14 @@ def _ds_bad_record(scan, row, cells, ncols, line):
 # stdlib path hashes the whole row, so the two can differ only on a 64-bit fingerprint
 # collision (see the top of this file).
 
-# Peak memory per byte of (decompressed) file beyond the interpreter's ~150 MB, measured at 2M
-# rows of bench/dataset_bench.py (JSON Lines 2.1, CSV 2.6; CSV has no keys to drop), with margin:
-# tables, read buffers, hashes and the group_by hash tables.
+# Peak memory per byte of (decompressed) file beyond the interpreter's ~150 MB, measured with
+# bench/dataset_bench.py (JSON Lines 2.1 at 2M rows, 1.8 at 10M; CSV 2.3), with margin: tables,
+# read buffers, hashes and the two groupings' hash tables (built at the same time).
 _DS_ARROW_BYTES_PER_BYTE = {"jsonl": 2.5, "csv": 3, "tsv": 3, "parquet": 3}
 _DS_ARROW_READ = 64 * 1024 * 1024
-# Arrow parses a read in blocks of this size on its threads; a line or record must fit one.
+# Arrow parses a read in blocks on its threads, and a line or record must fit one: in blocks of
+# _DS_ARROW_PARSE_BLOCK (a third less CPU than 16 MiB: more blocks than threads, and they stay in
+# the caches), again in _DS_ARROW_BLOCK where a line or record does not fit.
 _DS_ARROW_BLOCK = 16 * 1024 * 1024
 _DS_ARROW_PARSE_BLOCK = 2 * 1024 * 1024
 # Searched with Arrow's RE2 (as bytes, without holding the GIL; twice as fast as `re`).
@@ -1178,9 +1181,8 @@ def _ds_arrow_parsed(blocks, schema):
 
 
 def _ds_arrow_read_json(chunk, **options):
-    """Arrow's table of the lines in `chunk`: parsed in small blocks, which its threads share
-    better and which stay in the CPU's caches (a third less CPU than 16 MiB blocks); again in
-    blocks of _DS_ARROW_BLOCK where that fails, as a line longer than a small block does."""
+    """Arrow's table of the lines in `chunk`, in blocks of _DS_ARROW_PARSE_BLOCK, or of
+    _DS_ARROW_BLOCK where that fails, as a line longer than a small block does."""
     import pyarrow as pa
     import pyarrow.json as pj
 
@@ -1225,26 +1227,38 @@ def _ds_arrow_csv(scan, source, prepare):
                                               strict=False) if row), [])
     if not header or len(set(header)) != len(header) or len(set(c.strip() for c in header)) != len(header):
         raise _DsNoParity("the header has no cells or repeats a name")
-    stream = pa.input_stream(source["full"], compression="gzip" if scan.facts["compression"] else None)
+
+    def tables_of(block_size):
+        stream = pa.input_stream(source["full"], compression="gzip" if scan.facts["compression"] else None)
+        try:
+            reader = pcsv.open_csv(
+                stream, read_options=pcsv.ReadOptions(block_size=block_size),
+                parse_options=pcsv.ParseOptions(delimiter=source["delimiter"], quote_char='"', double_quote=True,
+                                                escape_char=False, newlines_in_values=True, ignore_empty_lines=True),
+                convert_options=pcsv.ConvertOptions(column_types=dict((name, pa.string()) for name in header),
+                                                    strings_can_be_null=False))
+            if reader.schema.names != header:
+                raise _DsNoParity("pyarrow reads the header differently")
+            names = [name.strip() for name in header]
+            tables = []
+            rows = 0
+            for batch in reader:
+                tables.append(prepare(pa.Table.from_batches([batch]).rename_columns(names)))
+                rows += batch.num_rows
+                if _ds_arrow_partial(scan, rows):
+                    break
+            return tables
+        finally:
+            stream.close()
+
+    # Small blocks as for JSON Lines (a third less CPU); a record longer than one is read again
+    # from the start in larger ones.
     try:
-        reader = pcsv.open_csv(
-            stream, read_options=pcsv.ReadOptions(block_size=_DS_ARROW_BLOCK),
-            parse_options=pcsv.ParseOptions(delimiter=source["delimiter"], quote_char='"', double_quote=True,
-                                            escape_char=False, newlines_in_values=True, ignore_empty_lines=True),
-            convert_options=pcsv.ConvertOptions(column_types=dict((name, pa.string()) for name in header),
-                                                strings_can_be_null=False))
-        if reader.schema.names != header:
-            raise _DsNoParity("pyarrow reads the header differently")
-        names = [name.strip() for name in header]
-        tables = []
-        rows = 0
-        for batch in reader:
-            tables.append(prepare(pa.Table.from_batches([batch]).rename_columns(names)))
-            rows += batch.num_rows
-            if _ds_arrow_partial(scan, rows):
-                break
-    finally:
-        stream.close()
+        tables = tables_of(_DS_ARROW_PARSE_BLOCK)
+    except pa.ArrowInvalid as exc:
+        if "straddl" not in str(exc):
+            raise
+        tables = tables_of(_DS_ARROW_BLOCK)
     if not tables:
         raise _DsNoParity("the file holds no rows")
     table = _ds_arrow_concat(scan, tables)

@@ -110,11 +110,15 @@ def csv_files(draw):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(csv_file=csv_files(), columns=st.sampled_from([("text", "label"), (None, None), ("label", "nope")]),
-       gz=st.booleans())
-def test_csv_facts_equal_the_stdlib_path(csv_file, columns, gz):
+       gz=st.booleans(), small_blocks=st.booleans())
+def test_csv_facts_equal_the_stdlib_path(csv_file, columns, gz, small_blocks):
+    from computefence.probe import dataset
+
     text, delimiter = csv_file
     name = ("train.tsv" if delimiter == "\t" else "train.csv") + (".gz" if gz else "")
-    with tempfile.TemporaryDirectory() as tmp:
+    # Small blocks: records longer than one are read again from the start in larger ones.
+    sizes = mock.patch.object(dataset, "_DS_ARROW_PARSE_BLOCK", 32) if small_blocks else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory() as tmp, sizes:
         facts = _same_facts(write(Path(tmp) / name, text, gz=gz), *columns)
     event(f"engine: {facts['engine']}")
 
@@ -197,6 +201,20 @@ def test_json_lines_read_in_pieces_count_as_read_whole(tmp_path, monkeypatch, ca
     whole.pop("duration_s")
     assert facts == whole
     assert "poorly aligned" not in capfd.readouterr().err  # Acero's warning about the keys of empty pieces
+
+
+def test_a_csv_record_longer_than_a_block_is_read_again_in_larger_ones(tmp_path, monkeypatch):
+    from computefence.probe import dataset
+
+    cells = [list(row.values()) for row in _rows(300)]
+    cells[250][0] = "long, with a\nline break " * 20
+    path = write(tmp_path / "train.csv", csv_text(["text", "label", "source"], cells))
+    whole = scan(path)
+    monkeypatch.setattr(dataset, "_DS_ARROW_PARSE_BLOCK", 256)
+    facts = _same_facts(path)
+    assert facts["engine"] == "pyarrow" and facts["rows"] == 300
+    whole.pop("duration_s")
+    assert facts == whole
 
 
 def test_a_json_line_longer_than_the_read_buffer_goes_to_the_stdlib_path(tmp_path, monkeypatch):
