@@ -463,6 +463,14 @@ def _ds_stream_failed(scan, exc, line):
         scan.fail("io", "reading stopped after line %d: %s: %s" % (line, type(exc).__name__, exc))
 
 
+_DS_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+def _ds_json_kind(value):
+    """The JSON name of a parsed value's type (a line that is `null` is "a JSON null")."""
+    return _DS_JSON_KINDS.get(value.__class__, "value")
+
+
 def _ds_jsonl_objects(scan, stream):
     """(line, object, raw) for each JSON Lines row; blank lines are skipped.
 
@@ -524,7 +532,7 @@ def _ds_jsonl_batch(scan, batch, before):
             if obj.__class__ is dict:
                 rows.append((before + 1 + i, obj, batch[i]))
             else:
-                scan.unreadable(before + 1 + i, "a JSON %s, not an object" % type(obj).__name__)
+                scan.unreadable(before + 1 + i, "a JSON %s, not an object" % _ds_json_kind(obj))
     return rows
 
 
@@ -546,7 +554,7 @@ def _ds_jsonl_line(scan, line, raw):
             scan.unreadable(line, reason)
         return None
     if obj.__class__ is not dict:
-        scan.unreadable(line, "a JSON %s, not an object" % type(obj).__name__)
+        scan.unreadable(line, "a JSON %s, not an object" % _ds_json_kind(obj))
         return None
     return obj
 
@@ -657,7 +665,7 @@ def _ds_array_objects(scan, stream, want_raw):
                 scan.unreadable(line, "not UTF-8")
                 continue
         if obj.__class__ is not dict:
-            scan.unreadable(line, "a JSON %s, not an object" % type(obj).__name__)
+            scan.unreadable(line, "a JSON %s, not an object" % _ds_json_kind(obj))
             continue
         yield line, obj, raw
     if started:

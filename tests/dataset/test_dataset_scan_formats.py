@@ -135,6 +135,19 @@ def test_content_decides_the_format_not_the_suffix(tmp_path, name, text, fmt):
     assert facts["format"] == fmt and facts["error"] is None and facts["duplicate_rows"] >= 1
 
 
+@pytest.mark.parametrize("value, kind", [("null", "null"), ("[1, 2]", "array"), ('"text"', "string"),
+                                         ("3.5", "number"), ("true", "boolean")])
+@pytest.mark.parametrize("batch_parses", [True, False])
+def test_a_row_that_is_not_an_object_is_named_by_its_json_type(tmp_path, value, kind, batch_parses):
+    # A line that is not JSON at all makes its batch be parsed line by line: both ways say the same.
+    noise = "" if batch_parses else "not json\n"
+    facts = scan(write(tmp_path / "train.jsonl", '{"text": "a"}\n' + value + "\n" + noise))
+    assert facts["unreadable_lines"][0] == 2
+    assert facts["unreadable_reason"] == "line 2: a JSON %s, not an object" % kind
+    array_facts = scan(write(tmp_path / "train.json", '[{"text": "a"}, %s]' % value))
+    assert "a JSON %s, not an object" % kind in array_facts["unreadable_reason"]
+
+
 def test_truncated_last_line_is_one_unreadable_row(tmp_path):
     text = jsonl_text(ROWS) + '{"text": "cut here", "lab'
     facts = scan(write(tmp_path / "train.jsonl", text))
