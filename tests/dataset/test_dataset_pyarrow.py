@@ -225,6 +225,22 @@ def test_a_json_line_longer_than_the_read_buffer_goes_to_the_stdlib_path(tmp_pat
     assert facts["engine"] == "stdlib" and facts["engine_note"] == "a line is longer than pyarrow's read buffer (1000 bytes)"
 
 
+def test_groupings_also_run_on_a_pyarrow_without_use_threads():
+    from computefence.probe import dataset
+
+    class TableOfPyarrow12:  # group_by(keys) only: use_threads came with pyarrow 13
+        def __init__(self, table):
+            self.table = table
+
+        def group_by(self, keys):
+            return self.table.group_by(keys)
+
+    table = pa.table({"i": [1, 1, 2], "l": [0, 1, 1]})
+    groups = dataset._ds_arrow_grouped(TableOfPyarrow12(table), "i", [("l", "min_max")])
+    assert sorted(groups.to_pylist(), key=lambda g: g["i"]) == [
+        {"i": 1, "l_min_max": {"min": 0, "max": 1}}, {"i": 2, "l_min_max": {"min": 1, "max": 1}}]
+
+
 def test_csv_rows_pyarrow_rejects_go_to_the_stdlib_path(tmp_path):
     facts = _same_facts(write(tmp_path / "train.csv", "text,label\na,1\nb\nc,1,extra\n"))
     assert facts["engine"] == "stdlib" and facts["engine_note"].startswith("pyarrow: CSV parse error")
