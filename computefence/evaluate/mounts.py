@@ -13,7 +13,7 @@ from functools import lru_cache
 from enum import IntEnum
 
 from computefence.models import MountFacts, PathFacts, ProviderInfo
-from computefence.probe.storage import mount_index
+from computefence.probe.storage import is_within, mount_index, normalize
 from computefence.profiles import Profile, StorageClass
 
 MEMORY_FS = frozenset({"tmpfs", "ramfs"})
@@ -37,18 +37,6 @@ SYSTEM_DIRS = ("/proc", "/sys", "/dev", "/run", "/var/run", "/etc", "/usr", "/bo
 
 # Called for every path against every mount of every pod: cached, it stops dominating a fleet's evaluation.
 @lru_cache(maxsize=8192)
-def normalize(path: str) -> str:
-    return posixpath.normpath("/" + path.lstrip("/")) if path else "/"
-
-
-def is_within(path: str, folder: str) -> bool:
-    """True if `path` is `folder` or below it, comparing whole components."""
-    path, folder = normalize(path), normalize(folder)
-    if folder == "/":
-        return True
-    return path == folder or path.startswith(folder + "/")
-
-
 def is_network(fs_type: str) -> bool:
     fs = fs_type.lower()
     if fs in PSEUDO_FS or fs in CONTAINER_FS:

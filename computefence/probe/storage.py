@@ -54,13 +54,14 @@ def _parse_mountinfo(text):
 
 # Called for every path against every mount (of every pod, in the evaluator): cached.
 @functools.lru_cache(maxsize=8192)
-def _normalized(path):
+def normalize(path):
+    """An absolute, normalised path ("" is "/"); the evaluator uses this one too."""
     return posixpath.normpath("/" + path.lstrip("/")) if path else "/"
 
 
-def _under(path, tree):
+def is_within(path, tree):
     """`path` is `tree` or below it, by whole components (/rootfs is not under /root)."""
-    path, tree = _normalized(path), _normalized(tree)
+    path, tree = normalize(path), normalize(tree)
     return tree == "/" or path == tree or path.startswith(tree + "/")
 
 
@@ -69,11 +70,11 @@ def mount_index(path, mount_points):
     mount point containing it, compared by whole components after normalising (/rootfs is
     not inside /root; /data/../x is /x); of mounts stacked on one point, the last, which
     hides the others. None when none contains it. The evaluator's StorageMap.mount_of is this too."""
-    path = _normalized(path)
+    path = normalize(path)
     best, best_length = None, -1
     for index, point in enumerate(mount_points):
-        point = _normalized(point)
-        # _under, inlined: this is the evaluator's hot loop at a thousand pods.
+        point = normalize(point)
+        # is_within, inlined: this is the evaluator's hot loop at a thousand pods.
         if (point == "/" or path == point or path.startswith(point + "/")) and len(point) >= best_length:
             best, best_length = index, len(point)
     return best
@@ -88,7 +89,7 @@ def _looks_like_volume(mount):
     point = mount["mount_point"]
     if point == "/" or mount["fs_type"] in _PSEUDO_FS:
         return False
-    if any(_under(point, tree) for tree in _SYSTEM_TREES):
+    if any(is_within(point, tree) for tree in _SYSTEM_TREES):
         return False
     # Single files bind-mounted by the runtime are no volumes. A mount point that does not
     # answer (dead NFS) stays listed: its path facts will say it hung.
