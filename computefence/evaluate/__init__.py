@@ -12,10 +12,11 @@ from computefence.errors import ConfigError
 from computefence.evaluate import accelerate, dataset, environment, gpu, gpu_health, gpu_perf, python, storage, system
 from computefence.evaluate import policy as policy_rules
 from computefence.evaluate.connection import status_fix
-from computefence.evaluate.context import Rule, build_context, matches, one_line
+from computefence.evaluate.context import Rule, build_context, matches
 from computefence.evaluate.fleet import build_report, exit_code
 from computefence.models import BaselineLock, CheckOptions, Facts, Finding, Fix, HostReport, HostStatus, ProviderInfo
 from computefence.policy import EffectivePolicy
+from computefence.text import one_line
 
 RULES: list[Rule] = [
     *storage.RULES,

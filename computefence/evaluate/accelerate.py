@@ -6,8 +6,9 @@ num_processes / num_machines of them, and each needs a GPU of its own.
 
 from __future__ import annotations
 
-from computefence.evaluate.context import Context, block, one_line, passed, q, skipped, warn
+from computefence.evaluate.context import Context, block, passed, q, skipped, warn
 from computefence.models import CheckOptions, Facts, Finding, Fix
+from computefence.text import one_line
 
 CHECKS = {"accelerate.num-processes": "accelerate starts one process per visible GPU on each machine"}
 

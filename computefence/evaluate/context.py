@@ -11,7 +11,6 @@ from computefence.evaluate.mounts import StorageMap
 from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts, ProviderInfo, Severity
 from computefence.policy import NumberSpec, Thresholds
 from computefence.profiles import Profile, detect_provider, get_profile
-from computefence.text import one_line  # noqa: F401  (the rules import it from here)
 
 
 @dataclass(frozen=True)
@@ -147,8 +146,6 @@ def training_python(facts: Facts) -> str:
 def sudo(facts: Facts) -> str:
     """'sudo ' for a non-root login, nothing for root (containers often have no sudo)."""
     return "" if facts.identity.uid == 0 or facts.identity.user == "root" else "sudo "
-
-
 
 
 def gb(n_bytes: int | None) -> str:

@@ -23,8 +23,9 @@ import difflib
 import math
 import posixpath
 
-from computefence.evaluate.context import Context, block, collector_error, one_line, passed, q, skipped, warn
+from computefence.evaluate.context import Context, block, collector_error, passed, q, skipped, warn
 from computefence.models import CheckOptions, DatasetFacts, Facts, Finding, Fix
+from computefence.text import one_line
 
 CHECKS = {
     "dataset.unreadable": "the dataset exists, has a known format and its rows parse",

@@ -15,7 +15,6 @@ from computefence.evaluate.context import (
     block,
     collector_error,
     env_by_source,
-    one_line,
     passed,
     q,
     skipped,
@@ -32,6 +31,7 @@ from computefence.evaluate.torch_builds import (
     parse_version,
 )
 from computefence.models import CheckOptions, Facts, Finding, Fix, TorchFacts
+from computefence.text import one_line
 
 CHECKS = {
     "gpu.driver": "nvidia-smi answers and lists the GPUs",

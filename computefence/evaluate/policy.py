@@ -8,11 +8,12 @@ import fnmatch
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from computefence.evaluate.context import (Context, block, collector_error, first_path, gb, matches, one_line, passed, q,
+from computefence.evaluate.context import (Context, block, collector_error, first_path, gb, matches, passed, q,
                                           training_python, warn)
 from computefence.evaluate.torch_builds import choose_build, cuda_text, driver_cuda, install_command, parse_version
 from computefence.models import Facts, Finding, Fix, Severity
 from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, normalize_name
+from computefence.text import one_line
 
 CHECKS = {
     "policy.requirement": "every version the policy requires is installed and satisfies its specifier",

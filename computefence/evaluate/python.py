@@ -7,9 +7,10 @@ gets a pass saying so, never a blocker.
 
 from __future__ import annotations
 
-from computefence.evaluate.context import Context, block, collector_error, one_line, passed, q, skipped, warn
+from computefence.evaluate.context import Context, block, collector_error, passed, q, skipped, warn
 from computefence.evaluate.torch_builds import build_fix, reinstall_command
 from computefence.models import CheckOptions, Facts, Finding, Fix
+from computefence.text import one_line
 
 CHECKS = {"python.torch-missing": "torch imports in the training interpreter"}
 

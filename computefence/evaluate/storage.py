@@ -18,7 +18,6 @@ from computefence.evaluate.context import (
     env_by_source,
     first_path,
     gb,
-    one_line,
     passed,
     q,
     skipped,
@@ -28,6 +27,7 @@ from computefence.evaluate.context import (
 from computefence.evaluate.mounts import Level, Storage, normalize
 from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts
 from computefence.policy import Thresholds
+from computefence.text import one_line
 
 CHECKS = {
     "storage.hf-cache": "the HF cache is on storage that survives a restart, set where SSH sessions see it",
