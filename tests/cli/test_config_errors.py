@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from computefence.cli import main
 from computefence.errors import SourceError
 from computefence.sources import registry
 
@@ -32,22 +31,15 @@ def _nobody_connected(sock: socket.socket) -> bool:
     return False
 
 
-def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.parametrize("problem", ["missing", "directory"])
-def test_an_identity_file_that_cannot_be_used_exits_2_before_connecting(capsys, tmp_path, listener, problem):
+def test_an_identity_file_that_cannot_be_used_exits_2_before_connecting(cli, tmp_path, listener, problem):
     key = tmp_path / "id_ed25519"
     if problem == "directory":
         key.mkdir()
     inventory = tmp_path / "pods.yaml"
     port = listener.getsockname()[1]
     inventory.write_text(f"hosts:\n  - {{name: pod-a, host: 127.0.0.1, port: {port}, identity_file: {key}}}\n")
-    code, out, err = _run(capsys, "fleet", "check", "-i", str(inventory))
+    code, out, err = cli("fleet", "check", "-i", str(inventory))
     assert code == 2 and out == ""
     why = "does not exist" if problem == "missing" else "is not a file"
     assert err.startswith(f"computefence: error: identity file {key} {why} (target pod-a, from {inventory}:2)")
@@ -55,27 +47,27 @@ def test_an_identity_file_that_cannot_be_used_exits_2_before_connecting(capsys, 
     assert _nobody_connected(listener)
 
 
-def test_a_provider_without_an_api_key_names_the_variable_and_the_key_file(capsys, tmp_path, monkeypatch):
+def test_a_provider_without_an_api_key_names_the_variable_and_the_key_file(cli, tmp_path, monkeypatch):
     monkeypatch.delenv("VAST_API_KEY", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
-    code, out, err = _run(capsys, "fleet", "check", "--provider", "vast")
+    code, out, err = cli("fleet", "check", "--provider", "vast")
     assert code == 2 and out == ""
     assert "no API key found" in err and "VAST_API_KEY" in err and "vast_api_key" in err
     assert err.count("\n") == 1
 
 
-def test_the_runpod_extra_missing_gives_the_exact_pip_command(capsys, monkeypatch):
+def test_the_runpod_extra_missing_gives_the_exact_pip_command(cli, monkeypatch):
     monkeypatch.setitem(sys.modules, "runpod", None)  # `import runpod` raises ImportError
     monkeypatch.setenv("RUNPOD_API_KEY", "rp-test")
-    code, _, err = _run(capsys, "fleet", "check", "--provider", "runpod")
+    code, _, err = cli("fleet", "check", "--provider", "runpod")
     assert code == 2
     assert err == "computefence: error: RunPod support needs the runpod extra: pip install 'computefence[runpod]'\n"
 
 
-def test_an_ssh_alias_no_config_knows_exits_2(capsys, tmp_path):
+def test_an_ssh_alias_no_config_knows_exits_2(cli, tmp_path):
     config = tmp_path / "ssh_config"
     config.write_text("Host gpu-box\n  HostName 127.0.0.1\n  Port 1\n")
-    code, _, err = _run(capsys, "fleet", "check", "--ssh-config", str(config), "-H", "gpu-bxo.invalid")
+    code, _, err = cli("fleet", "check", "--ssh-config", str(config), "-H", "gpu-bxo.invalid")
     assert code == 2
     assert err.startswith(f"computefence: error: -H gpu-bxo.invalid: no Host entry in {config} gives it a HostName")
 
@@ -88,17 +80,17 @@ class _FailingSource:
         raise SourceError(f"{self.name}: API unreachable: connection refused")
 
 
-def test_every_source_failing_is_a_configuration_error_not_an_empty_verdict(capsys, monkeypatch):
+def test_every_source_failing_is_a_configuration_error_not_an_empty_verdict(cli, monkeypatch):
     monkeypatch.setattr(registry, "provider_source", lambda name, api_url=None: _FailingSource(name))
-    code, out, err = _run(capsys, "fleet", "check", "--provider", "vast,lambda")
+    code, out, err = cli("fleet", "check", "--provider", "vast,lambda")
     assert code == 2 and out == ""
     assert err == ("computefence: error: every target source failed, nothing to check: "
                    "vast: API unreachable: connection refused; lambda: API unreachable: connection refused\n")
 
 
-def test_one_failing_source_among_working_ones_is_reported_and_the_run_goes_on(capsys, monkeypatch, tmp_path):
+def test_one_failing_source_among_working_ones_is_reported_and_the_run_goes_on(cli, monkeypatch, tmp_path):
     monkeypatch.setattr(registry, "provider_source", lambda name, api_url=None: _FailingSource(name))
     inventory = tmp_path / "pods.yaml"
     inventory.write_text("hosts:\n  - {name: pod-a, host: 127.0.0.1, port: 1}\n")
-    code, out, _ = _run(capsys, "inventory", "list", "-i", str(inventory), "--provider", "vast")
+    code, out, _ = cli("inventory", "list", "-i", str(inventory), "--provider", "vast")
     assert code == 1 and "source failed: vast: API unreachable" in out and "pod-a" in out

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from computefence.cli import main
 from computefence.connectors.local import probe_local
 from computefence.models import CheckOptions, Report
 from computefence.payload import parse_probe_output, probe_params, probe_payload
@@ -21,30 +20,23 @@ CLEAN = [{"text": f"sentence {i}", "label": "pos" if i % 2 else "neg"} for i in 
 DIRTY = CLEAN + [CLEAN[0], {"text": "sentence 1", "label": "neg"}]
 
 
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_check_exit_codes(tmp_path, capsys):
+def test_check_exit_codes(tmp_path, cli):
     clean = write(tmp_path / "clean.jsonl", jsonl_text(CLEAN))
     dirty = write(tmp_path / "dirty.jsonl", jsonl_text(DIRTY))
     broken = write(tmp_path / "broken.jsonl", "not json\n" * 5)
-    assert cli(capsys, "dataset", "check", str(clean))[0] == 0
-    code, out, _ = cli(capsys, "dataset", "check", str(dirty))
+    assert cli("dataset", "check", str(clean))[0] == 0
+    code, out, _ = cli("dataset", "check", str(dirty))
     assert code == 0 and "dataset.duplicates" in out and "dedupe" in out
-    assert cli(capsys, "dataset", "check", str(dirty), "--fail-on", "warn")[0] == 1
-    assert cli(capsys, "dataset", "check", str(broken))[0] == 1
-    assert cli(capsys, "dataset", "check", str(tmp_path / "missing.csv"))[0] == 2  # a usage error here, not a finding
-    assert cli(capsys, "dataset", "check", str(clean), "--format", "yaml")[0] == 2
-    assert cli(capsys, "dataset", "check")[0] == 2
+    assert cli("dataset", "check", str(dirty), "--fail-on", "warn")[0] == 1
+    assert cli("dataset", "check", str(broken))[0] == 1
+    assert cli("dataset", "check", str(tmp_path / "missing.csv"))[0] == 2  # a usage error here, not a finding
+    assert cli("dataset", "check", str(clean), "--format", "yaml")[0] == 2
+    assert cli("dataset", "check")[0] == 2
 
 
-def test_check_json_carries_counts_as_numbers(tmp_path, capsys):
+def test_check_json_carries_counts_as_numbers(tmp_path, cli):
     dirty = write(tmp_path / "dirty.jsonl", jsonl_text(DIRTY))
-    code, out, _ = cli(capsys, "dataset", "check", str(dirty), "--format", "json")
+    code, out, _ = cli("dataset", "check", str(dirty), "--format", "json")
     document = json.loads(out)
     report = Report.model_validate(document)
     assert code == 0 and report.kind == "dataset"
@@ -57,29 +49,29 @@ def test_check_json_carries_counts_as_numbers(tmp_path, capsys):
     assert checks["dataset.duplicates"] == "warn" and checks["dataset.conflicting-labels"] == "warn"
 
 
-def test_check_names_columns_and_budgets(tmp_path, capsys):
+def test_check_names_columns_and_budgets(tmp_path, cli):
     path = write(tmp_path / "train.jsonl", jsonl_text(CLEAN))
-    code, out, _ = cli(capsys, "dataset", "check", str(path), "--input-column", "prompt", "--format", "json")
+    code, out, _ = cli("dataset", "check", str(path), "--input-column", "prompt", "--format", "json")
     assert code == 1 and json.loads(out)["hosts"][0]["facts"]["dataset"]["absent_columns"] == ["prompt"]
-    code, out, _ = cli(capsys, "dataset", "check", str(path), "--max-rows", "5", "--format", "json")
+    code, out, _ = cli("dataset", "check", str(path), "--max-rows", "5", "--format", "json")
     data = json.loads(out)["hosts"][0]["facts"]["dataset"]
     assert code == 0 and data["partial"] and data["rows"] == 5
 
 
-def test_dedupe_command_prints_what_it_removed(tmp_path, capsys):
+def test_dedupe_command_prints_what_it_removed(tmp_path, cli):
     dirty = write(tmp_path / "dirty.jsonl", jsonl_text(DIRTY))
     out_path = tmp_path / "clean.jsonl"
-    code, out, _ = cli(capsys, "dataset", "dedupe", str(dirty), str(out_path), "--drop-conflicts")
+    code, out, _ = cli("dataset", "dedupe", str(dirty), str(out_path), "--drop-conflicts")
     assert code == 0
     assert out == (f"wrote 19 of 22 rows to {out_path}; removed 1 duplicate rows; "
                    f"2 rows of 1 inputs with conflicting labels\n")
-    code, out, _ = cli(capsys, "dataset", "dedupe", str(dirty), str(out_path), "--json")
+    code, out, _ = cli("dataset", "dedupe", str(dirty), str(out_path), "--json")
     assert code == 0 and json.loads(out)["duplicate_rows_dropped"] == 1 and json.loads(out)["rows_written"] == 21
-    assert cli(capsys, "dataset", "check", str(out_path))[0] == 0
+    assert cli("dataset", "check", str(out_path))[0] == 0
 
 
-def test_dedupe_errors_are_one_line_with_exit_2(tmp_path, capsys):
-    code, out, err = cli(capsys, "dataset", "dedupe", str(tmp_path / "missing.jsonl"), str(tmp_path / "out.jsonl"))
+def test_dedupe_errors_are_one_line_with_exit_2(tmp_path, cli):
+    code, out, err = cli("dataset", "dedupe", str(tmp_path / "missing.jsonl"), str(tmp_path / "out.jsonl"))
     assert code == 2 and out == ""
     assert err.startswith("computefence: error: cannot read") and err.count("\n") == 1
 
