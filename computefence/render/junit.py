@@ -24,6 +24,7 @@ import xml.etree.ElementTree as ET
 from computefence.evaluate.fleet import fails
 from computefence.models import Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
+from computefence.text import clean, one_line
 
 
 def render(report: Report) -> str:
@@ -39,7 +40,7 @@ def render(report: Report) -> str:
 
 def _x(text: object) -> str:
     # XML 1.0 forbids control characters (clean() replaces them) and U+FFFE/U+FFFF.
-    return views.clean(text).replace("\ufffe", "?").replace("\uffff", "?")
+    return clean(text).replace("\ufffe", "?").replace("\uffff", "?")
 
 
 def _host_suite(report: Report, host: HostReport) -> ET.Element:
@@ -58,7 +59,7 @@ def _host_suite(report: Report, host: HostReport) -> ET.Element:
     classname = _x(host.name)
     if host.status is not HostStatus.OK:
         case = ET.SubElement(suite, "testcase", classname=classname, name="probe", time=_time(host.duration_s))
-        reason = _x(views.one_line(host.reason or host.status.value))
+        reason = _x(one_line(host.reason or host.status.value))
         if report.allow_unreachable:
             ET.SubElement(case, "skipped", message=reason)
         else:
@@ -77,9 +78,9 @@ def _check_case(report: Report, classname: str, check: str, findings: list[Findi
     worst = max(findings, key=lambda f: f.severity.rank)
     details = "\n\n".join(_finding_text(f) for f in sorted(findings, key=lambda f: -f.severity.rank))
     if worst.severity is Severity.SKIP:
-        ET.SubElement(case, "skipped", message=_x(views.one_line(worst.message)))
+        ET.SubElement(case, "skipped", message=_x(one_line(worst.message)))
     elif fails(worst.severity, report.fail_on):
-        failure = ET.SubElement(case, "failure", message=_x(views.one_line(worst.message)), type=worst.severity.value)
+        failure = ET.SubElement(case, "failure", message=_x(one_line(worst.message)), type=worst.severity.value)
         failure.text = _x(details)
     else:
         ET.SubElement(case, "system-out").text = _x(details)

@@ -12,6 +12,7 @@ import textwrap
 
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
+from computefence.text import clean, one_line
 
 _ICON = {Severity.BLOCK: "🛑", Severity.WARN: "⚠️", Severity.PASS: "✅", Severity.SKIP: "⏭️"}
 # Backslash-escaped: emphasis, code, links, tables, strikethrough, headings and
@@ -21,14 +22,14 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#$])")
 
 def md(text: object) -> str:
     """Inline text: safe in a paragraph and in a table cell."""
-    text = views.clean(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = clean(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return "<br>".join(line.strip() for line in text.splitlines()) if "\n" in text else text
 
 
 def code_span(text: object) -> str:
     """Inline code, safe in a table cell (GFM splits cells on '|' even inside code)."""
-    text = views.one_line(text).replace("|", "\\|")
+    text = one_line(text).replace("|", "\\|")
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -36,7 +37,7 @@ def code_span(text: object) -> str:
 
 
 def code_block(text: str, lang: str = "sh") -> str:
-    text = views.clean(text)
+    text = clean(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
@@ -191,7 +192,7 @@ def _by_pod(report: Report) -> list[str]:
         state = views.host_state(host)
         lines += [f"#### {md(host.name)}: {md(state)}", ""]
         if host.status is not HostStatus.OK:
-            lines += [md(views.one_line(host.reason or host.status.value)), ""]
+            lines += [md(one_line(host.reason or host.status.value)), ""]
         lines += [f"- {_ICON[f.severity]} {code_span(f.check)}: {md(f.message)}" for f in problems]
         if problems:
             lines.append("")

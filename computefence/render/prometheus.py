@@ -11,13 +11,14 @@ from datetime import datetime
 from computefence.evaluate.fleet import ready_hosts
 from computefence.models import HostStatus, Report, Severity
 from computefence.render import views
+from computefence.text import clean
 
 _VERDICT_VALUE = {Severity.PASS: 0, Severity.WARN: 1, Severity.BLOCK: 2}
 
 
 def label_value(value: object) -> str:
     # The exposition format escapes exactly backslash, double quote and newline.
-    text = views.clean(value)
+    text = clean(value)
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 

@@ -17,7 +17,7 @@ from rich.text import Text
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.columns import Column, fit_table, wrap
-from computefence.render.views import clean
+from computefence.text import clean, one_line
 
 # From this width on, a finding's message sits beside its check id.
 WIDE = 100
@@ -165,10 +165,10 @@ def _fleet(report: Report, width: int, group_by: str) -> list[RenderableType]:
     if report.changes is not None:
         out += changes_section(report.changes)
     for source in views.failed_sources(report):
-        out.append(Text(f"source {views.one_line(source.name)} failed: {views.one_line(source.error or 'unknown error')}", style="red"))
+        out.append(Text(f"source {one_line(source.name)} failed: {one_line(source.error or 'unknown error')}", style="red"))
     for source in report.sources:
         if source.ok and source.resolver:
-            out.append(Text(f"{views.one_line(source.name)}: read by {views.one_line(source.resolver)}", style="dim"))
+            out.append(Text(f"{one_line(source.name)}: read by {one_line(source.resolver)}", style="dim"))
     out.extend(_summary_table(report.hosts, width))
 
     if group_by == "pod":
@@ -281,7 +281,7 @@ def _by_pod(report: Report, width: int) -> list[RenderableType]:
             head.append(f" · {views.plural(host.blockers, 'blocker')}, {views.plural(host.warnings, 'warning')}")
         out.append(head)
         if host.status is not HostStatus.OK:
-            out.append(Text("  " + clean(views.one_line(host.reason or host.status.value))))
+            out.append(Text("  " + one_line(host.reason or host.status.value)))
             if host.fix:
                 out.extend(_fix(host.fix))
         problems = [f for f in host.findings if f.severity in (Severity.BLOCK, Severity.WARN)]
@@ -298,7 +298,7 @@ def _quiet(report: Report) -> list[RenderableType]:
             for finding in sorted(host.findings, key=lambda f: -f.severity.rank):
                 if finding.severity in (Severity.BLOCK, Severity.WARN):
                     out.append(Text.assemble((_MARK[finding.severity], _STYLE[finding.severity]), " ",
-                                             (clean(finding.check), "cyan"), " ", clean(views.one_line(finding.message))))
+                                             (clean(finding.check), "cyan"), " ", one_line(finding.message)))
         return out
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
@@ -311,7 +311,7 @@ def _quiet(report: Report) -> list[RenderableType]:
         if host.status is HostStatus.OK:
             what = ", ".join(dict.fromkeys(f.check for f in host.findings if f.severity in (Severity.BLOCK, Severity.WARN)))
         else:
-            what = views.one_line(host.reason or "")
+            what = one_line(host.reason or "")
         grid.add_row(Text(clean(host.name), style="bold"), Text(state, style=_STATE_STYLE.get(state, "bold magenta")),
                      Text(clean(what)))
     return out + [grid] if grid.row_count else out

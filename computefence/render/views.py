@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from computefence.evaluate.fleet import fails
 from computefence.models import Changes, DatasetFacts, Finding, Fix, HostReport, HostStatus, HostVerdict, Report, Severity
-from computefence.text import clean, one_line
+from computefence.text import one_line
 
 AREA_TITLES = {
     "storage": "Storage",

@@ -12,6 +12,7 @@ import json
 
 from computefence.models import Fix, Report, Severity
 from computefence.render import views
+from computefence.text import one_line
 
 TEXT_LIMIT = 4000
 SECTION_LIMIT = 3000
@@ -22,7 +23,7 @@ _CHANGE_ICON = {True: ":red_circle:", False: ":large_green_circle:", None: ":whi
 
 
 def _esc(text: object) -> str:
-    return views.one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _cut(text: str, limit: int) -> str:
