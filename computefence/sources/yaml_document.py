@@ -65,6 +65,19 @@ def _too_deep(mark: Any) -> _YamlLimitError:
     return _YamlLimitError(problem=f"nested more than {MAX_YAML_DEPTH} levels deep", problem_mark=mark)
 
 
+def _too_large(mark: Any) -> _YamlLimitError:
+    return _YamlLimitError(problem=f"expands to more than {MAX_YAML_NODES:,} values (aliases counted each time "
+                                   f"they are used)", problem_mark=mark)
+
+
+def _self_reference(mark: Any) -> _YamlLimitError:
+    return _YamlLimitError(problem="an alias refers to a value that contains it", problem_mark=mark)
+
+
+def _duplicate_key(path: Path, key: str, line: int, first_line: int) -> ConfigError:
+    return ConfigError(f"{path}:{line}: duplicate key {key!r} (first at line {first_line})")
+
+
 def load_yaml_document(path: Path, what: str, *, loader_class: type = SAFE_LOADER,
                        text: str | None = None) -> tuple[Any, MarksOrLine | None]:
     """Parse one YAML document; returns (data, marks), (None, None) when the file holds none.
@@ -198,7 +211,7 @@ def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
             current = stack.pop()
         elif cls is alias_event:
             if event.anchor in open_anchors:
-                raise _YamlLimitError(problem="an alias refers to a value that contains it", problem_mark=event.start_mark)
+                raise _self_reference(event.start_mark)
             if event.anchor not in anchors or (current is not None and current.key is no_key
                                                and current.key_marks is not None):
                 raise _NeedsComposer  # an undefined alias (PyYAML's error), or an alias as a key
@@ -210,8 +223,7 @@ def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
             continue
         current.size += size
         if current.size > max_nodes:
-            raise _YamlLimitError(problem=f"expands to more than {MAX_YAML_NODES:,} values (aliases counted each "
-                                          f"time they are used)", problem_mark=current.start_mark)
+            raise _too_large(current.start_mark)
         if current.key_marks is None:
             current.data.append(value)
             current.marks.items.append(child)
@@ -242,7 +254,7 @@ def _take_key(path: Path, mapping: _Open, tag: str, text: str, value: Any, line:
     if tag == _VALUE_TAG:
         raise _NeedsComposer
     if text in mapping.key_marks and text != "<<":
-        raise ConfigError(f"{path}:{line}: duplicate key {text!r} (first at line {mapping.key_marks[text][0]})")
+        raise _duplicate_key(path, text, line, mapping.key_marks[text][0])
     try:
         hash(value)
     except TypeError:
@@ -350,8 +362,7 @@ def _check_expanded_size(root: yaml.Node) -> None:
             open_nodes.discard(id(node))
             sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
             if sizes[id(node)] > MAX_YAML_NODES:
-                raise _YamlLimitError(problem=f"expands to more than {MAX_YAML_NODES:,} values (aliases counted "
-                                              f"each time they are used)", problem_mark=node.start_mark)
+                raise _too_large(node.start_mark)
             continue
         if id(node) in sizes:
             continue
@@ -359,8 +370,7 @@ def _check_expanded_size(root: yaml.Node) -> None:
         stack.append((node, True))
         for child in children:
             if id(child) in open_nodes:
-                raise _YamlLimitError(problem="an alias refers to a value that contains it",
-                                      problem_mark=child.start_mark)
+                raise _self_reference(child.start_mark)
             if id(child) not in sizes:
                 stack.append((child, False))
 
@@ -379,9 +389,7 @@ def _reject_duplicate_keys(path: Path, root: yaml.Node) -> None:
                 if isinstance(key, yaml.ScalarNode) and key.value != "<<":
                     line = key.start_mark.line + 1
                     if key.value in first:
-                        raise ConfigError(
-                            f"{path}:{line}: duplicate key {key.value!r} (first at line {first[key.value]})"
-                        )
+                        raise _duplicate_key(path, key.value, line, first[key.value])
                     first[key.value] = line
                 stack.append(value)
         elif isinstance(node, yaml.SequenceNode):
