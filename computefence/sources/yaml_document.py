@@ -251,8 +251,6 @@ def _take_key(path: Path, mapping: _Open, tag: str, text: str, value: Any, line:
     if tag == _MERGE_TAG:
         mapping.key, mapping.size = _MERGE, mapping.size + 1
         return
-    if tag == _VALUE_TAG:
-        raise _NeedsComposer
     if text in mapping.key_marks and text != "<<":
         raise _duplicate_key(path, text, line, mapping.key_marks[text][0])
     try:
