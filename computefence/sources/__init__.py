@@ -108,13 +108,11 @@ def option_like_value(target: Target) -> str | None:
 
     ssh reads such a value as an option however it is quoted (`-oProxyCommand=...` runs a
     command on the machine that runs ssh), so no source may hand one on."""
-    if not (target.proxy_jump or target.host.startswith("-") or target.name.startswith("-")
-            or (target.user or "").startswith("-")):
-        return None  # the common case, decided without building the list below
-    hops = [hop.rpartition("@")[2] for hop in (target.proxy_jump or "").split(",")]
-    users = [hop.rpartition("@")[0] for hop in (target.proxy_jump or "").split(",") if "@" in hop]
-    values = [("host", target.host), ("user", target.user or ""), ("name", target.name),
-              *(("proxy_jump host", hop) for hop in hops), *(("proxy_jump user", user) for user in users)]
+    values = [("host", target.host), ("user", target.user or ""), ("name", target.name)]
+    if target.proxy_jump:  # most targets have none: no hop lists to build
+        hops = [hop.rpartition("@") for hop in target.proxy_jump.split(",")]
+        values += [("proxy_jump host", host) for _, _, host in hops]
+        values += [("proxy_jump user", user) for user, at, _ in hops if at]
     for what, value in values:
         if value.startswith("-"):
             shown = value if len(value) <= 60 else value[:57] + "..."
