@@ -38,6 +38,19 @@ def host_pattern(host: str, port: int) -> str:
     return host if port == 22 else f"[{host}]:{port}"
 
 
+def _missing(path: Path) -> bool:
+    """No such file (a dangling symlink included): no entries, as for ssh. Any other failure
+    (a symlink loop, no permission) is left to the reader, which makes it a ConfigError;
+    os.path.exists would call those missing too."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def known_hosts_line(host: str, port: int, key: asyncssh.SSHKey) -> str:
     return f"{host_pattern(host, port)} {key.export_public_key('openssh').decode().strip()}\n"
 
@@ -123,7 +136,7 @@ class HostKeyStore:
         with self._lock:
             if path in self._loaded:
                 return self._loaded[path]
-            if not os.path.exists(path):
+            if _missing(path):
                 entries = None
             else:
                 # A FIFO or /dev/zero named as known_hosts is refused, not read forever.

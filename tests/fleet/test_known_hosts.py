@@ -94,3 +94,13 @@ def test_unreadable_file_is_a_config_error_before_connecting(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ConfigError, match=r"fifo: not a regular file"):  # refused without blocking
         store.preload([str(fifo)])
+
+
+def test_only_a_missing_file_counts_as_no_entries(tmp_path):
+    """A known-hosts file that exists but cannot be read (a symlink loop) must stop the run,
+    not be taken for an empty file: its @revoked lines would silently stop applying."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    store = HostKeyStore([tmp_path / "missing-is-fine"])
+    with pytest.raises(ConfigError, match=r"loop: cannot read known-hosts file"):
+        store.preload([str(loop)])
