@@ -120,6 +120,19 @@ def targets_of(run: Timed) -> list[tuple]:
     return [(t["name"], t["host"], t["port"], t["user"]) for t in json.loads(run.stdout)["targets"]]
 
 
+def verdict(run: Timed | None, expected: int, other: Timed | None = None, disagreement: str = "") -> str:
+    """'ok', or what is wrong with `run`: none, not `expected` targets, other targets than the
+    `other` path gave (`disagreement` says which paths), or over the target time."""
+    if run is None:
+        return "FAILED"
+    targets = targets_of(run)
+    if len(targets) != expected:
+        return f"{len(targets)} targets, not {expected}"
+    if other is not None and targets_of(other) != targets:
+        return disagreement
+    return "ok" if run.wall < TARGET_S else f"over {TARGET_S:.0f} s"
+
+
 def load() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
@@ -131,15 +144,10 @@ def ssh_config_row(folder: Path, args: argparse.Namespace) -> bool:
     no_tools.mkdir()
     parser = timed(["env", f"PATH={no_tools}", *listing], args.runs)
     with_ssh = timed(listing, args.ansible_runs) if shutil.which("ssh") else None
-    problem = "FAILED" if parser is None else ""
-    if parser is not None and len(targets_of(parser)) != 2 * args.ssh_hosts:
-        problem = f"{len(targets_of(parser))} targets, not {2 * args.ssh_hosts}"
-    if parser is not None and with_ssh is not None and targets_of(with_ssh) != targets_of(parser):
-        problem = "the built-in parser and ssh -G disagree"
-    verdict = problem or ("ok" if parser.wall < TARGET_S else f"over {TARGET_S:.0f} s")
+    found = verdict(parser, 2 * args.ssh_hosts, with_ssh, "the built-in parser and ssh -G disagree")
     print(f"\n  {'ssh_config':<18} {2 * args.ssh_hosts:>6,} aliases  built-in parser {str(parser or '-'):<24} "
-          f"one ssh -G per alias {str(with_ssh or '-'):<24} {verdict}", flush=True)
-    return verdict == "ok"
+          f"one ssh -G per alias {str(with_ssh or '-'):<24} {found}", flush=True)
+    return found == "ok"
 
 
 def main() -> int:
@@ -161,19 +169,14 @@ def main() -> int:
         for label, (flag, path) in files.items():
             listing = ["inventory", "list", flag, str(path), "--format", "json"]
             builtin = timed([sys.executable, "-c", WITHOUT_ANSIBLE, *listing], args.runs)
-            problem = "FAILED" if builtin is None else ""
-            if builtin is not None and len(targets_of(builtin)) != args.hosts:
-                problem = f"{len(targets_of(builtin))} targets, not {args.hosts}"
             through = theirs = None
             if ansible and flag == "--ansible-inventory":
                 through = timed([sys.executable, "-m", "computefence", *listing], args.ansible_runs)
                 theirs = timed([ansible, "-i", str(path), "--list"], args.ansible_runs)
-                if builtin is not None and through is not None and targets_of(through) != targets_of(builtin):
-                    problem = "the built-in reader and Ansible disagree"
-            verdict = problem or ("ok" if builtin.wall < TARGET_S else f"over {TARGET_S:.0f} s")
-            failed |= verdict != "ok"
+            found = verdict(builtin, args.hosts, through, "the built-in reader and Ansible disagree")
+            failed |= found != "ok"
             print(f"  {label:<18} {path.stat().st_size / 2**20:5.1f} MiB  {str(builtin or '-'):<24} "
-                  f"{str(through or '-'):<24} {str(theirs or '-'):<24}  {verdict}", flush=True)
+                  f"{str(through or '-'):<24} {str(theirs or '-'):<24}  {found}", flush=True)
         if args.ssh_hosts:
             failed |= not ssh_config_row(Path(tmp), args)
         print(f"load average after: {load()}")
