@@ -188,7 +188,9 @@ def _split_port(pattern: str) -> tuple[str, int | None]:
 
 def _ini_value(text: str) -> Any:
     """Ansible reads INI values as Python literals when they are one, else as strings."""
-    if text.isascii() and text.isdigit() and (text[0] != "0" or not text.strip("0")):
+    # Ports and counts without compiling; longer runs of digits are left to ast, since int()
+    # refuses past its digit limit (640 at the lowest) what ast reads or refuses its own way.
+    if len(text) <= 18 and text.isascii() and text.isdigit() and (text[0] != "0" or not text.strip("0")):
         return int(text)
     if _LITERAL_EVAL_REFUSES_RE.fullmatch(text) and text not in ("True", "False", "None"):
         return text
