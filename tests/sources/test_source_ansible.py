@@ -211,7 +211,7 @@ def test_ansible_reads_it_when_it_can_and_unhonoured_ssh_options_are_warnings(tm
     "22", "0", "00", "007", "1_000", "-3", "+4", "0x1f", "1.5", "1e3", "1.2.3", "10.0.0.1", "1.2", "3j",
     "root", "True", "False", "None", "true", "none", "inf", "nan", "pod-1", "a.b", "a:b", "a/b", "a@b",
     "lambda", "if", "None,1", "[1, 2]", "{'a': 1}", "b'x'", "'quoted'", "é", "٣", "x.1", "_private",
-    # Past int()'s digit limit: ast refuses them, so they stay text.
+    # Past int()'s digit limit: what ast makes of them (text, and 0 for the zeros), never a traceback.
     pytest.param("9" * 5000, id="5000 nines"), pytest.param("0" * 5000, id="5000 zeros"),
 ])
 def test_ini_values_are_python_literals_only_where_ast_reads_one(text):
