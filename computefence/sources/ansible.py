@@ -331,6 +331,8 @@ def _listed(directory: Path) -> set[str]:
         return {entry.name for entry in os.scandir(directory)}
     except (NotADirectoryError, FileNotFoundError):
         return set()
+    except OSError as exc:  # no permission, a symlink loop: what Ansible's own reader refuses too
+        raise ConfigError(f"{directory}: cannot list it: {exc.strerror or exc}") from None
 
 
 def _load_vars(directory: Path, name: str, listed: set[str]) -> dict[str, _Value]:

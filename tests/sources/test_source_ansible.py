@@ -242,3 +242,11 @@ def test_host_vars_as_files_and_folders_and_hosts_without_any(tmp_path):
     write(tmp_path / "host_vars/b/two.yaml", "ansible_user: bee\n")
     hosts = by_name(inventory)
     assert (hosts["a"].port, hosts["b"].port, hosts["b"].user, hosts["c"].port) == (2201, 2202, "bee", 22)
+
+
+def test_a_vars_folder_that_cannot_be_listed_is_a_config_error_naming_it(tmp_path):
+    inventory = write(tmp_path / "hosts.ini", "[web]\nh1 ansible_host=10.0.0.1\n")
+    (tmp_path / "group_vars").symlink_to(tmp_path / "group_vars")  # a loop: listing it fails even as root
+    with pytest.raises(ConfigError) as raised:
+        read_ansible_inventory(inventory)
+    assert str(raised.value) == f"{tmp_path / 'group_vars'}: cannot list it: Too many levels of symbolic links"
