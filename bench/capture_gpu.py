@@ -27,8 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from computefence.connectors.payload import parse_probe_output, probe_params, probe_payload  # noqa: E402
 from computefence.models import CheckOptions  # noqa: E402
-from computefence.payload import parse_probe_output, probe_params, probe_payload  # noqa: E402
 from computefence.probe.gpu import _GPU_FIELDS, _parse_smi_xml  # noqa: E402
 
 RECORDINGS = REPO / "computefence" / "demo" / "recordings" / "nvidia-smi"
@@ -49,8 +49,11 @@ def _name(health: list[dict]) -> str:
 
 def presence_differences(captured: dict, recorded: dict) -> list[str]:
     """Health fields one side knows and the other leaves unknown (None or empty)."""
-    return sorted(key for key in captured if key != "index" and bool(captured[key] not in (None, {}))
-                  != bool(recorded.get(key) not in (None, {})))
+    return sorted(
+        key
+        for key in captured
+        if key != "index" and bool(captured[key] not in (None, {})) != bool(recorded.get(key) not in (None, {}))
+    )
 
 
 def compare(xml: str) -> list[str]:
@@ -80,15 +83,21 @@ def main(argv: list[str] | None = None) -> int:
     params = probe_params(CheckOptions(perf=True), python=args.python, deadline_s=60.0, timeouts={"perf": 40.0})
     facts = parse_probe_output(_run([sys.executable, "-"], probe_payload(params), timeout=150))
     args.out.mkdir(parents=True, exist_ok=True)
-    for suffix, text in ((".xml", xml), (".query.csv", query), (".txt", table),
-                         (".facts.json", json.dumps(facts.model_dump(mode="json"), indent=1) + "\n")):
+    for suffix, text in (
+        (".xml", xml),
+        (".query.csv", query),
+        (".txt", table),
+        (".facts.json", json.dumps(facts.model_dump(mode="json"), indent=1) + "\n"),
+    ):
         (args.out / (name + suffix)).write_text(text, encoding="utf-8")
     print(f"captured {name} into {args.out}/")
     perf = facts.perf
     if perf is not None and perf.ran:
         for gpu in perf.gpus:
-            print(f"GPU {gpu.index} {gpu.name}: {gpu.matmul_tflops} TFLOPS {gpu.dtype}, H2D {gpu.h2d_gbps} GB/s, "
-                  f"D2H {gpu.d2h_gbps} GB/s{' error: ' + gpu.error if gpu.error else ''}")
+            print(
+                f"GPU {gpu.index} {gpu.name}: {gpu.matmul_tflops} TFLOPS {gpu.dtype}, H2D {gpu.h2d_gbps} GB/s, "
+                f"D2H {gpu.d2h_gbps} GB/s{' error: ' + gpu.error if gpu.error else ''}"
+            )
         print(f"interconnect: {perf.interconnect_method} {perf.interconnect_gbps} GB/s {perf.interconnect_error or ''}")
     elif perf is not None:
         print(f"perf canary not run: {perf.skipped_reason or perf.error}")

@@ -33,8 +33,8 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from server_processes import HOST, ServerProcesses, free_ports, until_stopped  # noqa: E402
 from fleet_bench import PROBE_LIMIT_S, measure  # noqa: E402
+from server_processes import HOST, ServerProcesses, free_ports, until_stopped  # noqa: E402
 
 TOOLS = ("computefence", "asyncssh")
 
@@ -42,8 +42,15 @@ TOOLS = ("computefence", "asyncssh")
 # ---------------------------------------------------------------- the canned-answer servers
 
 
-def serve(ports: list[int], host_key_path: str, client_key_path: str, answer_path: str, ciphers: list[str] | None,
-          ready: multiprocessing.Event, stop: multiprocessing.Event) -> None:
+def serve(
+    ports: list[int],
+    host_key_path: str,
+    client_key_path: str,
+    answer_path: str,
+    ciphers: list[str] | None,
+    ready: multiprocessing.Event,
+    stop: multiprocessing.Event,
+) -> None:
     """One server process: listens on `ports` and answers every exec with the recorded output."""
     import asyncssh
 
@@ -61,8 +68,16 @@ def serve(ports: list[int], host_key_path: str, client_key_path: str, answer_pat
         options = {} if not ciphers else {"encryption_algs": ciphers}
         authorized = asyncssh.import_authorized_keys(client_key.export_public_key().decode())
         acceptors = [
-            await asyncssh.listen(HOST, port, server_host_keys=[host_key_path], authorized_client_keys=authorized,
-                                  process_factory=answer_one, encoding=None, backlog=4096, **options)
+            await asyncssh.listen(
+                HOST,
+                port,
+                server_host_keys=[host_key_path],
+                authorized_client_keys=authorized,
+                process_factory=answer_one,
+                encoding=None,
+                backlog=4096,
+                **options,
+            )
             for port in ports
         ]
         ready.set()
@@ -80,17 +95,23 @@ def record_answer(path: Path) -> int:
     """Run the real probe once on a demo pod (fake H100, fake torch cu124) and keep its stdout."""
     import asyncssh
 
+    from computefence.connectors.payload import probe_params, probe_wire
     from computefence.connectors.ssh import probe_command
     from computefence.demo.fleet import DEMO_PODS, demo_fleet
-    from computefence.payload import probe_params, probe_wire
 
     with demo_fleet(DEMO_PODS[:1]) as fleet:
         target = fleet.targets[0]
         payload = probe_wire(probe_params(target.checks, "python3", deadline_s=PROBE_LIMIT_S - 10))
 
         async def run() -> bytes:
-            async with asyncssh.connect(target.host, target.port, username="root", known_hosts=fleet.known_hosts_path,
-                                        client_keys=[fleet.client_key_path], agent_path=None) as conn:
+            async with asyncssh.connect(
+                target.host,
+                target.port,
+                username="root",
+                known_hosts=fleet.known_hosts_path,
+                client_keys=[fleet.client_key_path],
+                agent_path=None,
+            ) as conn:
                 result = await conn.run(probe_command(PROBE_LIMIT_S), input=payload, encoding=None, check=True)
             return result.stdout
 
@@ -106,9 +127,9 @@ class CannedFleet:
         import asyncssh
         import yaml
 
+        from computefence.connectors.payload import probe_params, probe_wire
         from computefence.connectors.ssh import probe_command
         from computefence.models import CheckOptions
-        from computefence.payload import probe_params, probe_wire
 
         self.n = args.targets
         self.answer = work / "answer.json"
@@ -126,26 +147,43 @@ class CannedFleet:
         self.servers = ServerProcesses()
         ciphers = [args.cipher] if args.cipher else None
         for i in range(args.servers):
-            mine = ports[i * args.ports_per_server:(i + 1) * args.ports_per_server]
-            self.servers.start(serve, mine, str(self.host_key_path), str(self.client_key_path), str(self.answer),
-                               ciphers)
+            mine = ports[i * args.ports_per_server : (i + 1) * args.ports_per_server]
+            self.servers.start(
+                serve, mine, str(self.host_key_path), str(self.client_key_path), str(self.answer), ciphers
+            )
         pods = [{"name": f"pod-{i:04d}", "host": HOST, "port": ports[i % len(ports)]} for i in range(self.n)]
         checks = CheckOptions(output_dir="/workspace/checkpoints")
         # What computefence sends (its per-pod deadline aside), for the bare gather too.
         self.payload = work / "probe.zlib"
         self.payload.write_bytes(probe_wire(probe_params(checks, "python3", deadline_s=PROBE_LIMIT_S - 10)))
         self.spec = work / "spec.json"
-        self.spec.write_text(json.dumps({
-            "pods": pods, "identity_file": str(self.client_key_path), "known_hosts": str(self.known_hosts),
-            "command": probe_command(PROBE_LIMIT_S), "payload": str(self.payload),
-        }))
+        self.spec.write_text(
+            json.dumps(
+                {
+                    "pods": pods,
+                    "identity_file": str(self.client_key_path),
+                    "known_hosts": str(self.known_hosts),
+                    "command": probe_command(PROBE_LIMIT_S),
+                    "payload": str(self.payload),
+                }
+            )
+        )
         self.inventory = work / "inventory.yaml"
-        self.inventory.write_text(yaml.safe_dump({
-            "known_hosts": str(self.known_hosts),
-            "defaults": {"user": "root", "identity_file": str(self.client_key_path), "python": "python3",
-                         "checks": checks.model_dump(exclude_defaults=True)},
-            "hosts": pods,
-        }, sort_keys=False))
+        self.inventory.write_text(
+            yaml.safe_dump(
+                {
+                    "known_hosts": str(self.known_hosts),
+                    "defaults": {
+                        "user": "root",
+                        "identity_file": str(self.client_key_path),
+                        "python": "python3",
+                        "checks": checks.model_dump(exclude_defaults=True),
+                    },
+                    "hosts": pods,
+                },
+                sort_keys=False,
+            )
+        )
 
     def close(self) -> None:
         self.servers.close()
@@ -156,10 +194,24 @@ def run_tool(tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namesp
     env = {**os.environ, "HOME": str(run_dir)}
     if tool == "computefence":
         report = run_dir / "report.json"
-        argv = [args.python, "-m", "computefence", "fleet", "check", "-i", str(fleet.inventory), "--format", "json",
-                "-o", str(report), "--timeout", str(PROBE_LIMIT_S + 20),
-                # The bare gather has no handshake timeout; two loaded cores may need long for 1,000.
-                "--connect-timeout", "60"]
+        argv = [
+            args.python,
+            "-m",
+            "computefence",
+            "fleet",
+            "check",
+            "-i",
+            str(fleet.inventory),
+            "--format",
+            "json",
+            "-o",
+            str(report),
+            "--timeout",
+            str(PROBE_LIMIT_S + 20),
+            # The bare gather has no handshake timeout; two loaded cores may need long for 1,000.
+            "--connect-timeout",
+            "60",
+        ]
         if args.concurrency:
             argv += ["--concurrency", str(args.concurrency)]
         result = measure(argv, env=env)
@@ -189,11 +241,27 @@ def run_tool(tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namesp
 
 def profile(fleet: CannedFleet, work: Path, args: argparse.Namespace, top: int = 25) -> str:
     stats = work / "cf.prof"
-    argv = [args.python, "-m", "cProfile", "-o", str(stats), "-m", "computefence", "fleet", "check", "-i",
-            str(fleet.inventory), "--format", "json", "-o", str(work / "profiled.json"),
-            "--connect-timeout", "60"] + (["--concurrency", str(args.concurrency)] if args.concurrency else [])
+    argv = [
+        args.python,
+        "-m",
+        "cProfile",
+        "-o",
+        str(stats),
+        "-m",
+        "computefence",
+        "fleet",
+        "check",
+        "-i",
+        str(fleet.inventory),
+        "--format",
+        "json",
+        "-o",
+        str(work / "profiled.json"),
+        "--connect-timeout",
+        "60",
+    ] + (["--concurrency", str(args.concurrency)] if args.concurrency else [])
     subprocess.run(argv, env={**os.environ, "HOME": str(work)}, stdout=subprocess.DEVNULL, check=False)
-    code = ("import pstats, sys; s = pstats.Stats(sys.argv[1]); s.sort_stats('tottime').print_stats(int(sys.argv[2]))")
+    code = "import pstats, sys; s = pstats.Stats(sys.argv[1]); s.sort_stats('tottime').print_stats(int(sys.argv[2]))"
     return subprocess.run([args.python, "-c", code, str(stats), str(top)], capture_output=True, text=True).stdout
 
 
@@ -211,8 +279,10 @@ def summarise(runs: list[dict], n: int) -> dict:
 
 
 def table(results: dict) -> str:
-    rows = [f"{'tool':13s} {'valid':>5} {'wall s min/med':>15} {'CPU s min/med':>14} {'ms/target med':>13} "
-            f"{'maxRSS MiB min/med':>18} {'x bare CPU':>10}"]
+    rows = [
+        f"{'tool':13s} {'valid':>5} {'wall s min/med':>15} {'CPU s min/med':>14} {'ms/target med':>13} "
+        f"{'maxRSS MiB min/med':>18} {'x bare CPU':>10}"
+    ]
     tools = results["tools"]
     bare = tools.get("asyncssh", {}).get("cpu_s", {}).get("median")
     for tool, s in tools.items():
@@ -220,9 +290,11 @@ def table(results: dict) -> str:
             rows.append(f"{tool:13s} {s['valid_runs']:>5} (no valid run)")
             continue
         ratio = f"{s['cpu_s']['median'] / bare:10.2f}" if bare else f"{'-':>10}"
-        rows.append(f"{tool:13s} {s['valid_runs']:>5} {s['wall_s']['min']:7.2f}/{s['wall_s']['median']:<7.2f} "
-                    f"{s['cpu_s']['min']:6.2f}/{s['cpu_s']['median']:<7.2f} {s['cpu_ms_per_target']['median']:13.2f} "
-                    f"{s['maxrss_mib']['min']:8.1f}/{s['maxrss_mib']['median']:<9.1f} {ratio}")
+        rows.append(
+            f"{tool:13s} {s['valid_runs']:>5} {s['wall_s']['min']:7.2f}/{s['wall_s']['median']:<7.2f} "
+            f"{s['cpu_s']['min']:6.2f}/{s['cpu_s']['median']:<7.2f} {s['cpu_ms_per_target']['median']:13.2f} "
+            f"{s['maxrss_mib']['min']:8.1f}/{s['maxrss_mib']['median']:<9.1f} {ratio}"
+        )
     return "\n".join(rows)
 
 
@@ -242,27 +314,42 @@ def main(argv: list[str] | None = None) -> int:
     tools = [t.strip() for t in args.tools.split(",")]
     if unknown := [t for t in tools if t not in TOOLS]:
         parser.error(f"--tools: unknown {', '.join(unknown)}; known: {', '.join(TOOLS)}")
-    results: dict = {"targets": args.targets, "cipher": args.cipher or "negotiated", "cpus": os.cpu_count(),
-                     "loadavg_at_start": os.getloadavg(), "tools": {}}
+    results: dict = {
+        "targets": args.targets,
+        "cipher": args.cipher or "negotiated",
+        "cpus": os.cpu_count(),
+        "loadavg_at_start": os.getloadavg(),
+        "tools": {},
+    }
     with tempfile.TemporaryDirectory(prefix="cf-client-bench-") as tmp:
         work = Path(tmp)
         fleet = CannedFleet(args, work)
         results["answer_bytes"] = fleet.answer_bytes
         results["payload_bytes"] = fleet.payload.stat().st_size
         try:
-            print(f"== {args.targets} targets on {args.servers}x{args.ports_per_server} canned ports; warming up",
-                  file=sys.stderr, flush=True)
+            print(
+                f"== {args.targets} targets on {args.servers}x{args.ports_per_server} canned ports; warming up",
+                file=sys.stderr,
+                flush=True,
+            )
             for tool in tools:  # every tool once, untimed: page cache, imports, the servers' first handshakes
                 run_tool(tool, fleet, work / "runs" / f"warm-{tool}", args)
             runs: dict[str, list[dict]] = {tool: [] for tool in tools}
             for round_ in range(args.repeat):
-                for tool in (tools if round_ % 2 == 0 else list(reversed(tools))):
+                for tool in tools if round_ % 2 == 0 else list(reversed(tools)):
                     result = run_tool(tool, fleet, work / "runs" / f"{tool}-{round_}", args)
                     runs[tool].append(result)
-                    status = "ok" if result["valid"] else f"INVALID ({result.get('ok')}/{args.targets}: " \
-                                                          f"{result.get('first_failure')})"
-                    print(f"   {tool:13s} wall {result['wall_s']:6.2f}s cpu {result['cpu_s']:6.2f}s "
-                          f"rss {result['maxrss_mib']:6.1f} MiB  {status}", file=sys.stderr, flush=True)
+                    status = (
+                        "ok"
+                        if result["valid"]
+                        else f"INVALID ({result.get('ok')}/{args.targets}: {result.get('first_failure')})"
+                    )
+                    print(
+                        f"   {tool:13s} wall {result['wall_s']:6.2f}s cpu {result['cpu_s']:6.2f}s "
+                        f"rss {result['maxrss_mib']:6.1f} MiB  {status}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
             results["tools"] = {tool: summarise(r, args.targets) for tool, r in runs.items()}
             if args.profile:
                 results["profile"] = profile(fleet, work, args)

@@ -47,23 +47,68 @@ from pathlib import Path
 LABELS = ["positive", "negative", "neutral"]
 SOURCES = ["imdb", "yelp", "amazon", "forum"]
 OPENERS = ["I", "We", "My family", "Honestly, I", "The kids", "Everyone I know", "My partner and I", "Our group"]
-VERBS = ["loved", "liked", "enjoyed", "hated", "could not stand", "was bored by", "was surprised by",
-         "did not expect much from", "went twice to see", "would recommend"]
-SUBJECTS = ["the film", "this movie", "the sequel", "the new series", "the documentary", "the show",
-            "the restaurant", "the service", "the product", "the update", "the book", "the album"]
-REASONS = ["the acting was superb", "the plot made no sense", "the pacing dragged in the middle",
-           "the soundtrack stayed with me for days", "the ending felt rushed", "the staff were friendly",
-           "the price was far too high", "it broke after a week", "the dialogue was sharp and funny",
-           "the photography was stunning", "nothing really happened", "the characters felt real",
-           "it was exactly what the reviews promised", "the second half fell apart"]
-TAILS = ["", "", " Worth it.", " Never again.", " Five stars.", " Meh.", " Maybe next time.",
-         " Would not watch it again.", " Bring tissues.", " Skip the trailers, they spoil everything."]
+VERBS = [
+    "loved",
+    "liked",
+    "enjoyed",
+    "hated",
+    "could not stand",
+    "was bored by",
+    "was surprised by",
+    "did not expect much from",
+    "went twice to see",
+    "would recommend",
+]
+SUBJECTS = [
+    "the film",
+    "this movie",
+    "the sequel",
+    "the new series",
+    "the documentary",
+    "the show",
+    "the restaurant",
+    "the service",
+    "the product",
+    "the update",
+    "the book",
+    "the album",
+]
+REASONS = [
+    "the acting was superb",
+    "the plot made no sense",
+    "the pacing dragged in the middle",
+    "the soundtrack stayed with me for days",
+    "the ending felt rushed",
+    "the staff were friendly",
+    "the price was far too high",
+    "it broke after a week",
+    "the dialogue was sharp and funny",
+    "the photography was stunning",
+    "nothing really happened",
+    "the characters felt real",
+    "it was exactly what the reviews promised",
+    "the second half fell apart",
+]
+TAILS = [
+    "",
+    "",
+    " Worth it.",
+    " Never again.",
+    " Five stars.",
+    " Meh.",
+    " Maybe next time.",
+    " Would not watch it again.",
+    " Bring tissues.",
+    " Skip the trailers, they spoil everything.",
+]
 ADVERBS = ["really", "honestly", "absolutely", "somewhat", "frankly", "genuinely", "kind of", "totally"]
 
 
 def sentence(rng: random.Random) -> str:
-    text = (f"{rng.choice(OPENERS)} {rng.choice(ADVERBS)} {rng.choice(VERBS)} {rng.choice(SUBJECTS)}, "
-            f"because {rng.choice(REASONS)}")
+    text = (
+        f"{rng.choice(OPENERS)} {rng.choice(ADVERBS)} {rng.choice(VERBS)} {rng.choice(SUBJECTS)}, "
+        f"because {rng.choice(REASONS)}"
+    )
     if rng.random() < 0.6:
         text += f" and {rng.choice(REASONS)}"
     if rng.random() < 0.3:
@@ -199,7 +244,7 @@ def write_probe(directory: Path, baseline: str | None) -> Path:
     baseline git revision, that revision's script too (probe_before.py)."""
     repo = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(repo))
-    from computefence.payload import probe_source
+    from computefence.connectors.payload import probe_source
 
     script = directory / "probe.py"
     script.write_text(probe_source(), encoding="utf-8")
@@ -207,12 +252,19 @@ def write_probe(directory: Path, baseline: str | None) -> Path:
         tree = directory / "baseline"
         shutil.rmtree(tree, ignore_errors=True)  # a --dir reused from an earlier run
         tree.mkdir()
-        archive = subprocess.run(["git", "-C", str(repo), "archive", baseline, "computefence"], capture_output=True,
-                                 check=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", baseline, "computefence"], capture_output=True, check=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        code = "from computefence.payload import probe_source; import sys; sys.stdout.write(probe_source())"
-        before = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=True,
-                                env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tree)}).stdout
+        code = "from computefence.connectors.payload import probe_source; import sys; sys.stdout.write(probe_source())"
+        before = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tree)},
+        ).stdout
         script.with_name("probe_before.py").write_text(before, encoding="utf-8")
     return script
 
@@ -233,8 +285,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs for each figure")
     parser.add_argument("--dir", type=Path, help="where to write the data (default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
-    parser.add_argument("--baseline", metavar="GITREV",
-                        help="also time the scan of this revision's probe (e.g. a commit before a change)")
+    parser.add_argument(
+        "--baseline",
+        metavar="GITREV",
+        help="also time the scan of this revision's probe (e.g. a commit before a change)",
+    )
     parser.add_argument("--formats", default="jsonl,csv", help="which files to measure (default: jsonl,csv)")
     parser.add_argument("--no-pandas", action="store_true", help="leave pandas out (its targets then not judged)")
     args = parser.parse_args()
@@ -254,25 +309,39 @@ def main() -> int:
         else:
             files = generate(directory, args.rows)
             stamp.write_text(str(args.rows))
-        print(f"generated {args.rows:,} rows as {', '.join(f'{p.name} ({p.stat().st_size / 1e6:.0f} MB)' for p in files)}"
-              f" in {time.perf_counter() - started:.0f}s under {directory}")
+        print(
+            f"generated {args.rows:,} rows as {', '.join(f'{p.name} ({p.stat().st_size / 1e6:.0f} MB)' for p in files)}"
+            f" in {time.perf_counter() - started:.0f}s under {directory}"
+        )
         probe = write_probe(directory, args.baseline)
-        methods = (["scan", "scan-stdlib"] + (["scan-before"] if args.baseline else [])
-                   + ([] if args.no_pandas else ["pandas"]) + others)
-        header = f"{'file':<12} {'method':<11} {'wall s':>7} {'cpu s':>7} {'peak MB':>8}  " + "  ".join(f"{c:>18}" for c in COUNTS)
+        methods = (
+            ["scan", "scan-stdlib"]
+            + (["scan-before"] if args.baseline else [])
+            + ([] if args.no_pandas else ["pandas"])
+            + others
+        )
+        header = f"{'file':<12} {'method':<11} {'wall s':>7} {'cpu s':>7} {'peak MB':>8}  " + "  ".join(
+            f"{c:>18}" for c in COUNTS
+        )
         print(header)
         for path in files:
             if path.suffix.lstrip(".") not in formats:
                 continue
             results = {method: best(method, path, args.repeat, probe) for method in methods}
             for method, r in results.items():
-                print(f"{path.name:<12} {method:<11} {r['wall_s']:>7.2f} {r['cpu_s']:>7.2f} {r['peak_rss_mb']:>8.0f}  "
-                      + "  ".join(f"{r[c]:>18,}" for c in COUNTS))
+                print(
+                    f"{path.name:<12} {method:<11} {r['wall_s']:>7.2f} {r['cpu_s']:>7.2f} {r['peak_rss_mb']:>8.0f}  "
+                    + "  ".join(f"{r[c]:>18,}" for c in COUNTS)
+                )
             scan, stdlib = results["scan"], results["scan-stdlib"]
-            print(f"{path.name:<12} scan counted with {scan['engine']}"
-                  + (f" ({scan['engine_note']})" if scan["engine_note"] else ""))
-            same = all(all(r[c] == scan[c] for c in COUNTS) and r["label_counts"] == scan["label_counts"]
-                       for r in results.values())
+            print(
+                f"{path.name:<12} scan counted with {scan['engine']}"
+                + (f" ({scan['engine_note']})" if scan["engine_note"] else "")
+            )
+            same = all(
+                all(r[c] == scan[c] for c in COUNTS) and r["label_counts"] == scan["label_counts"]
+                for r in results.values()
+            )
             print(f"{path.name:<12} counts {'identical' if same else 'DIFFER'} across {', '.join(results)}")
             met = same
             if "pandas" in results:
@@ -281,21 +350,27 @@ def main() -> int:
                 speed = pandas_["wall_s"] / stdlib["wall_s"]
                 memory = pandas_["peak_rss_mb"] / stdlib["peak_rss_mb"]
                 met = met and speed >= 2 and memory >= 5
-                print(f"{path.name:<12} scan-stdlib {speed:.2f}x faster than pandas (target 2x), "
-                      f"{memory:.1f}x less peak memory (target 5x)")
+                print(
+                    f"{path.name:<12} scan-stdlib {speed:.2f}x faster than pandas (target 2x), "
+                    f"{memory:.1f}x less peak memory (target 5x)"
+                )
             if args.baseline:
                 before = results["scan-before"]
                 gain = before["cpu_s"] / stdlib["cpu_s"]
                 met = met and gain >= 1.4
-                print(f"{path.name:<12} scan-stdlib {gain:.2f}x less CPU than at {args.baseline} "
-                      f"({before['cpu_s']:.2f} -> {stdlib['cpu_s']:.2f} s; target 1.4x)")
+                print(
+                    f"{path.name:<12} scan-stdlib {gain:.2f}x less CPU than at {args.baseline} "
+                    f"({before['cpu_s']:.2f} -> {stdlib['cpu_s']:.2f} s; target 1.4x)"
+                )
             if "duckdb" in results:
                 duck = results["duckdb"]
                 time_ratio, memory_ratio = scan["wall_s"] / duck["wall_s"], scan["peak_rss_mb"] / duck["peak_rss_mb"]
                 if scan["engine"] == "pyarrow":
                     met = met and time_ratio <= 1.5 and memory_ratio <= 1
-                print(f"{path.name:<12} scan takes {time_ratio:.2f}x duckdb's wall time ({scan['cpu_s'] / duck['cpu_s']:.2f}x "
-                      f"its CPU) at {memory_ratio:.2f}x its peak memory (target with pyarrow: 1.5x at 1x)")
+                print(
+                    f"{path.name:<12} scan takes {time_ratio:.2f}x duckdb's wall time ({scan['cpu_s'] / duck['cpu_s']:.2f}x "
+                    f"its CPU) at {memory_ratio:.2f}x its peak memory (target with pyarrow: 1.5x at 1x)"
+                )
             print(f"{path.name:<12} targets {'met' if met else 'NOT MET'}")
             ok = ok and met
     finally:

@@ -62,8 +62,11 @@ def serve(routes: list[tuple[int, str, int]], delay_ms, ready, stop) -> None:
                     client_writer.close()
                     return
                 try:
-                    await asyncio.gather(_pump(client_reader, pod_writer, delay_ms),
-                                         _pump(pod_reader, client_writer, delay_ms), return_exceptions=True)
+                    await asyncio.gather(
+                        _pump(client_reader, pod_writer, delay_ms),
+                        _pump(pod_reader, client_writer, delay_ms),
+                        return_exceptions=True,
+                    )
                 except asyncio.CancelledError:
                     pass  # the relay is stopping; a cancelled connection is not an error to report
                 for writer in (client_writer, pod_writer):

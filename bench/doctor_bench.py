@@ -41,12 +41,14 @@ def main() -> int:
     parser.add_argument("--python", default=sys.executable, help="training interpreter (with torch) passed to doctor")
     args = parser.parse_args()
 
-    print(f"command: {sys.executable} -m computefence doctor --format json --python {{{args.python} | {NO_INTERPRETER}}}")
+    print(
+        f"command: {sys.executable} -m computefence doctor --format json --python {{{args.python} | {NO_INTERPRETER}}}"
+    )
     figures: dict[str, dict[str, list]] = {name: {"wall": [], "probe": [], "torch": []} for name in ("torch", "tool")}
     for i in range(args.runs):
         # Interleaved, alternating which goes first, so load on the shared machine hits both alike.
         order = [("torch", args.python), ("tool", NO_INTERPRETER)]
-        for name, python in (order if i % 2 == 0 else order[::-1]):
+        for name, python in order if i % 2 == 0 else order[::-1]:
             wall, probe, torch_version = one_run(python)
             figures[name]["wall"].append(wall)
             figures[name]["probe"].append(probe)
@@ -55,9 +57,11 @@ def main() -> int:
     print(f"runs: {args.runs} each")
     for name, label in (("torch", "with torch (headline)"), ("tool", "tool only, no interpreter")):
         wall, probe = figures[name]["wall"], figures[name]["probe"]
-        print(f"{label:28s} wall median {statistics.median(wall):.3f} s  min {min(wall):.3f} s  max {max(wall):.3f} s"
-              f"  probe median {statistics.median(probe):.3f} s")
-    versions = {v for v in figures["torch"]["torch"]}
+        print(
+            f"{label:28s} wall median {statistics.median(wall):.3f} s  min {min(wall):.3f} s  max {max(wall):.3f} s"
+            f"  probe median {statistics.median(probe):.3f} s"
+        )
+    versions = set(figures["torch"]["torch"])
     if versions == {None}:
         print(f"WARNING: {args.python} imported no torch; the headline does not include a torch import")
     else:

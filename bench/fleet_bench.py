@@ -52,8 +52,15 @@ def worker_asyncssh(spec: dict) -> dict:
 
         async def one(pod: dict) -> str | None:
             try:
-                async with asyncssh.connect(pod["host"], pod["port"], username="root", known_hosts=known_hosts,
-                                            client_keys=keys, agent_path=None, **ciphers) as conn:
+                async with asyncssh.connect(
+                    pod["host"],
+                    pod["port"],
+                    username="root",
+                    known_hosts=known_hosts,
+                    client_keys=keys,
+                    agent_path=None,
+                    **ciphers,
+                ) as conn:
                     result = await conn.run(command, input=payload, encoding=None)
                 return _answer_error(result.stdout)
             except (OSError, asyncssh.Error) as exc:
@@ -74,9 +81,13 @@ def worker_pssh(spec: dict) -> dict:
     # parallel-ssh does not verify host keys (libssh2 without a known_hosts check): noted in the README.
     client = ParallelSSHClient(
         [pod["host"] for pod in pods],
-        host_config=[HostConfig(port=pod["port"], user="root", private_key=spec["identity_file"], allow_agent=False)
-                     for pod in pods],
-        pool_size=len(pods), num_retries=1, allow_agent=False,
+        host_config=[
+            HostConfig(port=pod["port"], user="root", private_key=spec["identity_file"], allow_agent=False)
+            for pod in pods
+        ],
+        pool_size=len(pods),
+        num_retries=1,
+        allow_agent=False,
     )
     output = client.run_command(spec["command"], stop_on_errors=False)
     for host_out in output:
@@ -156,8 +167,9 @@ def user_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def measure(argv: list[str], env: dict[str, str] | None = None, stdout_path: Path | None = None,
-            timeout: float = 600) -> dict:
+def measure(
+    argv: list[str], env: dict[str, str] | None = None, stdout_path: Path | None = None, timeout: float = 600
+) -> dict:
     """Run argv to completion; wall, CPU and memory of it and everything it started.
 
     The run is launched from a small forkserver process, not from this one: Linux charges a
@@ -223,9 +235,9 @@ class Fleet:
         sys.path.insert(0, str(REPO / "tests"))
         from sshfleet import PodSpec, SshFleet
 
+        from computefence.connectors.payload import probe_params, probe_payload, probe_wire
         from computefence.connectors.ssh import probe_command
         from computefence.models import CheckOptions
-        from computefence.payload import probe_params, probe_payload, probe_wire
 
         self.n, self.work = n, work
         self.harness = SshFleet(work / "pods")
@@ -249,31 +261,57 @@ class Fleet:
     def reach_pods_at(self, addresses: list[tuple[str, int]]) -> None:
         """Point every tool's files (known_hosts, inventories) at these addresses, one per pod:
         the pods' own, or a delay relay's in front of them."""
-        self.known_hosts.write_text("".join(
-            pod.known_hosts_line().replace(f"[{pod.host}]:{pod.port} ", f"[{host}]:{port} ", 1)
-            for pod, (host, port) in zip(self.pods, addresses)))
+        self.known_hosts.write_text(
+            "".join(
+                pod.known_hosts_line().replace(f"[{pod.host}]:{pod.port} ", f"[{host}]:{port} ", 1)
+                for pod, (host, port) in zip(self.pods, addresses)
+            )
+        )
         hosts = [{"name": pod.name, "host": host, "port": port} for pod, (host, port) in zip(self.pods, addresses)]
         checks = self.checks
         self.spec = self.work / "spec.json"
-        self.spec.write_text(json.dumps({
-            "pods": hosts, "identity_file": self.identity_file, "known_hosts": str(self.known_hosts),
-            "command": self.command, "payload": str(self.payload),
-        }))
+        self.spec.write_text(
+            json.dumps(
+                {
+                    "pods": hosts,
+                    "identity_file": self.identity_file,
+                    "known_hosts": str(self.known_hosts),
+                    "command": self.command,
+                    "payload": str(self.payload),
+                }
+            )
+        )
         import yaml
 
         self.inventory = self.work / "inventory.yaml"
-        self.inventory.write_text(yaml.safe_dump({
-            "known_hosts": str(self.known_hosts),
-            "defaults": {"user": "root", "identity_file": self.identity_file, "python": "python3",
-                         "checks": checks.model_dump(exclude_defaults=True)},
-            "hosts": hosts,
-        }, sort_keys=False))
-        ssh_args = (f"-o UserKnownHostsFile={self.known_hosts} -o StrictHostKeyChecking=yes "
-                    "-o IdentitiesOnly=yes -o PreferredAuthentications=publickey")
+        self.inventory.write_text(
+            yaml.safe_dump(
+                {
+                    "known_hosts": str(self.known_hosts),
+                    "defaults": {
+                        "user": "root",
+                        "identity_file": self.identity_file,
+                        "python": "python3",
+                        "checks": checks.model_dump(exclude_defaults=True),
+                    },
+                    "hosts": hosts,
+                },
+                sort_keys=False,
+            )
+        )
+        ssh_args = (
+            f"-o UserKnownHostsFile={self.known_hosts} -o StrictHostKeyChecking=yes "
+            "-o IdentitiesOnly=yes -o PreferredAuthentications=publickey"
+        )
         lines = ["[pods]"]
         lines += [f"{h['name']} ansible_host={h['host']} ansible_port={h['port']}" for h in hosts]
-        lines += ["", "[pods:vars]", "ansible_user=root", f"ansible_ssh_private_key_file={self.identity_file}",
-                  f"ansible_ssh_common_args='{ssh_args}'"]
+        lines += [
+            "",
+            "[pods:vars]",
+            "ansible_user=root",
+            f"ansible_ssh_private_key_file={self.identity_file}",
+            f"ansible_ssh_common_args='{ssh_args}'",
+        ]
         self.ansible_inventory = self.work / "ansible.ini"
         self.ansible_inventory.write_text("\n".join(lines) + "\n")
 
@@ -293,8 +331,19 @@ def _run_tool(tool: str, fleet: Fleet, run_dir: Path, args: argparse.Namespace) 
     run_dir.mkdir(parents=True)
     if tool == "computefence":
         report = run_dir / "report.json"
-        argv = [args.computefence, "fleet", "check", "-i", str(fleet.inventory), "--format", "json",
-                "-o", str(report), "--timeout", str(PROBE_LIMIT_S + 20)]
+        argv = [
+            args.computefence,
+            "fleet",
+            "check",
+            "-i",
+            str(fleet.inventory),
+            "--format",
+            "json",
+            "-o",
+            str(report),
+            "--timeout",
+            str(PROBE_LIMIT_S + 20),
+        ]
         # HOME for the run: nothing of the user's ~/.ssh or ComputeFence state leaks into the timing.
         env = {**os.environ, "HOME": str(run_dir)}
         result = measure(argv, env=env)
@@ -341,8 +390,18 @@ def _run_ansible(fleet: Fleet, run_dir: Path, args: argparse.Namespace) -> dict:
         "ANSIBLE_LOCAL_TEMP": str(run_dir / "tmp"),
         "ANSIBLE_NOCOLOR": "1",
     }
-    argv = [args.ansible, "pods", "-i", str(fleet.ansible_inventory), "-m", "ansible.builtin.script",
-            "-a", f"{fleet.script} executable=python3", "-f", str(fleet.n)]
+    argv = [
+        args.ansible,
+        "pods",
+        "-i",
+        str(fleet.ansible_inventory),
+        "-m",
+        "ansible.builtin.script",
+        "-a",
+        f"{fleet.script} executable=python3",
+        "-f",
+        str(fleet.n),
+    ]
     try:
         result = measure(argv, env=env, stdout_path=run_dir / "stdout.txt")
     finally:
@@ -408,7 +467,7 @@ def _summary(runs: list[dict]) -> dict:
     return out
 
 
-def _pods_cpu_s(fleet: "Fleet") -> float:
+def _pods_cpu_s(fleet: Fleet) -> float:
     """CPU the pods' sshd have used so far: each sshd's own plus that of its reaped sessions
     (the per-connection sshd, the shell, the probe's interpreter and everything it ran)."""
     total = 0
@@ -444,10 +503,15 @@ def bench(args: argparse.Namespace) -> dict:
                     elif rtt is not None:
                         set_loopback_rtt(rtt)
                     if rtt is not None:
-                        print(f"== {n} pods behind {rtt} ms RTT ({args.delay}); warming up", file=sys.stderr,
-                              flush=True)
-                    results["sizes"][key] = {"pods": n, "rtt_ms": rtt, "startup_s": fleet.startup_s,
-                                             "tools": _runs(fleet, Path(tmp) / "runs" / key, args)}
+                        print(
+                            f"== {n} pods behind {rtt} ms RTT ({args.delay}); warming up", file=sys.stderr, flush=True
+                        )
+                    results["sizes"][key] = {
+                        "pods": n,
+                        "rtt_ms": rtt,
+                        "startup_s": fleet.startup_s,
+                        "tools": _runs(fleet, Path(tmp) / "runs" / key, args),
+                    }
             finally:
                 if relay is not None:
                     relay.close()
@@ -496,11 +560,14 @@ def loopback_delay_unavailable(need_netem: bool) -> str | None:
         return f"cannot bring up lo in the benchmark's namespace: {up.stderr.strip()}"
     if not need_netem:
         return None
-    probe = subprocess.run(["tc", "qdisc", "replace", "dev", "lo", "root", "netem", "delay", "1ms"],
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        ["tc", "qdisc", "replace", "dev", "lo", "root", "netem", "delay", "1ms"], capture_output=True, text=True
+    )
     if probe.returncode != 0:
-        return (f"tc netem is not available ({probe.stderr.strip() or probe.returncode}); the kernel needs "
-                "CONFIG_NET_SCH_NETEM (module sch_netem)")
+        return (
+            f"tc netem is not available ({probe.stderr.strip() or probe.returncode}); the kernel needs "
+            "CONFIG_NET_SCH_NETEM (module sch_netem)"
+        )
     subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
     return None
 
@@ -511,31 +578,41 @@ def set_loopback_rtt(rtt_ms: int) -> None:
         subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
         return
     # limit: packets held in the delay line; the default 1000 would drop bursts of 100 pods.
-    subprocess.run(["tc", "qdisc", "replace", "dev", "lo", "root", "netem", "delay", f"{rtt_ms / 2:g}ms",
-                    "limit", "100000"], check=True, capture_output=True)
+    subprocess.run(
+        ["tc", "qdisc", "replace", "dev", "lo", "root", "netem", "delay", f"{rtt_ms / 2:g}ms", "limit", "100000"],
+        check=True,
+        capture_output=True,
+    )
 
 
 def _machine(args: argparse.Namespace) -> dict:
     versions = {}
-    for name, argv in (("ansible", [args.ansible, "--version"]),
-                       ("pssh", [args.pssh_python, "-c",
-                                 "from importlib.metadata import version; print(version('parallel-ssh'))"]),
-                       ("asyncssh", [sys.executable, "-c", "import asyncssh; print(asyncssh.__version__)"]),
-                       ("computefence", [args.computefence, "--version"])):
+    for name, argv in (
+        ("ansible", [args.ansible, "--version"]),
+        ("pssh", [args.pssh_python, "-c", "from importlib.metadata import version; print(version('parallel-ssh'))"]),
+        ("asyncssh", [sys.executable, "-c", "import asyncssh; print(asyncssh.__version__)"]),
+        ("computefence", [args.computefence, "--version"]),
+    ):
         try:
             versions[name] = subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout.splitlines()[0]
         except (OSError, IndexError, subprocess.TimeoutExpired):
             versions[name] = None
-    return {"cpus": os.cpu_count(), "python": sys.version.split()[0], "versions": versions,
-            "loadavg_at_start": os.getloadavg(),
-            # What `true` reports: the launcher's size, which Linux counts into every ru_maxrss.
-            "maxrss_floor_mib": measure(["/bin/true"])["maxrss_mib"]}
+    return {
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "versions": versions,
+        "loadavg_at_start": os.getloadavg(),
+        # What `true` reports: the launcher's size, which Linux counts into every ru_maxrss.
+        "maxrss_floor_mib": measure(["/bin/true"])["maxrss_mib"],
+    }
 
 
 def table(results: dict) -> str:
-    rows = ["each figure's median over the valid runs (mins in the results JSON)",
-            f"{'pods RTT':>10} {'tool':13s} {'wall s':>8} {'x bare':>7} {'CPU s':>7} {'CPU ms/pod':>10} "
-            f"{'maxRSS MiB':>10} {'tree PSS MiB':>12} {'pod CPU s':>9} {'machine CPU s':>13}  valid"]
+    rows = [
+        "each figure's median over the valid runs (mins in the results JSON)",
+        f"{'pods RTT':>10} {'tool':13s} {'wall s':>8} {'x bare':>7} {'CPU s':>7} {'CPU ms/pod':>10} "
+        f"{'maxRSS MiB':>10} {'tree PSS MiB':>12} {'pod CPU s':>9} {'machine CPU s':>13}  valid",
+    ]
     for key, size in results["sizes"].items():
         n = str(size["pods"])
         label = key if size.get("rtt_ms") is None else f"{n} {size['rtt_ms']}ms"
@@ -545,10 +622,12 @@ def table(results: dict) -> str:
                 rows.append(f"{label:>10} {tool:13s} no valid run ({r['ok']}/{n} ok at best)")
                 continue
             ratio = f"{r['wall_s'] / bare:7.2f}" if bare else f"{'-':>7}"
-            rows.append(f"{label:>10} {tool:13s} {r['wall_s']:8.2f} {ratio} {r['cpu_s']:7.2f} "
-                        f"{1000 * r['cpu_s'] / int(n):10.1f} {r['maxrss_mib']:10.1f} {r['tree_pss_peak_mib']:12.1f} "
-                        f"{r['pod_cpu_s']:9.1f} {r['machine_cpu_s']:13.1f}"
-                        f"  {sum(x['valid'] for x in r['runs'])}/{len(r['runs'])}")
+            rows.append(
+                f"{label:>10} {tool:13s} {r['wall_s']:8.2f} {ratio} {r['cpu_s']:7.2f} "
+                f"{1000 * r['cpu_s'] / int(n):10.1f} {r['maxrss_mib']:10.1f} {r['tree_pss_peak_mib']:12.1f} "
+                f"{r['pod_cpu_s']:9.1f} {r['machine_cpu_s']:13.1f}"
+                f"  {sum(x['valid'] for x in r['runs'])}/{len(r['runs'])}"
+            )
         tools = size["tools"]
         if "wall_s" in tools.get("ansible", {}) and "wall_s" in tools.get("computefence", {}):
             speedup = tools["ansible"]["wall_s"] / tools["computefence"]["wall_s"]
@@ -560,12 +639,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", default="20,50,100", help="fleet sizes, comma-separated (default: 20,50,100)")
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"subset of {','.join(TOOLS)}")
-    parser.add_argument("--rtt", metavar="MS[,MS...]",
-                        help="round-trip times to run at, e.g. 0,50,150: the whole run moves into a network "
-                             "namespace of its own, delayed as --delay says")
-    parser.add_argument("--delay", choices=("auto", "netem", "relay"), default="auto",
-                        help="how --rtt delays packets: netem on the namespace's loopback, or a userspace relay "
-                             "in front of each pod (bench/delay_relay.py); auto: netem where the kernel has it")
+    parser.add_argument(
+        "--rtt",
+        metavar="MS[,MS...]",
+        help="round-trip times to run at, e.g. 0,50,150: the whole run moves into a network "
+        "namespace of its own, delayed as --delay says",
+    )
+    parser.add_argument(
+        "--delay",
+        choices=("auto", "netem", "relay"),
+        default="auto",
+        help="how --rtt delays packets: netem on the namespace's loopback, or a userspace relay "
+        "in front of each pod (bench/delay_relay.py); auto: netem where the kernel has it",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per tool and size; the median is reported")
     parser.add_argument("--ansible", default=shutil.which("ansible") or str(Path(sys.executable).parent / "ansible"))
     parser.add_argument("--pssh-python", default=sys.executable, help="an interpreter with parallel-ssh installed")

@@ -40,8 +40,10 @@ from fleet_bench import user_env
 TARGET_S = 5.0
 TIMEOUT_S = 900
 # The CLI as on a machine without Ansible: the Ansible source falls back to the built-in reader.
-WITHOUT_ANSIBLE = ("import sys, computefence.sources.ansible as a; a.ansible_inventory_command = lambda: None; "
-                   "from computefence.cli import main; sys.exit(main())")
+WITHOUT_ANSIBLE = (
+    "import sys, computefence.sources.ansible as a; a.ansible_inventory_command = lambda: None; "
+    "from computefence.cli import main; sys.exit(main())"
+)
 
 
 def _address(i: int) -> str:
@@ -94,8 +96,10 @@ def timed(command: list[str], runs: int) -> Timed | None:
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if result.returncode != 0:
-            print(f"  {' '.join(command[:6])} ... exited {result.returncode}: {result.stderr.strip()[:200]}",
-                  file=sys.stderr)
+            print(
+                f"  {' '.join(command[:6])} ... exited {result.returncode}: {result.stderr.strip()[:200]}",
+                file=sys.stderr,
+            )
             return None
         cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
         results.append(Timed(wall, cpu, result.stdout))
@@ -108,8 +112,10 @@ def write_ssh_config(folder: Path, hosts: int) -> Path:
     with config.open("w") as out:
         out.write("Host *.internal\n  User admin\n\n")
         for i in range(hosts):
-            out.write(f"Host gpu-{i} g{i}\n  HostName {_address(i)}\n  User root\n  Port {2000 + i % 100}\n"
-                      f"  IdentityFile ~/.ssh/id_{i % 3}\n\n")
+            out.write(
+                f"Host gpu-{i} g{i}\n  HostName {_address(i)}\n  User root\n  Port {2000 + i % 100}\n"
+                f"  IdentityFile ~/.ssh/id_{i % 3}\n\n"
+            )
             if i == hosts // 2:
                 out.write("Match host 10.0.*\n  ForwardAgent no\n\n")
         out.write("Host gpu-1*\n  ProxyJump bastion\n\nHost *\n  ServerAliveInterval 30\n")
@@ -139,14 +145,27 @@ def load() -> str:
 
 def ssh_config_row(folder: Path, args: argparse.Namespace) -> bool:
     config = write_ssh_config(folder, args.ssh_hosts)
-    listing = [sys.executable, "-m", "computefence", "inventory", "list", "--ssh-config", str(config), "--format", "json"]
+    listing = [
+        sys.executable,
+        "-m",
+        "computefence",
+        "inventory",
+        "list",
+        "--ssh-config",
+        str(config),
+        "--format",
+        "json",
+    ]
     no_tools = folder / "no-tools"
     no_tools.mkdir()
     parser = timed(["env", f"PATH={no_tools}", *listing], args.runs)
     with_ssh = timed(listing, args.ansible_runs) if shutil.which("ssh") else None
     found = verdict(parser, 2 * args.ssh_hosts, with_ssh, "the built-in parser and ssh -G disagree")
-    print(f"\n  {'ssh_config':<18} {2 * args.ssh_hosts:>6,} aliases  built-in parser {str(parser or '-'):<24} "
-          f"one ssh -G per alias {str(with_ssh or '-'):<24} {found}", flush=True)
+    print(
+        f"\n  {'ssh_config':<18} {2 * args.ssh_hosts:>6,} aliases  built-in parser {parser or '-'!s:<24} "
+        f"one ssh -G per alias {with_ssh or '-'!s:<24} {found}",
+        flush=True,
+    )
     return found == "ok"
 
 
@@ -155,16 +174,22 @@ def main() -> int:
     parser.add_argument("--hosts", type=int, default=100_000)
     parser.add_argument("--ssh-hosts", type=int, default=2_000, help="Host entries of the ssh_config (0: none)")
     parser.add_argument("-n", "--runs", type=int, default=3, help="runs of each built-in read (median)")
-    parser.add_argument("--ansible-runs", type=int, default=1,
-                        help="runs of each read through Ansible (at 100,000 hosts ansible-inventory takes about 40 s)")
+    parser.add_argument(
+        "--ansible-runs",
+        type=int,
+        default=1,
+        help="runs of each read through Ansible (at 100,000 hosts ansible-inventory takes about 40 s)",
+    )
     parser.add_argument("--no-ansible", action="store_true", help="leave out the reads through Ansible")
     args = parser.parse_args()
     ansible = None if args.no_ansible else shutil.which("ansible-inventory")
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         files = write_inventories(Path(tmp), args.hosts)
-        print(f"{args.hosts:,} hosts; built-in: median of {args.runs} run(s), through Ansible: {args.ansible_runs}; "
-              f"load average {load()}")
+        print(
+            f"{args.hosts:,} hosts; built-in: median of {args.runs} run(s), through Ansible: {args.ansible_runs}; "
+            f"load average {load()}"
+        )
         print(f"  {'format':<18} {'size':>9}  {'built-in':<24} {'with Ansible':<24} ansible-inventory --list")
         for label, (flag, path) in files.items():
             listing = ["inventory", "list", flag, str(path), "--format", "json"]
@@ -175,8 +200,11 @@ def main() -> int:
                 theirs = timed([ansible, "-i", str(path), "--list"], args.ansible_runs)
             found = verdict(builtin, args.hosts, through, "the built-in reader and Ansible disagree")
             failed |= found != "ok"
-            print(f"  {label:<18} {path.stat().st_size / 2**20:5.1f} MiB  {str(builtin or '-'):<24} "
-                  f"{str(through or '-'):<24} {str(theirs or '-'):<24}  {found}", flush=True)
+            print(
+                f"  {label:<18} {path.stat().st_size / 2**20:5.1f} MiB  {builtin or '-'!s:<24} "
+                f"{through or '-'!s:<24} {theirs or '-'!s:<24}  {found}",
+                flush=True,
+            )
         if args.ssh_hosts:
             failed |= not ssh_config_row(Path(tmp), args)
         print(f"load average after: {load()}")

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fleet_bench import PROBE_LIMIT_S, REPO, Fleet, measure, pods_unavailable, save_results  # noqa: E402
+from fleet_bench import PROBE_LIMIT_S, REPO, Fleet, measure, pods_unavailable, save_results
 
 # 20 requirements: the five machine-level ones and 15 packages (the fixed list plus four more).
 POLICY = """\
@@ -58,8 +58,20 @@ def run_check(fleet: Fleet, run_dir: Path, policy: Path | None, args: argparse.N
     run_dir.mkdir(parents=True)
     report = run_dir / "report.json"
     chosen = ["--policy", str(policy)] if policy else ["--no-policy"]
-    argv = [*args.computefence.split(), "fleet", "check", "-i", str(fleet.inventory), "--format", "json", "-o", str(report),
-            "--timeout", str(PROBE_LIMIT_S + 20), *chosen]
+    argv = [
+        *args.computefence.split(),
+        "fleet",
+        "check",
+        "-i",
+        str(fleet.inventory),
+        "--format",
+        "json",
+        "-o",
+        str(report),
+        "--timeout",
+        str(PROBE_LIMIT_S + 20),
+        *chosen,
+    ]
     result = measure(argv, env={**os.environ, "HOME": str(run_dir)})
     try:
         hosts = json.loads(report.read_text())["hosts"]
@@ -70,8 +82,9 @@ def run_check(fleet: Fleet, run_dir: Path, policy: Path | None, args: argparse.N
     result["ok"] = len(ok)
     result["custom_passed"] = sum(1 for _, f in custom if f["severity"] == "pass")
     # Why a custom check did not pass (a timeout on an overloaded machine, ...), a few examples.
-    result["custom_failures"] = [f"{name}: {f['check']}: {f['message']}" for name, f in custom
-                                 if f["severity"] != "pass"][:5]
+    result["custom_failures"] = [
+        f"{name}: {f['check']}: {f['message']}" for name, f in custom if f["severity"] != "pass"
+    ][:5]
     result["valid"] = len(ok) == fleet.n and (policy is None or result["custom_passed"] == 3 * fleet.n)
     return result
 
@@ -89,10 +102,14 @@ def compare(runs: dict[str, list[dict]], figures: tuple[str, ...]) -> dict:
 
 
 def headline(title: str, summary: dict) -> str:
-    parts = [f"{title}: no policy {summary['no-policy']['wall_s_median']:.2f} s, "
-             f"20 requirements + 3 custom checks {summary['policy']['wall_s_median']:.2f} s"]
+    parts = [
+        f"{title}: no policy {summary['no-policy']['wall_s_median']:.2f} s, "
+        f"20 requirements + 3 custom checks {summary['policy']['wall_s_median']:.2f} s"
+    ]
     names = {"wall": "wall", "cpu": "CPU of the tool", "machine_cpu": "machine CPU with the pods"}
-    overheads = [f"{summary[k + '_overhead_pct']:+.1f}% {v}" for k, v in names.items() if k + "_overhead_pct" in summary]
+    overheads = [
+        f"{summary[k + '_overhead_pct']:+.1f}% {v}" for k, v in names.items() if k + "_overhead_pct" in summary
+    ]
     return parts[0] + " (" + ", ".join(overheads) + "; target < 10% wall)"
 
 
@@ -111,10 +128,17 @@ def bench(args: argparse.Namespace) -> dict:
                     order.reverse()
                 for name, chosen in order:
                     result = run_check(fleet, work / "runs" / f"{name}-{round_}", chosen, args)
-                    status = "ok" if result["valid"] else f"INVALID ({result['ok']}/{args.pods} ok, " \
-                                                          f"{result['custom_passed']} custom passes)"
-                    print(f"   {name:10s} {result['wall_s']:7.2f}s  cpu {result['cpu_s']:6.2f}s  "
-                          f"{'(warm-up) ' if round_ == 0 else ''}{status}", file=sys.stderr, flush=True)
+                    status = (
+                        "ok"
+                        if result["valid"]
+                        else f"INVALID ({result['ok']}/{args.pods} ok, {result['custom_passed']} custom passes)"
+                    )
+                    print(
+                        f"   {name:10s} {result['wall_s']:7.2f}s  cpu {result['cpu_s']:6.2f}s  "
+                        f"{'(warm-up) ' if round_ == 0 else ''}{status}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     if round_:  # the first round warms the page cache and the pods' python
                         runs[name].append(result)
         finally:
@@ -132,8 +156,8 @@ def probe_alone(args: argparse.Namespace) -> dict:
     """One pod's side on its own: the probe run here with and without the policy's
     parameters (what a real pod, with its own CPU, spends per check)."""
     from computefence.cli.policy import probe_extra
+    from computefence.connectors.payload import probe_params, probe_payload
     from computefence.models import CheckOptions
-    from computefence.payload import probe_params, probe_payload
     from computefence.policy import parse_policy_text
 
     extra = probe_extra(parse_policy_text(POLICY, "computefence.yaml").for_target("pod", []))
@@ -144,7 +168,7 @@ def probe_alone(args: argparse.Namespace) -> dict:
             scripts[name] = Path(tmp) / f"{name}.py"
             scripts[name].write_text(probe_payload(probe_params(CheckOptions(), "python3", deadline_s=60, **params)))
         for round_ in range(args.repeat + 1):
-            for name in (("no-policy", "policy") if round_ % 2 == 0 else ("policy", "no-policy")):
+            for name in ("no-policy", "policy") if round_ % 2 == 0 else ("policy", "no-policy"):
                 result = measure([sys.executable, str(scripts[name])])
                 if round_:
                     runs[name].append(result)
@@ -157,11 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per variant; the median is reported")
-    parser.add_argument("--computefence", default=f"{sys.executable} -m computefence",
-                        help="the command line that runs computefence (default: this python -m computefence)")
+    parser.add_argument(
+        "--computefence",
+        default=f"{sys.executable} -m computefence",
+        help="the command line that runs computefence (default: this python -m computefence)",
+    )
     parser.add_argument("--results", default=str(REPO / "bench" / "results"))
-    parser.add_argument("--probe-only", action="store_true",
-                        help="time only the probe, here, with and without the policy's parameters")
+    parser.add_argument(
+        "--probe-only", action="store_true", help="time only the probe, here, with and without the policy's parameters"
+    )
     args = parser.parse_args(argv)
     if args.probe_only:
         summary = probe_alone(args)

@@ -108,15 +108,21 @@ def _check_scan(path: str, facts: dict, drop_conflicts: bool, drop_missing: bool
     if facts["partial"]:
         raise ConfigError(f"{path} was not read to the end: {facts['partial_reason']}")
     if facts["absent_columns"]:
-        raise ConfigError(f"{path} has no column {', '.join(map(repr, facts['absent_columns']))}; "
-                          f"its columns: {', '.join(facts['columns']) or 'none'}")
+        raise ConfigError(
+            f"{path} has no column {', '.join(map(repr, facts['absent_columns']))}; "
+            f"its columns: {', '.join(facts['columns']) or 'none'}"
+        )
     needs_input = drop_conflicts or by_input
     if needs_input and facts["input_column"] is None:
-        raise ConfigError(f"no input column named or recognised in {path} (columns: {', '.join(facts['columns'])}); "
-                          "pass --input-column")
+        raise ConfigError(
+            f"no input column named or recognised in {path} (columns: {', '.join(facts['columns'])}); "
+            "pass --input-column"
+        )
     if drop_conflicts and facts["label_column"] is None:
-        raise ConfigError(f"no label column named or recognised in {path} (columns: {', '.join(facts['columns'])}); "
-                          "pass --label-column")
+        raise ConfigError(
+            f"no label column named or recognised in {path} (columns: {', '.join(facts['columns'])}); "
+            "pass --label-column"
+        )
     if drop_missing and facts["input_column"] is None and facts["label_column"] is None:
         raise ConfigError("--drop-missing needs an input or label column; pass --input-column or --label-column")
 
@@ -125,8 +131,9 @@ class _Sink:
     """Receives every readable row from the scan and writes the kept ones to a temporary file
     beside OUT, which replaces OUT only when the whole input was read."""
 
-    def __init__(self, out_path: str, fmt: str, compression: str | None, conflicts: set[int],
-                 drop_missing: bool, by_input: bool) -> None:
+    def __init__(
+        self, out_path: str, fmt: str, compression: str | None, conflicts: set[int], drop_missing: bool, by_input: bool
+    ) -> None:
         self.out = Path(out_path).expanduser()
         self.fmt = fmt
         self.conflicts = conflicts

@@ -89,7 +89,7 @@ def _stream(target: Path, data: Iterable[bytes], flag: str) -> None:
         for chunk in data:
             view = memoryview(chunk)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
     except BrokenPipeError:
         pass  # the reader of a FIFO left: as with `cmd > fifo`, not our error
     except OSError as exc:
@@ -98,8 +98,9 @@ def _stream(target: Path, data: Iterable[bytes], flag: str) -> None:
         os.close(fd)
 
 
-def _replace_atomically(target: Path, data: Iterable[bytes], old: os.stat_result | None, flag: str,
-                        shown: Path | None = None) -> None:
+def _replace_atomically(
+    target: Path, data: Iterable[bytes], old: os.stat_result | None, flag: str, shown: Path | None = None
+) -> None:
     shown = shown or target
     directory = target.parent
     if not directory.is_dir():
@@ -166,7 +167,7 @@ def remove_stale_temporaries(target: Path) -> None:
     except OSError:
         return
     for name in names:
-        pid_text = name[len(prefix):].split(".", 1)[0]
+        pid_text = name[len(prefix) :].split(".", 1)[0]
         if not pid_text.isdigit() or _alive(int(pid_text)):
             continue
         candidate = target.parent / name
@@ -208,7 +209,9 @@ def read_config_bytes(path: Path, what: str, *, limit: int | None = None) -> byt
     if stat.S_ISDIR(info.st_mode):
         raise ConfigError(f"{path}: is a directory; the {what} must be a regular file")
     if not stat.S_ISREG(info.st_mode):
-        raise InputLimitError(f"{path}: not a regular file (a FIFO, device or socket); the {what} must be a regular file")
+        raise InputLimitError(
+            f"{path}: not a regular file (a FIFO, device or socket); the {what} must be a regular file"
+        )
     if info.st_size > limit:
         raise InputLimitError(f"{path}: {what} is over {_size(limit)}; refusing to read it")
     try:

@@ -3,7 +3,7 @@ severities, custom checks and per-tag overrides.
 
 Loading is strict: every key is a pydantic model that forbids unknown keys, and every error
 is one line `FILE:LINE: ...` raised as ConfigError (exit 2) before any pod is contacted.
-Judging facts against a policy is the evaluator's job (computefence/evaluate/policy.py).
+Judging facts against a policy is the evaluator's job (computefence/evaluate/requirements.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,16 @@ from typing import Any, Literal, Union
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from computefence.errors import ConfigError
 from computefence.files import read_config_bytes
@@ -76,13 +85,15 @@ class Requirement(_Strict):
 def _requirement(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str):
         # `python: 3.10` is the float 3.1 to YAML: make the user say what they mean.
-        raise ValueError(f"must be a quoted specifier such as \">=1.2\" (YAML read the unquoted {value!r})")
+        raise ValueError(f'must be a quoted specifier such as ">=1.2" (YAML read the unquoted {value!r})')
     if value.strip() in ("", "*"):
         return value.strip() or "*"
     try:
         SpecifierSet(value)
     except InvalidSpecifier:
-        raise ValueError(f"{value!r} is not a PEP 440 specifier (e.g. \">=4.48\", \">=2.4,<2.7\", \"==4.48.*\" or \"*\")") from None
+        raise ValueError(
+            f'{value!r} is not a PEP 440 specifier (e.g. ">=4.48", ">=2.4,<2.7", "==4.48.*" or "*")'
+        ) from None
     return value
 
 
@@ -105,32 +116,38 @@ class NumberSpec(_Strict):
 
     def satisfied_by(self, value: float) -> bool:
         value = float(value)  # int.__eq__(float) is NotImplemented, which is truthy
-        ops = {">=": value.__ge__, "<=": value.__le__, "==": value.__eq__, "!=": value.__ne__,
-               ">": value.__gt__, "<": value.__lt__}
+        ops = {
+            ">=": value.__ge__,
+            "<=": value.__le__,
+            "==": value.__eq__,
+            "!=": value.__ne__,
+            ">": value.__gt__,
+            "<": value.__lt__,
+        }
         return all(ops[op](bound) for op, bound in self.clauses)
 
 
 def _number_spec(value: Any, bare: str) -> NumberSpec:
     if isinstance(value, bool):
-        raise ValueError(f"must be a number or a comparison such as \">=2\", not {value!r}")
+        raise ValueError(f'must be a number or a comparison such as ">=2", not {value!r}')
     if isinstance(value, (int, float)):
         if value < 0:
             raise ValueError(f"must not be negative ({value})")
         return NumberSpec(clauses=((bare, float(value)),), text=f"{bare}{value:g}" if bare != "==" else f"{value:g}")
     if not isinstance(value, str):
-        raise ValueError(f"must be a number or a comparison such as \">=2\", not {type(value).__name__}")
+        raise ValueError(f'must be a number or a comparison such as ">=2", not {type(value).__name__}')
     clauses = []
     for part in value.split(","):
         match = _NUMBER_CLAUSE.match(part)
         if not match:
-            raise ValueError(f"{value!r} is not a number or comparison (e.g. 8, \">=2\", \">=80,<200\")")
+            raise ValueError(f'{value!r} is not a number or comparison (e.g. 8, ">=2", ">=80,<200")')
         clauses.append((match.group(1) or bare, float(match.group(2))))
     return NumberSpec(clauses=tuple(clauses), text=value.strip())
 
 
 def _glob(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError("must be a non-empty glob such as \"*H100*\"")
+        raise ValueError('must be a non-empty glob such as "*H100*"')
     if value.count("[") != value.count("]"):
         raise ValueError(f"{value!r} is not a valid glob: unbalanced [ ]")
     try:
@@ -174,7 +191,7 @@ class Thresholds(_Strict):
     shm_min_gb: float = Field(1.0, ge=0)
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Thresholds":
+    def _ordered(self) -> Thresholds:
         if self.disk_block_gb > self.disk_warn_gb:
             raise ValueError(f"disk_block_gb ({self.disk_block_gb:g}) is above disk_warn_gb ({self.disk_warn_gb:g})")
         return self
@@ -289,7 +306,7 @@ def _check_known(key: str) -> str:
 
     if key.startswith("custom.") and _CHECK_ID.match(key.removeprefix("custom.")):
         return key
-    if any(matches(check, key) for check in CHECKS) or ".".join(key.split(".")[:2]) in CHECKS and key.count(".") >= 2:
+    if any(matches(check, key) for check in CHECKS) or (".".join(key.split(".")[:2]) in CHECKS and key.count(".") >= 2):
         return key
     close = difflib.get_close_matches(key, list(CHECKS), n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else " (`computefence doctor --format json` lists the check ids)"
@@ -306,7 +323,7 @@ class Match(_Strict):
         return None if value is None else _glob(value)
 
     @model_validator(mode="after")
-    def _something(self) -> "Match":
+    def _something(self) -> Match:
         if self.tag is None and self.name is None:
             raise ValueError("needs `tag` or `name`")
         return self
@@ -339,7 +356,7 @@ class Policy(_Rules):
     baseline: str | None = None
     notify: NotifySettings | None = None
 
-    def for_target(self, name: str, tags: list[str]) -> "EffectivePolicy":
+    def for_target(self, name: str, tags: list[str]) -> EffectivePolicy:
         """This policy with every override that matches the target merged over it, in order."""
         merged = EffectivePolicy(**{key: getattr(self, key) for key in _Rules.model_fields})
         for override in self.overrides:
@@ -351,15 +368,18 @@ class Policy(_Rules):
 class EffectivePolicy(_Rules):
     """The rules that apply to one target."""
 
-    def merged_with(self, over: _Rules) -> "EffectivePolicy":
+    def merged_with(self, over: _Rules) -> EffectivePolicy:
         set_fields = over.model_fields_set
-        hardware = self.hardware.model_copy(update={k: getattr(over.hardware, k) for k in over.hardware.model_fields_set})
+        hardware = self.hardware.model_copy(
+            update={k: getattr(over.hardware, k) for k in over.hardware.model_fields_set}
+        )
         checks = self.checks.model_copy(update={k: getattr(over.checks, k) for k in over.checks.model_fields_set})
         thresholds = self.thresholds
         if "thresholds" in set_fields and over.thresholds is not None:
             base = thresholds or Thresholds()
-            thresholds = Thresholds(**{**base.model_dump(), **{k: getattr(over.thresholds, k)
-                                                               for k in over.thresholds.model_fields_set}})
+            thresholds = Thresholds(
+                **{**base.model_dump(), **{k: getattr(over.thresholds, k) for k in over.thresholds.model_fields_set}}
+            )
         custom = {check.id: check for check in self.custom}
         custom.update({check.id: check for check in over.custom})
         return EffectivePolicy(
@@ -443,7 +463,9 @@ def parse_policy_text(text: str, filename: str) -> Policy:
     except ConfigError as exc:
         raise ConfigError(str(exc).replace("{file}", filename, 1)) from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{filename}:1: a policy is a mapping of keys (requirements, hardware, ...), not {type(data).__name__}")
+        raise ConfigError(
+            f"{filename}:1: a policy is a mapping of keys (requirements, hardware, ...), not {type(data).__name__}"
+        )
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from sshfleet import PodSpec, SshFleet, fleet_unavailable_reason
 
 

@@ -113,8 +113,13 @@ class Pod:
     def in_namespace(self, argv: list[str], timeout: float = 10) -> str:
         """Run a command in the pod's mount namespace (root: the host's /, with the pod's mounts)."""
         assert self.sshd_pid is not None
-        result = subprocess.run(["nsenter", "-t", str(self.sshd_pid), "-m", "--", *argv],
-                                capture_output=True, text=True, timeout=timeout, check=True)
+        result = subprocess.run(
+            ["nsenter", "-t", str(self.sshd_pid), "-m", "--", *argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+        )
         return result.stdout
 
     def filesystem_snapshot(self) -> list[str]:
@@ -231,21 +236,30 @@ class SshFleet:
 
     # ------------------------------------------------------------ building a pod
 
-    def _prepare(self, spec: PodSpec, *, host: str, port: int | None = None,
-                 host_key: asyncssh.SSHKey | None = None) -> Pod:
+    def _prepare(
+        self, spec: PodSpec, *, host: str, port: int | None = None, host_key: asyncssh.SSHKey | None = None
+    ) -> Pod:
         with self._lock:
             self._count += 1
             pod_dir = self.base / f"pod-{self._count:03d}-{spec.name}"
         (pod_dir / "fs").mkdir(parents=True)
-        pod = Pod(spec=spec, host=host, port=port or free_port(host), dir=pod_dir,
-                  host_key=host_key or asyncssh.generate_private_key("ssh-ed25519"))
+        pod = Pod(
+            spec=spec,
+            host=host,
+            port=port or free_port(host),
+            dir=pod_dir,
+            host_key=host_key or asyncssh.generate_private_key("ssh-ed25519"),
+        )
         self._write_stage(pod)
         if spec.workspace_size:
             image = pod_dir / "workspace.img"
             with open(image, "wb") as fh:
                 fh.truncate(_parse_size(spec.workspace_size))
-            subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1",
-                            str(image)], check=True, capture_output=True)
+            subprocess.run(
+                ["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", str(image)],
+                check=True,
+                capture_output=True,
+            )
         with self._lock:
             self.pods.append(pod)
         return pod
@@ -326,7 +340,7 @@ class SshFleet:
 
     def _launch(self, pods: list[Pod], attempts: int = 3) -> None:
         waiting = pods
-        for attempt in range(attempts):
+        for _attempt in range(attempts):
             for pod in waiting:
                 self._spawn(pod)
             waiting = self._not_ready(waiting)
@@ -344,8 +358,11 @@ class SshFleet:
         # --kill-child: the pod's namespace dies with unshare, and unshare with this thread.
         pod.process = subprocess.Popen(
             ["unshare", "--mount", "--uts", "--pid", "--kill-child", "--", "/bin/sh", "-c", self._pod_script(pod)],
-            stdin=subprocess.DEVNULL, stdout=open(pod.log, "ab"), stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_die_with_parent,
+            stdin=subprocess.DEVNULL,
+            stdout=open(pod.log, "ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         pod.sshd_pid = None
 
@@ -461,7 +478,9 @@ if __name__ == "__main__":  # manual smoke run: python3 tests/sshfleet.py
     with tempfile.TemporaryDirectory() as tmp:
         fleet = SshFleet(Path(tmp))
         started = time.monotonic()
-        pods = fleet.start([PodSpec(f"smoke-{i}", workspace_size="20G") for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 4)])
+        pods = fleet.start(
+            [PodSpec(f"smoke-{i}", workspace_size="20G") for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 4)]
+        )
         print(f"{len(pods)} pods up in {time.monotonic() - started:.2f}s")
         for pod in pods:
             print(pod.name, pod.host, pod.port, pod.sshd_pid)

@@ -7,15 +7,18 @@ import pytest
 from computefence import jsontext
 
 
-@pytest.mark.parametrize("raw, expected", [
-    (b'"a\\udcffb"', "a?b"),  # a lone low surrogate escape
-    (b'"a\\uD800b"', "a?b"),  # a lone high one, upper-case hex
-    (b'"a\\ud800\\u0041"', "a?A"),  # high surrogate followed by something that is not its pair
-    (b'"a\xffb"', "a?b"),  # an undecodable byte
-    (b'"\\ud83d\\ude00 \xc3\xa9"', "\U0001F600 \u00e9"),  # a real pair and valid UTF-8 stay
-    (b'"\\\\udcff"', "\\udcff"),  # an escaped backslash then letters: not an escape
-    (b'"\\\\\\udcff"', "\\?"),  # an escaped backslash, then a real lone escape
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (b'"a\\udcffb"', "a?b"),  # a lone low surrogate escape
+        (b'"a\\uD800b"', "a?b"),  # a lone high one, upper-case hex
+        (b'"a\\ud800\\u0041"', "a?A"),  # high surrogate followed by something that is not its pair
+        (b'"a\xffb"', "a?b"),  # an undecodable byte
+        (b'"\\ud83d\\ude00 \xc3\xa9"', "\U0001f600 \u00e9"),  # a real pair and valid UTF-8 stay
+        (b'"\\\\udcff"', "\\udcff"),  # an escaped backslash then letters: not an escape
+        (b'"\\\\\\udcff"', "\\?"),  # an escaped backslash, then a real lone escape
+    ],
+)
 def test_lone_surrogates_become_question_marks_and_nothing_else_changes(raw, expected):
     value = jsontext.loads(raw)
     assert value == expected

@@ -58,8 +58,12 @@ def test_wheel_holds_only_the_computefence_package(wheel):
     assert len(top) == 2
     assert "computefence/probe/core.py" in names
     profiles = {n for n in names if n.startswith("computefence/_providers/") and n.endswith(".yaml")}
-    assert {"computefence/_providers/runpod.yaml", "computefence/_providers/vast.yaml",
-            "computefence/_providers/lambda.yaml", "computefence/_providers/generic.yaml"} <= profiles
+    assert {
+        "computefence/_providers/runpod.yaml",
+        "computefence/_providers/vast.yaml",
+        "computefence/_providers/lambda.yaml",
+        "computefence/_providers/generic.yaml",
+    } <= profiles
 
 
 def test_installed_wheel_adds_no_generic_top_level_names(installed):
@@ -68,7 +72,10 @@ def test_installed_wheel_adds_no_generic_top_level_names(installed):
     assert not (purelib / "inventory").exists()
     assert (purelib / "computefence" / "probe" / "core.py").is_file()
     assert sorted(p.name for p in (purelib / "computefence" / "_providers").glob("*.yaml")) == [
-        "generic.yaml", "lambda.yaml", "runpod.yaml", "vast.yaml"
+        "generic.yaml",
+        "lambda.yaml",
+        "runpod.yaml",
+        "vast.yaml",
     ]
 
 
@@ -76,8 +83,16 @@ def test_installed_doctor_runs_from_the_wheel(installed, tmp_path):
     python = installed / "bin" / "python"
     # The venv's own computefence is the one imported, not this checkout's editable one.
     where = subprocess.run(
-        [str(python), "-c", "import computefence, computefence.profiles as p; print(computefence.__file__); print(p.profiles_dir())"],
-        capture_output=True, text=True, check=True, cwd=tmp_path, env=VENV_ENV,
+        [
+            str(python),
+            "-c",
+            "import computefence, computefence.evaluate.profiles as p; print(computefence.__file__); print(p.profiles_dir())",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env=VENV_ENV,
     ).stdout.split()
     purelib = _purelib(installed).resolve()
     assert Path(where[0]).resolve().is_relative_to(purelib)
@@ -86,7 +101,11 @@ def test_installed_doctor_runs_from_the_wheel(installed, tmp_path):
     script = installed / "bin" / "computefence"
     result = subprocess.run(
         [str(script), "doctor", "--format", "json", "--output-dir", str(tmp_path / "out")],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120, env=VENV_ENV,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=VENV_ENV,
     )
     assert result.returncode in (0, 1) and "Traceback" not in result.stderr, result.stderr
     report = Report.model_validate_json(result.stdout)
@@ -98,7 +117,10 @@ def test_installed_doctor_runs_from_the_wheel(installed, tmp_path):
 def test_installed_wheel_runs_the_readme_demo(installed, tmp_path):
     result = subprocess.run(
         [str(installed / "bin" / "computefence"), "fleet", "check", "--demo", "--format", "json"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
         env={**VENV_ENV, "XDG_CONFIG_HOME": str(tmp_path / "config")},
     )
     # The demo fleet has blocked pods on purpose: exit 1, with a full report.
@@ -111,7 +133,10 @@ def test_installed_wheel_runs_the_readme_demo(installed, tmp_path):
 def _purelib(env: Path) -> Path:
     out = subprocess.run(
         [str(env / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True, text=True, check=True, env=VENV_ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=VENV_ENV,
     )
     return Path(out.stdout.strip())
 
@@ -120,6 +145,8 @@ def test_ci_runs_exactly_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Run the tests", 1)[1]
     readme_command = section.split("```sh\n", 1)[1].split("\n```", 1)[0].strip()
-    ci_lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    ci_lines = [
+        line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith("#")
+    ]
     assert ci_lines[-1] == readme_command
     assert "set -euo pipefail" in ci_lines

@@ -7,10 +7,9 @@ import zlib
 
 import pytest
 
+from computefence.connectors.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_payload, probe_wire
 from computefence.connectors.ssh import probe_command
 from computefence.errors import ProbeOutputError
-from computefence.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_payload, probe_wire
-
 
 # The smallest document the laptop takes as a probe's answer.
 MINIMAL_ANSWER = {"probe_schema_version": 1, "identity": {}, "storage": {}, "gpu": {}}
@@ -53,7 +52,7 @@ def test_control_characters_in_garbage_are_not_echoed_raw():
 def test_lone_surrogates_become_replacement_and_real_pairs_survive():
     raw = b'{"probe_schema_version": 1, "storage": {}, "gpu": {}, "identity": {"hostname": "a\\udcffb \\ud83d\\ude00"}}'
     facts = parse_probe_output(raw)
-    assert facts.identity.hostname == "a?b \U0001F600"
+    assert facts.identity.hostname == "a?b \U0001f600"
     facts.model_dump_json()  # must not raise on encode
 
 
@@ -94,8 +93,9 @@ def test_the_pod_command_runs_the_compressed_probe_and_refuses_a_cut_short_one()
     ran = subprocess.run(["sh", "-c", probe_command(40)], input=probe_wire(params), capture_output=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
     assert parse_probe_output(ran.stdout).torch.python_found is False
-    cut = subprocess.run(["sh", "-c", probe_command(40)], input=probe_wire(params)[:-20], capture_output=True,
-                         timeout=60)
+    cut = subprocess.run(
+        ["sh", "-c", probe_command(40)], input=probe_wire(params)[:-20], capture_output=True, timeout=60
+    )
     assert (cut.returncode, cut.stdout) == (1, b"")
     assert cut.stderr.decode().strip() == "computefence: the probe arrived cut short"
 

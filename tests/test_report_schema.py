@@ -26,7 +26,8 @@ def test_the_printed_schema_is_the_checked_in_one(capsys):
     code, printed = _cli(capsys, "schema")
     assert code == 0
     assert printed == CHECKED_IN.read_text(encoding="utf-8"), (
-        "the report model changed: run `computefence schema > schema/report.schema.json` and commit it")
+        "the report model changed: run `computefence schema > schema/report.schema.json` and commit it"
+    )
     Draft202012Validator.check_schema(json.loads(printed))
 
 

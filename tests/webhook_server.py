@@ -38,7 +38,7 @@ class WebhookServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's naming)
+            def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 server.received.append(Received(self.path, dict(self.headers), body))
                 answer = server.answers[min(len(server.received), len(server.answers)) - 1]
@@ -64,7 +64,7 @@ class WebhookServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_port}{self.SECRET_PATH}"
 
-    def __enter__(self) -> "WebhookServer":
+    def __enter__(self) -> WebhookServer:
         self.thread.start()
         return self
 

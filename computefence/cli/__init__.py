@@ -17,16 +17,15 @@ from computefence.errors import ComputeFenceError
 SHOWN_CHARS = 200
 
 # Command modules register themselves on `app` when imported.
-from computefence.cli import doctor as _doctor  # noqa: F401,E402
 from computefence.cli import dataset as _dataset  # noqa: F401,E402
-from computefence.cli import report as _report  # noqa: F401,E402
-from computefence.cli import script as _script  # noqa: F401,E402
-from computefence.cli import inventory as _inventory  # noqa: F401,E402
+from computefence.cli import doctor as _doctor  # noqa: F401,E402
 from computefence.cli import fleet as _fleet  # noqa: F401,E402
+from computefence.cli import inventory as _inventory  # noqa: F401,E402
 from computefence.cli import policy as _policy  # noqa: F401,E402
-from computefence.cli import snapshot as _snapshot  # noqa: F401,E402
+from computefence.cli import report as _report  # noqa: F401,E402
 from computefence.cli import schema as _schema  # noqa: F401,E402
-
+from computefence.cli import script as _script  # noqa: F401,E402
+from computefence.cli import snapshot as _snapshot  # noqa: F401,E402
 
 # An error quotes the value it is about; a 1 MB host name is shown by its start.
 _LONG_WORD = re.compile(r"\S{%d,}" % (SHOWN_CHARS + 1))

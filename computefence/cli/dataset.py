@@ -7,18 +7,17 @@ import json
 import socket
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from computefence import dataset_tools, evaluate, jsontext
-from computefence.probe.dataset import run_dataset_scan
 from computefence.cli.app import app
 from computefence.cli.output import FailOn, OutputFormat, emit, write_stdout
 from computefence.errors import ConfigError
 from computefence.evaluate.context import build_context
 from computefence.evaluate.dataset import check_dataset
 from computefence.models import CheckOptions, CollectorStatus, DatasetFacts, Facts, HostReport, HostStatus
+from computefence.probe.dataset import run_dataset_scan
 
 dataset_app = typer.Typer(
     name="dataset",
@@ -35,14 +34,21 @@ _LABEL_HELP = "Column with the label (default: recognised by name: label, labels
 @dataset_app.command("check")
 def check(
     path: str = typer.Argument(..., metavar="PATH", help="JSON Lines, JSON array, CSV, TSV or Parquet; gzip allowed."),
-    input_column: Optional[str] = typer.Option(None, "--input-column", metavar="NAME", help=_INPUT_HELP),
-    label_column: Optional[str] = typer.Option(None, "--label-column", metavar="NAME", help=_LABEL_HELP),
+    input_column: str | None = typer.Option(None, "--input-column", metavar="NAME", help=_INPUT_HELP),
+    label_column: str | None = typer.Option(None, "--label-column", metavar="NAME", help=_LABEL_HELP),
     fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
-    fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON",
-                                   help="Exit 1 on blockers only, or on warnings too."),
-    max_rows: Optional[int] = typer.Option(None, "--max-rows", min=1, metavar="N", help="Stop after N rows (a partial scan)."),
-    max_seconds: Optional[float] = typer.Option(None, "--max-seconds", min=0.1, metavar="S", help="Stop after S seconds (a partial scan)."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."
+    ),
+    fail_on: FailOn = typer.Option(
+        FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON", help="Exit 1 on blockers only, or on warnings too."
+    ),
+    max_rows: int | None = typer.Option(
+        None, "--max-rows", min=1, metavar="N", help="Stop after N rows (a partial scan)."
+    ),
+    max_seconds: float | None = typer.Option(
+        None, "--max-seconds", min=0.1, metavar="S", help="Stop after S seconds (a partial scan)."
+    ),
 ) -> int:
     """Scan a dataset file on this machine, as the probe does on a pod.
 
@@ -74,11 +80,15 @@ def check(
 def dedupe(
     in_path: str = typer.Argument(..., metavar="IN", help="The dataset to clean."),
     out_path: str = typer.Argument(..., metavar="OUT", help="Where to write the cleaned copy (same format as IN)."),
-    input_column: Optional[str] = typer.Option(None, "--input-column", metavar="NAME", help=_INPUT_HELP),
-    label_column: Optional[str] = typer.Option(None, "--label-column", metavar="NAME", help=_LABEL_HELP),
-    drop_conflicts: bool = typer.Option(False, "--drop-conflicts", help="Drop every row of an input that carries more than one label."),
+    input_column: str | None = typer.Option(None, "--input-column", metavar="NAME", help=_INPUT_HELP),
+    label_column: str | None = typer.Option(None, "--label-column", metavar="NAME", help=_LABEL_HELP),
+    drop_conflicts: bool = typer.Option(
+        False, "--drop-conflicts", help="Drop every row of an input that carries more than one label."
+    ),
     drop_missing: bool = typer.Option(False, "--drop-missing", help="Drop rows without their input or label."),
-    by_input: bool = typer.Option(False, "--by-input", help="Keep only the first row of each input, whatever its other fields."),
+    by_input: bool = typer.Option(
+        False, "--by-input", help="Keep only the first row of each input, whatever its other fields."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
 ) -> int:
     """Write a cleaned copy of IN: duplicate and unreadable rows removed.
@@ -86,8 +96,9 @@ def dedupe(
     The first occurrence of a row is kept; options also remove inputs with conflicting
     labels, rows with missing values, or repeated inputs. OUT has IN's format (gzip kept).
     """
-    result = dataset_tools.dedupe(in_path, out_path, input_column, label_column, drop_conflicts,
-                                  drop_missing=drop_missing, by_input=by_input)
+    result = dataset_tools.dedupe(
+        in_path, out_path, input_column, label_column, drop_conflicts, drop_missing=drop_missing, by_input=by_input
+    )
     if as_json:
         write_stdout(json.dumps(result.as_dict(), indent=2) + "\n")
         return 0
@@ -99,6 +110,8 @@ def dedupe(
         (result.unreadable_rows_skipped, "unreadable rows"),
     ]
     removed = "; ".join(f"{count:,} {what}" for count, what in dropped if count) or "nothing"
-    write_stdout(f"wrote {result.rows_written:,} of {result.rows_read + result.unreadable_rows_skipped:,} rows to "
-                 f"{result.output_path}; removed {removed}\n")
+    write_stdout(
+        f"wrote {result.rows_written:,} of {result.rows_read + result.unreadable_rows_skipped:,} rows to "
+        f"{result.output_path}; removed {removed}\n"
+    )
     return 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import socket
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -25,10 +24,10 @@ from computefence.cli.policy import (
     write_lock,
 )
 from computefence.connectors.local import LocalConnector
+from computefence.connectors.payload import probe_params
 from computefence.errors import ConfigError, ProbeOutputError
 from computefence.evaluate.environment import build_lock
 from computefence.models import CheckOptions, HostStatus, Target
-from computefence.payload import probe_params
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
 
@@ -38,32 +37,64 @@ _GRACE_S = 10.0
 
 @app.command(no_args_is_help=False)
 def doctor(
-    output_dir: Optional[str] = typer.Option(
-        None, "--output-dir", metavar="PATH", help="Where the job writes checkpoints (relative paths resolve from here, as the job's would)."
+    output_dir: str | None = typer.Option(
+        None,
+        "--output-dir",
+        metavar="PATH",
+        help="Where the job writes checkpoints (relative paths resolve from here, as the job's would).",
     ),
-    python: str = typer.Option("python3", "--python", metavar="PATH", help="The training interpreter; torch is checked in it."),
-    accelerate_config: Optional[str] = typer.Option(
-        None, "--accelerate-config", metavar="PATH", help="accelerate config file (default: accelerate's own search order)."
+    python: str = typer.Option(
+        "python3", "--python", metavar="PATH", help="The training interpreter; torch is checked in it."
     ),
-    dataset: Optional[str] = typer.Option(None, "--dataset", metavar="PATH", help="Training data to scan (jsonl, json, csv, tsv, parquet)."),
-    input_column: Optional[str] = typer.Option(None, "--input-column", metavar="NAME", help="Dataset column with the model input."),
-    label_column: Optional[str] = typer.Option(None, "--label-column", metavar="NAME", help="Dataset column with the label."),
+    accelerate_config: str | None = typer.Option(
+        None,
+        "--accelerate-config",
+        metavar="PATH",
+        help="accelerate config file (default: accelerate's own search order).",
+    ),
+    dataset: str | None = typer.Option(
+        None, "--dataset", metavar="PATH", help="Training data to scan (jsonl, json, csv, tsv, parquet)."
+    ),
+    input_column: str | None = typer.Option(
+        None, "--input-column", metavar="NAME", help="Dataset column with the model input."
+    ),
+    label_column: str | None = typer.Option(
+        None, "--label-column", metavar="NAME", help="Dataset column with the label."
+    ),
     expect_gpu: bool = typer.Option(False, "--expect-gpu", help="A machine without a usable GPU is a blocker."),
-    perf: bool = typer.Option(False, "--perf", help="Also measure the GPUs: matmul TFLOPS, PCIe copies, NCCL all-reduce "
-                                                    "(up to 20 s of load; skipped on GPUs other processes use)."),
+    perf: bool = typer.Option(
+        False,
+        "--perf",
+        help="Also measure the GPUs: matmul TFLOPS, PCIe copies, NCCL all-reduce "
+        "(up to 20 s of load; skipped on GPUs other processes use).",
+    ),
     fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
-    fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON",
-                                   help="Exit 1 on blockers only, or on warnings too."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."
+    ),
+    fail_on: FailOn = typer.Option(
+        FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON", help="Exit 1 on blockers only, or on warnings too."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
-    skip: List[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
-    only: List[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
-    timeout: float = typer.Option(30.0, "--timeout", min=1.0, metavar="SECONDS", envvar="COMPUTEFENCE_TIMEOUT", help="Deadline for the probe (most of it is the torch import)."),
+    skip: list[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
+    only: list[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
+    timeout: float = typer.Option(
+        30.0,
+        "--timeout",
+        min=1.0,
+        metavar="SECONDS",
+        envvar="COMPUTEFENCE_TIMEOUT",
+        help="Deadline for the probe (most of it is the torch import).",
+    ),
     policy: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     baseline: BaselineOpt = None,
-    snapshot: Optional[Path] = typer.Option(None, "--snapshot", metavar="FILE",
-                                            help="Also record this machine's environment as a baseline lock (see `fleet snapshot`)."),
+    snapshot: Path | None = typer.Option(
+        None,
+        "--snapshot",
+        metavar="FILE",
+        help="Also record this machine's environment as a baseline lock (see `fleet snapshot`).",
+    ),
 ) -> int:
     """Check this machine: storage that vanishes, CPU fallbacks, broken drivers, launch configs.
 
@@ -75,8 +106,12 @@ def doctor(
     lock, lock_file = resolve_baseline(baseline, loaded)
     evaluate.select_findings([], only=only, skip=skip, extra_checks=custom_ids(loaded))
     # `--output-dir "$CKPT"` with CKPT unset must not silently skip the check it asked for.
-    for flag, value in (("--output-dir", output_dir), ("--python", python), ("--accelerate-config", accelerate_config),
-                        ("--dataset", dataset)):
+    for flag, value in (
+        ("--output-dir", output_dir),
+        ("--python", python),
+        ("--accelerate-config", accelerate_config),
+        ("--dataset", dataset),
+    ):
         if value is not None and not value.strip():
             raise ConfigError(f"{flag} is empty; give a path")
     checks = CheckOptions(
@@ -93,8 +128,12 @@ def doctor(
     if effective is not None:
         checks = merge_checks(checks, effective)
     params = probe_params(checks, python=python, deadline_s=timeout, **(probe_extra(effective) if effective else {}))
-    connector = LocalConnector(timeout + _GRACE_S + (DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
-                               + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0))
+    connector = LocalConnector(
+        timeout
+        + _GRACE_S
+        + (DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
+        + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0)
+    )
     target = Target(name=name or "localhost", host="localhost", python=python, checks=checks)
 
     status_console = Console(stderr=True)
@@ -115,4 +154,3 @@ def doctor(
     report = report.model_copy(update={"policy": applied(loaded), "baseline": lock_file})
     emit(report, fmt.value, output, quiet=quiet)
     return evaluate.exit_code(report)
-

@@ -7,9 +7,10 @@ import contextlib
 import gc
 import signal
 import sys
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, List, Optional
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -31,13 +32,13 @@ from computefence.cli.targets import gather_targets, source_options, target_opti
 from computefence.connectors.interface import Connector, check_targets
 from computefence.errors import ConfigError
 from computefence.files import write_output
-from computefence.gate import HEALTHY_FORMATS, check_gate_path, healthy_file
 from computefence.models import HostReport, HostStatus, SourceStatus, Target
-from computefence.notify import NOTIFY_FORMATS, NOTIFY_ON, alert_settings
+from computefence.operations.gate import HEALTHY_FORMATS, check_gate_path, healthy_file
+from computefence.operations.notify import NOTIFY_FORMATS, NOTIFY_ON, alert_settings
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
-from computefence.sources.selection import parse_shard, select_shard
 from computefence.sources import TargetSelection
+from computefence.sources.selection import parse_shard, select_shard
 
 if TYPE_CHECKING:
     from computefence.connectors.ssh import RunOptions
@@ -64,79 +65,145 @@ def check(
     ctx: typer.Context,
     selection: TargetSelection = TargetSelection(),
     demo: bool = typer.Option(False, "--demo", help="Start a small simulated fleet on loopback and check it."),
-    replay: Optional[Path] = typer.Option(None, "--replay", metavar="DIR", hidden=True,
-                                          help="Serve the pods and probe outputs recorded in DIR instead of "
-                                               "contacting any pod (tests, demos)."),
-    concurrency: int = typer.Option(256, "--concurrency", min=1, metavar="N", envvar="COMPUTEFENCE_CONCURRENCY",
-                                    help="Pods checked at once.",
-                                    rich_help_panel=_RUN),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, metavar="SECONDS",
-                                          help="Time to connect, handshake and log in.", rich_help_panel=_RUN),
-    timeout: float = typer.Option(60.0, "--timeout", min=1.0, metavar="SECONDS", envvar="COMPUTEFENCE_TIMEOUT",
-                                  help="Deadline per pod, connecting included; the probe is killed on the pod past it.",
-                                  rich_help_panel=_RUN),
-    accept_new: bool = typer.Option(False, "--accept-new",
-                                    help="Trust the host key of a pod seen for the first time (recorded in "
-                                         "ComputeFence's own known_hosts); a changed key is still refused.",
-                                    rich_help_panel=_RUN),
-    insecure_no_host_key_check: bool = typer.Option(False, "--insecure-no-host-key-check",
-                                                    help="Do not verify host keys at all (unsafe).",
-                                                    rich_help_panel=_RUN),
-    known_hosts: List[Path] = typer.Option([], "--known-hosts", metavar="FILE", envvar="COMPUTEFENCE_KNOWN_HOSTS",
-                                           help="Another known_hosts file to trust (repeatable).",
-                                           rich_help_panel=_RUN),
+    replay: Path | None = typer.Option(
+        None,
+        "--replay",
+        metavar="DIR",
+        hidden=True,
+        help="Serve the pods and probe outputs recorded in DIR instead of contacting any pod (tests, demos).",
+    ),
+    concurrency: int = typer.Option(
+        256,
+        "--concurrency",
+        min=1,
+        metavar="N",
+        envvar="COMPUTEFENCE_CONCURRENCY",
+        help="Pods checked at once.",
+        rich_help_panel=_RUN,
+    ),
+    connect_timeout: float = typer.Option(
+        10.0,
+        "--connect-timeout",
+        min=0.1,
+        metavar="SECONDS",
+        help="Time to connect, handshake and log in.",
+        rich_help_panel=_RUN,
+    ),
+    timeout: float = typer.Option(
+        60.0,
+        "--timeout",
+        min=1.0,
+        metavar="SECONDS",
+        envvar="COMPUTEFENCE_TIMEOUT",
+        help="Deadline per pod, connecting included; the probe is killed on the pod past it.",
+        rich_help_panel=_RUN,
+    ),
+    accept_new: bool = typer.Option(
+        False,
+        "--accept-new",
+        help="Trust the host key of a pod seen for the first time (recorded in "
+        "ComputeFence's own known_hosts); a changed key is still refused.",
+        rich_help_panel=_RUN,
+    ),
+    insecure_no_host_key_check: bool = typer.Option(
+        False, "--insecure-no-host-key-check", help="Do not verify host keys at all (unsafe).", rich_help_panel=_RUN
+    ),
+    known_hosts: list[Path] = typer.Option(
+        [],
+        "--known-hosts",
+        metavar="FILE",
+        envvar="COMPUTEFENCE_KNOWN_HOSTS",
+        help="Another known_hosts file to trust (repeatable).",
+        rich_help_panel=_RUN,
+    ),
     fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
-                                          help="Write the report here (atomically) instead of stdout."),
-    fail_on: FailOn = typer.Option(FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON",
-                                   help="Exit 1 on blockers only, or on warnings too."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."
+    ),
+    fail_on: FailOn = typer.Option(
+        FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON", help="Exit 1 on blockers only, or on warnings too."
+    ),
     group_by: GroupBy = typer.Option("check", "--group-by", help=GROUP_BY_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
-    allow_unreachable: bool = typer.Option(False, "--allow-unreachable",
-                                           help="A pod that could not be checked does not fail the run."),
-    skip: List[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
-    only: List[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
-    perf: bool = typer.Option(False, "--perf", help="Also measure every pod's GPUs: matmul TFLOPS, PCIe copies, NCCL "
-                                                    "all-reduce (up to 20 s of load per pod; skipped on pods whose "
-                                                    "GPUs other processes use)."),
+    allow_unreachable: bool = typer.Option(
+        False, "--allow-unreachable", help="A pod that could not be checked does not fail the run."
+    ),
+    skip: list[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
+    only: list[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
+    perf: bool = typer.Option(
+        False,
+        "--perf",
+        help="Also measure every pod's GPUs: matmul TFLOPS, PCIe copies, NCCL "
+        "all-reduce (up to 20 s of load per pod; skipped on pods whose "
+        "GPUs other processes use).",
+    ),
     policy: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     baseline: BaselineOpt = None,
     # ---- fleet operations: launch gate, history, alerts, shards
-    healthy_out: Optional[Path] = typer.Option(None, "--healthy-out", metavar="FILE",
-                                               help="Write the pods a job can start on here (atomically, also "
-                                                    "when the run exits 1; empty when none is ready).",
-                                               rich_help_panel=_OPS),
-    healthy_format: HealthyFormat = typer.Option("names", "--healthy-format",
-                                                 help="names (one a line), ssh (user@host -p port), inventory "
-                                                      "(YAML of just those pods) or json.",
-                                                 rich_help_panel=_OPS),
-    history: Optional[Path] = typer.Option(None, "--history", metavar="DIR",
-                                           help="Keep each run's JSON in DIR and lead the report with what "
-                                                "changed since the last run there.",
-                                           rich_help_panel=_OPS),
-    keep: int = typer.Option(200, "--keep", min=1, metavar="N", help="Runs kept in --history.",
-                             rich_help_panel=_OPS),
-    history_wait: float = typer.Option(60.0, "--history-wait", min=0.0, metavar="SECONDS",
-                                       help="How long to wait for another run holding --history, then give up.",
-                                       rich_help_panel=_OPS),
-    shard: Optional[str] = typer.Option(None, "--shard", metavar="I/N", parser=parse_shard,
-                                        help="Check only the I-th of N slices of the targets (by a stable hash "
-                                             "of each name); join the reports with `computefence report merge`.",
-                                        rich_help_panel=_OPS),
-    notify: List[str] = typer.Option([], "--notify", metavar="URL", envvar="COMPUTEFENCE_NOTIFY", show_envvar=True,
-                                     help="POST a message to this webhook (Slack, Mattermost or any; repeatable). "
-                                          "The URL is a secret: never printed; prefer the env var to argv.",
-                                     rich_help_panel=_OPS),
-    notify_on: Optional[NotifyOn] = typer.Option(None, "--notify-on",
-                                                 help="change (new or cleared blockers, pods lost or back; needs "
-                                                      "--history, the default with it), block (the run fails; "
-                                                      "the default without) or always.",
-                                                 rich_help_panel=_OPS),
-    notify_format: Optional[NotifyFormat] = typer.Option(None, "--notify-format",
-                                                         help="slack (text + blocks; the default) or json "
-                                                              "(summary and changes).",
-                                                         rich_help_panel=_OPS),
+    healthy_out: Path | None = typer.Option(
+        None,
+        "--healthy-out",
+        metavar="FILE",
+        help="Write the pods a job can start on here (atomically, also "
+        "when the run exits 1; empty when none is ready).",
+        rich_help_panel=_OPS,
+    ),
+    healthy_format: HealthyFormat = typer.Option(
+        "names",
+        "--healthy-format",
+        help="names (one a line), ssh (user@host -p port), inventory (YAML of just those pods) or json.",
+        rich_help_panel=_OPS,
+    ),
+    history: Path | None = typer.Option(
+        None,
+        "--history",
+        metavar="DIR",
+        help="Keep each run's JSON in DIR and lead the report with what changed since the last run there.",
+        rich_help_panel=_OPS,
+    ),
+    keep: int = typer.Option(200, "--keep", min=1, metavar="N", help="Runs kept in --history.", rich_help_panel=_OPS),
+    history_wait: float = typer.Option(
+        60.0,
+        "--history-wait",
+        min=0.0,
+        metavar="SECONDS",
+        help="How long to wait for another run holding --history, then give up.",
+        rich_help_panel=_OPS,
+    ),
+    shard: str | None = typer.Option(
+        None,
+        "--shard",
+        metavar="I/N",
+        parser=parse_shard,
+        help="Check only the I-th of N slices of the targets (by a stable hash "
+        "of each name); join the reports with `computefence report merge`.",
+        rich_help_panel=_OPS,
+    ),
+    notify: list[str] = typer.Option(
+        [],
+        "--notify",
+        metavar="URL",
+        envvar="COMPUTEFENCE_NOTIFY",
+        show_envvar=True,
+        help="POST a message to this webhook (Slack, Mattermost or any; repeatable). "
+        "The URL is a secret: never printed; prefer the env var to argv.",
+        rich_help_panel=_OPS,
+    ),
+    notify_on: NotifyOn | None = typer.Option(
+        None,
+        "--notify-on",
+        help="change (new or cleared blockers, pods lost or back; needs "
+        "--history, the default with it), block (the run fails; "
+        "the default without) or always.",
+        rich_help_panel=_OPS,
+    ),
+    notify_format: NotifyFormat | None = typer.Option(
+        None,
+        "--notify-format",
+        help="slack (text + blocks; the default) or json (summary and changes).",
+        rich_help_panel=_OPS,
+    ),
 ) -> int:
     """Check every pod over SSH in parallel and print one fleet report.
 
@@ -170,11 +237,16 @@ def check(
     )
     if healthy_out is not None:
         check_gate_path(healthy_out)
-    alerts = alert_settings(notify, notify_on and notify_on.value, notify_format and notify_format.value,
-                            loaded.policy.notify if loaded is not None else None, history=history is not None)
+    alerts = alert_settings(
+        notify,
+        notify_on and notify_on.value,
+        notify_format and notify_format.value,
+        loaded.policy.notify if loaded is not None else None,
+        history=history is not None,
+    )
     run_history = None
     if history is not None:
-        from computefence.history import open_history  # fcntl: POSIX only
+        from computefence.operations.history import open_history  # fcntl: POSIX only
 
         run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
     with _targets(demo, replay, selection) as (targets, sources):
@@ -185,8 +257,9 @@ def check(
         targets, policies = apply_to_targets(targets, loaded)
         if perf:
             targets = [t.model_copy(update={"checks": t.checks.model_copy(update={"perf": True})}) for t in targets]
-        hosts, interrupted = asyncio.run(_probe_all(targets, _connector(targets, options, replay), options.probe_params,
-                                                    quiet=quiet))
+        hosts, interrupted = asyncio.run(
+            _probe_all(targets, _connector(targets, options, replay), options.probe_params, quiet=quiet)
+        )
     if not interrupted and not demo and replay is None:
         hosts = _mark_vanished(targets, hosts, selection.api_url)
 
@@ -195,8 +268,9 @@ def check(
             findings = evaluate.evaluate_host(host.facts, target.checks, target.provider, policies.get(target.name))
             hosts[index] = host.model_copy(update={"findings": findings})
     hosts = evaluate.finish_hosts(hosts, policies, lock, only=only, skip=skip)
-    report = evaluate.build_report(hosts, kind="fleet", sources=sources, fail_on=fail_on.severity,
-                                   allow_unreachable=allow_unreachable)
+    report = evaluate.build_report(
+        hosts, kind="fleet", sources=sources, fail_on=fail_on.severity, allow_unreachable=allow_unreachable
+    )
     report = report.model_copy(update={"policy": applied(loaded), "baseline": lock_file})
     if run_history is not None and not interrupted:
         report = run_history.with_changes(report)
@@ -215,10 +289,15 @@ def check(
             alerts.send(report)
     if interrupted:
         cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
-        kept = [f"{flag} {path}" for flag, path in (("--output", output), ("--healthy-out", healthy_out),
-                                                    ("--history", history)) if path is not None]
+        kept = [
+            f"{flag} {path}"
+            for flag, path in (("--output", output), ("--healthy-out", healthy_out), ("--history", history))
+            if path is not None
+        ]
         unwritten = f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""
-        print(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked{unwritten}", file=sys.stderr)
+        print(
+            f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked{unwritten}", file=sys.stderr
+        )
         return EXIT_INTERRUPTED
     return evaluate.exit_code(report)
 
@@ -236,16 +315,23 @@ def _mark_vanished(targets: list[Target], hosts: list[HostReport], api_url: str 
 
     gone = recheck_vanished(suspects, api_url)
     return [
-        host.model_copy(update={"status": HostStatus.VANISHED, "reason": gone[target.name],
-                                "fix": evaluate.status_fix(target, HostStatus.VANISHED)})
-        if target.name in gone else host
+        host.model_copy(
+            update={
+                "status": HostStatus.VANISHED,
+                "reason": gone[target.name],
+                "fix": evaluate.status_fix(target, HostStatus.VANISHED),
+            }
+        )
+        if target.name in gone
+        else host
         for target, host in zip(targets, hosts)
     ]
 
 
 @contextlib.contextmanager
-def _targets(demo: bool, replay: Path | None,
-             selection: TargetSelection) -> Iterator[tuple[list[Target], list[SourceStatus]]]:
+def _targets(
+    demo: bool, replay: Path | None, selection: TargetSelection
+) -> Iterator[tuple[list[Target], list[SourceStatus]]]:
     if not demo and replay is None:
         yield gather_targets(selection)
         return
@@ -259,8 +345,10 @@ def _targets(demo: bool, replay: Path | None,
         from computefence.connectors.replay import load_recordings
 
         recorded = [recording.target for recording in load_recordings(replay)]
-        yield (select_targets(recorded, limit=selection.limit, tags=selection.tags),
-               [SourceStatus(name="replay", targets=len(recorded))])
+        yield (
+            select_targets(recorded, limit=selection.limit, tags=selection.tags),
+            [SourceStatus(name="replay", targets=len(recorded))],
+        )
         return
     from computefence.demo.fleet import demo_fleet
 
@@ -275,7 +363,6 @@ def _connector(targets: list[Target], options: RunOptions, replay: Path | None) 
 
         return ReplayConnector(load_recordings(replay))
     from computefence.connectors.ssh import SshConnector
-
     from computefence.sources import check_before_connecting
 
     # A missing key, an unknown -H alias or an unreadable known_hosts file is a configuration
@@ -286,8 +373,9 @@ def _connector(targets: list[Target], options: RunOptions, replay: Path | None) 
     return connector
 
 
-async def _probe_all(targets: list[Target], connector: Connector,
-                     extra_params: dict, quiet: bool = False) -> tuple[list[HostReport], bool]:
+async def _probe_all(
+    targets: list[Target], connector: Connector, extra_params: dict, quiet: bool = False
+) -> tuple[list[HostReport], bool]:
     """Probe with a live progress line (per-pod lines when not on a terminal, none when
     quiet); Ctrl-C stops the run and keeps what finished."""
     loop = asyncio.get_running_loop()
@@ -335,7 +423,9 @@ def ensure_open_files(concurrency: int) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = concurrency + 64
     if soft != resource.RLIM_INFINITY and soft < wanted:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
+        resource.setrlimit(
+            resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard)
+        )
 
 
 class _ProgressLine:
@@ -349,10 +439,15 @@ class _ProgressLine:
         self._progress: Progress | None = None
         self._task = None
 
-    def __enter__(self) -> "_ProgressLine":
+    def __enter__(self) -> _ProgressLine:
         if self.live:
-            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                                      console=self.console, transient=True)
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
             self._progress.start()
             self._task = self._progress.add_task(self._text(), total=self.total)
         return self
@@ -376,4 +471,3 @@ class _ProgressLine:
             return
         outcome = "checked" if host.status is HostStatus.OK else f"{host.status.value}: {host.reason}"
         print(f"computefence: [{self.done}/{self.total}] {host.name}: {outcome}", file=sys.stderr, flush=True)
-

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -15,9 +15,9 @@ from computefence.cli.app import app
 from computefence.cli.output import write_stdout
 from computefence.cli.targets import gather_targets, target_options
 from computefence.errors import ConfigError, SourceError
+from computefence.files import write_output
 from computefence.models import SourceStatus, Target, TargetList
 from computefence.render.columns import Column, fit_table, wrap
-from computefence.files import write_output
 from computefence.sources import TargetSelection
 from computefence.sources.export import EXPORT_FORMATS
 
@@ -82,11 +82,15 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
         # terminal python, tags, source and via go first (see render/columns.py).
         columns = {
             "target": (Column("target"), lambda t: Text(t.name)),
-            "reached as": (Column("reached as"),
-                           lambda t: Text(reached_as(t)) if not t.unreachable_reason else Text("not checkable", style="red")),
+            "reached as": (
+                Column("reached as"),
+                lambda t: Text(reached_as(t)) if not t.unreachable_reason else Text("not checkable", style="red"),
+            ),
             "via": (Column("via", breaks=" ", drop=4), lambda t: Text(proxy_text(t))),
-            "identity": (Column("identity", "key", breaks=", "),
-                         lambda t: Text(", ".join(_home_short(p) for p in t.identity_files) or "ssh default")),
+            "identity": (
+                Column("identity", "key", breaks=", "),
+                lambda t: Text(", ".join(_home_short(p) for p in t.identity_files) or "ssh default"),
+            ),
             "python": (Column("python", drop=1), lambda t: Text(t.python)),
             "tags": (Column("tags", breaks=", ", drop=2), lambda t: Text(", ".join(t.tags))),
             "source": (Column("source", drop=3), lambda t: Text(t.source or "")),
@@ -154,7 +158,9 @@ def export_targets(
     fmt: Annotated[
         ExportFormat, typer.Option("--format", "-f", help="yaml (a ComputeFence inventory) or ssh-config.")
     ] = ExportFormat("yaml"),
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here (atomically) instead of stdout.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here (atomically) instead of stdout.")
+    ] = None,
 ) -> int:
     """Write the targets as a ComputeFence inventory or an ssh_config block. Refuses if a source failed."""
     targets, sources = gather_targets(selection)
@@ -168,7 +174,9 @@ def export_targets(
         raise ConfigError(f"nothing to export: {what}")
     text = EXPORT_FORMATS[fmt.value](targets)
     if skipped:
-        print(f"computefence: left out {skipped} target(s) that cannot be checked (listed in the header)", file=sys.stderr)
+        print(
+            f"computefence: left out {skipped} target(s) that cannot be checked (listed in the header)", file=sys.stderr
+        )
     if output is None:
         write_stdout(text)
     else:

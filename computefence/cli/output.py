@@ -10,8 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from computefence.models import Report, Severity
 from computefence.files import write_output
+from computefence.models import Report, Severity
 from computefence.render import FORMATS, render_pieces
 from computefence.render.terminal import GROUP_BY
 
@@ -20,7 +20,9 @@ OutputFormat = Enum("OutputFormat", {name: name for name in FORMATS}, type=str)
 
 
 GroupBy = Enum("GroupBy", {name: name for name in GROUP_BY}, type=str)
-GROUP_BY_HELP = "check: each finding once with the pods it hits; pod: each pod with its fixes in order (rich, markdown)."
+GROUP_BY_HELP = (
+    "check: each finding once with the pods it hits; pod: each pod with its fixes in order (rich, markdown)."
+)
 QUIET_HELP = "Only the verdict and what is not ready (for cron mail; rich output)."
 
 
@@ -35,8 +37,12 @@ class FailOn(str, Enum):
 
 def emit(report: Report, fmt: str, output: Path | None, *, group_by: str = "check", quiet: bool = False) -> None:
     """Render `report` and write it to `output` (atomically) or to stdout."""
-    emit_text(lambda **style: render_pieces(report, fmt, group_by=group_by, quiet=quiet, **style), fmt, output,
-              what=f"the {fmt} report")
+    emit_text(
+        lambda **style: render_pieces(report, fmt, group_by=group_by, quiet=quiet, **style),
+        fmt,
+        output,
+        what=f"the {fmt} report",
+    )
 
 
 def emit_text(render_text: Callable[..., str | Iterable[str]], fmt: str, output: Path | None, *, what: str) -> None:

@@ -8,7 +8,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 import yaml
@@ -18,7 +18,7 @@ from computefence.cli.output import write_stdout
 from computefence.cli.targets import gather_targets, source_options, target_options
 from computefence.errors import ConfigError
 from computefence.files import read_config_bytes, write_output
-from computefence.models import AppliedFile, BaselineLock, BASELINE_SCHEMA_VERSION, CheckOptions, Facts, Target
+from computefence.models import BASELINE_SCHEMA_VERSION, AppliedFile, BaselineLock, CheckOptions, Facts, Target
 from computefence.policy import (
     ENV_VAR,
     POLICY_FILE,
@@ -32,21 +32,34 @@ from computefence.sources import TargetSelection
 
 _PANEL = "Policy"
 PolicyOpt = Annotated[
-    Optional[Path],
-    typer.Option("--policy", metavar="FILE", envvar=ENV_VAR, rich_help_panel=_PANEL,
-                 help=f"The job's policy (default: {POLICY_FILE} here or in a parent folder, up to the repository root or $HOME)."),
+    Path | None,
+    typer.Option(
+        "--policy",
+        metavar="FILE",
+        envvar=ENV_VAR,
+        rich_help_panel=_PANEL,
+        help=f"The job's policy (default: {POLICY_FILE} here or in a parent folder, up to the repository root or $HOME).",
+    ),
 ]
 NoPolicyOpt = Annotated[bool, typer.Option("--no-policy", rich_help_panel=_PANEL, help=f"Ignore any {POLICY_FILE}.")]
 BaselineOpt = Annotated[
-    Optional[Path],
-    typer.Option("--baseline", metavar="FILE", rich_help_panel=_PANEL,
-                 help="A lock from `fleet snapshot`: each pod gets an env.drift finding naming what moved (default: the policy's `baseline:`)."),
+    Path | None,
+    typer.Option(
+        "--baseline",
+        metavar="FILE",
+        rich_help_panel=_PANEL,
+        help="A lock from `fleet snapshot`: each pod gets an env.drift finding naming what moved (default: the policy's `baseline:`).",
+    ),
 ]
 # A lock of 1000 pods' disagreements is well under this.
 MAX_LOCK_BYTES = 16 * 2**20
 
-policy_app = typer.Typer(name="policy", help=f"Write or inspect the job's policy ({POLICY_FILE}).", no_args_is_help=True,
-                         context_settings={"help_option_names": ["-h", "--help"]})
+policy_app = typer.Typer(
+    name="policy",
+    help=f"Write or inspect the job's policy ({POLICY_FILE}).",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 app.add_typer(policy_app, name="policy")
 
 
@@ -76,18 +89,26 @@ def probe_extra(policy: EffectivePolicy) -> dict:
     if policy.package_names():
         extra["packages"] = policy.package_names()
     if policy.custom:
-        extra["custom"] = [{"id": c.id, "run": c.run, "timeout": c.timeout, "stdout_matches": c.expect.stdout_matches}
-                           for c in policy.custom]
+        extra["custom"] = [
+            {"id": c.id, "run": c.run, "timeout": c.timeout, "stdout_matches": c.expect.stdout_matches}
+            for c in policy.custom
+        ]
     return extra
 
 
-def apply_to_targets(targets: list[Target], loaded: LoadedPolicy | None) -> tuple[list[Target], dict[str, EffectivePolicy]]:
+def apply_to_targets(
+    targets: list[Target], loaded: LoadedPolicy | None
+) -> tuple[list[Target], dict[str, EffectivePolicy]]:
     """Targets with the policy's checks and probe parameters, and each one's effective policy."""
     if loaded is None:
         return targets, {}
     policies = {t.name: loaded.policy.for_target(t.name, t.tags) for t in targets}
-    prepared = [t.model_copy(update={"checks": merge_checks(t.checks, policies[t.name]),
-                                     "probe_extra": probe_extra(policies[t.name])}) for t in targets]
+    prepared = [
+        t.model_copy(
+            update={"checks": merge_checks(t.checks, policies[t.name]), "probe_extra": probe_extra(policies[t.name])}
+        )
+        for t in targets
+    ]
     return prepared, policies
 
 
@@ -108,8 +129,10 @@ def load_baseline(path: Path) -> tuple[BaselineLock, AppliedFile]:
         first = errors()[0]["msg"] if callable(errors) else str(exc)
         raise ConfigError(f"{path}: not a computefence baseline lock ({' '.join(str(first).split())})") from None
     if lock.schema_version > BASELINE_SCHEMA_VERSION:
-        raise ConfigError(f"{path} has schema_version {lock.schema_version}; this computefence reads up to "
-                          f"{BASELINE_SCHEMA_VERSION} (upgrade it)")
+        raise ConfigError(
+            f"{path} has schema_version {lock.schema_version}; this computefence reads up to "
+            f"{BASELINE_SCHEMA_VERSION} (upgrade it)"
+        )
     return lock, AppliedFile(path=str(path), sha256=hashlib.sha256(raw).hexdigest())
 
 
@@ -118,8 +141,10 @@ def resolve_baseline(path: Path | None, loaded: LoadedPolicy | None) -> tuple[Ba
     if path is None and loaded is not None:
         path = loaded.baseline_path
         if path is not None and not path.exists():
-            raise ConfigError(f"{loaded.path}: baseline {loaded.policy.baseline} not found at {path} "
-                              "(take one with `computefence fleet snapshot -o FILE`)")
+            raise ConfigError(
+                f"{loaded.path}: baseline {loaded.policy.baseline} not found at {path} "
+                "(take one with `computefence fleet snapshot -o FILE`)"
+            )
     if path is None:
         return None, None
     return load_baseline(path)
@@ -141,8 +166,11 @@ def _spec_text(value: Any) -> Any:
 def effective_document(policy: EffectivePolicy) -> dict:
     """The effective policy as a user would write it (only what is set)."""
     data = policy.model_dump(exclude_defaults=True, exclude={"hardware", "custom"})
-    hardware = {k: _spec_text(getattr(policy.hardware, k)) for k in type(policy.hardware).model_fields
-                if getattr(policy.hardware, k) is not None}
+    hardware = {
+        k: _spec_text(getattr(policy.hardware, k))
+        for k in type(policy.hardware).model_fields
+        if getattr(policy.hardware, k) is not None
+    }
     if hardware:
         data["hardware"] = hardware
     if policy.checks.model_dump(exclude_defaults=True):
@@ -175,18 +203,27 @@ def show(
     targets: list[Target] = []
     if selected:
         targets, _ = gather_targets(selection)
-    entries = [("(any target)", [], loaded.policy.for_target("", []))] if not targets else [
-        (t.name, t.tags, loaded.policy.for_target(t.name, t.tags)) for t in targets]
+    entries = (
+        [("(any target)", [], loaded.policy.for_target("", []))]
+        if not targets
+        else [(t.name, t.tags, loaded.policy.for_target(t.name, t.tags)) for t in targets]
+    )
     if fmt == "json":
-        document = {"policy": loaded.path, "sha256": loaded.sha256,
-                    "targets": [{"name": n, "tags": tags, "policy": effective_document(p)} for n, tags, p in entries]}
+        document = {
+            "policy": loaded.path,
+            "sha256": loaded.sha256,
+            "targets": [{"name": n, "tags": tags, "policy": effective_document(p)} for n, tags, p in entries],
+        }
         write_stdout(json.dumps(document, indent=2) + "\n")
         return 0
     lines = [f"# policy {loaded.path} (sha256 {loaded.sha256[:12]})"]
     for name, tags, effective in entries:
         tag_text = f" (tags: {', '.join(tags)})" if tags else ""
-        lines += ["", f"# --- {name}{tag_text}", yaml.safe_dump(effective_document(effective), sort_keys=False,
-                                                                 allow_unicode=True).rstrip()]
+        lines += [
+            "",
+            f"# --- {name}{tag_text}",
+            yaml.safe_dump(effective_document(effective), sort_keys=False, allow_unicode=True).rstrip(),
+        ]
     write_stdout("\n".join(lines) + "\n")
     return 0
 
@@ -224,19 +261,19 @@ def starter_policy(facts: Facts, source: str) -> str:
         "# Checked by `computefence doctor` and `computefence fleet check`; `computefence policy show` prints",
         "# what applies to each pod.",
         "",
-        "requirements:            # PEP 440 specifiers; \"*\" means installed, any version",
+        'requirements:            # PEP 440 specifiers; "*" means installed, any version',
     ]
     for name, spec, note in requirements:
         lines.append(f"  {_q(name)}: {_q(spec)}" + (f"  # {note}" if note else ""))
     if not requirements:
-        lines[-1] = "requirements: {}         # e.g. transformers: \">=4.48\""
+        lines[-1] = 'requirements: {}         # e.g. transformers: ">=4.48"'
     lines += ["", "hardware:"]
     hardware = []
     if gpu.gpus:
         names = sorted({g.name for g in gpu.gpus})
         if len(names) == 1:
-            hardware.append(f"  gpu_model: {_q(names[0])}    # a glob on nvidia-smi's name, e.g. \"*H100*\"")
-        hardware.append(f"  gpu_count: {len(gpu.gpus)}              # or \">=2\"")
+            hardware.append(f'  gpu_model: {_q(names[0])}    # a glob on nvidia-smi\'s name, e.g. "*H100*"')
+        hardware.append(f'  gpu_count: {len(gpu.gpus)}              # or ">=2"')
         memory = [g.memory_total_mib for g in gpu.gpus if g.memory_total_mib]
         if memory:
             hardware.append(f"  gpu_memory_gb: {_q('>=' + str(int(min(memory) * 2**20 / 1e9)))}")
@@ -251,10 +288,10 @@ def starter_policy(facts: Facts, source: str) -> str:
         "# checks: {output_dir: /workspace/ckpt}",
         "# custom:                 # your own pre-flight commands, run with `sh -c` on each pod",
         "#   - id: wandb-login",
-        "#     run: \"wandb status\"",
-        "#     expect: {exit: 0, stdout_matches: \"Logged in\"}",
+        '#     run: "wandb status"',
+        '#     expect: {exit: 0, stdout_matches: "Logged in"}',
         "#     severity: block",
-        "#     fix: \"wandb login\"",
+        '#     fix: "wandb login"',
         "#     timeout: 10",
         "# overrides:              # per tag or name pattern, merged over the above",
         "#   - match: {tag: train-8x}",
@@ -290,11 +327,19 @@ def _report_facts(path: Path, pod: str | None) -> tuple[Facts, str]:
 
 @policy_app.command("init")
 def init(
-    from_report: Optional[Path] = typer.Option(None, "--from", metavar="REPORT.json",
-                                               help="Start from a saved report (`--format json`) instead of this machine."),
-    pod: Optional[str] = typer.Option(None, "--pod", metavar="NAME", help="With --from: the pod to start from (default: the first checked)."),
+    from_report: Path | None = typer.Option(
+        None,
+        "--from",
+        metavar="REPORT.json",
+        help="Start from a saved report (`--format json`) instead of this machine.",
+    ),
+    pod: str | None = typer.Option(
+        None, "--pod", metavar="NAME", help="With --from: the pod to start from (default: the first checked)."
+    ),
     python: str = typer.Option("python3", "--python", metavar="PATH", help="The training interpreter on this machine."),
-    output: Path = typer.Option(Path(POLICY_FILE), "--output", "-o", metavar="FILE", help="Where to write it ('-' for stdout)."),
+    output: Path = typer.Option(
+        Path(POLICY_FILE), "--output", "-o", metavar="FILE", help="Where to write it ('-' for stdout)."
+    ),
     force: bool = typer.Option(False, "--force", help="Replace an existing file."),
 ) -> int:
     """Write a commented starter policy whose requirements are true of this machine (or a saved report's pod)."""
@@ -306,7 +351,7 @@ def init(
         if pod is not None:
             raise ConfigError("--pod needs --from REPORT.json")
         from computefence.connectors.local import probe_local
-        from computefence.payload import probe_params
+        from computefence.connectors.payload import probe_params
 
         facts = asyncio.run(probe_local(probe_params(CheckOptions(), python=python, deadline_s=30.0), 40.0))
         source = f"this machine ({facts.identity.hostname or 'localhost'})"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from pydantic import ValidationError
@@ -48,7 +47,9 @@ app.add_typer(report_app, name="report")
 def report_command(
     path: Path = typer.Argument(..., metavar="FILE.json", help="A report saved with --format json."),
     fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."
+    ),
     group_by: GroupBy = typer.Option("check", "--group-by", help=GROUP_BY_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     policy: PolicyOpt = None,
@@ -63,9 +64,13 @@ def report_command(
     report = load_report(path)
     if loaded is not None and (report.policy is None or report.policy.sha256 != loaded.sha256):
         hosts = [evaluate.reapply_policy(h, loaded.policy.for_target(h.name, h.tags)) for h in report.hosts]
-        report = report.model_copy(update={
-            "hosts": hosts, "policy": applied(loaded),
-            "summary": summarize(hosts, report.sources, allow_unreachable=report.allow_unreachable)})
+        report = report.model_copy(
+            update={
+                "hosts": hosts,
+                "policy": applied(loaded),
+                "summary": summarize(hosts, report.sources, allow_unreachable=report.allow_unreachable),
+            }
+        )
     emit(report, fmt.value, output, group_by=group_by.value, quiet=quiet)
     return evaluate.exit_code(report)
 
@@ -78,8 +83,9 @@ def diff_command(
     old: Path = typer.Argument(..., metavar="OLD.json", help="The earlier report."),
     new: Path = typer.Argument(..., metavar="NEW.json", help="The later report."),
     fmt: ChangesFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
-                                          help="Write the changes here (atomically) instead of stdout."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write the changes here (atomically) instead of stdout."
+    ),
 ) -> int:
     """What changed from OLD to NEW; exits 1 when NEW has blockers OLD did not."""
     earlier, later = load_report(old), load_report(new)
@@ -90,10 +96,11 @@ def diff_command(
 
 @report_app.command("merge")
 def merge_command(
-    paths: List[Path] = typer.Argument(..., metavar="SHARD.json...", help="Reports of `fleet check --shard I/N`."),
+    paths: list[Path] = typer.Argument(..., metavar="SHARD.json...", help="Reports of `fleet check --shard I/N`."),
     fmt: OutputFormat = typer.Option("json", "--format", "-f", help="Output format."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE",
-                                          help="Write the merged report here (atomically) instead of stdout."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write the merged report here (atomically) instead of stdout."
+    ),
 ) -> int:
     """Join shard reports into one fleet report; exits 1 when the merged run has blockers."""
     merged = merge_reports([(str(path), load_report(path)) for path in paths])

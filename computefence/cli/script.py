@@ -6,14 +6,16 @@ import typer
 
 from computefence.cli.app import app
 from computefence.cli.output import write_stdout
+from computefence.connectors.payload import probe_params, probe_payload
 from computefence.errors import ConfigError
 from computefence.models import CheckOptions
-from computefence.payload import probe_params, probe_payload
 
 
 @app.command("probe")
 def probe_command(
-    print_script: bool = typer.Option(False, "--print", help="Write the probe script (default parameters embedded) to stdout."),
+    print_script: bool = typer.Option(
+        False, "--print", help="Write the probe script (default parameters embedded) to stdout."
+    ),
 ) -> None:
     """The zero-dependency probe: `computefence probe --print > probe.py; ssh pod python3 - < probe.py`.
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -23,15 +22,22 @@ from computefence.sources import TargetSelection
 @fleet_app.command("snapshot", no_args_is_help=False)
 @target_options
 def snapshot(
-    output: Path = typer.Option(..., "--output", "-o", metavar="FILE", help="Where to write the lock, e.g. computefence.lock.json."),
-    from_pod: Optional[str] = typer.Option(None, "--from", metavar="POD",
-                                           help="Take this pod's values as the baseline (default: each field's majority)."),
+    output: Path = typer.Option(
+        ..., "--output", "-o", metavar="FILE", help="Where to write the lock, e.g. computefence.lock.json."
+    ),
+    from_pod: str | None = typer.Option(
+        None, "--from", metavar="POD", help="Take this pod's values as the baseline (default: each field's majority)."
+    ),
     selection: TargetSelection = TargetSelection(),
     demo: bool = typer.Option(False, "--demo", help="Snapshot the simulated demo fleet."),
     concurrency: int = typer.Option(256, "--concurrency", min=1, metavar="N", help="Pods probed at once."),
-    timeout: float = typer.Option(60.0, "--timeout", min=1.0, metavar="SECONDS", help="Deadline per pod, connecting included."),
+    timeout: float = typer.Option(
+        60.0, "--timeout", min=1.0, metavar="SECONDS", help="Deadline per pod, connecting included."
+    ),
     accept_new: bool = typer.Option(False, "--accept-new", help="Trust the host key of a pod seen for the first time."),
-    known_hosts: List[Path] = typer.Option([], "--known-hosts", metavar="FILE", help="Another known_hosts file to trust (repeatable)."),
+    known_hosts: list[Path] = typer.Option(
+        [], "--known-hosts", metavar="FILE", help="Another known_hosts file to trust (repeatable)."
+    ),
     policy: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
 ) -> int:
@@ -47,8 +53,9 @@ def snapshot(
     from computefence.connectors.ssh import RunOptions
 
     ensure_open_files(concurrency)
-    options = RunOptions(concurrency=concurrency, deadline=timeout, known_hosts=[str(p) for p in known_hosts],
-                         accept_new=accept_new)
+    options = RunOptions(
+        concurrency=concurrency, deadline=timeout, known_hosts=[str(p) for p in known_hosts], accept_new=accept_new
+    )
     with _targets(demo, None, selection) as (targets, _sources):
         if not targets:
             raise ConfigError("no targets to snapshot")

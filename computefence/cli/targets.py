@@ -16,7 +16,7 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -26,7 +26,7 @@ from computefence.sources import TargetSelection, collect_targets
 _PANEL = "Targets"
 
 InventoryOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--inventory",
         "-i",
@@ -37,7 +37,7 @@ InventoryOpt = Annotated[
     ),
 ]
 SshHostOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--ssh-host",
         "-H",
@@ -47,7 +47,7 @@ SshHostOpt = Annotated[
     ),
 ]
 SshConfigOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--ssh-config",
         metavar="FILE",
@@ -56,7 +56,7 @@ SshConfigOpt = Annotated[
     ),
 ]
 AnsibleInventoryOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--ansible-inventory",
         metavar="FILE|DIR",
@@ -65,7 +65,7 @@ AnsibleInventoryOpt = Annotated[
     ),
 ]
 VaultPasswordFileOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--vault-password-file",
         metavar="FILE",
@@ -74,7 +74,7 @@ VaultPasswordFileOpt = Annotated[
     ),
 ]
 VaultIdOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--vault-id",
         metavar="ID@SOURCE",
@@ -83,7 +83,7 @@ VaultIdOpt = Annotated[
     ),
 ]
 ProviderOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--provider",
         metavar="NAME[,NAME]",
@@ -92,11 +92,11 @@ ProviderOpt = Annotated[
     ),
 ]
 ApiUrlOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--api-url", metavar="URL", help="Override the provider API's base URL.", rich_help_panel=_PANEL),
 ]
 LimitOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--limit",
         "-l",
@@ -106,7 +106,7 @@ LimitOpt = Annotated[
     ),
 ]
 TagOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--tag",
         metavar="TAG",
@@ -138,8 +138,10 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
     signature = inspect.signature(command, eval_str=True)
     params = list(signature.parameters.values())
     at = [param.name for param in params].index("selection")
-    options = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=kind)
-               for name, kind, _ in _OPTIONS]
+    options = [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=kind)
+        for name, kind, _ in _OPTIONS
+    ]
 
     @functools.wraps(command)
     def with_selection(*args: Any, **kwargs: Any) -> Any:
@@ -147,15 +149,20 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
         selection = TargetSelection(**{field: value for field, value in values.items() if value is not None})
         return command(*args, selection=selection, **kwargs)
 
-    with_selection.__signature__ = signature.replace(parameters=params[:at] + options + params[at + 1:])
-    with_selection.__annotations__ = {param.name: param.annotation for param in with_selection.__signature__.parameters.values()}
+    with_selection.__signature__ = signature.replace(parameters=params[:at] + options + params[at + 1 :])
+    with_selection.__annotations__ = {
+        param.name: param.annotation for param in with_selection.__signature__.parameters.values()
+    }
     return with_selection
 
 
 def source_options(selection: TargetSelection) -> list[str]:
     """The source options the selection was given (--limit and --tag aside), as flags."""
-    return [f"--{name.replace('_', '-')}" for name, _, field in _OPTIONS
-            if field not in _NARROWING and getattr(selection, field)]
+    return [
+        f"--{name.replace('_', '-')}"
+        for name, _, field in _OPTIONS
+        if field not in _NARROWING and getattr(selection, field)
+    ]
 
 
 def gather_targets(selection: TargetSelection) -> tuple[list[Target], list[SourceStatus]]:

@@ -10,13 +10,14 @@ nothing that happens on one target reaches another.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
+from computefence.connectors.payload import probe_params
 from computefence.evaluate import status_fix
 from computefence.evaluate.connection import DEFAULT_CONNECT_TIMEOUT
 from computefence.models import Facts, HostReport, HostStatus, Target
-from computefence.payload import probe_params
 
 
 class Connector(Protocol):
@@ -34,14 +35,27 @@ class Outcome:
     facts: Facts | None = None
 
 
-def host_report(target: Target, outcome: Outcome, duration: float, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> HostReport:
+def host_report(
+    target: Target, outcome: Outcome, duration: float, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+) -> HostReport:
     fix = None
     if outcome.status is not HostStatus.OK:
-        fix = status_fix(target, outcome.status, outcome.detail if outcome.detail is not None else outcome.reason,
-                         connect_timeout=connect_timeout)
+        fix = status_fix(
+            target,
+            outcome.status,
+            outcome.detail if outcome.detail is not None else outcome.reason,
+            connect_timeout=connect_timeout,
+        )
     return HostReport(
-        name=target.name, status=outcome.status, reason=outcome.reason, fix=fix, host=target.host,
-        port=target.port, provider=target.provider, tags=list(target.tags), duration_s=round(duration, 3),
+        name=target.name,
+        status=outcome.status,
+        reason=outcome.reason,
+        fix=fix,
+        host=target.host,
+        port=target.port,
+        provider=target.provider,
+        tags=list(target.tags),
+        duration_s=round(duration, 3),
         facts=outcome.facts,
     )
 
@@ -60,9 +74,13 @@ def target_params(target: Target, extra: dict | None = None) -> dict:
     return params
 
 
-async def check_targets(connector: Connector, targets: list[Target], extra_params: dict | None = None,
-                        on_progress: Callable[[HostReport], None] | None = None,
-                        stop: asyncio.Event | None = None) -> list[HostReport]:
+async def check_targets(
+    connector: Connector,
+    targets: list[Target],
+    extra_params: dict | None = None,
+    on_progress: Callable[[HostReport], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> list[HostReport]:
     """Check every target through `connector`; one HostReport per target, in the targets' order.
 
     `on_progress` is called with each report as it completes. When `stop` is set (Ctrl-C),

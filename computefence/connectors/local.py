@@ -9,9 +9,9 @@ import signal
 import sys
 import time
 
+from computefence.connectors.payload import parse_probe_output, probe_payload
 from computefence.errors import ProbeOutputError
 from computefence.models import Facts, HostReport, HostStatus, Target
-from computefence.payload import parse_probe_output, probe_payload
 from computefence.text import one_line
 
 
@@ -28,10 +28,20 @@ class LocalConnector:
         try:
             facts = await probe_local(params, self.timeout)
         except ProbeOutputError as exc:
-            return HostReport(name=target.name, status=HostStatus.PROBE_FAILED, reason=str(exc), host=target.host,
-                              duration_s=round(time.monotonic() - started, 3))
-        return HostReport(name=facts.identity.hostname or target.name, status=HostStatus.OK, host=target.host,
-                          duration_s=round(time.monotonic() - started, 3), facts=facts)
+            return HostReport(
+                name=target.name,
+                status=HostStatus.PROBE_FAILED,
+                reason=str(exc),
+                host=target.host,
+                duration_s=round(time.monotonic() - started, 3),
+            )
+        return HostReport(
+            name=facts.identity.hostname or target.name,
+            status=HostStatus.OK,
+            host=target.host,
+            duration_s=round(time.monotonic() - started, 3),
+            facts=facts,
+        )
 
 
 async def probe_local(params: dict, timeout: float) -> Facts:
@@ -41,7 +51,9 @@ async def probe_local(params: dict, timeout: float) -> Facts:
     # directory must not shadow the standard library. Its subprocesses (the training
     # interpreter) still inherit the environment, PYTHONPATH included.
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-I", "-",
+        sys.executable,
+        "-I",
+        "-",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

@@ -21,10 +21,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from computefence.connectors.interface import Outcome, host_report
+from computefence.connectors.payload import MAX_OUTPUT_BYTES, parse_probe_output
 from computefence.errors import ConfigError, ProbeOutputError
 from computefence.files import read_config_bytes, write_output
 from computefence.models import HostReport, HostStatus, Target
-from computefence.payload import MAX_OUTPUT_BYTES, parse_probe_output
 
 RECORDING_VERSION = 1
 # A probe output at its cap, plus the target and the status around it.
@@ -91,11 +91,16 @@ def _load(path: Path) -> Recording:
     output = document.get("probe_output")
     reason = document.get("reason")
     detail = document.get("detail")
-    if not isinstance(duration, (int, float)) or not isinstance(output, str) or not isinstance(reason, str) \
-            or not isinstance(detail, (str, type(None))):
+    if (
+        not isinstance(duration, (int, float))
+        or not isinstance(output, str)
+        or not isinstance(reason, str)
+        or not isinstance(detail, (str, type(None)))
+    ):
         raise ConfigError(f"{path}: duration_s, probe_output, reason or detail is missing or of the wrong type")
-    return Recording(target=target, status=status, reason=reason, detail=detail, duration_s=float(duration),
-                     probe_output=output)
+    return Recording(
+        target=target, status=status, reason=reason, detail=detail, duration_s=float(duration), probe_output=output
+    )
 
 
 def record_run(folder: Path, targets: list[Target], hosts: list[HostReport]) -> None:
@@ -117,4 +122,6 @@ def record_run(folder: Path, targets: list[Target], hosts: list[HostReport]) -> 
             "duration_s": host.duration_s or 0.0,
             "probe_output": output,
         }
-        write_output(json.dumps(document, indent=1, sort_keys=True) + "\n", folder / f"{index:0{width}d}-{target.name}.json")
+        write_output(
+            json.dumps(document, indent=1, sort_keys=True) + "\n", folder / f"{index:0{width}d}-{target.name}.json"
+        )

@@ -16,19 +16,24 @@ import random
 import re
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import asyncssh
 
 from computefence.connectors.interface import Outcome, check_targets, host_report
+from computefence.connectors.known_hosts import (
+    HostKeyLookup,
+    HostKeyStore,
+    host_pattern,
+    own_known_hosts_path,
+    user_known_hosts_path,
+)
+from computefence.connectors.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_wire
 from computefence.errors import ConfigError, ProbeOutputError
 from computefence.evaluate.connection import HANDSHAKE, REVOKED_DETAIL
-from computefence.known_hosts import HostKeyLookup, HostKeyStore, host_pattern, own_known_hosts_path, \
-    user_known_hosts_path
 from computefence.models import HostReport, HostStatus, Target
-from computefence.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_wire
 from computefence.probe.core import DEFAULT_TIMEOUTS
 from computefence.sources.ssh_config import expand_tokens, identity_tokens
 from computefence.text import one_line
@@ -180,8 +185,9 @@ class SshConnector:
     async def _bounded(self, target: Target, params: dict, started: float) -> Outcome:
         phase = ["connecting"]
         try:
-            return await asyncio.wait_for(self._connect_and_probe(target, params, started, phase),
-                                          self.options.deadline)
+            return await asyncio.wait_for(
+                self._connect_and_probe(target, params, started, phase), self.options.deadline
+            )
         except asyncio.CancelledError:
             raise
         except asyncio.TimeoutError:
@@ -270,8 +276,7 @@ class SshConnector:
             self._keys[paths] = asyncssh.load_keypairs(list(paths))
         return self._keys[paths]
 
-    async def _probe(self, conn: asyncssh.SSHClientConnection, target: Target, params: dict,
-                     started: float) -> Outcome:
+    async def _probe(self, conn: asyncssh.SSHClientConnection, target: Target, params: dict, started: float) -> Outcome:
         remaining = self.options.deadline - (time.monotonic() - started)
         # Under the client's own deadline, so the pod reports the kill before we give up.
         limit = max(1, int(remaining - 0.5))
@@ -312,9 +317,11 @@ class SshConnector:
                 if overflow:
                     # Closing the channel makes the pod's sshd close the interpreter's pipes.
                     proc.close()
-                    return Outcome(HostStatus.PROBE_FAILED,
-                                    f"the interpreter printed more than {MAX_OUTPUT_BYTES // (1024 * 1024)} MiB; "
-                                    "that is not the probe's answer")
+                    return Outcome(
+                        HostStatus.PROBE_FAILED,
+                        f"the interpreter printed more than {MAX_OUTPUT_BYTES // (1024 * 1024)} MiB; "
+                        "that is not the probe's answer",
+                    )
                 stderr, stderr_overflow = await stderr_task
                 if stderr_overflow:
                     _stop_remote(proc)
@@ -347,8 +354,9 @@ def _judge_exit(exit_status, exit_signal, stdout: bytes, stderr: bytes, limit: i
         return Outcome(HostStatus.TIMEOUT, f"the probe ran past its {limit} s limit and was killed on the pod")
     if exit_status != 0:
         line = _last_line(stderr)
-        return Outcome(HostStatus.PROBE_FAILED,
-                        f"the interpreter exited with status {exit_status}" + (f": {line}" if line else ""))
+        return Outcome(
+            HostStatus.PROBE_FAILED, f"the interpreter exited with status {exit_status}" + (f": {line}" if line else "")
+        )
     try:
         facts = parse_probe_output(stdout)
     except ProbeOutputError as exc:
@@ -357,21 +365,24 @@ def _judge_exit(exit_status, exit_signal, stdout: bytes, stderr: bytes, limit: i
 
 
 def _ca_only(where: str, files: str) -> str:
-    return f"{where} is trusted only through a @cert-authority in {files}, and it offered no host certificate signed by it"
+    return (
+        f"{where} is trusted only through a @cert-authority in {files}, and it offered no host certificate signed by it"
+    )
 
 
-def _connect_failure(target: Target, exc: BaseException, lookup: HostKeyLookup, check: _HostKeyCheck | None,
-                     options: RunOptions) -> Outcome:
+def _connect_failure(
+    target: Target, exc: BaseException, lookup: HostKeyLookup, check: _HostKeyCheck | None, options: RunOptions
+) -> Outcome:
     where = host_pattern(target.host, target.port)
-    if isinstance(exc, asyncssh.HostKeyNotVerifiable) or (
-            isinstance(exc, asyncssh.KeyExchangeFailed) and lookup.known):
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable) or (isinstance(exc, asyncssh.KeyExchangeFailed) and lookup.known):
         presented = check.presented if check else None
         fingerprint = presented.get_fingerprint() if presented else None
         if "revoked" in str(getattr(exc, "reason", "")).lower():
             # Checked first: a host with only a @revoked entry is not a first contact.
             where_revoked = ", ".join(lookup.revoked_at) or "a known_hosts file"
-            return Outcome(HostStatus.HOST_KEY_MISMATCH,
-                           f"the host key of {where} is revoked in {where_revoked}", REVOKED_DETAIL)
+            return Outcome(
+                HostStatus.HOST_KEY_MISMATCH, f"the host key of {where} is revoked in {where_revoked}", REVOKED_DETAIL
+            )
         if lookup.known:
             files = ", ".join(lookup.files)
             if lookup.ca_keys and not lookup.trusted:
@@ -391,21 +402,29 @@ def _connect_failure(target: Target, exc: BaseException, lookup: HostKeyLookup, 
         user = f"{target.user}@" if target.user else ""
         return Outcome(HostStatus.AUTH_FAILED, f"{user}{where} rejected every key offered ({_one_line(exc)})")
     if isinstance(exc, asyncio.TimeoutError):
-        return Outcome(HostStatus.TIMEOUT,
-                        f"no SSH handshake with {where} within {_seconds(options.connect_timeout)} "
-                        "(the port accepts TCP but does not answer as SSH, or packets are dropped)")
+        return Outcome(
+            HostStatus.TIMEOUT,
+            f"no SSH handshake with {where} within {_seconds(options.connect_timeout)} "
+            "(the port accepts TCP but does not answer as SSH, or packets are dropped)",
+        )
     if isinstance(exc, socket.gaierror):
         return Outcome(HostStatus.UNREACHABLE, f"cannot resolve {target.host}: {exc.strerror or exc}")
     if isinstance(exc, ConnectionRefusedError):
         return Outcome(HostStatus.UNREACHABLE, f"connection refused by {where} (no SSH server on that port)")
     if _transient(exc) and lookup.ca_keys and not lookup.trusted:
         # Only certificate host key types were offered; a pod without a host certificate hangs up.
-        return Outcome(HostStatus.HOST_KEY_MISMATCH, _ca_only(where, ", ".join(lookup.files)),
-                       lookup.files[0] if lookup.files else None)
+        return Outcome(
+            HostStatus.HOST_KEY_MISMATCH,
+            _ca_only(where, ", ".join(lookup.files)),
+            lookup.files[0] if lookup.files else None,
+        )
     if _transient(exc):
-        return Outcome(HostStatus.CONNECTION_LOST,
-                        f"{where} closed the connection during the SSH handshake, twice "
-                        f"(sshd MaxStartups or a firewall): {_one_line(exc)}", detail=HANDSHAKE)
+        return Outcome(
+            HostStatus.CONNECTION_LOST,
+            f"{where} closed the connection during the SSH handshake, twice "
+            f"(sshd MaxStartups or a firewall): {_one_line(exc)}",
+            detail=HANDSHAKE,
+        )
     if isinstance(exc, OSError) and exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN):
         return Outcome(HostStatus.UNREACHABLE, f"no route to {where}: {exc.strerror}")
     if isinstance(exc, OSError):
@@ -420,12 +439,18 @@ def _connect_failure(target: Target, exc: BaseException, lookup: HostKeyLookup, 
 # asyncssh's own list, AES-GCM first: its chacha20-poly1305 builds a cipher context for every
 # packet, AES-GCM (hardware AES on current CPUs) costs a fraction of that. The server still
 # decides among what it offers.
-PREFERRED_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
-                     "aes256-ctr", "aes192-ctr", "aes128-ctr")
+PREFERRED_CIPHERS = (
+    "aes128-gcm@openssh.com",
+    "aes256-gcm@openssh.com",
+    "chacha20-poly1305@openssh.com",
+    "aes256-ctr",
+    "aes192-ctr",
+    "aes128-ctr",
+)
 _CIPHERS_LINE = re.compile(r"^\s*ciphers\b", re.IGNORECASE | re.MULTILINE)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ciphers_configured(ssh_config: str | None) -> bool:
     """A Ciphers line in the ssh_config asyncssh reads for this target: the user's choice wins."""
     path = Path(os.path.expanduser(ssh_config or "~/.ssh/config"))
@@ -489,9 +514,12 @@ def _address_of(host: str) -> str:
         return ""
 
 
-async def probe_targets(targets: list[Target], options: RunOptions,
-                        on_progress: Callable[[HostReport], None] | None = None,
-                        stop: asyncio.Event | None = None) -> list[HostReport]:
+async def probe_targets(
+    targets: list[Target],
+    options: RunOptions,
+    on_progress: Callable[[HostReport], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> list[HostReport]:
     """Probe every target over SSH; one HostReport per target, in the targets' order.
 
     `on_progress` is called with each report as it completes. When `stop` is set (Ctrl-C),

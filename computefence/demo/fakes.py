@@ -114,9 +114,12 @@ def write_fake_torch(site_dir: Path, scenario: str, canary: dict | None = None) 
     shutil.rmtree(package, ignore_errors=True)
     for old in site_dir.glob("torch-*.dist-info"):
         shutil.rmtree(old, ignore_errors=True)
-    recorded = _TORCH_RECORDED.replace("@SPEC@", repr(json.dumps(spec, sort_keys=True))).replace(
-        "@UNKNOWN_ERROR@", repr(_recording("torch", "unknown-error-warning.txt").strip())
-    ).replace("@STATE_FILE@", repr(DRIVER_STATE_FILE)).replace("@CANARY@", repr(json.dumps(canary)))
+    recorded = (
+        _TORCH_RECORDED.replace("@SPEC@", repr(json.dumps(spec, sort_keys=True)))
+        .replace("@UNKNOWN_ERROR@", repr(_recording("torch", "unknown-error-warning.txt").strip()))
+        .replace("@STATE_FILE@", repr(DRIVER_STATE_FILE))
+        .replace("@CANARY@", repr(json.dumps(canary)))
+    )
     files = {
         "__init__.py": _TORCH_INIT.replace("@SCENARIO@", scenario),
         "_recorded.py": recorded,
@@ -141,7 +144,7 @@ def write_fake_torch(site_dir: Path, scenario: str, canary: dict | None = None) 
 
 # ---------------------------------------------------------------- the written files
 
-_NVIDIA_SMI_SCRIPT = '''#!@PYTHON@
+_NVIDIA_SMI_SCRIPT = """#!@PYTHON@
 # Fake nvidia-smi (computefence.demo.fakes, scenario @SCENARIO@): replays recorded driver output.
 import json
 import signal
@@ -205,9 +208,9 @@ def main(argv):
 
 
 sys.exit(main(sys.argv[1:]))
-'''
+"""
 
-_TORCH_INIT = '''# Fake torch (computefence.demo.fakes, scenario @SCENARIO@): replays a recorded torch build.
+_TORCH_INIT = """# Fake torch (computefence.demo.fakes, scenario @SCENARIO@): replays a recorded torch build.
 import time
 
 from torch._recorded import SPEC
@@ -222,24 +225,24 @@ __version__ = SPEC["version"]
 
 from torch import backends, cuda, version  # noqa: E402,F401
 from torch._canary import bfloat16, empty, float16, float32, matmul, randn, uint8  # noqa: E402,F401
-'''
+"""
 
-_TORCH_RECORDED = '''import json
+_TORCH_RECORDED = """import json
 
 SPEC = json.loads(@SPEC@)
 UNKNOWN_ERROR_WARNING = @UNKNOWN_ERROR@
 DRIVER_STATE_FILE = @STATE_FILE@
 CANARY = json.loads(@CANARY@)
-'''
+"""
 
-_TORCH_VERSION = '''from torch._recorded import SPEC
+_TORCH_VERSION = """from torch._recorded import SPEC
 
 __version__ = SPEC["version"]
 cuda = SPEC["cuda"]
 hip = None
-'''
+"""
 
-_TORCH_CUDNN = '''from torch._recorded import SPEC
+_TORCH_CUDNN = """from torch._recorded import SPEC
 
 
 def version():
@@ -248,9 +251,9 @@ def version():
 
 def is_available():
     return SPEC["cudnn"] is not None
-'''
+"""
 
-_TORCH_NCCL = '''from torch._recorded import SPEC
+_TORCH_NCCL = """from torch._recorded import SPEC
 
 
 def version():
@@ -262,7 +265,7 @@ def version():
 def all_reduce(inputs, outputs=None, op=0, streams=None, comms=None):
     from torch._canary import all_reduce as run
     run(inputs)
-'''
+"""
 
 _TORCH_CUDA = '''import json
 import os

@@ -61,19 +61,33 @@ _RTX4090_CANARY = {"tflops": 148.0, "h2d_gbps": 24.6, "d2h_gbps": 25.9}
 
 DEMO_PODS: tuple[DemoPod, ...] = (
     # Nothing wrong; its HF_TOKEN shows the probe reports secrets as present, never by value.
-    DemoPod("pod-healthy", "NVIDIA H100 80GB HBM3", 2.99, extra_env={"HF_TOKEN": "hf_demoTokenNotARealSecret0000"},
-            canary=_H100_CANARY),
+    DemoPod(
+        "pod-healthy",
+        "NVIDIA H100 80GB HBM3",
+        2.99,
+        extra_env={"HF_TOKEN": "hf_demoTokenNotARealSecret0000"},
+        canary=_H100_CANARY,
+    ),
     # A CPU-only torch build on a GPU pod: training silently runs on the CPU.
     DemoPod("pod-cpu-torch", "NVIDIA H100 80GB HBM3", 2.99, torch="cpu"),
     # nvidia-smi cannot talk to the driver (exit 9).
     DemoPod("pod-driver-broken", "NVIDIA A100-SXM4-80GB", 1.89, nvidia_smi="driver-unreachable"),
     # No volume: checkpoints and the HF cache on the container disk; accelerate set up for
     # 2 GPUs on a 1-GPU pod.
-    DemoPod("pod-ephemeral-ckpt", "NVIDIA GeForce RTX 4090", 0.69, nvidia_smi="rtx4090x1", volume=False,
-            hf_home_on_volume=False, accelerate_processes=2, canary=_RTX4090_CANARY),
+    DemoPod(
+        "pod-ephemeral-ckpt",
+        "NVIDIA GeForce RTX 4090",
+        0.69,
+        nvidia_smi="rtx4090x1",
+        volume=False,
+        hf_home_on_volume=False,
+        accelerate_processes=2,
+        canary=_RTX4090_CANARY,
+    ),
     # Driver 470 (CUDA 11.4) under a torch built for CUDA 12.6.
-    DemoPod("pod-old-driver", "NVIDIA A100-SXM4-40GB", 1.29, nvidia_smi="a100x1-driver470",
-            torch="cu126-driver-too-old"),
+    DemoPod(
+        "pod-old-driver", "NVIDIA A100-SXM4-40GB", 1.29, nvidia_smi="a100x1-driver470", torch="cu126-driver-too-old"
+    ),
     # Nothing listens on its SSH port.
     DemoPod("pod-unreachable", "NVIDIA H100 80GB HBM3", 2.99, reachable=False),
 )
@@ -122,14 +136,19 @@ def demo_fleet(pods: tuple[DemoPod, ...] = DEMO_PODS) -> Iterator[DemoFleet]:
                 port = _closed_port(closed_ports)
             targets.append(_target(pod, pod_root, port, client_key_path, known_hosts_path))
         known_hosts_path.write_text("\n".join(known_lines) + "\n", encoding="utf-8")
-        yield DemoFleet(targets=targets, known_hosts_path=str(known_hosts_path),
-                        client_key_path=str(client_key_path), root=root, pods=pods)
+        yield DemoFleet(
+            targets=targets,
+            known_hosts_path=str(known_hosts_path),
+            client_key_path=str(client_key_path),
+            root=root,
+            pods=pods,
+        )
     finally:
         if thread.is_alive():
             stop = asyncio.run_coroutine_threadsafe(_close_all(servers), loop)
             try:
                 stop.result(_STOP_TIMEOUT_S)
-            except BaseException:  # noqa: BLE001 - teardown goes on whatever stopping the servers hit
+            except BaseException:
                 stop.cancel()
             loop.call_soon_threadsafe(loop.stop)
             thread.join(_STOP_TIMEOUT_S)

@@ -46,9 +46,15 @@ class PodShell:
             return
         try:
             proc = await asyncio.create_subprocess_exec(
-                "/bin/sh", "-c", command,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                env=dict(self.env), cwd=self.cwd, start_new_session=True,
+                "/bin/sh",
+                "-c",
+                command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=dict(self.env),
+                cwd=self.cwd,
+                start_new_session=True,
             )
         except OSError as exc:
             process.stderr.write(f"computefence demo pod: cannot start {command!r}: {exc}\n".encode())
@@ -179,7 +185,8 @@ async def start_pod_server(
     connections: set[asyncssh.SSHServerConnection] = set()
     authorized = asyncssh.import_authorized_keys(client_key.export_public_key().decode())
     acceptor = await asyncssh.listen(
-        host, 0,
+        host,
+        0,
         server_factory=lambda: _TrackingServer(connections),
         server_host_keys=[host_key],
         authorized_client_keys=authorized,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from computefence.errors import ConfigError
 from computefence.evaluate import accelerate, dataset, environment, gpu, gpu_health, gpu_perf, python, storage, system
-from computefence.evaluate import policy as policy_rules
+from computefence.evaluate import requirements as policy_rules
 from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context, matches
 from computefence.evaluate.fleet import build_report, exit_code
@@ -44,17 +44,32 @@ CHECKS: dict[str, str] = {
 }
 CHECK_IDS: frozenset[str] = frozenset(CHECKS)
 
-__all__ = ["CHECKS", "CHECK_IDS", "RULES", "build_report", "evaluate_host", "exit_code", "finish_hosts", "reapply_policy",
-           "select_findings",
-           "status_fix"]
+__all__ = [
+    "CHECKS",
+    "CHECK_IDS",
+    "RULES",
+    "build_report",
+    "evaluate_host",
+    "exit_code",
+    "finish_hosts",
+    "reapply_policy",
+    "select_findings",
+    "status_fix",
+]
 
 
-def evaluate_host(facts: Facts, checks: CheckOptions, provider: ProviderInfo | None = None,
-                  policy: EffectivePolicy | None = None) -> list[Finding]:
+def evaluate_host(
+    facts: Facts, checks: CheckOptions, provider: ProviderInfo | None = None, policy: EffectivePolicy | None = None
+) -> list[Finding]:
     """All findings for one host, passes included, in RULES order, then the policy's own;
     the policy's severities and skips are applied by finish_hosts."""
-    ctx = build_context(facts, checks, provider, policy.thresholds if policy is not None else None,
-                        policy.hardware.gpu_count if policy is not None else None)
+    ctx = build_context(
+        facts,
+        checks,
+        provider,
+        policy.thresholds if policy is not None else None,
+        policy.hardware.gpu_count if policy is not None else None,
+    )
     findings: list[Finding] = []
     for rule in RULES:
         findings.extend(rule(facts, checks, ctx))
@@ -63,8 +78,13 @@ def evaluate_host(facts: Facts, checks: CheckOptions, provider: ProviderInfo | N
     return [_single_line(f) for f in findings]
 
 
-def finish_hosts(hosts: list[HostReport], policies: dict[str, EffectivePolicy], lock: BaselineLock | None,
-                 only: list[str], skip: list[str]) -> list[HostReport]:
+def finish_hosts(
+    hosts: list[HostReport],
+    policies: dict[str, EffectivePolicy],
+    lock: BaselineLock | None,
+    only: list[str],
+    skip: list[str],
+) -> list[HostReport]:
     """The fleet-wide findings (env.outlier, env.drift against `lock`) added to each checked
     host, then each host's policy severities and skips, then --only/--skip."""
     severities = {name: p.severity for name, p in policies.items()}
@@ -90,8 +110,10 @@ def _single_line(finding: Finding) -> Finding:
     if not any("\n" in text for text in texts):
         return finding
     if fix is not None:
-        fix = Fix(commands=[one_line(c, None) for c in fix.commands],
-                  advice=one_line(fix.advice, None) if fix.advice else None)
+        fix = Fix(
+            commands=[one_line(c, None) for c in fix.commands],
+            advice=one_line(fix.advice, None) if fix.advice else None,
+        )
     return finding.model_copy(update={"message": one_line(finding.message, None), "fix": fix})
 
 
@@ -107,8 +129,9 @@ def reapply_policy(host: HostReport, policy: EffectivePolicy) -> HostReport:
     return host.model_copy(update={"findings": policy_rules.apply_policy(findings, policy)})
 
 
-def select_findings(findings: list[Finding], only: list[str], skip: list[str],
-                    extra_checks: frozenset[str] = frozenset()) -> list[Finding]:
+def select_findings(
+    findings: list[Finding], only: list[str], skip: list[str], extra_checks: frozenset[str] = frozenset()
+) -> list[Finding]:
     """Findings of the --only checks (all when empty) minus the --skip ones. A pattern that
     names no known check is a ConfigError: a typo in --only must not turn a run green.
     `extra_checks` are ids known beyond the registry (a policy's custom.<id>)."""

@@ -48,17 +48,33 @@ def check_num_processes(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     if not accel.found:
         if checks.accelerate_config:
             path = checks.accelerate_config
-            return [block(cid, f"accelerate config {path} not found", f"accelerate config --config_file {q(path)}",
-                          subject=path)]
+            return [
+                block(
+                    cid,
+                    f"accelerate config {path} not found",
+                    f"accelerate config --config_file {q(path)}",
+                    subject=path,
+                )
+            ]
         return []
     path = accel.path or checks.accelerate_config or "the accelerate config"
     if accel.error:
-        return [warn(cid, f"accelerate config {path} could not be read: {one_line(accel.error, 160)}",
-                     f"accelerate config --config_file {q(path)}", subject=path)]
+        return [
+            warn(
+                cid,
+                f"accelerate config {path} could not be read: {one_line(accel.error, 160)}",
+                f"accelerate config --config_file {q(path)}",
+                subject=path,
+            )
+        ]
     config = accel.config
     distributed = str(config.get("distributed_type") or "NO").strip().upper()
     if _truthy(config.get("use_cpu")) or distributed in NOT_GPU:
-        return [skipped(cid, f"accelerate config {path} does not use GPUs ({distributed}): nothing to compare", subject=path)]
+        return [
+            skipped(
+                cid, f"accelerate config {path} does not use GPUs ({distributed}): nothing to compare", subject=path
+            )
+        ]
     torch = facts.torch
     countable = ctx.gpu_usable or (torch.importable and torch.cuda_available and torch.device_count is not None)
     if not countable:
@@ -68,23 +84,50 @@ def check_num_processes(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     processes = _int(config.get("num_processes"), 1)
     machines = _int(config.get("num_machines"), 1)
     if processes is None or machines is None or processes < 1 or machines < 1:
-        return [warn(cid, f"accelerate config {path}: num_processes {config.get('num_processes')!r} / num_machines "
-                          f"{config.get('num_machines')!r} are not positive numbers",
-                     f"accelerate config --config_file {q(path)}", subject=path)]
+        return [
+            warn(
+                cid,
+                f"accelerate config {path}: num_processes {config.get('num_processes')!r} / num_machines "
+                f"{config.get('num_machines')!r} are not positive numbers",
+                f"accelerate config --config_file {q(path)}",
+                subject=path,
+            )
+        ]
     visible = _visible_gpus(facts, config)
     want = visible * machines
     per_machine, rest = divmod(processes, machines)
     spread = f" ({processes} over {machines} machines)" if machines > 1 else ""
     fix = _set_processes(path, want, distributed)
     if rest:
-        return [warn(cid, f"accelerate config {path}: num_processes {processes} is not a multiple of num_machines "
-                          f"{machines}; this machine has {visible} GPU(s)", fix, subject=path)]
+        return [
+            warn(
+                cid,
+                f"accelerate config {path}: num_processes {processes} is not a multiple of num_machines "
+                f"{machines}; this machine has {visible} GPU(s)",
+                fix,
+                subject=path,
+            )
+        ]
     if per_machine > visible:
-        return [block(cid, f"accelerate starts {per_machine} processes per machine{spread}, but this machine has "
-                           f"{visible} visible GPU(s): the launch fails or hangs", fix, subject=path)]
+        return [
+            block(
+                cid,
+                f"accelerate starts {per_machine} processes per machine{spread}, but this machine has "
+                f"{visible} visible GPU(s): the launch fails or hangs",
+                fix,
+                subject=path,
+            )
+        ]
     if per_machine < visible:
-        return [warn(cid, f"accelerate starts {per_machine} process(es) per machine{spread}, but this machine has "
-                          f"{visible} visible GPUs: {visible - per_machine} stay idle", fix, subject=path)]
+        return [
+            warn(
+                cid,
+                f"accelerate starts {per_machine} process(es) per machine{spread}, but this machine has "
+                f"{visible} visible GPUs: {visible - per_machine} stay idle",
+                fix,
+                subject=path,
+            )
+        ]
     return [passed(cid, f"accelerate starts {per_machine} process(es) per machine, one per visible GPU", subject=path)]
 
 
@@ -92,8 +135,9 @@ def _set_processes(path: str, total: int, distributed: str) -> Fix:
     edits = [f"-e 's/^num_processes:.*/num_processes: {total}/'"]
     if distributed == "NO" and total > 1:
         edits.append("-e 's/^distributed_type:.*/distributed_type: MULTI_GPU/'")
-    return Fix(commands=[f"sed -i {' '.join(edits)} {q(path)}"],
-               advice=f"or pass --num_processes {total} to accelerate launch")
+    return Fix(
+        commands=[f"sed -i {' '.join(edits)} {q(path)}"], advice=f"or pass --num_processes {total} to accelerate launch"
+    )
 
 
 RULES = [check_num_processes]

@@ -40,7 +40,8 @@ def _finding_changes(old: HostReport | None, new: HostReport) -> tuple[list[Find
     added = [
         FindingChange(host=new.name, severity_before=before.get(key), severity_after=f.severity, finding=f)
         for f in new.findings
-        if f.severity in _REPORTED and f.severity is after[key := (f.check, f.subject or "")]
+        if f.severity in _REPORTED
+        and f.severity is after[key := (f.check, f.subject or "")]
         and _rank(after[key]) > _rank(before.get(key))
     ]
     cleared = []
@@ -48,7 +49,8 @@ def _finding_changes(old: HostReport | None, new: HostReport) -> tuple[list[Find
         cleared = [
             FindingChange(host=new.name, severity_before=f.severity, severity_after=after.get(key), finding=f)
             for f in old.findings
-            if f.severity in _REPORTED and f.severity is before[key := (f.check, f.subject or "")]
+            if f.severity in _REPORTED
+            and f.severity is before[key := (f.check, f.subject or "")]
             and _rank(after.get(key)) < _rank(before[key])
         ]
     return _unique(added), _unique(cleared)
@@ -85,7 +87,9 @@ def compare_reports(old: Report, new: Report) -> Changes:
         if previous is None:
             changes.appeared.append(name)
         elif previous.status is not host.status:
-            changes.status.append(StatusChange(host=name, before=previous.status, after=host.status, reason=host.reason))
+            changes.status.append(
+                StatusChange(host=name, before=previous.status, after=host.status, reason=host.reason)
+            )
         added, cleared = _finding_changes(previous, host)
         changes.new += sorted(added, key=_order)
         changes.cleared += sorted(cleared, key=_order)
@@ -107,8 +111,9 @@ def worsened(changes: Changes, new: Report) -> bool:
     if new.allow_unreachable:
         return False
     appeared = set(changes.appeared)
-    return (any(s.before is HostStatus.OK and s.after is not HostStatus.OK for s in changes.status)
-            or any(h.name in appeared and h.status is not HostStatus.OK for h in new.hosts))
+    return any(s.before is HostStatus.OK and s.after is not HostStatus.OK for s in changes.status) or any(
+        h.name in appeared and h.status is not HostStatus.OK for h in new.hosts
+    )
 
 
 def newsworthy(changes: Changes) -> bool:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import ipaddress
 
 from computefence.evaluate.context import q
+from computefence.evaluate.profiles import Profile, get_profile
 from computefence.models import Fix, HostStatus, Target
-from computefence.profiles import Profile, get_profile
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 # The detail a connector gives with HOST_KEY_MISMATCH when the key is @revoked, not changed.
@@ -16,8 +16,9 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 # The detail of a connection_lost that happened before the login, not while the probe ran.
 HANDSHAKE = "handshake"
 # Addresses only a local network reaches (RFC 1918, carrier-grade NAT, IPv6 unique local).
-_PRIVATE_NETWORKS = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
-                                                             "100.64.0.0/10", "fc00::/7"))
+_PRIVATE_NETWORKS = tuple(
+    ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7")
+)
 
 
 def _path(path: str) -> str:
@@ -75,8 +76,9 @@ def _known_hosts_files(target: Target) -> list[str]:
     return target.known_hosts or [DEFAULT_KNOWN_HOSTS]
 
 
-def status_fix(target: Target, status: HostStatus, detail: str | None = None,
-               connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> Fix | None:
+def status_fix(
+    target: Target, status: HostStatus, detail: str | None = None, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+) -> Fix | None:
     """What to run (and know) for a pod that ended in `status`; None for ok. The ssh command
     to retry waits as long as the run did (--connect-timeout)."""
     profile = get_profile(target.provider.provider if target.provider is not None else None)
@@ -88,22 +90,31 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None,
     if status is HostStatus.UNREACHABLE:
         refused = detail is not None and "refused" in detail.lower()
         hop = _hop(target)
-        note = (f"nothing listens on port {target.port}: sshd is not running or the port is wrong" if refused
-                else f"no answer from {target.host}:{target.port}: check the machine is running and the address is right")
+        note = (
+            f"nothing listens on port {target.port}: sshd is not running or the port is wrong"
+            if refused
+            else f"no answer from {target.host}:{target.port}: check the machine is running and the address is right"
+        )
         if hop:
             note += f" (reached through {hop}: that hop must be up and able to reach it)"
         elif _needs_a_hop(target, detail):
-            note += ("; no jump host is configured for it: if only a bastion reaches it, add ProxyJump "
-                     "(`-J BASTION`, `proxy_jump:` in the inventory) or a ProxyCommand")
+            note += (
+                "; no jump host is configured for it: if only a bastion reaches it, add ProxyJump "
+                "(`-J BASTION`, `proxy_jump:` in the inventory) or a ProxyCommand"
+            )
         if profile.advice.rediscover:
             note += f"; {profile.advice.rediscover}"
         wait = f"ConnectTimeout={max(1, round(connect_timeout))}"
         return Fix(commands=[f"{ssh_command(target, profile, '-o', wait)} true"], advice=note)
     if status is HostStatus.TIMEOUT:
-        return Fix(commands=[f"computefence probe --print | {ssh} python3 -"],
-                   advice="shows where it stalls; if ssh itself hangs, the machine or its network is overloaded")
+        return Fix(
+            commands=[f"computefence probe --print | {ssh} python3 -"],
+            advice="shows where it stalls; if ssh itself hangs, the machine or its network is overloaded",
+        )
     if status is HostStatus.AUTH_FAILED:
-        note = f"shows which keys are offered; add your public key to ~/.ssh/authorized_keys of {user or 'the login user'}"
+        note = (
+            f"shows which keys are offered; add your public key to ~/.ssh/authorized_keys of {user or 'the login user'}"
+        )
         if profile.advice.auth:
             note += f", or {profile.advice.auth}"
         if target.user is None and profile.ssh.user:
@@ -112,31 +123,43 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None,
     if status is HostStatus.HOST_KEY_UNKNOWN:
         if _hop(target):
             # ssh-keyscan cannot go through a hop; ssh itself shows the key and asks.
-            return Fix(commands=[f"{ssh_command(target, profile, '-o', 'StrictHostKeyChecking=ask')} true"],
-                       advice="ssh shows the fingerprint and asks before recording it: compare it with the "
-                              "provider's console first, or rerun with --accept-new")
+            return Fix(
+                commands=[f"{ssh_command(target, profile, '-o', 'StrictHostKeyChecking=ask')} true"],
+                advice="ssh shows the fingerprint and asks before recording it: compare it with the "
+                "provider's console first, or rerun with --accept-new",
+            )
         port = f"-p {target.port} " if target.port != 22 else ""
         scan = f"ssh-keyscan {port}-- {q(target.host)} >> {_path(_known_hosts_files(target)[0])}"
-        return Fix(commands=[scan],
-                   advice="compare the fingerprint with the provider's console first, or rerun with --accept-new")
+        return Fix(
+            commands=[scan],
+            advice="compare the fingerprint with the provider's console first, or rerun with --accept-new",
+        )
     if status is HostStatus.HOST_KEY_MISMATCH and detail == REVOKED_DETAIL:
         # Removing the entry (ssh-keygen -R) would undo the revocation; --accept-new never applies.
-        return Fix(advice="someone revoked this key on purpose: do not connect to this pod; ask who revoked it, "
-                          "and remove the @revoked line only if the revocation itself was a mistake")
+        return Fix(
+            advice="someone revoked this key on purpose: do not connect to this pod; ask who revoked it, "
+            "and remove the @revoked line only if the revocation itself was a mistake"
+        )
     if status is HostStatus.HOST_KEY_MISMATCH:
         # The runner passes the known_hosts file that holds the old key as `detail`.
         name = q(_known_hosts_name(target))
         files = [detail] if detail else _known_hosts_files(target)
-        return Fix(commands=[f"ssh-keygen -f {_path(f)} -R {name}" for f in files],
-                   advice="only if the pod was recreated (rented pods recycle IPs); otherwise the connection may be "
-                          "intercepted")
+        return Fix(
+            commands=[f"ssh-keygen -f {_path(f)} -R {name}" for f in files],
+            advice="only if the pod was recreated (rented pods recycle IPs); otherwise the connection may be "
+            "intercepted",
+        )
     if status is HostStatus.CONNECTION_LOST and detail == HANDSHAKE:
-        return Fix(commands=[f"{ssh_command(target, profile, '-v')} true"],
-                   advice="the pod closed the connection before the login, twice: its sshd refuses new connections "
-                          "(MaxStartups) or a firewall cuts them; retry with a lower --concurrency")
+        return Fix(
+            commands=[f"{ssh_command(target, profile, '-v')} true"],
+            advice="the pod closed the connection before the login, twice: its sshd refuses new connections "
+            "(MaxStartups) or a firewall cuts them; retry with a lower --concurrency",
+        )
     if status is HostStatus.CONNECTION_LOST:
-        return Fix(commands=[f"{ssh} {q('uptime; dmesg | tail -n 20')}"],
-                   advice="the connection dropped mid-probe: the machine restarted, ran out of memory or lost its network")
+        return Fix(
+            commands=[f"{ssh} {q('uptime; dmesg | tail -n 20')}"],
+            advice="the connection dropped mid-probe: the machine restarted, ran out of memory or lost its network",
+        )
     if status is HostStatus.NO_PYTHON:
         root = "" if user == "root" else "sudo "
         install = q(f"{root}apt-get update && {root}apt-get install -y python3")
@@ -145,11 +168,15 @@ def status_fix(target: Target, status: HostStatus, detail: str | None = None,
     if status is HostStatus.PROBE_FAILED:
         return Fix(commands=[f"computefence probe --print | {ssh} python3 -"], advice="shows the probe's own error")
     if status is HostStatus.NOT_CHECKABLE:
-        return target.unreachable_fix or Fix(advice=profile.advice.not_checkable or "make the machine reachable over SSH")
+        return target.unreachable_fix or Fix(
+            advice=profile.advice.not_checkable or "make the machine reachable over SSH"
+        )
     if status is HostStatus.VANISHED:
         provider = target.provider.provider if target.provider is not None else profile.name
-        return Fix(commands=[f"computefence inventory list --provider {q(provider)}"],
-                   advice=f"the pod is gone from {title}; check what is running now")
+        return Fix(
+            commands=[f"computefence inventory list --provider {q(provider)}"],
+            advice=f"the pod is gone from {title}; check what is running now",
+        )
     if status is HostStatus.CANCELLED:
         return Fix(advice="rerun the check; it was cancelled before this pod finished")
     return None

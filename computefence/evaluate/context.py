@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from computefence.evaluate.mounts import StorageMap
+from computefence.evaluate.profiles import Profile, detect_provider, get_profile
 from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts, ProviderInfo, Severity
 from computefence.policy import NumberSpec, Thresholds
-from computefence.profiles import Profile, detect_provider, get_profile
 
 
 @dataclass(frozen=True)
@@ -50,12 +50,19 @@ class Context:
 Rule = Callable[[Facts, CheckOptions, Context], list[Finding]]
 
 
-def build_context(facts: Facts, checks: CheckOptions, provider: ProviderInfo | None,
-                  thresholds: Thresholds | None = None, gpu_count: NumberSpec | None = None) -> Context:
+def build_context(
+    facts: Facts,
+    checks: CheckOptions,
+    provider: ProviderInfo | None,
+    thresholds: Thresholds | None = None,
+    gpu_count: NumberSpec | None = None,
+) -> Context:
     name = provider.provider if provider is not None else detect_provider(facts.identity.provider_hints)
     profile = get_profile(name)
     gpu = facts.gpu
-    gpu_present = bool(gpu.nvidia_smi_found or gpu.device_nodes or gpu.gpus) or collector_error(facts, "gpu") is not None
+    gpu_present = (
+        bool(gpu.nvidia_smi_found or gpu.device_nodes or gpu.gpus) or collector_error(facts, "gpu") is not None
+    )
     gpu_expected = checks.expect_gpu or bool(provider is not None and provider.gpu_count)
     gpu_usable = bool(gpu.nvidia_smi_found and gpu.exit_code in (0, None) and not gpu.timed_out and gpu.gpus)
     torch_installed = facts.torch.importable or bool(facts.packages.versions.get("torch"))

@@ -79,10 +79,15 @@ RULES = [check_dataset]
 
 
 def _warn_unchecked(path: str, reason: str) -> Finding:
-    return warn("dataset.unreadable", f"dataset {path} was not scanned: {one_line(reason, 200)}",
-                Fix(commands=[f"computefence dataset check {q(path)}"],
-                    advice=f"scans without the probe's time budget; {INSTALL_NOTE}"),
-                subject=path)
+    return warn(
+        "dataset.unreadable",
+        f"dataset {path} was not scanned: {one_line(reason, 200)}",
+        Fix(
+            commands=[f"computefence dataset check {q(path)}"],
+            advice=f"scans without the probe's time budget; {INSTALL_NOTE}",
+        ),
+        subject=path,
+    )
 
 
 def _readability(data: DatasetFacts) -> Finding:
@@ -94,26 +99,44 @@ def _readability(data: DatasetFacts) -> Finding:
         message = f"dataset {path} has no rows" if not total else f"no row of {path} can be read"
         if data.unreadable_reason:
             message += f" ({one_line(data.unreadable_reason, 200)})"
-        return block(cid, message, Fix(commands=[_show_lines_command(data, data.unreadable_lines or [1, 2, 3])],
-                                       advice="look at what the file holds"), subject=path)
+        return block(
+            cid,
+            message,
+            Fix(
+                commands=[_show_lines_command(data, data.unreadable_lines or [1, 2, 3])],
+                advice="look at what the file holds",
+            ),
+            subject=path,
+        )
     if data.unreadable_rows:
         share = data.unreadable_rows / total
-        message = (f"{data.unreadable_rows:,} of {total:,} rows of {path} cannot be read ({_pct(share)}), "
-                   f"first at line{'s' if len(data.unreadable_lines) > 1 else ''} "
-                   f"{', '.join(map(str, data.unreadable_lines[:5]))}; {one_line(data.unreadable_reason, 200)}")
+        message = (
+            f"{data.unreadable_rows:,} of {total:,} rows of {path} cannot be read ({_pct(share)}), "
+            f"first at line{'s' if len(data.unreadable_lines) > 1 else ''} "
+            f"{', '.join(map(str, data.unreadable_lines[:5]))}; {one_line(data.unreadable_reason, 200)}"
+        )
         if share > UNREADABLE_BLOCK_SHARE:
-            fix = Fix(commands=[_show_lines_command(data, data.unreadable_lines[:3])],
-                      advice="see what is wrong with them, then fix the export that wrote the file")
+            fix = Fix(
+                commands=[_show_lines_command(data, data.unreadable_lines[:3])],
+                advice="see what is wrong with them, then fix the export that wrote the file",
+            )
             return block(cid, message + _partial_note(data), fix, subject=path)
-        fix = Fix(commands=[_dedupe_command(data)],
-                  advice=f"writes a copy without them (and without duplicates); {INSTALL_NOTE}")
+        fix = Fix(
+            commands=[_dedupe_command(data)],
+            advice=f"writes a copy without them (and without duplicates); {INSTALL_NOTE}",
+        )
         return warn(cid, message + "; pandas and datasets stop at the first" + _partial_note(data), fix, subject=path)
     if data.partial:
-        return warn(cid, f"only part of {path} was scanned ({data.partial_reason}): {data.rows:,} rows; "
-                         "the dataset checks cover those rows only",
-                    Fix(commands=[f"computefence dataset check {q(path)}"],
-                        advice=f"scans the whole file without the probe's time budget; {INSTALL_NOTE}"),
-                    subject=path)
+        return warn(
+            cid,
+            f"only part of {path} was scanned ({data.partial_reason}): {data.rows:,} rows; "
+            "the dataset checks cover those rows only",
+            Fix(
+                commands=[f"computefence dataset check {q(path)}"],
+                advice=f"scans the whole file without the probe's time budget; {INSTALL_NOTE}",
+            ),
+            subject=path,
+        )
     kind = data.format or "data"
     if data.compression:
         kind += f", {data.compression}"
@@ -127,30 +150,45 @@ def _error_fix(data: DatasetFacts) -> Fix:
     kind = data.error_kind
     if kind == "not_found":
         parent = posixpath.dirname(path.rstrip("/")) or "."
-        return Fix(commands=[f"ls -la {q(parent)}"],
-                   advice="a relative path starts at the login directory; pass the file's real path")
+        return Fix(
+            commands=[f"ls -la {q(parent)}"],
+            advice="a relative path starts at the login directory; pass the file's real path",
+        )
     if kind == "not_a_file":
-        return Fix(commands=[f"ls -la {q(path)}"], advice="name one data file in it (.jsonl, .json, .csv, .tsv, .parquet)")
+        return Fix(
+            commands=[f"ls -la {q(path)}"], advice="name one data file in it (.jsonl, .json, .csv, .tsv, .parquet)"
+        )
     if kind == "unreadable_file":
-        return Fix(commands=[f"ls -la {q(path)}"],
-                   advice="the checking user cannot read it: chmod a+r, or check as its owner")
+        return Fix(
+            commands=[f"ls -la {q(path)}"], advice="the checking user cannot read it: chmod a+r, or check as its owner"
+        )
     if kind == "compressed":
-        commands = {"bzip2": f"bunzip2 -k {q(path)}", "xz": f"unxz -k {q(path)}", "zstd": f"zstd -d {q(path)}",
-                    "zip": f"unzip {q(path)} -d {q(posixpath.dirname(path) or '.')}"}
-        return Fix(commands=[commands.get(data.compression or "", f"file {q(path)}")],
-                   advice="then point training and this check at the decompressed file")
+        commands = {
+            "bzip2": f"bunzip2 -k {q(path)}",
+            "xz": f"unxz -k {q(path)}",
+            "zstd": f"zstd -d {q(path)}",
+            "zip": f"unzip {q(path)} -d {q(posixpath.dirname(path) or '.')}",
+        }
+        return Fix(
+            commands=[commands.get(data.compression or "", f"file {q(path)}")],
+            advice="then point training and this check at the decompressed file",
+        )
     if kind == "utf16":
         return Fix(commands=[f"iconv -f UTF-16 -t UTF-8 {q(path)} > {q(_derived_path(path, 'utf8'))}"])
     if kind == "needs_pyarrow":
-        return Fix(commands=["python3 -m pip install pyarrow"],
-                   advice="in the pod's interpreter, or convert the file to JSON Lines")
+        return Fix(
+            commands=["python3 -m pip install pyarrow"],
+            advice="in the pod's interpreter, or convert the file to JSON Lines",
+        )
     if kind == "truncated":
         look = f"gzip -t {q(path)}" if data.compression == "gzip" else f"tail -c 300 {q(path)}"
         return Fix(commands=[look], advice="the file is cut off: copy it to the pod again")
     if kind in ("invalid_json", "invalid_csv") and data.unreadable_lines:
         return Fix(commands=[_show_lines_command(data, data.unreadable_lines[:3])], advice="see what is wrong there")
-    return Fix(commands=[f"file {q(path)}"],
-               advice="datasets must be JSON Lines, a JSON array, CSV, TSV or Parquet (gzip allowed)")
+    return Fix(
+        commands=[f"file {q(path)}"],
+        advice="datasets must be JSON Lines, a JSON array, CSV, TSV or Parquet (gzip allowed)",
+    )
 
 
 # ---------------------------------------------------------------- dataset.columns
@@ -166,14 +204,21 @@ def _columns(data: DatasetFacts) -> Finding:
             close = difflib.get_close_matches(name, data.columns, n=1, cutoff=0.0)
             fixes.append(f"{flag} {q(close[0] if close else '<column>')}")
         names = ", ".join(repr(n) for n in data.absent_columns)
-        return block(cid, f"{path} has no column {names}; its columns: {existing}",
-                     Fix(commands=[f"computefence dataset check {q(path)} {' '.join(fixes)}"],
-                         advice="name the columns the training script reads; doctor and fleet check take the same "
-                                "flags (input_column:/label_column: under checks: in an inventory)"),
-                     subject=path)
+        return block(
+            cid,
+            f"{path} has no column {names}; its columns: {existing}",
+            Fix(
+                commands=[f"computefence dataset check {q(path)} {' '.join(fixes)}"],
+                advice="name the columns the training script reads; doctor and fleet check take the same "
+                "flags (input_column:/label_column: under checks: in an inventory)",
+            ),
+            subject=path,
+        )
     parts = []
-    for role, name, guessed in (("input", data.input_column, data.input_column_guessed),
-                                ("label", data.label_column, data.label_column_guessed)):
+    for role, name, guessed in (
+        ("input", data.input_column, data.input_column_guessed),
+        ("label", data.label_column, data.label_column_guessed),
+    ):
         if name is None:
             parts.append(f"no {role} column named or recognised (name it with --{role}-column)")
         else:
@@ -198,54 +243,84 @@ def _duplicates(data: DatasetFacts) -> Finding:
     cid, path = "dataset.duplicates", data.path
     repeated_inputs = data.duplicate_inputs
     if data.duplicate_rows:
-        message = (f"{data.duplicate_rows:,} of {data.rows:,} rows ({_pct(data.duplicate_rows / data.rows)}) repeat an "
-                   "earlier row exactly (a row present 3 times counts 2), over-weighting those examples")
+        message = (
+            f"{data.duplicate_rows:,} of {data.rows:,} rows ({_pct(data.duplicate_rows / data.rows)}) repeat an "
+            "earlier row exactly (a row present 3 times counts 2), over-weighting those examples"
+        )
         if repeated_inputs > data.duplicate_rows:
             message += f"; {repeated_inputs:,} rows repeat an earlier input"
-        return warn(cid, message + _partial_note(data),
-                    Fix(commands=[_dedupe_command(data)], advice=f"keeps each row's first occurrence; {INSTALL_NOTE}"),
-                    subject=path)
+        return warn(
+            cid,
+            message + _partial_note(data),
+            Fix(commands=[_dedupe_command(data)], advice=f"keeps each row's first occurrence; {INSTALL_NOTE}"),
+            subject=path,
+        )
     message = f"no duplicate rows among {data.rows:,}"
     if repeated_inputs:
-        message += (f"; {repeated_inputs:,} rows repeat an earlier input with other fields differing "
-                    f"(`computefence dataset dedupe --by-input` keeps one row per input)")
+        message += (
+            f"; {repeated_inputs:,} rows repeat an earlier input with other fields differing "
+            f"(`computefence dataset dedupe --by-input` keeps one row per input)"
+        )
     return passed(cid, message + _partial_note(data), subject=path)
 
 
 def _conflicts(data: DatasetFacts) -> Finding:
     cid, path = "dataset.conflicting-labels", data.path
     if not data.conflicting_inputs:
-        return passed(cid, f"no input carries more than one label ({data.distinct_inputs:,} distinct inputs)"
-                      + _partial_note(data), subject=path)
+        return passed(
+            cid,
+            f"no input carries more than one label ({data.distinct_inputs:,} distinct inputs)" + _partial_note(data),
+            subject=path,
+        )
     share = f" of {data.distinct_inputs:,} distinct inputs" if data.distinct_inputs else ""
-    examples = "; ".join(f"{ex.input!r} labelled {', '.join(ex.labels)} (lines {', '.join(map(str, ex.lines[:5]))})"
-                         for ex in data.conflict_examples[:3])
-    message = (f"{data.conflicting_inputs:,}{share} {'inputs carry' if not share else 'carry'} more than one label; "
-               "the model is trained to answer both ways")
+    examples = "; ".join(
+        f"{ex.input!r} labelled {', '.join(ex.labels)} (lines {', '.join(map(str, ex.lines[:5]))})"
+        for ex in data.conflict_examples[:3]
+    )
+    message = (
+        f"{data.conflicting_inputs:,}{share} {'inputs carry' if not share else 'carry'} more than one label; "
+        "the model is trained to answer both ways"
+    )
     if examples:
         message += f", e.g. {examples}"
-    return warn(cid, message + _partial_note(data),
-                Fix(commands=[_dedupe_command(data, "--drop-conflicts")],
-                    advice=f"drops every row of those inputs (or fix their labels at the lines shown); {INSTALL_NOTE}"),
-                subject=path)
+    return warn(
+        cid,
+        message + _partial_note(data),
+        Fix(
+            commands=[_dedupe_command(data, "--drop-conflicts")],
+            advice=f"drops every row of those inputs (or fix their labels at the lines shown); {INSTALL_NOTE}",
+        ),
+        subject=path,
+    )
 
 
 def _missing(data: DatasetFacts, has_input: bool, has_label: bool) -> Finding:
     cid, path = "dataset.missing-values", data.path
     parts = []
     if has_input and data.missing_inputs:
-        parts.append(f"{_rows(data.missing_inputs)} ({_pct(data.missing_inputs / data.rows)}) without input "
-                     f"{data.input_column!r}")
+        parts.append(
+            f"{_rows(data.missing_inputs)} ({_pct(data.missing_inputs / data.rows)}) without input "
+            f"{data.input_column!r}"
+        )
     if has_label and data.missing_labels:
-        parts.append(f"{_rows(data.missing_labels)} ({_pct(data.missing_labels / data.rows)}) without label "
-                     f"{data.label_column!r}")
+        parts.append(
+            f"{_rows(data.missing_labels)} ({_pct(data.missing_labels / data.rows)}) without label "
+            f"{data.label_column!r}"
+        )
     if not parts:
-        return passed(cid, f"every row has its {' and '.join(_roles(has_input, has_label))}" + _partial_note(data),
-                      subject=path)
-    return warn(cid, "; ".join(parts) + " (absent, null or blank): tokenizers and collators fail on them or train on "
-                "empty text" + _partial_note(data),
-                Fix(commands=[_dedupe_command(data, "--drop-missing")], advice=f"drops those rows and duplicates; {INSTALL_NOTE}"),
-                subject=path)
+        return passed(
+            cid, f"every row has its {' and '.join(_roles(has_input, has_label))}" + _partial_note(data), subject=path
+        )
+    return warn(
+        cid,
+        "; ".join(parts) + " (absent, null or blank): tokenizers and collators fail on them or train on "
+        "empty text" + _partial_note(data),
+        Fix(
+            commands=[_dedupe_command(data, "--drop-missing")],
+            advice=f"drops those rows and duplicates; {INSTALL_NOTE}",
+        ),
+        subject=path,
+    )
 
 
 def _roles(has_input: bool, has_label: bool) -> list[str]:
@@ -268,36 +343,56 @@ def _skew(data: DatasetFacts) -> Finding:
         return skipped(cid, "no labelled rows to weigh", subject=path)
     if data.distinct_labels_capped or distinct > MAX_CLASSES:
         more = "more than " if data.distinct_labels_capped else ""
-        return skipped(cid, f"{more}{distinct:,} distinct labels: a free-form target rather than classes; skew not checked",
-                       subject=path)
+        return skipped(
+            cid,
+            f"{more}{distinct:,} distinct labels: a free-form target rather than classes; skew not checked",
+            subject=path,
+        )
     counts = sorted(data.label_counts.items(), key=lambda item: -item[1])
     k = len(counts)  # labels that print alike (1 and "1") count as one here
     labelled = sum(count for _, count in counts)
     shares = {name: count / labelled for name, count in counts}
     top = counts[0][0]
     h = entropy([count for _, count in counts])
-    plateau = (f"a model that ignores its input and predicts these frequencies has loss H = -Σ p ln p = {h:.3f} nats "
-               f"(ln 2 = 0.693 for two balanced classes)")
+    plateau = (
+        f"a model that ignores its input and predicts these frequencies has loss H = -Σ p ln p = {h:.3f} nats "
+        f"(ln 2 = 0.693 for two balanced classes)"
+    )
     spread = ", ".join(f"{name!r} {_pct(share)}" for name, share in list(shares.items())[:6])
     if k == 1:
-        return warn(cid, f"every labelled row has label {top!r}: there is nothing to learn (loss plateau 0)"
-                    + _partial_note(data),
-                    Fix(commands=[_show_lines_command(data, [1, 2, 3])],
-                        advice="check --label-column names the label and the export kept every class"),
-                    subject=path)
+        return warn(
+            cid,
+            f"every labelled row has label {top!r}: there is nothing to learn (loss plateau 0)" + _partial_note(data),
+            Fix(
+                commands=[_show_lines_command(data, [1, 2, 3])],
+                advice="check --label-column names the label and the export kept every class",
+            ),
+            subject=path,
+        )
     rare = [name for name, share in shares.items() if share < RARE_CLASS_FRACTION / k]
     if shares[top] < SKEW_MAJORITY_SHARE and not rare:
-        return passed(cid, f"{k} labels ({spread}); {plateau}: a loss stuck there means nothing was learned"
-                      + _partial_note(data), subject=path)
+        return passed(
+            cid,
+            f"{k} labels ({spread}); {plateau}: a loss stuck there means nothing was learned" + _partial_note(data),
+            subject=path,
+        )
     if shares[top] >= SKEW_MAJORITY_SHARE:
-        why = (f"{top!r} holds {_pct(shares[top])} of {labelled:,} labelled rows, so always predicting it already "
-               f"scores {_pct(shares[top])} accuracy")
+        why = (
+            f"{top!r} holds {_pct(shares[top])} of {labelled:,} labelled rows, so always predicting it already "
+            f"scores {_pct(shares[top])} accuracy"
+        )
     else:
-        why = (f"{', '.join(map(repr, rare[:5]))} {'holds' if len(rare) == 1 else 'hold'} under a tenth of a "
-               f"balanced share (1/{k}) of {labelled:,} labelled rows")
-    return warn(cid, f"labels are skewed: {why} ({spread}); {plateau}: a loss flattening near {h:.3f} has learned "
-                     "only the label frequencies" + _partial_note(data),
-                _weights_fix(counts, labelled), subject=path)
+        why = (
+            f"{', '.join(map(repr, rare[:5]))} {'holds' if len(rare) == 1 else 'hold'} under a tenth of a "
+            f"balanced share (1/{k}) of {labelled:,} labelled rows"
+        )
+    return warn(
+        cid,
+        f"labels are skewed: {why} ({spread}); {plateau}: a loss flattening near {h:.3f} has learned "
+        "only the label frequencies" + _partial_note(data),
+        _weights_fix(counts, labelled),
+        subject=path,
+    )
 
 
 def _weights_fix(counts: list[tuple[str, int]], labelled: int) -> Fix:
@@ -306,9 +401,11 @@ def _weights_fix(counts: list[tuple[str, int]], labelled: int) -> Fix:
     names = sorted((name for name, _ in counts), key=_label_order)
     by_name = dict(counts)
     weights = ", ".join(f"{labelled / (k * by_name[name]):.3g}" for name in names)
-    return Fix(advice=f"weight the loss by inverse class frequency in the training script: "
-                      f"torch.nn.CrossEntropyLoss(weight=torch.tensor([{weights}])), classes in the order "
-                      f"{', '.join(names)}; or oversample the rare classes")
+    return Fix(
+        advice=f"weight the loss by inverse class frequency in the training script: "
+        f"torch.nn.CrossEntropyLoss(weight=torch.tensor([{weights}])), classes in the order "
+        f"{', '.join(names)}; or oversample the rare classes"
+    )
 
 
 def _label_order(name: str) -> tuple:
@@ -345,7 +442,11 @@ def _show_lines_command(data: DatasetFacts, lines: list[int]) -> str:
         script = f"import pyarrow.parquet as p; print(p.read_table({data.path!r}).slice({lines[0] - 1}, 3).to_pylist())"
         return f"python3 -c {q(script)}"
     select = ";".join(f"{n}p" for n in lines)
-    reader = f"zcat {q(data.path)} | sed -n '{select}'" if data.compression == "gzip" else f"sed -n '{select}' {q(data.path)}"
+    reader = (
+        f"zcat {q(data.path)} | sed -n '{select}'"
+        if data.compression == "gzip"
+        else f"sed -n '{select}' {q(data.path)}"
+    )
     return f"{reader} | cut -c1-300"
 
 

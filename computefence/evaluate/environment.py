@@ -7,10 +7,10 @@ from collections import Counter
 from datetime import datetime, timezone
 
 from computefence import __version__
-from computefence.evaluate.context import block, passed, q, training_python, warn
-from computefence.evaluate.torch_builds import install_command, parse_version
-from computefence.evaluate.fingerprint import NOT_INSTALLED, fingerprint, is_package, label, outlier_fields
 from computefence.errors import ConfigError
+from computefence.evaluate.context import block, passed, q, training_python, warn
+from computefence.evaluate.fingerprint import NOT_INSTALLED, fingerprint, is_package, label, outlier_fields
+from computefence.evaluate.torch_builds import install_command, parse_version
 from computefence.models import BaselineLock, Facts, Finding, Fix, HostReport, HostStatus
 
 CHECKS = {
@@ -110,8 +110,11 @@ def match_fix(facts: Facts, wanted: dict[str, str]) -> Fix:
 def drift_finding(host: HostReport, lock: BaselineLock, severity: dict[str, str]) -> Finding:
     """One env.drift finding for a pod: every field that moved, old -> new."""
     values = fingerprint(host.facts)
-    moved = [(field, old, values[field]) for field, old in lock.fingerprint.items()
-             if field in values and values[field] != old]
+    moved = [
+        (field, old, values[field])
+        for field, old in lock.fingerprint.items()
+        if field in values and values[field] != old
+    ]
     if not moved:
         return passed(DRIFT, f"matches the baseline ({len(lock.fingerprint)} fields)")
     message = "; ".join(f"{label(field)} {old} → {new}" for field, old, new in moved)
@@ -122,7 +125,9 @@ def drift_finding(host: HostReport, lock: BaselineLock, severity: dict[str, str]
     if len(kept) != len(moved):
         message = "; ".join(f"{label(field)} {old} → {new}" for field, old, new in kept)
     finding = block if raised else warn
-    return finding(DRIFT, f"differs from the baseline: {message}", match_fix(host.facts, {f: old for f, old, _ in kept}))
+    return finding(
+        DRIFT, f"differs from the baseline: {message}", match_fix(host.facts, {f: old for f, old, _ in kept})
+    )
 
 
 # ---------------------------------------------------------------- env.outlier
@@ -152,20 +157,33 @@ def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
             if mine is None or mine == value or (mine == NOT_INSTALLED and not is_package(field)):
                 continue
             # "torch 2.5.1+cpu here" already names the CUDA build; one warning, not two.
-            if field == "torch-cuda" and "torch" in majority and prints[host.name].get("torch") not in (
-                    None, NOT_INSTALLED, majority["torch"][0]):
+            if (
+                field == "torch-cuda"
+                and "torch" in majority
+                and prints[host.name].get("torch") not in (None, NOT_INSTALLED, majority["torch"][0])
+            ):
                 continue
             # A torch fix installs the majority's whole build (version and CUDA index), never half of it.
-            wanted = ({k: majority[k][0] for k in ("torch", "torch-cuda") if k in majority}
-                      if field in ("torch", "torch-cuda") else {field: value})
+            wanted = (
+                {k: majority[k][0] for k in ("torch", "torch-cuda") if k in majority}
+                if field in ("torch", "torch-cuda")
+                else {field: value}
+            )
             fix = match_fix(host.facts, wanted)
             found.setdefault(host.name, []).append(
-                warn(OUTLIER, f"{label(field)} {mine} here; {count} of {len(checked)} pods have {value}", fix, subject=field))
+                warn(
+                    OUTLIER,
+                    f"{label(field)} {mine} here; {count} of {len(checked)} pods have {value}",
+                    fix,
+                    subject=field,
+                )
+            )
     return found
 
 
-def environment_findings(hosts: list[HostReport], lock: BaselineLock | None,
-                         severities: dict[str, dict[str, str]]) -> dict[str, list[Finding]]:
+def environment_findings(
+    hosts: list[HostReport], lock: BaselineLock | None, severities: dict[str, dict[str, str]]
+) -> dict[str, list[Finding]]:
     """Pod name -> its env.outlier and env.drift findings (severities: pod -> the policy's map)."""
     # The odd pod out is for runs without a baseline; with one, env.drift says it per pod.
     if lock is None:

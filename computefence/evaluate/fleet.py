@@ -46,7 +46,9 @@ def build_report(
     )
 
 
-def summarize(hosts: list[HostReport], sources: Iterable[SourceStatus] = (), *, allow_unreachable: bool = False) -> Summary:
+def summarize(
+    hosts: list[HostReport], sources: Iterable[SourceStatus] = (), *, allow_unreachable: bool = False
+) -> Summary:
     """Counts, money and verdict. A pod that could not be checked, or a source that could not
     be read (its pods went unchecked), blocks unless allow_unreachable; then it warns."""
     summary = Summary(hosts=len(hosts))
@@ -102,7 +104,8 @@ def exit_code(report: Report) -> int:
 def ready_hosts(report: Report) -> list[HostReport]:
     """The pods a job can start on: checked, and no finding that fails the run's --fail-on level."""
     return [
-        host for host in report.hosts
+        host
+        for host in report.hosts
         if host.status is HostStatus.OK and not any(fails(f.severity, report.fail_on) for f in host.findings)
     ]
 
@@ -115,7 +118,8 @@ def component_versions(facts: Facts) -> dict[str, str]:
     values = {
         "torch": torch.version if torch.importable and torch.version else NOT_INSTALLED,
         "torch CUDA build": (torch.cuda_build or ("ROCm " + torch.hip_build if torch.hip_build else "CPU"))
-        if torch.importable else NOT_INSTALLED,
+        if torch.importable
+        else NOT_INSTALLED,
         "NVIDIA driver": facts.gpu.driver_version or NONE,
         "driver CUDA": facts.gpu.cuda_version or NONE,
         "python": torch.python_version or facts.identity.python_version or NONE,

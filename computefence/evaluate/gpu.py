@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from computefence.evaluate import cuda_errors
 from computefence.evaluate.context import (
     Context,
     block,
@@ -21,7 +22,6 @@ from computefence.evaluate.context import (
     sudo,
     warn,
 )
-from computefence.evaluate import cuda_errors
 from computefence.evaluate.cuda_errors import CudaError, read_cuda_error
 from computefence.evaluate.torch_builds import (
     ARCH_MIN_CUDA,
@@ -75,14 +75,20 @@ def _wedged_fix(facts: Facts, ctx: Context, first: list[str]) -> Fix:
     """Restart where the provider has a command for it; else look at the kernel log first."""
     restart = ctx.restart_command()
     if restart:
-        return Fix(commands=[restart], advice=f"the driver is wedged; if it recurs after a restart, the "
-                                              f"{ctx.profile.title} host is faulty: move to another machine")
+        return Fix(
+            commands=[restart],
+            advice=f"the driver is wedged; if it recurs after a restart, the "
+            f"{ctx.profile.title} host is faulty: move to another machine",
+        )
     return Fix(commands=first, advice=_restart_note(ctx))
 
 
 def _min_cuda_for_gpus(facts: Facts) -> tuple[int, int] | None:
-    needs = [ARCH_MIN_CUDA[cap] for cap in (_capability(facts, g.index, g.compute_cap) for g in facts.gpu.gpus)
-             if cap in ARCH_MIN_CUDA]
+    needs = [
+        ARCH_MIN_CUDA[cap]
+        for cap in (_capability(facts, g.index, g.compute_cap) for g in facts.gpu.gpus)
+        if cap in ARCH_MIN_CUDA
+    ]
     return max(needs) if needs else None
 
 
@@ -94,11 +100,19 @@ def _capability(facts: Facts, index: int, from_smi: str | None) -> tuple[int, in
     return cap
 
 
-def _install_fix(facts: Facts, replace: bool, min_cuda: tuple[int, int] | None = None, advice: str | None = None) -> Fix:
+def _install_fix(
+    facts: Facts, replace: bool, min_cuda: tuple[int, int] | None = None, advice: str | None = None
+) -> Fix:
     """Reinstall torch as the CUDA build this driver runs; `advice` goes with the command."""
     torch = facts.torch
-    return build_fix(torch.python, facts.gpu.cuda_version, torch.version, min_cuda or _min_cuda_for_gpus(facts),
-                     replace=replace, advice=advice)
+    return build_fix(
+        torch.python,
+        facts.gpu.cuda_version,
+        torch.version,
+        min_cuda or _min_cuda_for_gpus(facts),
+        replace=replace,
+        advice=advice,
+    )
 
 
 # ---------------------------------------------------------------- gpu.driver
@@ -109,11 +123,21 @@ def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Findi
     gpu = facts.gpu
     failure = collector_error(facts, "gpu")
     if failure is not None and not gpu.nvidia_smi_found:
-        return [block(cid, f"GPU facts could not be collected ({one_line(failure, 240)}): nvidia-smi or the driver is hung",
-                      _wedged_fix(facts, ctx, ["timeout 20 nvidia-smi", _dmesg(facts)]))]
+        return [
+            block(
+                cid,
+                f"GPU facts could not be collected ({one_line(failure, 240)}): nvidia-smi or the driver is hung",
+                _wedged_fix(facts, ctx, ["timeout 20 nvidia-smi", _dmesg(facts)]),
+            )
+        ]
     if gpu.timed_out:
-        return [block(cid, "nvidia-smi did not answer in time: the driver or a GPU is wedged",
-                      _wedged_fix(facts, ctx, [_dmesg(facts)]))]
+        return [
+            block(
+                cid,
+                "nvidia-smi did not answer in time: the driver or a GPU is wedged",
+                _wedged_fix(facts, ctx, [_dmesg(facts)]),
+            )
+        ]
     if gpu.nvidia_smi_found and gpu.exit_code not in (0, None):
         output = one_line(gpu.error_output, 240) or "no output"
         return [block(cid, f"nvidia-smi failed (exit {gpu.exit_code}): {output}", _driver_fix(facts, ctx))]
@@ -122,7 +146,11 @@ def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Findi
         listed = ", ".join(f"{n}x {name}" if n > 1 else name for name, n in names.items())
         cuda = f" (CUDA {gpu.cuda_version})" if gpu.cuda_version else ""
         count = len(gpu.gpus)
-        return [passed(cid, f"driver {gpu.driver_version or '?'}{cuda} sees {count} GPU{'s' if count > 1 else ''}: {listed}")]
+        return [
+            passed(
+                cid, f"driver {gpu.driver_version or '?'}{cuda} sees {count} GPU{'s' if count > 1 else ''}: {listed}"
+            )
+        ]
     if gpu.nvidia_smi_found:
         if ctx.gpu_expected or gpu.device_nodes:
             return [block(cid, f"nvidia-smi lists no GPUs{_expected_reason(checks, ctx)}", _no_gpu_fix(ctx))]
@@ -132,16 +160,27 @@ def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Findi
         fix = Fix(
             commands=["cat /proc/driver/nvidia/version"],
             advice=f"install the utilities of that driver version ({sudo(facts)}apt-get install -y nvidia-utils-<major>); "
-                   "in a container, start it with NVIDIA_DRIVER_CAPABILITIES=compute,utility so the runtime mounts nvidia-smi",
+            "in a container, start it with NVIDIA_DRIVER_CAPABILITIES=compute,utility so the runtime mounts nvidia-smi",
         )
         if facts.torch.cuda_available:
             # torch works; only the tooling is missing, which hides the driver facts.
-            return [warn(cid, f"GPU device nodes ({nodes}) are present and torch uses CUDA, but nvidia-smi is not "
-                              "on PATH: driver version and GPU memory could not be checked", fix)]
+            return [
+                warn(
+                    cid,
+                    f"GPU device nodes ({nodes}) are present and torch uses CUDA, but nvidia-smi is not "
+                    "on PATH: driver version and GPU memory could not be checked",
+                    fix,
+                )
+            ]
         return [block(cid, f"GPU device nodes ({nodes}) are present but nvidia-smi is not on PATH", fix)]
     if ctx.gpu_expected:
-        return [block(cid, f"no NVIDIA GPU visible: no nvidia-smi and no /dev/nvidia* devices{_expected_reason(checks, ctx)}",
-                      _no_gpu_fix(ctx))]
+        return [
+            block(
+                cid,
+                f"no NVIDIA GPU visible: no nvidia-smi and no /dev/nvidia* devices{_expected_reason(checks, ctx)}",
+                _no_gpu_fix(ctx),
+            )
+        ]
     return [skipped(cid, NO_GPU)]
 
 
@@ -158,17 +197,21 @@ def _driver_fix(facts: Facts, ctx: Context) -> Fix:
     return Fix(
         commands=[f"{root}modprobe nvidia && nvidia-smi", _dmesg(facts)],
         advice=f"if nvidia-smi still fails, the kernel log says why; a kernel update without a rebuilt driver is the "
-               f"usual cause: reinstall the driver ({root}ubuntu-drivers install) and reboot",
+        f"usual cause: reinstall the driver ({root}ubuntu-drivers install) and reboot",
     )
 
 
 def _no_gpu_fix(ctx: Context) -> Fix:
     if ctx.on_provider:
         restart = ctx.restart_command()
-        return Fix(commands=[restart] if restart else [],
-                   advice=f"this {ctx.profile.title} machine has no GPU attached: restart it or redeploy it on a GPU")
-    return Fix(advice="start the container with GPU access (docker run --gpus all ...) or install the NVIDIA driver "
-                      "(sudo ubuntu-drivers install)")
+        return Fix(
+            commands=[restart] if restart else [],
+            advice=f"this {ctx.profile.title} machine has no GPU attached: restart it or redeploy it on a GPU",
+        )
+    return Fix(
+        advice="start the container with GPU access (docker run --gpus all ...) or install the NVIDIA driver "
+        "(sudo ubuntu-drivers install)"
+    )
 
 
 # ---------------------------------------------------------------- torch against the driver
@@ -182,8 +225,13 @@ def check_torch_cpu_build(facts: Facts, checks: CheckOptions, ctx: Context) -> l
     if torch.cuda_build:
         return [passed(cid, f"{_torch_name(torch)} is a CUDA {torch.cuda_build} build")]
     kind = f"a ROCm {torch.hip_build} build" if torch.hip_build else "a CPU-only build"
-    return [block(cid, f"{_torch_name(torch)} in {torch.python} is {kind} on an NVIDIA GPU machine: training runs on the CPU",
-                  _install_fix(facts, replace=True))]
+    return [
+        block(
+            cid,
+            f"{_torch_name(torch)} in {torch.python} is {kind} on an NVIDIA GPU machine: training runs on the CPU",
+            _install_fix(facts, replace=True),
+        )
+    ]
 
 
 def _driver_too_old(facts: Facts) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -206,10 +254,15 @@ def check_driver_too_old(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     if too_old is None:
         return [passed(cid, f"driver CUDA {facts.gpu.cuda_version} runs torch's CUDA {torch.cuda_build} build")]
     driver, build = too_old
-    effect = ("torch.cuda.is_available() is False and training falls back to the CPU" if not torch.cuda_available
-              else "kernels built for the newer CUDA fail to load")
-    message = (f"{_torch_name(torch)} is built for CUDA {cuda_text(build)}, but driver {facts.gpu.driver_version or '?'} "
-               f"supports CUDA {cuda_text(driver)} only: {effect}")
+    effect = (
+        "torch.cuda.is_available() is False and training falls back to the CPU"
+        if not torch.cuda_available
+        else "kernels built for the newer CUDA fail to load"
+    )
+    message = (
+        f"{_torch_name(torch)} is built for CUDA {cuda_text(build)}, but driver {facts.gpu.driver_version or '?'} "
+        f"supports CUDA {cuda_text(driver)} only: {effect}"
+    )
     fix = _install_fix(facts, replace=True, advice=f"or use a machine whose driver supports CUDA {cuda_text(build)}")
     return [block(cid, message, fix)]
 
@@ -225,13 +278,22 @@ def check_cuda_unavailable(facts: Facts, checks: CheckOptions, ctx: Context) -> 
     seen = len(facts.gpu.gpus)
     visible = _visible_devices(facts)
     if visible is not None and visible.strip().lower() in ("", "-1", "none", "void", "nodevfiles"):
-        return [block(cid, f"torch cannot use CUDA: CUDA_VISIBLE_DEVICES={visible!r} hides all {seen} GPU(s) the driver sees",
-                      Fix(commands=["unset CUDA_VISIBLE_DEVICES"],
-                          advice="and remove it from ~/.bashrc or the job's environment"))]
+        return [
+            block(
+                cid,
+                f"torch cannot use CUDA: CUDA_VISIBLE_DEVICES={visible!r} hides all {seen} GPU(s) the driver sees",
+                Fix(
+                    commands=["unset CUDA_VISIBLE_DEVICES"],
+                    advice="and remove it from ~/.bashrc or the job's environment",
+                ),
+            )
+        ]
     error = read_cuda_error(torch.cuda_error)
     why = f": {error.text}" if error else ""
-    message = (f"{_torch_name(torch)} cannot use CUDA although the driver sees {seen} GPU(s){why}; "
-               "training would silently run on the CPU")
+    message = (
+        f"{_torch_name(torch)} cannot use CUDA although the driver sees {seen} GPU(s){why}; "
+        "training would silently run on the CPU"
+    )
     subject = f"CUDA error {error.code}" if error and error.code is not None else None
     return [block(cid, message, _cuda_error_fix(facts, ctx, error), subject=subject)]
 
@@ -243,30 +305,46 @@ def _cuda_error_fix(facts: Facts, ctx: Context, error: CudaError | None) -> Fix:
     root = sudo(facts)
     if code == cuda_errors.NOT_INITIALIZED:
         if ctx.on_provider:
-            return Fix(commands=[*restart, "nvidia-smi -q | grep -A 2 -i fabric"],
-                       advice=f"error 802: the NVSwitch fabric is not initialised because the host's fabric manager is not "
-                       f"running; only the host can start it: restart the {ctx.profile.title} machine or move to "
-                       "another one; reinstalling torch cannot help")
-        return Fix(commands=[f"{root}systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"],
-                   advice="error 802: the NVSwitch fabric is not initialised; install nvidia-fabricmanager of the driver's "
-                   "exact version if the service is missing; reinstalling torch cannot help")
+            return Fix(
+                commands=[*restart, "nvidia-smi -q | grep -A 2 -i fabric"],
+                advice=f"error 802: the NVSwitch fabric is not initialised because the host's fabric manager is not "
+                f"running; only the host can start it: restart the {ctx.profile.title} machine or move to "
+                "another one; reinstalling torch cannot help",
+            )
+        return Fix(
+            commands=[f"{root}systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"],
+            advice="error 802: the NVSwitch fabric is not initialised; install nvidia-fabricmanager of the driver's "
+            "exact version if the service is missing; reinstalling torch cannot help",
+        )
     if code in (cuda_errors.UNKNOWN, cuda_errors.INITIALIZATION):
-        return Fix(commands=[_dmesg(facts), *restart],
-                   advice=f"CUDA error {code} leaves the GPU unusable until it is reset: " + _restart_note(ctx))
+        return Fix(
+            commands=[_dmesg(facts), *restart],
+            advice=f"CUDA error {code} leaves the GPU unusable until it is reset: " + _restart_note(ctx),
+        )
     if code == cuda_errors.NO_DEVICE:
-        return Fix(commands=["ls -l /dev/nvidia*"],
-                   advice="CUDA finds no device: the container cannot open the GPU device nodes (start it with "
-                   "--gpus all or NVIDIA_VISIBLE_DEVICES=all), or CUDA_VISIBLE_DEVICES names no GPU that exists")
+        return Fix(
+            commands=["ls -l /dev/nvidia*"],
+            advice="CUDA finds no device: the container cannot open the GPU device nodes (start it with "
+            "--gpus all or NVIDIA_VISIBLE_DEVICES=all), or CUDA_VISIBLE_DEVICES names no GPU that exists",
+        )
     if code == cuda_errors.COMPAT_NOT_SUPPORTED:
-        return Fix(commands=["ldconfig -p | grep -F libcuda.so"],
-                   advice="error 804: CUDA forward-compatibility libraries (cuda-compat, /usr/local/cuda/compat) load ahead "
-                   "of the driver's libcuda, and only datacenter GPUs support them: remove that directory from "
-                   "LD_LIBRARY_PATH and /etc/ld.so.conf.d, or use an image built for this driver")
+        return Fix(
+            commands=["ldconfig -p | grep -F libcuda.so"],
+            advice="error 804: CUDA forward-compatibility libraries (cuda-compat, /usr/local/cuda/compat) load ahead "
+            "of the driver's libcuda, and only datacenter GPUs support them: remove that directory from "
+            "LD_LIBRARY_PATH and /etc/ld.so.conf.d, or use an image built for this driver",
+        )
     if code == cuda_errors.INSUFFICIENT_DRIVER:
-        return _install_fix(facts, replace=True,
-                            advice="the driver is older than torch's CUDA runtime; or use a machine with a newer driver")
-    return _install_fix(facts, replace=True,
-                        advice=f"`{q(facts.torch.python)} -c 'import torch; torch.cuda.init()'` prints the underlying error")
+        return _install_fix(
+            facts,
+            replace=True,
+            advice="the driver is older than torch's CUDA runtime; or use a machine with a newer driver",
+        )
+    return _install_fix(
+        facts,
+        replace=True,
+        advice=f"`{q(facts.torch.python)} -c 'import torch; torch.cuda.init()'` prints the underlying error",
+    )
 
 
 # ---------------------------------------------------------------- GPU architectures
@@ -303,8 +381,10 @@ def check_arch_unsupported(facts: Facts, checks: CheckOptions, ctx: Context) -> 
             continue
         sm = f"sm_{cap[0]}{cap[1]}"
         indices = ",".join(str(i) for i, _ in gpus)
-        message = (f"{_torch_name(torch)} has no kernels for {sm} ({gpus[0][1]}, GPU {indices}): CUDA ops fail with "
-                   f"'no kernel image is available'; it was built for {' '.join(torch.arch_list)}")
+        message = (
+            f"{_torch_name(torch)} has no kernels for {sm} ({gpus[0][1]}, GPU {indices}): CUDA ops fail with "
+            f"'no kernel image is available'; it was built for {' '.join(torch.arch_list)}"
+        )
         min_cuda = max(ARCH_MIN_CUDA.get(cap, (0, 0)), _min_cuda_for_gpus(facts) or (0, 0))
         findings.append(block(cid, message, _install_fix(facts, replace=True, min_cuda=min_cuda or None), subject=sm))
     if findings:
@@ -329,10 +409,13 @@ def check_memory_in_use(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
         return [passed(cid, f"no GPU memory held by other processes (at most {most} MiB in use)")]
     held = ", ".join(
         f"GPU {g.index} {g.memory_used_mib} of {g.memory_total_mib if g.memory_total_mib is not None else '?'} MiB"
-        for g in busy)
-    fix = Fix(commands=["nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"],
-              advice="kill the stale PIDs it lists; if it lists none, the memory is held outside this container: "
-                     + _restart_note(ctx))
+        for g in busy
+    )
+    fix = Fix(
+        commands=["nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"],
+        advice="kill the stale PIDs it lists; if it lists none, the memory is held outside this container: "
+        + _restart_note(ctx),
+    )
     subject = "GPU " + ",".join(str(g.index) for g in busy)
     return [warn(cid, f"GPU memory already in use ({held}): the job may run out of memory", fix, subject=subject)]
 
@@ -347,34 +430,58 @@ def check_count_mismatch(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         interactive = _interactive_only_selection(facts, seen, ctx)
         if interactive:
             return interactive
-        return [passed(cid, f"torch sees all {seen} GPUs the driver lists" if seen > 1 else "torch sees the GPU the driver lists")]
+        return [
+            passed(
+                cid,
+                f"torch sees all {seen} GPUs the driver lists" if seen > 1 else "torch sees the GPU the driver lists",
+            )
+        ]
     visible = _visible_devices(facts)
     listed = [part for part in (visible or "").split(",") if part.strip()]
     if visible is not None and listed and len(listed) == usable:
         # The probe runs in a fresh login session: a value it sees is the machine's, not the job's choice.
         where, fix_hidden = _visible_devices_origin(facts, visible)
         if ctx.gpu_count is not None and ctx.gpu_count.satisfied_by(usable):
-            return [passed(cid, f"torch sees {usable} of {seen} GPUs: CUDA_VISIBLE_DEVICES={visible} from {where}, "
-                                f"as the policy's gpu_count {ctx.gpu_count.text} intends")]
-        return [warn(cid, f"CUDA_VISIBLE_DEVICES={visible} hides {seen - usable} of the {seen} GPUs this machine has "
-                          f"(torch sees {usable}); it is set in {where}, so every login and job gets it", fix_hidden)]
+            return [
+                passed(
+                    cid,
+                    f"torch sees {usable} of {seen} GPUs: CUDA_VISIBLE_DEVICES={visible} from {where}, "
+                    f"as the policy's gpu_count {ctx.gpu_count.text} intends",
+                )
+            ]
+        return [
+            warn(
+                cid,
+                f"CUDA_VISIBLE_DEVICES={visible} hides {seen - usable} of the {seen} GPUs this machine has "
+                f"(torch sees {usable}); it is set in {where}, so every login and job gets it",
+                fix_hidden,
+            )
+        ]
     every = ",".join(str(g.index) for g in facts.gpu.gpus)
     if visible is not None:
         message = f"torch sees {usable} GPU(s), the driver lists {seen}; CUDA_VISIBLE_DEVICES={visible!r}"
-        fix = Fix(commands=[f"export CUDA_VISIBLE_DEVICES={every}"],
-                  advice="or unset CUDA_VISIBLE_DEVICES; look for a stale setting in ~/.bashrc")
+        fix = Fix(
+            commands=[f"export CUDA_VISIBLE_DEVICES={every}"],
+            advice="or unset CUDA_VISIBLE_DEVICES; look for a stale setting in ~/.bashrc",
+        )
     else:
         nvidia_visible = env_by_source(facts, "NVIDIA_VISIBLE_DEVICES").get("process")
         shown = f" (NVIDIA_VISIBLE_DEVICES={nvidia_visible})" if nvidia_visible else ""
-        message = f"torch sees {usable} GPU(s), the driver lists {seen}: the container exposes fewer devices to CUDA{shown}"
-        fix = Fix(commands=["ls -l /dev/nvidia*"],
-                  advice="the container was started with fewer GPU devices than nvidia-smi reports: " + _restart_note(ctx))
+        message = (
+            f"torch sees {usable} GPU(s), the driver lists {seen}: the container exposes fewer devices to CUDA{shown}"
+        )
+        fix = Fix(
+            commands=["ls -l /dev/nvidia*"],
+            advice="the container was started with fewer GPU devices than nvidia-smi reports: " + _restart_note(ctx),
+        )
     return [warn(cid, message, fix)]
 
 
 # Where a machine-wide CUDA_VISIBLE_DEVICES can come from (EnvValue.source), as a file to edit.
 _ENV_FILES = {"etc_environment": "/etc/environment", "rp_environment": "/etc/rp_environment"}
-_STARTUP_FILES = "~/.bashrc ~/.profile ~/.bash_profile /etc/profile /etc/bash.bashrc /etc/profile.d/*.sh /etc/ssh/sshd_config"
+_STARTUP_FILES = (
+    "~/.bashrc ~/.profile ~/.bash_profile /etc/profile /etc/bash.bashrc /etc/profile.d/*.sh /etc/ssh/sshd_config"
+)
 
 
 def _interactive_only_selection(facts: Facts, seen: int, ctx: Context) -> list[Finding]:
@@ -388,29 +495,45 @@ def _interactive_only_selection(facts: Facts, seen: int, ctx: Context) -> list[F
         if ctx.gpu_count is not None and ctx.gpu_count.satisfied_by(len(listed)):
             continue
         where, fix_hidden = _visible_devices_origin(facts, value)
-        return [warn(cid, f"{where} sets CUDA_VISIBLE_DEVICES={value} for interactive shells: a job started from one "
-                          f"sees {len(listed)} of the {seen} GPUs this machine has", fix_hidden)]
+        return [
+            warn(
+                cid,
+                f"{where} sets CUDA_VISIBLE_DEVICES={value} for interactive shells: a job started from one "
+                f"sees {len(listed)} of the {seen} GPUs this machine has",
+                fix_hidden,
+            )
+        ]
     return []
 
 
 def _visible_devices_origin(facts: Facts, value: str) -> tuple[str, Fix]:
     """(where the value is set, the fix that removes it there)."""
-    sources = [source for source, seen in env_by_source(facts, "CUDA_VISIBLE_DEVICES").items()
-               if source != "process" and seen == value]
-    files = [_ENV_FILES.get(source) or source.removeprefix("file:") for source in sources
-             if source in _ENV_FILES or source.startswith("file:")]
+    sources = [
+        source
+        for source, seen in env_by_source(facts, "CUDA_VISIBLE_DEVICES").items()
+        if source != "process" and seen == value
+    ]
+    files = [
+        _ENV_FILES.get(source) or source.removeprefix("file:")
+        for source in sources
+        if source in _ENV_FILES or source.startswith("file:")
+    ]
     if files:
         path = files[0]
         root = sudo(facts) if not path.startswith(facts.identity.home or "~") else ""
         command = f"{root}sed -i '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d' -- {q(path)}"
-        return path, Fix(commands=[command], advice="then log in again; or set the GPUs the job should use in the job's own command")
+        return path, Fix(
+            commands=[command], advice="then log in again; or set the GPUs the job should use in the job's own command"
+        )
     if "container" in sources:
         return "the container's environment", Fix(
             commands=["unset CUDA_VISIBLE_DEVICES"],
-            advice="that lasts for this shell only: remove the variable from the pod's template or `docker run -e`")
+            advice="that lasts for this shell only: remove the variable from the pod's template or `docker run -e`",
+        )
     return "the login environment", Fix(
         commands=[f"grep -ns CUDA_VISIBLE_DEVICES {_STARTUP_FILES}"],
-        advice="delete the line it finds (an sshd SetEnv needs `systemctl reload ssh`), then log in again")
+        advice="delete the line it finds (an sshd SetEnv needs `systemctl reload ssh`), then log in again",
+    )
 
 
 RULES = [

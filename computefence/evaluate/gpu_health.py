@@ -66,6 +66,7 @@ def _health_rule(cid: str, judge: Callable[[Facts, Context, list[GpuHealth]], li
         if not ctx.gpu_usable or not facts.gpu.health:
             return []
         return judge(facts, ctx, facts.gpu.health)
+
     rule.__name__ = "check_" + cid.split(".", 1)[1].replace("-", "_")
     return rule
 
@@ -87,17 +88,30 @@ def check_ecc(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
         if not faults:
             continue
         failing = gpu.remapped_rows_failure or (gpu.retired_pages_pending and not gpu.remapped_rows_pending)
-        commands, advice = _move_on(ctx, "the GPU's memory is failing; tell the provider" if failing else
-                                    "a pending remap or retirement takes effect only at the next GPU reset, and until "
-                                    "then the job can hit the bad memory")
+        commands, advice = _move_on(
+            ctx,
+            "the GPU's memory is failing; tell the provider"
+            if failing
+            else "a pending remap or retirement takes effect only at the next GPU reset, and until "
+            "then the job can hit the bad memory",
+        )
         if not ctx.on_provider:
             commands = [f"{sudo(facts)}nvidia-smi -r -i {gpu.index}"]
-        findings.append(block(cid, f"GPU {gpu.index} ({gpu.name or '?'}): {'; '.join(faults)}",
-                              Fix(commands=commands, advice=advice), subject=f"GPU {gpu.index}"))
+        findings.append(
+            block(
+                cid,
+                f"GPU {gpu.index} ({gpu.name or '?'}): {'; '.join(faults)}",
+                Fix(commands=commands, advice=advice),
+                subject=f"GPU {gpu.index}",
+            )
+        )
     if findings:
         return findings
-    unknown = [g for g in health if g.ecc_volatile_uncorrectable is None and g.remapped_rows_pending is None
-               and g.retired_pages_pending is None]
+    unknown = [
+        g
+        for g in health
+        if g.ecc_volatile_uncorrectable is None and g.remapped_rows_pending is None and g.retired_pages_pending is None
+    ]
     if len(unknown) == len(health):
         return [skipped(cid, "memory error counts unknown: the driver reports them as N/A (ECC off or not supported)")]
     return [passed(cid, f"no uncorrectable memory errors or pending remaps on {len(health) - len(unknown)} GPU(s)")]
@@ -132,14 +146,26 @@ def _judge_pcie(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fin
     findings = []
     for gpu in narrow:
         make = block if gpu.pcie_width_current <= 1 else warn
-        message = (f"GPU {gpu.index} ({gpu.name or '?'}) runs its PCIe link at x{gpu.pcie_width_current} of "
-                   f"x{gpu.pcie_width_max}: host-device copies and data loading run at "
-                   f"{gpu.pcie_width_current}/{gpu.pcie_width_max} of the speed")
-        advice = ("the card sits in a slot or riser wired narrower than the card; no setting on the pod widens it: "
-                  "choose another machine (on Vast, compare the offers' PCIe bandwidth)")
-        findings.append(make(cid, message, Fix(
-            commands=["nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv"], advice=advice),
-            subject=f"GPU {gpu.index}"))
+        message = (
+            f"GPU {gpu.index} ({gpu.name or '?'}) runs its PCIe link at x{gpu.pcie_width_current} of "
+            f"x{gpu.pcie_width_max}: host-device copies and data loading run at "
+            f"{gpu.pcie_width_current}/{gpu.pcie_width_max} of the speed"
+        )
+        advice = (
+            "the card sits in a slot or riser wired narrower than the card; no setting on the pod widens it: "
+            "choose another machine (on Vast, compare the offers' PCIe bandwidth)"
+        )
+        findings.append(
+            make(
+                cid,
+                message,
+                Fix(
+                    commands=["nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv"],
+                    advice=advice,
+                ),
+                subject=f"GPU {gpu.index}",
+            )
+        )
     return findings
 
 
@@ -161,12 +187,24 @@ def _judge_throttle(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list
         if not active or not _idle(gpu):
             continue
         temperature = f" at {gpu.temperature_c} C" if gpu.temperature_c is not None else ""
-        message = (f"GPU {gpu.index} ({gpu.name or '?'}) is idle{temperature} yet clocked down by "
-                   f"{', '.join(active)}: it will run slower than it should under load")
-        commands, advice = _move_on(ctx, "on an idle GPU this points at the host (cooling, power supply or its "
-                                    "power-brake signal)")
-        findings.append(warn(cid, message, Fix(commands=[f"nvidia-smi -q -i {gpu.index} -d PERFORMANCE,TEMPERATURE,POWER",
-                                                *commands], advice=advice), subject=f"GPU {gpu.index}"))
+        message = (
+            f"GPU {gpu.index} ({gpu.name or '?'}) is idle{temperature} yet clocked down by "
+            f"{', '.join(active)}: it will run slower than it should under load"
+        )
+        commands, advice = _move_on(
+            ctx, "on an idle GPU this points at the host (cooling, power supply or its power-brake signal)"
+        )
+        findings.append(
+            warn(
+                cid,
+                message,
+                Fix(
+                    commands=[f"nvidia-smi -q -i {gpu.index} -d PERFORMANCE,TEMPERATURE,POWER", *commands],
+                    advice=advice,
+                ),
+                subject=f"GPU {gpu.index}",
+            )
+        )
     if findings:
         return findings
     return [passed(cid, "no hardware slowdown, thermal or power-brake throttling on an idle GPU")]
@@ -182,17 +220,33 @@ def _judge_power(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fi
         return [skipped(cid, "power limits unknown: the driver does not report them")]
     capped = [g for g in known if g.power_limit_w < POWER_LIMIT_SHARE * g.power_limit_default_w]
     if not capped:
-        return [passed(cid, "enforced power limits at their defaults ("
-                       + ", ".join(sorted({f"{g.power_limit_w:.0f} W" for g in known})) + ")")]
+        return [
+            passed(
+                cid,
+                "enforced power limits at their defaults ("
+                + ", ".join(sorted({f"{g.power_limit_w:.0f} W" for g in known}))
+                + ")",
+            )
+        ]
     findings = []
     for gpu in capped:
         share = gpu.power_limit_w / gpu.power_limit_default_w
-        message = (f"GPU {gpu.index} ({gpu.name or '?'}) is capped at {gpu.power_limit_w:.0f} W, {share:.0%} of its "
-                   f"{gpu.power_limit_default_w:.0f} W default: expect lower clocks under load")
+        message = (
+            f"GPU {gpu.index} ({gpu.name or '?'}) is capped at {gpu.power_limit_w:.0f} W, {share:.0%} of its "
+            f"{gpu.power_limit_default_w:.0f} W default: expect lower clocks under load"
+        )
         advice = "only the host can raise it (a container cannot): ask the provider, or choose another machine"
-        findings.append(warn(cid, message, Fix(
-            commands=[f"{sudo(facts)}nvidia-smi -i {gpu.index} -pl {gpu.power_limit_default_w:.0f}"], advice=advice),
-            subject=f"GPU {gpu.index}"))
+        findings.append(
+            warn(
+                cid,
+                message,
+                Fix(
+                    commands=[f"{sudo(facts)}nvidia-smi -i {gpu.index} -pl {gpu.power_limit_default_w:.0f}"],
+                    advice=advice,
+                ),
+                subject=f"GPU {gpu.index}",
+            )
+        )
     return findings
 
 
@@ -211,12 +265,22 @@ def _judge_mig(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Find
     findings = []
     for gpu in mig:
         state = "enabled" if _enabled(gpu.mig_current) else "pending (enabled at the next GPU reset)"
-        message = (f"GPU {gpu.index} ({gpu.name or '?'}) has MIG {state}: the job sees GPU slices, not the whole GPU, "
-                   "and NCCL cannot span them")
-        advice = ("then reset the GPU; a container cannot change MIG mode: choose a machine without MIG, "
-                  "or ask the provider to disable it")
-        findings.append(warn(cid, message, Fix(commands=[f"{sudo(facts)}nvidia-smi -i {gpu.index} -mig 0"], advice=advice),
-                             subject=f"GPU {gpu.index}"))
+        message = (
+            f"GPU {gpu.index} ({gpu.name or '?'}) has MIG {state}: the job sees GPU slices, not the whole GPU, "
+            "and NCCL cannot span them"
+        )
+        advice = (
+            "then reset the GPU; a container cannot change MIG mode: choose a machine without MIG, "
+            "or ask the provider to disable it"
+        )
+        findings.append(
+            warn(
+                cid,
+                message,
+                Fix(commands=[f"{sudo(facts)}nvidia-smi -i {gpu.index} -mig 0"], advice=advice),
+                subject=f"GPU {gpu.index}",
+            )
+        )
     return findings
 
 
@@ -240,14 +304,25 @@ def _judge_compute_mode(facts: Facts, ctx: Context, health: list[GpuHealth]) -> 
     findings = []
     for gpus, message in (
         (prohibited, "compute mode Prohibited: no process can create a CUDA context on {gpus}"),
-        (crowded, f"compute mode Exclusive_Process on {{gpus}}, but the accelerate config starts {processes} "
-                  f"processes for {len(health)} GPU(s): the processes sharing a GPU fail to start"),
+        (
+            crowded,
+            f"compute mode Exclusive_Process on {{gpus}}, but the accelerate config starts {processes} "
+            f"processes for {len(health)} GPU(s): the processes sharing a GPU fail to start",
+        ),
     ):
         if gpus:
             commands = [f"{sudo(facts)}nvidia-smi -i {g.index} -c DEFAULT" for g in gpus]
-            findings.append(block(cid, message.format(gpus=_label(gpus)), Fix(
-                commands=commands, advice="a container cannot change the compute mode: ask the provider, or choose another machine"),
-                subject=_label(gpus)))
+            findings.append(
+                block(
+                    cid,
+                    message.format(gpus=_label(gpus)),
+                    Fix(
+                        commands=commands,
+                        advice="a container cannot change the compute mode: ask the provider, or choose another machine",
+                    ),
+                    subject=_label(gpus),
+                )
+            )
     if findings:
         return findings
     modes = ", ".join(sorted({g.compute_mode for g in known}))
@@ -279,8 +354,9 @@ def check_fabric_manager(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     if unready:
         first = unready[0]
         state = first.fabric_state + (f", status {first.fabric_status}" if first.fabric_status else "")
-        message = (f"NVSwitch fabric not initialised on {_label(unready)} (state {state})"
-                   + ("; nv-fabricmanager is not running" if fm_down else ""))
+        message = f"NVSwitch fabric not initialised on {_label(unready)} (state {state})" + (
+            "; nv-fabricmanager is not running" if fm_down else ""
+        )
     else:
         message = f"NVSwitch system ({len(gpu.nvswitch_nodes)} switch node(s)) but nv-fabricmanager is not running"
     message += ": CUDA fails with error 802 'system not yet initialized'"
@@ -289,8 +365,10 @@ def check_fabric_manager(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     else:
         root = sudo(facts)
         commands = [f"{root}systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"]
-        advice = ("install nvidia-fabricmanager of the driver's exact version if the service is missing; "
-                  "reinstalling torch cannot help")
+        advice = (
+            "install nvidia-fabricmanager of the driver's exact version if the service is missing; "
+            "reinstalling torch cannot help"
+        )
     return [block(cid, message, Fix(commands=commands, advice=advice))]
 
 
@@ -314,8 +392,13 @@ def check_xid(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
     devices = sorted({event.pci_bus_id for event in serious if event.pci_bus_id})
     where = f" on PCI {', '.join(devices)}" if devices else ""
     commands, advice = _move_on(ctx, "these Xids come from failing GPU memory, NVLink or a GPU dropping off the bus")
-    return [warn(cid, f"kernel log shows {listed}{where}: the job may die hours in",
-                 Fix(commands=[f"{sudo(facts)}dmesg | grep -i xid | tail -n 20", *commands], advice=advice))]
+    return [
+        warn(
+            cid,
+            f"kernel log shows {listed}{where}: the job may die hours in",
+            Fix(commands=[f"{sudo(facts)}dmesg | grep -i xid | tail -n 20", *commands], advice=advice),
+        )
+    ]
 
 
 RULES = [

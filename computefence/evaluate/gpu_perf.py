@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from computefence.errors import ConfigError
 from computefence.evaluate.context import Context, passed, q, skipped, warn
+from computefence.evaluate.profiles import profiles_dir
 from computefence.models import CheckOptions, Facts, Finding, Fix, GpuPerf, HostReport, HostStatus, PerfFacts
-from computefence.profiles import profiles_dir
 
 CHECKS = {
     "gpu.perf-compute": "--perf: bf16 matmul reaches 60% of what the GPU model should deliver",
@@ -70,7 +70,7 @@ class PerformanceData(_Strict):
         return lane * width * self.pcie.achievable if lane else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_performance_data(path: Path | None = None) -> PerformanceData:
     path = path or profiles_dir() / "hardware" / "gpu-performance.yaml"
     try:
@@ -104,28 +104,53 @@ def check_perf_compute(facts: Facts, checks: CheckOptions, ctx: Context) -> list
     if perf.skipped_reason:
         return [skipped(cid, f"performance canary not run: {perf.skipped_reason}")]
     if perf.error and not perf.gpus:
-        return [warn(cid, f"performance canary failed: {perf.error}",
-                     Fix(commands=[f"{q(facts.torch.python)} -c 'import torch; torch.ones(1).cuda()'"],
-                         advice="a GPU that cannot run a matmul will not train either"))]
+        return [
+            warn(
+                cid,
+                f"performance canary failed: {perf.error}",
+                Fix(
+                    commands=[f"{q(facts.torch.python)} -c 'import torch; torch.ones(1).cuda()'"],
+                    advice="a GPU that cannot run a matmul will not train either",
+                ),
+            )
+        ]
     data = load_performance_data()
     findings, measured = [], []
     for gpu in perf.gpus:
         if gpu.error:
-            findings.append(warn(cid, f"GPU {gpu.index}: the canary's matmul failed: {gpu.error}",
-                                 Fix(commands=[CLOCKS], advice="a GPU that fails a matmul will fail the job too: choose another machine"),
-                                 subject=f"GPU {gpu.index}"))
+            findings.append(
+                warn(
+                    cid,
+                    f"GPU {gpu.index}: the canary's matmul failed: {gpu.error}",
+                    Fix(
+                        commands=[CLOCKS],
+                        advice="a GPU that fails a matmul will fail the job too: choose another machine",
+                    ),
+                    subject=f"GPU {gpu.index}",
+                )
+            )
             continue
         if gpu.matmul_tflops is None:
             continue
         model = data.model_of(gpu.name)
         measured.append(gpu.matmul_tflops)
         if model is not None and gpu.matmul_tflops < COMPUTE_SHARE * model.expected_tflops:
-            findings.append(warn(cid, (
-                f"GPU {gpu.index} ({gpu.name}) reaches {gpu.matmul_tflops:.0f} TFLOPS {gpu.dtype or 'bf16'} matmul, "
-                f"{gpu.matmul_tflops / model.expected_tflops:.0%} of the ~{model.expected_tflops:.0f} a healthy "
-                f"{model.model} delivers"),
-                Fix(commands=[CLOCKS], advice="gpu.throttle and gpu.power-limit say why when the host slows it; "
-                    "otherwise choose another machine"), subject=f"GPU {gpu.index}"))
+            findings.append(
+                warn(
+                    cid,
+                    (
+                        f"GPU {gpu.index} ({gpu.name}) reaches {gpu.matmul_tflops:.0f} TFLOPS {gpu.dtype or 'bf16'} matmul, "
+                        f"{gpu.matmul_tflops / model.expected_tflops:.0%} of the ~{model.expected_tflops:.0f} a healthy "
+                        f"{model.model} delivers"
+                    ),
+                    Fix(
+                        commands=[CLOCKS],
+                        advice="gpu.throttle and gpu.power-limit say why when the host slows it; "
+                        "otherwise choose another machine",
+                    ),
+                    subject=f"GPU {gpu.index}",
+                )
+            )
     if findings or not measured:
         return findings
     models = {g.name: data.model_of(g.name) for g in perf.gpus}
@@ -170,13 +195,24 @@ def check_perf_pcie(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fi
         link = _link(facts, gpu, data.model_of(gpu.name))
         expected = data.pcie_gbps(*link) if link else None
         if expected and slowest < PCIE_SHARE * expected:
-            findings.append(warn(cid, (
-                f"GPU {gpu.index} copies host-to-device {gpu.h2d_gbps:.1f} GB/s and device-to-host "
-                f"{gpu.d2h_gbps:.1f} GB/s, {slowest / expected:.0%} of the ~{expected:.0f} GB/s a PCIe gen{link[0]} "
-                f"x{link[1]} link carries"),
-                Fix(commands=["nvidia-smi --query-gpu=index,pcie.link.gen.max,pcie.link.width.current --format=csv"],
-                    advice="a slow link with the full width points at the host (a PCIe switch shared by several GPUs, "
-                    "IOMMU, a NUMA-remote slot): choose another machine"), subject=f"GPU {gpu.index}"))
+            findings.append(
+                warn(
+                    cid,
+                    (
+                        f"GPU {gpu.index} copies host-to-device {gpu.h2d_gbps:.1f} GB/s and device-to-host "
+                        f"{gpu.d2h_gbps:.1f} GB/s, {slowest / expected:.0%} of the ~{expected:.0f} GB/s a PCIe gen{link[0]} "
+                        f"x{link[1]} link carries"
+                    ),
+                    Fix(
+                        commands=[
+                            "nvidia-smi --query-gpu=index,pcie.link.gen.max,pcie.link.width.current --format=csv"
+                        ],
+                        advice="a slow link with the full width points at the host (a PCIe switch shared by several GPUs, "
+                        "IOMMU, a NUMA-remote slot): choose another machine",
+                    ),
+                    subject=f"GPU {gpu.index}",
+                )
+            )
     if findings or not measured:
         return findings
     return [passed(cid, f"pinned host-device copies {_span(measured, 1)} GB/s per GPU (slower direction)")]
@@ -205,11 +241,18 @@ def check_perf_interconnect(facts: Facts, checks: CheckOptions, ctx: Context) ->
         path = f"PCIe gen{link[0]} x{link[1]}" if link else "PCIe"
     measured = perf.interconnect_gbps
     if expected and measured < INTERCONNECT_SHARE * expected:
-        advice = ("on an NVLink board this means NVLink links are down or traffic goes over PCIe "
-                  "(`nvidia-smi nvlink -s`, `nvidia-smi topo -m`); choose another machine")
-        return [warn(cid, f"{what} {measured:.1f} GB/s across {len(perf.gpus)} GPUs, {measured / expected:.0%} of the "
-                          f"~{expected:.0f} GB/s {path} should carry",
-                     Fix(commands=["nvidia-smi topo -m"], advice=advice))]
+        advice = (
+            "on an NVLink board this means NVLink links are down or traffic goes over PCIe "
+            "(`nvidia-smi nvlink -s`, `nvidia-smi topo -m`); choose another machine"
+        )
+        return [
+            warn(
+                cid,
+                f"{what} {measured:.1f} GB/s across {len(perf.gpus)} GPUs, {measured / expected:.0%} of the "
+                f"~{expected:.0f} GB/s {path} should carry",
+                Fix(commands=["nvidia-smi topo -m"], advice=advice),
+            )
+        ]
     reference = f" (~{expected:.0f} expected over {path})" if expected else ""
     return [passed(cid, f"{what} {measured:.1f} GB/s across {len(perf.gpus)} GPUs{reference}")]
 
@@ -237,9 +280,11 @@ _UNITS = {"gpu.perf-compute": "TFLOPS", "gpu.perf-pcie": "GB/s", "gpu.perf-inter
 def beside_fleet_median(hosts: list[HostReport]) -> list[HostReport]:
     """Each pod's perf findings with its figure beside the median of the fleet's pods with the
     same GPU model (an RTX 4090 is not slow next to an H100), so the slow pod stands out."""
-    measured = {h.name: h.facts.perf for h in hosts
-                if h.status is HostStatus.OK and h.facts is not None and _perf(h.facts) is not None
-                and h.facts.perf.gpus}
+    measured = {
+        h.name: h.facts.perf
+        for h in hosts
+        if h.status is HostStatus.OK and h.facts is not None and _perf(h.facts) is not None and h.facts.perf.gpus
+    }
     by_model: dict[str | None, list[str]] = {}
     for name, perf in measured.items():
         by_model.setdefault(perf.gpus[0].name, []).append(name)
@@ -257,9 +302,13 @@ def beside_fleet_median(hosts: list[HostReport]) -> list[HostReport]:
             values = [each[f.check] for each in figures if f.check in each]
             if f.check in mine and len(values) >= 2:
                 median = statistics.median(values)
-                f = f.model_copy(update={"message": f"{f.message}; this pod {mine[f.check]:.1f} {_UNITS[f.check]}, "
-                                                    f"median of {len(values)} pods with {perf.gpus[0].name} "
-                                                    f"{median:.1f}"})
+                f = f.model_copy(
+                    update={
+                        "message": f"{f.message}; this pod {mine[f.check]:.1f} {_UNITS[f.check]}, "
+                        f"median of {len(values)} pods with {perf.gpus[0].name} "
+                        f"{median:.1f}"
+                    }
+                )
             findings.append(f)
         out.append(host.model_copy(update={"findings": findings}))
     return out

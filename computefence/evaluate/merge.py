@@ -20,15 +20,23 @@ def merge_reports(named: Sequence[tuple[str, Report]]) -> Report:
     first_name, first = named[0]
     owner: dict[str, str] = {}
     for name, report in named:
-        for field, label in (("schema_version", "schema_version"), ("kind", "kind"), ("fail_on", "--fail-on"),
-                             ("allow_unreachable", "--allow-unreachable")):
+        for field, label in (
+            ("schema_version", "schema_version"),
+            ("kind", "kind"),
+            ("fail_on", "--fail-on"),
+            ("allow_unreachable", "--allow-unreachable"),
+        ):
             mine, theirs = getattr(report, field), getattr(first, field)
             if mine != theirs:
-                raise ConfigError(f"{name} has {label} {_shown(mine)} but {first_name} has {_shown(theirs)}; "
-                                  "merge only shards of one run")
+                raise ConfigError(
+                    f"{name} has {label} {_shown(mine)} but {first_name} has {_shown(theirs)}; "
+                    "merge only shards of one run"
+                )
         for host in report.hosts:
             if host.name in owner:
-                raise ConfigError(f"pod {host.name!r} is in both {owner[host.name]} and {name}; shards must not overlap")
+                raise ConfigError(
+                    f"pod {host.name!r} is in both {owner[host.name]} and {name}; shards must not overlap"
+                )
             owner[host.name] = name
     reports = [report for _, report in named]
     hosts = _outliers_across(sorted((h for r in reports for h in r.hosts), key=lambda h: h.name))
@@ -53,9 +61,14 @@ def _outliers_across(hosts: list[HostReport]) -> list[HostReport]:
     outliers are judged again across every pod, as one run would have."""
     outliers = outlier_findings(hosts)
     return [
-        host.model_copy(update={"findings": [f for f in host.findings if f.check != OUTLIER]
-                                + [_single_line(f) for f in outliers.get(host.name, [])]})
-        if host.status is HostStatus.OK and host.facts is not None else host
+        host.model_copy(
+            update={
+                "findings": [f for f in host.findings if f.check != OUTLIER]
+                + [_single_line(f) for f in outliers.get(host.name, [])]
+            }
+        )
+        if host.status is HostStatus.OK and host.facts is not None
+        else host
         for host in hosts
     ]
 

@@ -9,30 +9,89 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from functools import lru_cache
 from enum import IntEnum
+from functools import lru_cache
 
+from computefence.evaluate.profiles import Profile, StorageClass
 from computefence.models import MountFacts, PathFacts, ProviderInfo
 from computefence.probe.storage import is_within, mount_index, normalize
-from computefence.profiles import Profile, StorageClass
 
 MEMORY_FS = frozenset({"tmpfs", "ramfs"})
 CONTAINER_FS = frozenset({"overlay", "overlayfs", "aufs", "fuse-overlayfs", "fuse.fuse-overlayfs"})
-NETWORK_FS = frozenset({
-    "nfs", "nfs4", "cifs", "smb3", "smbfs", "virtiofs", "9p", "ceph", "cephfs", "lustre",
-    "glusterfs", "beegfs", "gpfs", "wekafs", "afs", "ocfs2", "gfs2", "fuse",
-})
+NETWORK_FS = frozenset(
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "virtiofs",
+        "9p",
+        "ceph",
+        "cephfs",
+        "lustre",
+        "glusterfs",
+        "beegfs",
+        "gpfs",
+        "wekafs",
+        "afs",
+        "ocfs2",
+        "gfs2",
+        "fuse",
+    }
+)
 # Kernel and helper filesystems: never storage anyone keeps data on.
-PSEUDO_FS = frozenset({
-    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "mqueue", "securityfs", "debugfs",
-    "tracefs", "pstore", "bpf", "configfs", "fusectl", "hugetlbfs", "autofs", "binfmt_misc", "nsfs",
-    "rpc_pipefs", "efivarfs", "selinuxfs", "nfsd", "squashfs", "fuse.lxcfs", "fuse.gvfsd-fuse",
-    "fuse.portal", "fuse.snapfuse", "overlay-proc",
-})
+PSEUDO_FS = frozenset(
+    {
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "cgroup",
+        "cgroup2",
+        "mqueue",
+        "securityfs",
+        "debugfs",
+        "tracefs",
+        "pstore",
+        "bpf",
+        "configfs",
+        "fusectl",
+        "hugetlbfs",
+        "autofs",
+        "binfmt_misc",
+        "nsfs",
+        "rpc_pipefs",
+        "efivarfs",
+        "selinuxfs",
+        "nfsd",
+        "squashfs",
+        "fuse.lxcfs",
+        "fuse.gvfsd-fuse",
+        "fuse.portal",
+        "fuse.snapfuse",
+        "overlay-proc",
+    }
+)
 # Mounts below these are the container runtime's plumbing (bind-mounted /etc/hosts,
 # driver libraries, sockets), not data volumes.
-SYSTEM_DIRS = ("/proc", "/sys", "/dev", "/run", "/var/run", "/etc", "/usr", "/boot", "/lib", "/lib32",
-               "/lib64", "/bin", "/sbin", "/snap", "/var/lib/docker")
+SYSTEM_DIRS = (
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run",
+    "/var/run",
+    "/etc",
+    "/usr",
+    "/boot",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/bin",
+    "/sbin",
+    "/snap",
+    "/var/lib/docker",
+)
 
 
 # Called for every path against every mount of every pod: cached, it stops dominating a fleet's evaluation.
@@ -174,8 +233,10 @@ class StorageMap:
         declared = list(self.provider.persistent_paths) if self.provider else []
         if any(_same(self.dedicated_mount(path), mount) for path in declared):
             return True
-        return any(normalize(posixpath.dirname(point)) == normalize(root)
-                   for root in self.profile.storage.persistent_mount_roots)
+        return any(
+            normalize(posixpath.dirname(point)) == normalize(root)
+            for root in self.profile.storage.persistent_mount_roots
+        )
 
     # ------------------------------------------------------------ data volumes
 
@@ -201,6 +262,7 @@ class StorageMap:
     def volumes(self, at_least: Level = Level.INSTANCE) -> list[Storage]:
         """Data mounts that keep data at least as long as `at_least`, longest-lived first,
         the provider's own volume and persistent paths before other mounts."""
+
         def rank(storage: Storage) -> tuple:
             mount = storage.mount
             preferred = self._is_provider_volume(mount) or self._is_declared_persistent(mount)

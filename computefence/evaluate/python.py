@@ -29,15 +29,25 @@ def check_torch_missing(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     failure = collector_error(facts, "torch")
     if torch.timed_out or (failure and "timed out" in failure):
         make = block if needed else warn
-        return [make(cid, f"`import torch` in {python} did not finish within the probe's time limit",
-                     Fix(commands=[f"timeout 300 {q(python)} -c 'import torch; print(torch.__version__)'"],
-                         advice="an import that hangs is usually site-packages on a dead network mount, or CUDA "
-                                "initialisation stuck on a wedged GPU"),
-                     subject=python)]
+        return [
+            make(
+                cid,
+                f"`import torch` in {python} did not finish within the probe's time limit",
+                Fix(
+                    commands=[f"timeout 300 {q(python)} -c 'import torch; print(torch.__version__)'"],
+                    advice="an import that hangs is usually site-packages on a dead network mount, or CUDA "
+                    "initialisation stuck on a wedged GPU",
+                ),
+                subject=python,
+            )
+        ]
     if not torch.python_found:
         message = f"the training interpreter {python} was not found"
-        fix = Fix(commands=["command -v python3"], advice="install Python, or name the job's interpreter with --python "
-                                                          "/path/to/venv/bin/python (python: in an inventory)")
+        fix = Fix(
+            commands=["command -v python3"],
+            advice="install Python, or name the job's interpreter with --python "
+            "/path/to/venv/bin/python (python: in an inventory)",
+        )
         if needed or python != DEFAULT_PYTHON:
             return [block(cid, message, fix, subject=python)]
         return [skipped(cid, f"{message}; no GPU here, so torch is not needed", subject=python)]

@@ -107,8 +107,10 @@ def check_hf_cache(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fin
         var, value, source = hidden
         target = value if _survives_stop(value, ctx) else _cache_dir(var, facts, ctx)
         lands = f" on the {storage.where}, {storage.fate}" if storage is not None else ""
-        message = (f"{var}={value} is set only in the {HIDDEN_SOURCES[source]}, which SSH sessions do not see: "
-                   f"jobs started over SSH cache models in {path}{lands}")
+        message = (
+            f"{var}={value} is set only in the {HIDDEN_SOURCES[source]}, which SSH sessions do not see: "
+            f"jobs started over SSH cache models in {path}{lands}"
+        )
         fix = _export_fix(var, target, ctx) if target else _no_place_fix(ctx)
         return [warn(cid, message, fix, subject=path)]
     if storage is None:
@@ -118,8 +120,10 @@ def check_hf_cache(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fin
     if storage.level == Level.EPHEMERAL:
         var = "HF_HUB_CACHE" if cache.origin == "HF_HUB_CACHE" else "HF_HOME"
         target = _cache_dir(var, facts, ctx)
-        message = (f"HF cache {path}{origin} is on the {storage.where}, {storage.fate}: "
-                   "every model is downloaded again after that")
+        message = (
+            f"HF cache {path}{origin} is on the {storage.where}, {storage.fate}: "
+            "every model is downloaded again after that"
+        )
         return [warn(cid, message, _export_fix(var, target, ctx) if target else _no_place_fix(ctx), subject=path)]
     return [passed(cid, f"HF cache {path} is on the {storage.where}, {storage.fate}", subject=path)]
 
@@ -159,8 +163,14 @@ def check_output_dir(facts: Facts, checks: CheckOptions, ctx: Context) -> list[F
     out = first_path(facts, "output_dir")
     if out is None:
         reason = collector_error(facts, "storage") or "the probe reported nothing for it"
-        return [warn(cid, f"output dir {checks.output_dir} was not checked: {one_line(reason, 160)}",
-                     f"ls -ld {q(checks.output_dir)} && df -h {q(checks.output_dir)}", subject=checks.output_dir)]
+        return [
+            warn(
+                cid,
+                f"output dir {checks.output_dir} was not checked: {one_line(reason, 160)}",
+                f"ls -ld {q(checks.output_dir)} && df -h {q(checks.output_dir)}",
+                subject=checks.output_dir,
+            )
+        ]
     path = normalize(out.resolved or out.path)
     shown = _shown(out)
     storage = ctx.storage.classify_path(out)
@@ -171,20 +181,46 @@ def check_output_dir(facts: Facts, checks: CheckOptions, ctx: Context) -> list[F
         else:
             name = posixpath.basename(path) or "outputs"
             target = posixpath.join(base, name if name not in ("root", "home", "tmp") else "outputs")
-            fix = Fix(commands=[f"mkdir -p {q(target)}"],
-                      advice=f"and point the job's output dir (and --output-dir) at {target}")
-        return [block(cid, f"output dir {shown} is on the {storage.where}, {storage.fate}: checkpoints written there "
-                           "are lost", fix, subject=path)]
+            fix = Fix(
+                commands=[f"mkdir -p {q(target)}"],
+                advice=f"and point the job's output dir (and --output-dir) at {target}",
+            )
+        return [
+            block(
+                cid,
+                f"output dir {shown} is on the {storage.where}, {storage.fate}: checkpoints written there are lost",
+                fix,
+                subject=path,
+            )
+        ]
     if out.error and not out.exists and not out.existing_ancestor:
-        return [block(cid, f"output dir {shown} could not be checked: {one_line(out.error, 160)}",
-                      f"ls -ld {q(path)}", subject=path)]
+        return [
+            block(
+                cid,
+                f"output dir {shown} could not be checked: {one_line(out.error, 160)}",
+                f"ls -ld {q(path)}",
+                subject=path,
+            )
+        ]
     if not out.exists and not out.parent_exists:
         parent = posixpath.dirname(path)
-        return [block(cid, f"output dir {shown} is missing, and so is its parent {parent}", f"mkdir -p {q(path)}",
-                      subject=path)]
+        return [
+            block(
+                cid,
+                f"output dir {shown} is missing, and so is its parent {parent}",
+                f"mkdir -p {q(path)}",
+                subject=path,
+            )
+        ]
     if not out.writable:
-        return [block(cid, f"output dir {shown} is not writable{_read_only(storage)}", _writable_fix(out, facts, storage),
-                      subject=path)]
+        return [
+            block(
+                cid,
+                f"output dir {shown} is not writable{_read_only(storage)}",
+                _writable_fix(out, facts, storage),
+                subject=path,
+            )
+        ]
     where = f"is on the {storage.where}, {storage.fate}" if storage is not None else "is writable"
     return [passed(cid, f"output dir {shown} {where}", subject=path)]
 
@@ -196,8 +232,10 @@ def _read_only(storage: Storage | None) -> str:
 def _writable_fix(out: PathFacts, facts: Facts, storage: Storage | None) -> Fix:
     path = normalize(out.resolved or out.path)
     if storage is not None and "ro" in storage.mount.options:
-        return Fix(advice=f"choose an output dir on a writable filesystem (the mount at {storage.mount.mount_point} "
-                          "is read-only)")
+        return Fix(
+            advice=f"choose an output dir on a writable filesystem (the mount at {storage.mount.mount_point} "
+            "is read-only)"
+        )
     owner = q(facts.identity.user) if facts.identity.user else "$(id -un)"
     existing = path if out.exists else (out.existing_ancestor or posixpath.dirname(path))
     return Fix(commands=[f"{sudo(facts)}chown -R {owner} {q(existing)}"])
@@ -223,8 +261,11 @@ def check_no_volume(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fi
     if volumes:
         best = volumes[0]
         more = f" (and {len(volumes) - 1} more)" if len(volumes) > 1 else ""
-        return [passed(cid, f"{best.mount.mount_point} is a {best.where}, {best.fate}{more}",
-                       subject=best.mount.mount_point)]
+        return [
+            passed(
+                cid, f"{best.mount.mount_point} is a {best.where}, {best.fate}{more}", subject=best.mount.mount_point
+            )
+        ]
     if root is not None and root.level == Level.PERSISTENT:
         return [passed(cid, f"the root filesystem is a {root.where}, {root.fate}")]
     lost = f"everything is on the {root.where}, {root.fate}" if root is not None else "nothing outlives the pod"
@@ -234,7 +275,13 @@ def check_no_volume(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fi
         message = f"no volume: {title} reports none for this pod (volume size 0){plain}, {lost}"
     else:
         message = f"no persistent volume mounted: {lost}"
-    return [warn(cid, message, Fix(advice=ctx.profile.advice.no_volume or "mount persistent storage and keep checkpoints on it"))]
+    return [
+        warn(
+            cid,
+            message,
+            Fix(advice=ctx.profile.advice.no_volume or "mount persistent storage and keep checkpoints on it"),
+        )
+    ]
 
 
 def _declared_but_missing(ctx: Context, root: Storage | None) -> list[Finding]:
@@ -253,9 +300,17 @@ def _declared_but_missing(ctx: Context, root: Storage | None) -> list[Finding]:
     findings = []
     for path, what in declared:
         if ctx.storage.dedicated_mount(path) is None:
-            findings.append(warn(cid, f"{title} reports {what} at {path}, but nothing is mounted there{on_root}",
-                                 Fix(commands=[f"findmnt {q(path)}"], advice=f"restart the pod so {title} mounts it, "
-                                     "or check the volume in the provider's console"), subject=path))
+            findings.append(
+                warn(
+                    cid,
+                    f"{title} reports {what} at {path}, but nothing is mounted there{on_root}",
+                    Fix(
+                        commands=[f"findmnt {q(path)}"],
+                        advice=f"restart the pod so {title} mounts it, or check the volume in the provider's console",
+                    ),
+                    subject=path,
+                )
+            )
     return findings
 
 
@@ -280,8 +335,15 @@ def check_disk_headroom(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     cid = "storage.disk-headroom"
     failure = collector_error(facts, "storage")
     if failure is not None:
-        return [warn(cid, f"filesystem facts were not collected: {one_line(failure, 160)}",
-                     Fix(commands=["timeout 10 df -h"], advice="a network mount that does not answer hangs every disk query"))]
+        return [
+            warn(
+                cid,
+                f"filesystem facts were not collected: {one_line(failure, 160)}",
+                Fix(
+                    commands=["timeout 10 df -h"], advice="a network mount that does not answer hangs every disk query"
+                ),
+            )
+        ]
     roles = set(ROLE_NAMES) if ctx.ml_host else REQUESTED_ROLES
     groups: dict[str, tuple[PathFacts, list[str]]] = {}
     for item in facts.storage.paths:

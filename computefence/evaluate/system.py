@@ -20,18 +20,32 @@ def check_shm(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
     if shm is None:
         return []
     suggested = _suggested_gb(facts)
-    fix = Fix(commands=[f"{sudo(facts)}mount -o remount,size={suggested}G /dev/shm"],
-              advice=f"needs CAP_SYS_ADMIN; otherwise recreate the container with --shm-size={suggested}g "
-                     "(or --ipc=host), or use DataLoader(num_workers=0)")
+    fix = Fix(
+        commands=[f"{sudo(facts)}mount -o remount,size={suggested}G /dev/shm"],
+        advice=f"needs CAP_SYS_ADMIN; otherwise recreate the container with --shm-size={suggested}g "
+        "(or --ipc=host), or use DataLoader(num_workers=0)",
+    )
     if not shm.exists:
-        return [warn(cid, "/dev/shm does not exist: DataLoader workers (num_workers > 0) cannot share batches", fix,
-                     subject="/dev/shm")]
+        return [
+            warn(
+                cid,
+                "/dev/shm does not exist: DataLoader workers (num_workers > 0) cannot share batches",
+                fix,
+                subject="/dev/shm",
+            )
+        ]
     if shm.total_bytes is None:
         return []
     minimum = ctx.thresholds.shm_min_gb
     if shm.total_bytes < minimum * 1e9:
-        return [warn(cid, f"/dev/shm is {_size(shm.total_bytes)} (under {minimum:g} GB): DataLoader workers die with 'bus error'",
-                     fix, subject="/dev/shm")]
+        return [
+            warn(
+                cid,
+                f"/dev/shm is {_size(shm.total_bytes)} (under {minimum:g} GB): DataLoader workers die with 'bus error'",
+                fix,
+                subject="/dev/shm",
+            )
+        ]
     return [passed(cid, f"/dev/shm is {_size(shm.total_bytes)}", subject="/dev/shm")]
 
 

@@ -36,9 +36,24 @@ ARCH_MIN_CUDA: dict[tuple[int, int], tuple[int, int]] = {
 
 # The newest CUDA each Linux driver branch runs (NVIDIA's CUDA toolkit release notes, table 3).
 DRIVER_CUDA: tuple[tuple[int, str], ...] = (
-    (450, "11.0"), (455, "11.1"), (460, "11.2"), (465, "11.3"), (470, "11.4"), (495, "11.5"),
-    (510, "11.6"), (515, "11.7"), (520, "11.8"), (525, "12.0"), (530, "12.1"), (535, "12.2"),
-    (545, "12.3"), (550, "12.4"), (555, "12.5"), (560, "12.6"), (570, "12.8"), (575, "12.9"),
+    (450, "11.0"),
+    (455, "11.1"),
+    (460, "11.2"),
+    (465, "11.3"),
+    (470, "11.4"),
+    (495, "11.5"),
+    (510, "11.6"),
+    (515, "11.7"),
+    (520, "11.8"),
+    (525, "12.0"),
+    (530, "12.1"),
+    (535, "12.2"),
+    (545, "12.3"),
+    (550, "12.4"),
+    (555, "12.5"),
+    (560, "12.6"),
+    (570, "12.8"),
+    (575, "12.9"),
     (580, "13.0"),
 )
 
@@ -92,10 +107,12 @@ def _tags_for(minor: tuple[int, int]) -> tuple[str, ...]:
     return CUDA_TAGS[newest] if minor > newest else ()
 
 
-def _best_tag(tags: tuple[str, ...], driver: tuple[int, ...] | None, at_least: tuple[int, int] | None,
-              same_major: bool) -> str | None:
+def _best_tag(
+    tags: tuple[str, ...], driver: tuple[int, ...] | None, at_least: tuple[int, int] | None, same_major: bool
+) -> str | None:
     fitting = [
-        tag for tag in tags
+        tag
+        for tag in tags
         if (driver is None or tag_cuda(tag) <= tuple(driver[:2]))
         and (at_least is None or tag_cuda(tag) >= at_least)
         and (not same_major or driver is None or tag_cuda(tag)[0] == driver[0])
@@ -126,14 +143,22 @@ def choose_build(
     return None
 
 
-def build_fix(python: str, driver_cuda: str | None, torch_version: str | None = None,
-              min_cuda: tuple[int, int] | None = None, replace: bool = False, advice: str | None = None) -> Fix:
+def build_fix(
+    python: str,
+    driver_cuda: str | None,
+    torch_version: str | None = None,
+    min_cuda: tuple[int, int] | None = None,
+    replace: bool = False,
+    advice: str | None = None,
+) -> Fix:
     """The pip command that installs a torch CUDA build the driver runs (see choose_build),
     with `advice` beside it; when no published build fits, the one phrasing of that dead end."""
     choice = choose_build(torch_version, driver_cuda, min_cuda)
     if choice is None:
-        return Fix(advice=f"no published PyTorch CUDA build runs on this driver (CUDA {driver_cuda}): "
-                          "use a machine with a newer NVIDIA driver")
+        return Fix(
+            advice=f"no published PyTorch CUDA build runs on this driver (CUDA {driver_cuda}): "
+            "use a machine with a newer NVIDIA driver"
+        )
     requirement, tag = choice
     return Fix(commands=[install_command(python, requirement, tag, replace=replace)], advice=advice)
 

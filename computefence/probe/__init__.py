@@ -1,6 +1,6 @@
 """The probe, kept as parts and sent as one script.
 
-Each module here is a part: standard library only, Python 3.8 syntax. computefence.payload
+Each module here is a part: standard library only, Python 3.8 syntax. computefence.connectors.payload
 joins the parts in PARTS order into the one script that runs on a pod (`python3 -`) and
 that `computefence probe --print` prints. A part names what it uses from earlier parts with
 a relative import (`from .core import _text`): on the laptop that is an ordinary import; in
@@ -11,5 +11,17 @@ A new collector area: a module with collect_<area>(params), its place in PARTS (
 "collectors"), its row in collectors.COLLECTORS and its timeout in core.DEFAULT_TIMEOUTS.
 """
 
-PARTS = ("core", "environment", "identity", "storage", "gpu", "packages", "torch", "perf", "accelerate",
-         "dataset", "custom", "collectors")
+PARTS = (
+    "core",
+    "environment",
+    "identity",
+    "storage",
+    "gpu",
+    "packages",
+    "torch",
+    "perf",
+    "accelerate",
+    "dataset",
+    "custom",
+    "collectors",
+)

@@ -7,7 +7,6 @@ import re
 from .core import _cwd, _process_env, _read_text, _text
 from .storage import _absolute
 
-
 _YAML_SPECIAL = re.compile(r"^[&*!|>%@`]|^- |^-$")
 _YAML_INT = re.compile(r"^[-+]?[0-9]+$")
 _YAML_FLOAT = re.compile(r"^[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$")
@@ -61,7 +60,7 @@ def _parse_accelerate_yaml(text):
         if not stripped or stripped.startswith("#") or stripped in ("---", "..."):
             continue
         indent = len(raw) - len(raw.lstrip(" "))
-        if raw[indent:indent + 1] == "\t":
+        if raw[indent : indent + 1] == "\t":
             raise _YamlSubsetError("line %d: tab indentation" % number)
         if stripped == "-" or stripped.startswith("- "):
             if pending is None or indent < pending[0]:

@@ -1,18 +1,17 @@
 # Probe part, last in the assembled script: the collector table (its order is the output's)
 # and the script's entry point.
 
-from .core import main
-from .environment import collect_environment
-from .identity import collect_identity
-from .storage import collect_storage
-from .gpu import collect_gpu
-from .packages import collect_packages
-from .torch import collect_torch
-from .perf import collect_perf
 from .accelerate import collect_accelerate
-from .dataset import collect_dataset
+from .core import main
 from .custom import collect_custom
-
+from .dataset import collect_dataset
+from .environment import collect_environment
+from .gpu import collect_gpu
+from .identity import collect_identity
+from .packages import collect_packages
+from .perf import collect_perf
+from .storage import collect_storage
+from .torch import collect_torch
 
 COLLECTORS = [
     ("identity", collect_identity),

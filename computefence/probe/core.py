@@ -5,7 +5,7 @@
 #
 # Run by hand:  ssh pod python3 - < probe.py
 # Parameters travel inside the script: EMBEDDED_PARAMS below is replaced by the caller
-# (computefence.payload.probe_payload) with a JSON string literal.
+# (computefence.connectors.payload.probe_payload) with a JSON string literal.
 #
 # This part, first in the assembled script: parameters, shared helpers, child processes,
 # the collector runner and the output. See computefence/probe/__init__.py for the layout.
@@ -137,7 +137,7 @@ def _time_left(params, reserve=0.5):
 
 
 def _process_env():
-    return dict((_text(k, 256), _text(v)) for k, v in os.environ.items())
+    return {_text(k, 256): _text(v) for k, v in os.environ.items()}
 
 
 def _cwd():
@@ -169,11 +169,16 @@ def _kill_children():
 
 def _run_command(argv, timeout):
     """Run argv with a timeout; returns exit_code, stdout, stderr, timed_out, error. Never raises."""
-    result = {"exit_code": None, "stdout": "", "stderr": "", "timed_out": False, "error": None,
-              "missing": False}
+    result = {"exit_code": None, "stdout": "", "stderr": "", "timed_out": False, "error": None, "missing": False}
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            close_fds=True,
+            start_new_session=True,
+        )
     except OSError as exc:
         result["missing"] = isinstance(exc, FileNotFoundError)
         result["error"] = "%s: %s: %s" % (type(exc).__name__, exc.strerror or exc, argv[0])
@@ -199,7 +204,6 @@ def _run_command(argv, timeout):
     result["stdout"] = (out or b"").decode("utf-8", "replace")
     result["stderr"] = (err or b"").decode("utf-8", "replace")
     return result
-
 
 
 # ---------------------------------------------------------------- runner
@@ -231,11 +235,19 @@ def _finish_collector(box):
     thread = box["thread"]
     thread.join(max(0.0, box["started"] + box["timeout"] - time.time()))
     if thread.is_alive():
-        status = {"ok": False, "timed_out": True, "error": "timed out after %.1fs" % box["timeout"],
-                  "duration_s": round(time.time() - box["started"], 3)}
+        status = {
+            "ok": False,
+            "timed_out": True,
+            "error": "timed out after %.1fs" % box["timeout"],
+            "duration_s": round(time.time() - box["started"], 3),
+        }
         return None, status
-    status = {"ok": "error" not in box, "timed_out": False, "error": box.get("error"),
-              "duration_s": round(box.get("duration", 0.0), 3)}
+    status = {
+        "ok": "error" not in box,
+        "timed_out": False,
+        "error": box.get("error"),
+        "duration_s": round(box.get("duration", 0.0), 3),
+    }
     return box.get("value"), status
 
 
@@ -321,8 +333,9 @@ def main(collectors, embedded=None):
         facts = run(params, collectors)
         text = json.dumps(facts, default=str, sort_keys=True)
     except BaseException as exc:
-        text = json.dumps({"probe_schema_version": PROBE_SCHEMA_VERSION,
-                           "probe_error": "%s: %s" % (type(exc).__name__, exc)})
+        text = json.dumps(
+            {"probe_schema_version": PROBE_SCHEMA_VERSION, "probe_error": "%s: %s" % (type(exc).__name__, exc)}
+        )
     try:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()

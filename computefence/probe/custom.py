@@ -12,7 +12,6 @@ import time
 
 from .core import _CHILDREN, _CHILDREN_LOCK, _kill_group, _number, _text, _time_left
 
-
 _CUSTOM_OUTPUT_CAP = 64 * 1024
 _CUSTOM_DEFAULT_TIMEOUT = 10.0
 # What of each stream goes back for the finding's message: its last characters.
@@ -28,7 +27,7 @@ def _drain_capped(stream, box, key):
             if not chunk:
                 break
             if size < _CUSTOM_OUTPUT_CAP:
-                kept.append(chunk[:_CUSTOM_OUTPUT_CAP - size])
+                kept.append(chunk[: _CUSTOM_OUTPUT_CAP - size])
             size += len(chunk)
     except (OSError, ValueError):
         pass
@@ -45,16 +44,24 @@ def _run_custom_check(check, budget):
         return result
     started = time.time()
     try:
-        proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            close_fds=True,
+            start_new_session=True,
+        )
     except OSError as exc:
         result["error"] = "%s: %s" % (type(exc).__name__, exc.strerror or exc)
         return result
     with _CHILDREN_LOCK:
         _CHILDREN[proc.pid] = proc
     box = {}
-    readers = [threading.Thread(target=_drain_capped, args=(proc.stdout, box, "stdout")),
-               threading.Thread(target=_drain_capped, args=(proc.stderr, box, "stderr"))]
+    readers = [
+        threading.Thread(target=_drain_capped, args=(proc.stdout, box, "stdout")),
+        threading.Thread(target=_drain_capped, args=(proc.stderr, box, "stderr")),
+    ]
     for reader in readers:
         reader.daemon = True
         reader.start()

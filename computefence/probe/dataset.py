@@ -63,8 +63,20 @@ _DS_COLUMNS_ROWS = 1000
 _DS_COLUMNS_MAX = 200
 _DS_CHECK_EVERY = 4096
 # First match wins: "instruction" before "input", which instruction datasets use for optional context.
-_DS_INPUT_NAMES = ("text", "prompt", "instruction", "sentence", "question", "input", "inputs", "content",
-                   "review", "document", "query", "utterance")
+_DS_INPUT_NAMES = (
+    "text",
+    "prompt",
+    "instruction",
+    "sentence",
+    "question",
+    "input",
+    "inputs",
+    "content",
+    "review",
+    "document",
+    "query",
+    "utterance",
+)
 _DS_LABEL_NAMES = ("label", "labels", "target", "class", "category", "sentiment", "y")
 # Packed per-input value: (line << 24) | label id. Id 0 is "no label", the top id marks an
 # input already counted as conflicting.
@@ -79,6 +91,7 @@ _DS_OTHER_MAGIC = (
     (b"\x28\xb5\x2f\xfd", "zstd", "zstd -d"),
     (b"PK\x03\x04", "zip", "unzip"),
 )
+
 
 class _DatasetProblem(Exception):
     """The file cannot be scanned at all; `kind` names the problem for the evaluator."""
@@ -114,7 +127,7 @@ def _ds_thaw(value):
     """The frozen value back as JSON-like data, for showing it."""
     kind = value.__class__
     if kind is frozenset:
-        return dict((str(k), _ds_thaw(v)) for k, v in value)
+        return {str(k): _ds_thaw(v) for k, v in value}
     if kind is tuple:
         return [_ds_thaw(v) for v in value]
     if kind is str and value.startswith(_DS_TAG):
@@ -138,11 +151,11 @@ def _ds_show(value, limit=None):
         text = json.dumps(_ds_thaw(value), ensure_ascii=False, sort_keys=True, default=str)
     text = text.encode("utf-8", "replace").decode("utf-8")
     if limit is not None and len(text) > limit:
-        text = text[:limit - 3] + "..."
+        text = text[: limit - 3] + "..."
     return text
 
 
-class _DsFingerprints(object):
+class _DsFingerprints:
     """A growable set of nonzero 64-bit ints in one flat array (linear probing)."""
 
     def __init__(self, bits=10):
@@ -174,7 +187,7 @@ class _DsFingerprints(object):
         return True
 
 
-class _DatasetScan(object):
+class _DatasetScan:
     """Counts over a stream of prepared rows (line, row fingerprint, input, label, raw)."""
 
     def __init__(self, path, input_column, label_column, max_rows, deadline):
@@ -184,15 +197,38 @@ class _DatasetScan(object):
         self.max_rows = max_rows
         self.deadline = deadline
         self.facts = {
-            "path": path, "exists": False, "format": None, "compression": None, "error": None,
-            "error_kind": None, "columns": [], "input_column": None, "label_column": None,
-            "input_column_guessed": False, "label_column_guessed": False, "absent_columns": [],
-            "rows": 0, "unreadable_rows": 0, "unreadable_lines": [], "unreadable_reason": None,
-            "duplicate_rows": 0, "duplicate_inputs": 0, "conflicting_inputs": 0,
-            "conflict_examples": [], "missing_inputs": 0, "missing_labels": 0, "label_counts": {},
-            "distinct_labels": 0, "distinct_labels_capped": False, "distinct_inputs": 0, "partial": False,
-            "partial_reason": None, "estimated_rows": None, "duration_s": 0.0,
-            "engine": "stdlib", "engine_note": None,
+            "path": path,
+            "exists": False,
+            "format": None,
+            "compression": None,
+            "error": None,
+            "error_kind": None,
+            "columns": [],
+            "input_column": None,
+            "label_column": None,
+            "input_column_guessed": False,
+            "label_column_guessed": False,
+            "absent_columns": [],
+            "rows": 0,
+            "unreadable_rows": 0,
+            "unreadable_lines": [],
+            "unreadable_reason": None,
+            "duplicate_rows": 0,
+            "duplicate_inputs": 0,
+            "conflicting_inputs": 0,
+            "conflict_examples": [],
+            "missing_inputs": 0,
+            "missing_labels": 0,
+            "label_counts": {},
+            "distinct_labels": 0,
+            "distinct_labels_capped": False,
+            "distinct_inputs": 0,
+            "partial": False,
+            "partial_reason": None,
+            "estimated_rows": None,
+            "duration_s": 0.0,
+            "engine": "stdlib",
+            "engine_note": None,
         }
         # Key-absent counts, bumped by the row preparers; a named column absent from every
         # row is reported as absent rather than as all-missing.
@@ -254,16 +290,18 @@ class _DatasetScan(object):
                     i += 3
                     if i == size:
                         i = 0
-                table[i:i + 3] = old[j:j + 3]
+                table[i : i + 3] = old[j : j + 3]
 
     # -- columns
 
     def choose_columns(self, columns):
         facts = self.facts
         facts["columns"] = [c[:120] for c in columns[:_DS_COLUMNS_MAX]]
-        lowered = dict((c.lower(), c) for c in reversed(columns))
-        for slot, given, names in (("input", self.given_input, _DS_INPUT_NAMES),
-                                   ("label", self.given_label, _DS_LABEL_NAMES)):
+        lowered = {c.lower(): c for c in reversed(columns)}
+        for slot, given, names in (
+            ("input", self.given_input, _DS_INPUT_NAMES),
+            ("label", self.given_label, _DS_LABEL_NAMES),
+        ):
             if given:
                 facts[slot + "_column"] = given
                 continue
@@ -319,8 +357,11 @@ class _DatasetScan(object):
             self.facts["conflicting_inputs"] += 1
             self.table[i + 2] = packed | _DS_CONFLICT
             if len(self.examples) < _DS_EXAMPLES:
-                self.examples[ih] = {"input": _ds_show(iv, _DS_EXAMPLE_CHARS),
-                                     "labels": [self._label_name(first)], "lines": [packed >> 24]}
+                self.examples[ih] = {
+                    "input": _ds_show(iv, _DS_EXAMPLE_CHARS),
+                    "labels": [self._label_name(first)],
+                    "lines": [packed >> 24],
+                }
         example = self.examples.get(ih)
         if example is not None:
             name = _ds_show(lv, _DS_EXAMPLE_CHARS)
@@ -399,7 +440,9 @@ class _DatasetScan(object):
                 if time.time() > self.deadline:
                     facts["partial"] = True
                     facts["partial_reason"] = "stopped at the time budget after %d rows%s" % (
-                        facts["rows"] + n, self._of_estimate())
+                        facts["rows"] + n,
+                        self._of_estimate(),
+                    )
                     break
                 next_check = min(n + _DS_CHECK_EVERY, max_rows)
         self.used = used
@@ -418,8 +461,7 @@ class _DatasetScan(object):
     def conflicting_input_fingerprints(self):
         """Fingerprints of the inputs seen with several labels (dedupe --drop-conflicts)."""
         table = self.table
-        return set(table[j] for j in range(0, len(table), 3)
-                   if table[j] and table[j + 2] & _DS_LID_MASK == _DS_CONFLICT)
+        return {table[j] for j in range(0, len(table), 3) if table[j] and table[j + 2] & _DS_LID_MASK == _DS_CONFLICT}
 
     def finish(self):
         facts = self.facts
@@ -642,8 +684,9 @@ def _ds_array_objects(scan, stream, want_raw):
                 continue
             if not eof:
                 scan.unreadable(line, "element larger than %d MiB" % (_DS_LINE_CAP >> 20))
-                scan.fail("invalid_json", "a JSON array element at line %d is larger than %d MiB"
-                          % (line, _DS_LINE_CAP >> 20))
+                scan.fail(
+                    "invalid_json", "a JSON array element at line %d is larger than %d MiB" % (line, _DS_LINE_CAP >> 20)
+                )
             elif buf.rstrip().endswith("]"):
                 scan.unreadable(line, "not JSON: %s" % exc)
                 scan.fail("invalid_json", "the JSON array is malformed at line %d: %s" % (line, exc))
@@ -696,8 +739,7 @@ def _ds_object_rows(scan, head, objects, icol, lcol):
                 values = None
             if values is not None:
                 try:
-                    rh = hash(tuple([v.strip() if v.__class__ is str else tags[v.__class__] + repr(v)
-                                     for v in values]))
+                    rh = hash(tuple([v.strip() if v.__class__ is str else tags[v.__class__] + repr(v) for v in values]))
                 except KeyError:  # nested lists or objects
                     try:
                         rh = hash(tuple([freeze(v) for v in values]))
@@ -707,8 +749,14 @@ def _ds_object_rows(scan, head, objects, icol, lcol):
             else:
                 try:
                     # freeze(obj), inlined for flat rows
-                    rh = hash(frozenset([(k, v.strip() if v.__class__ is str else tags[v.__class__] + repr(v))
-                                         for k, v in obj.items()]))
+                    rh = hash(
+                        frozenset(
+                            [
+                                (k, v.strip() if v.__class__ is str else tags[v.__class__] + repr(v))
+                                for k, v in obj.items()
+                            ]
+                        )
+                    )
                 except KeyError:  # nested lists or objects
                     try:
                         rh = hash(freeze(obj))
@@ -745,7 +793,7 @@ def _ds_delimiter(sample, suffix):
         return "\t"
     cut = sample[:16384]
     if "\n" in cut:
-        cut = cut[:cut.rindex("\n")]
+        cut = cut[: cut.rindex("\n")]
     try:
         delimiter = csv.Sniffer().sniff(cut, delimiters=",\t;|").delimiter
     except csv.Error:
@@ -757,7 +805,7 @@ def _ds_delimiter(sample, suffix):
     return delimiter
 
 
-class _DsLineCapture(object):
+class _DsLineCapture:
     """Hands lines to csv.reader and keeps them, so dedupe can copy records byte for byte."""
 
     def __init__(self, text):
@@ -779,8 +827,9 @@ def _ds_csv_rows(scan, stream, delimiter, sink):
     """Read the header, choose the columns, and yield prepared rows."""
     text = scan.text_reader(stream)
     capture = _DsLineCapture(text) if sink is not None else None
-    reader = csv.reader(capture if capture is not None else text, delimiter=delimiter, quotechar='"',
-                        doublequote=True, strict=False)
+    reader = csv.reader(
+        capture if capture is not None else text, delimiter=delimiter, quotechar='"', doublequote=True, strict=False
+    )
     csv.field_size_limit(_DS_LINE_CAP)
     header = []
     try:
@@ -828,8 +877,7 @@ def _ds_csv_prepared(scan, reader, capture, ncols, ic, lc):
                     if not m or _ds_bad_record(scan, row, m, ncols, line):
                         continue
                 t = tuple(map(strip, row))
-                yield (line, hash(t), (t[ic] if ic < m else None) or None,
-                       (t[lc] if lc < m else None) or None, raw)
+                yield (line, hash(t), (t[ic] if ic < m else None) or None, (t[lc] if lc < m else None) or None, raw)
             return
         except csv.Error as exc:
             line = prev + 1
@@ -930,8 +978,11 @@ def _ds_arrow_scan(scan, source, memory_available):
         return "pyarrow has no reader for %s" % fmt
     needed = int(source["estimated_bytes"] * _DS_ARROW_BYTES_PER_BYTE[fmt])
     if memory_available is None or needed > memory_available // 4:
-        return ("the file needs about %d MB in tables, more than a quarter of the memory available"
-                % (needed >> 20) if memory_available is not None else "the memory available is unknown")
+        return (
+            "the file needs about %d MB in tables, more than a quarter of the memory available" % (needed >> 20)
+            if memory_available is not None
+            else "the memory available is unknown"
+        )
     if not hasattr(os, "fork"):
         return "no os.fork here to keep pyarrow in a process of its own"
     import warnings
@@ -1015,11 +1066,16 @@ def _ds_arrow_child(scan, source, read_fd, write_fd):
         note = _ds_arrow_counts(scan, source)
         state = None
         if note is None:
-            state = {"facts": scan.facts, "label_names": scan.label_names, "label_counts": scan.label_counts,
-                     "used": scan.used, "examples": list(scan.examples.values())}
+            state = {
+                "facts": scan.facts,
+                "label_names": scan.label_names,
+                "label_counts": scan.label_counts,
+                "used": scan.used,
+                "examples": list(scan.examples.values()),
+            }
         view = memoryview(json.dumps({"note": note, "state": state}).encode("utf-8"))
         while view:
-            view = view[os.write(write_fd, view):]
+            view = view[os.write(write_fd, view) :]
     except BaseException:  # the parent reads no answer and counts row by row
         code = 1
     finally:
@@ -1091,8 +1147,9 @@ def _ds_arrow_jsonl(scan, source, prepare):
                     raise _DsNoParity("a line may hold more than one JSON value")
                 chunk_lines = buffer.count(b"\n", start, end) + (end > start and buffer[end - 1] != 10)
                 if table.num_rows != chunk_lines:
-                    blank = [i for i, text in enumerate(bytes(chunk).split(b"\n")[:chunk_lines])
-                             if not text.strip(b" \t\r")]
+                    blank = [
+                        i for i, text in enumerate(bytes(chunk).split(b"\n")[:chunk_lines]) if not text.strip(b" \t\r")
+                    ]
                     if table.num_rows != chunk_lines - len(blank):
                         raise _DsNoParity("a JSON object spans several lines")
                     for n, i in enumerate(blank):
@@ -1124,7 +1181,7 @@ def _ds_jsonl_blocks(stream, estimated_bytes):
         buffer = buffers[0]
         buffers.reverse()
         view = memoryview(buffer)
-        view[:len(carry)] = carry
+        view[: len(carry)] = carry
         filled = len(carry)
         while filled < size:
             got = stream.readinto(view[filled:])
@@ -1179,13 +1236,21 @@ def _ds_arrow_parsed(blocks, schema):
         if sorted(keys) != sorted(table.column_names):
             raise _DsNoParity("rows have different keys")
         table = table.select(keys)
-        strings = [field.name for field in table.schema if pa.types.is_timestamp(field.type)
-                   or pa.types.is_date(field.type) or pa.types.is_time(field.type)]
+        strings = [
+            field.name
+            for field in table.schema
+            if pa.types.is_timestamp(field.type) or pa.types.is_date(field.type) or pa.types.is_time(field.type)
+        ]
         if not strings:
             return chunk, where, table
         schema = pa.schema([pa.field(f.name, pa.string() if f.name in strings else f.type) for f in table.schema])
-    return chunk, where, _ds_arrow_read_json(
-        chunk, parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"))
+    return (
+        chunk,
+        where,
+        _ds_arrow_read_json(
+            chunk, parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+        ),
+    )
 
 
 def _ds_arrow_read_json(chunk, **options):
@@ -1213,6 +1278,7 @@ def _ds_jsonl_lines_of(steps):
             first, line = steps[bisect_right(firsts, row) - 1]
             found[row] = line + row - first
         return found
+
     return lines_of
 
 
@@ -1231,20 +1297,31 @@ def _ds_arrow_csv(scan, source, prepare):
     import pyarrow.csv as pcsv
 
     text = source["sample"].decode("utf-8", "replace")
-    header = next((row for row in csv.reader(io.StringIO(text, newline=""), delimiter=source["delimiter"],
-                                              strict=False) if row), [])
-    if not header or len(set(header)) != len(header) or len(set(c.strip() for c in header)) != len(header):
+    header = next(
+        (row for row in csv.reader(io.StringIO(text, newline=""), delimiter=source["delimiter"], strict=False) if row),
+        [],
+    )
+    if not header or len(set(header)) != len(header) or len({c.strip() for c in header}) != len(header):
         raise _DsNoParity("the header has no cells or repeats a name")
 
     def tables_of(block_size):
         stream = pa.input_stream(source["full"], compression="gzip" if scan.facts["compression"] else None)
         try:
             reader = pcsv.open_csv(
-                stream, read_options=pcsv.ReadOptions(block_size=block_size),
-                parse_options=pcsv.ParseOptions(delimiter=source["delimiter"], quote_char='"', double_quote=True,
-                                                escape_char=False, newlines_in_values=True, ignore_empty_lines=True),
-                convert_options=pcsv.ConvertOptions(column_types=dict((name, pa.string()) for name in header),
-                                                    strings_can_be_null=False))
+                stream,
+                read_options=pcsv.ReadOptions(block_size=block_size),
+                parse_options=pcsv.ParseOptions(
+                    delimiter=source["delimiter"],
+                    quote_char='"',
+                    double_quote=True,
+                    escape_char=False,
+                    newlines_in_values=True,
+                    ignore_empty_lines=True,
+                ),
+                convert_options=pcsv.ConvertOptions(
+                    column_types={name: pa.string() for name in header}, strings_can_be_null=False
+                ),
+            )
             if reader.schema.names != header:
                 raise _DsNoParity("pyarrow reads the header differently")
             names = [name.strip() for name in header]
@@ -1299,14 +1376,15 @@ def _ds_csv_lines_of(scan, source, rows):
 
     def lines_of(wanted):
         if one_line_records():
-            return dict((row, row + 2) for row in wanted)
+            return {row: row + 2 for row in wanted}
         wanted = set(wanted)
         last = max(wanted) if wanted else -1
         found = {}
         stream = source["opener"]()
         try:
-            reader = csv.reader(scan.text_reader(stream), delimiter=source["delimiter"], quotechar='"',
-                                doublequote=True, strict=False)
+            reader = csv.reader(
+                scan.text_reader(stream), delimiter=source["delimiter"], quotechar='"', doublequote=True, strict=False
+            )
             index = -1  # the header
             prev = 0
             for record in reader:
@@ -1321,6 +1399,7 @@ def _ds_csv_lines_of(scan, source, rows):
         finally:
             stream.close()
         return found
+
     return lines_of
 
 
@@ -1337,7 +1416,7 @@ def _ds_arrow_parquet(scan, source, prepare):
             break
     if not tables:
         raise _DsNoParity("the file holds no rows")
-    return _ds_arrow_concat(scan, tables), lambda wanted: dict((row, row + 1) for row in wanted)
+    return _ds_arrow_concat(scan, tables), lambda wanted: {row: row + 1 for row in wanted}
 
 
 def _ds_arrow_preparer(scan, nulls_are_values):
@@ -1386,8 +1465,9 @@ def _ds_arrow_preparer(scan, nulls_are_values):
                     key = pc.take(fingerprints(words), encoded.indices)
                     column = pc.take(words, encoded.indices) if name in chosen else None
                 else:  # chunk by chunk as read: combining them would copy every string
-                    column = pa.chunked_array([pc.utf8_trim(chunk, characters=whitespace) for chunk in column.chunks],
-                                              type=kind)
+                    column = pa.chunked_array(
+                        [pc.utf8_trim(chunk, characters=whitespace) for chunk in column.chunks], type=kind
+                    )
                     key = pa.chunked_array([fingerprints(chunk) for chunk in column.chunks], type=pa.int64())
             elif pa.types.is_integer(kind) or pa.types.is_boolean(kind):
                 key = column
@@ -1399,6 +1479,7 @@ def _ds_arrow_preparer(scan, nulls_are_values):
                     columns[role] = column
                     columns[role + "#"] = key
         return pa.table(columns)
+
     return prepare
 
 
@@ -1460,8 +1541,9 @@ def _ds_arrow_groups(scan, table, lines_of, pool):
             encoded = pc.dictionary_encode(table.column("label")).combine_chunks()  # exact, like label ids
             label_keys = encoded.indices
             keyed["l"] = pc.if_else(labels, label_keys, pa.scalar(None, label_keys.type))
-        groups = _ds_arrow_grouped(pa.table(keyed).filter(inputs), "i",
-                                   [("l", "min_max")] if labels is not None else [])
+        groups = _ds_arrow_grouped(
+            pa.table(keyed).filter(inputs), "i", [("l", "min_max")] if labels is not None else []
+        )
         distinct_inputs = groups.num_rows
         if labels is not None:
             bounds = groups.column("l_min_max").combine_chunks()
@@ -1469,12 +1551,16 @@ def _ds_arrow_groups(scan, table, lines_of, pool):
             conflicting = len(several)
             both = pc.and_(inputs, labels)
             if conflicting:
-                chosen = pc.indices_nonzero(pc.and_(both, pc.fill_null(pc.is_in(input_keys, value_set=several),
-                                                                        False)))
+                chosen = pc.indices_nonzero(pc.and_(both, pc.fill_null(pc.is_in(input_keys, value_set=several), False)))
                 column = table.column("input")
                 examples = _ds_arrow_examples(
-                    chosen.to_pylist(), input_keys.take(chosen).to_pylist(), label_keys.take(chosen).to_pylist(),
-                    lambda row: frozen([column[row].as_py()])[0], frozen(encoded.dictionary.to_pylist()), lines_of)
+                    chosen.to_pylist(),
+                    input_keys.take(chosen).to_pylist(),
+                    label_keys.take(chosen).to_pylist(),
+                    lambda row: frozen([column[row].as_py()])[0],
+                    frozen(encoded.dictionary.to_pylist()),
+                    lines_of,
+                )
     # Commit: the state the row-by-row path leaves for finish().
     facts["rows"] = rows
     facts["duplicate_rows"] = rows - distinct_rows.result()
@@ -1484,8 +1570,9 @@ def _ds_arrow_groups(scan, table, lines_of, pool):
         facts["missing_inputs"] = rows - present_inputs
     if lcol is not None:
         facts["missing_labels"] = rows - sum(count for _, count in label_values)
-    facts["absent_columns"] = [name for name, found in ((icol, inputs), (lcol, labels))
-                               if name is not None and found is None]
+    facts["absent_columns"] = [
+        name for name, found in ((icol, inputs), (lcol, labels)) if name is not None and found is None
+    ]
     scan.label_names = [None] + [value for value, _ in label_values]
     scan.label_counts = [0] + [count for _, count in label_values]
     scan.used = distinct_inputs
@@ -1521,8 +1608,11 @@ def _ds_arrow_examples(rows, inputs, labels, input_of, label_names, lines_of):
                 continue
             seen[2] = True
             if len(examples) < _DS_EXAMPLES:
-                examples[key] = {"input": _ds_show(input_of(row), _DS_EXAMPLE_CHARS),
-                                 "labels": [_ds_show(label_names[seen[0]], _DS_EXAMPLE_CHARS)], "lines": [seen[1]]}
+                examples[key] = {
+                    "input": _ds_show(input_of(row), _DS_EXAMPLE_CHARS),
+                    "labels": [_ds_show(label_names[seen[0]], _DS_EXAMPLE_CHARS)],
+                    "lines": [seen[1]],
+                }
         example = examples.get(key)
         if example is not None:
             name = _ds_show(label_names[lid], _DS_EXAMPLE_CHARS)
@@ -1634,8 +1724,9 @@ def _ds_detect(scan, path):
 
     sample = _ds_read_sample(opener)
     if sample.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # UTF-32's marks start the same way
-        raise _DatasetProblem("utf16", "UTF-16/32 text; training loaders expect UTF-8 "
-                                       "(iconv -f UTF-16 -t UTF-8 converts it)")
+        raise _DatasetProblem(
+            "utf16", "UTF-16/32 text; training loaders expect UTF-8 (iconv -f UTF-16 -t UTF-8 converts it)"
+        )
     if sample.startswith(codecs.BOM_UTF8):
         sample = sample[3:]
     if b"\x00" in sample:
@@ -1649,12 +1740,17 @@ def _ds_detect(scan, path):
     if fmt == "csv":
         text = sample.decode("utf-8", "replace")
         if len(sample) >= _DS_SAMPLE_BYTES and "\n" in text:
-            text = text[:text.rindex("\n")]
+            text = text[: text.rindex("\n")]
         delimiter = _ds_delimiter(text, ext)
         fmt = "tsv" if delimiter == "\t" else "csv"
     facts["format"] = fmt
-    return {"full": full, "opener": opener, "sample": sample, "estimated_bytes": estimated_bytes,
-            "delimiter": delimiter}
+    return {
+        "full": full,
+        "opener": opener,
+        "sample": sample,
+        "estimated_bytes": estimated_bytes,
+        "delimiter": delimiter,
+    }
 
 
 def _ds_scan_file(scan, path, sink, memory_available, row_by_row):
@@ -1704,8 +1800,9 @@ def _ds_scan_parquet(scan, path, sink, memory_available, row_by_row):
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise _DatasetProblem("needs_pyarrow", "parquet needs pyarrow on the pod (pip install pyarrow), "
-                                               "or convert the file to JSON Lines")
+        raise _DatasetProblem(
+            "needs_pyarrow", "parquet needs pyarrow on the pod (pip install pyarrow), or convert the file to JSON Lines"
+        )
     try:
         handle = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises its own error types for corrupt files
@@ -1713,8 +1810,10 @@ def _ds_scan_parquet(scan, path, sink, memory_available, row_by_row):
     metadata = handle.metadata
     scan.facts["estimated_rows"] = metadata.num_rows
     if not row_by_row:
-        source = {"full": path, "estimated_bytes": sum(metadata.row_group(i).total_byte_size
-                                                       for i in range(metadata.num_row_groups))}
+        source = {
+            "full": path,
+            "estimated_bytes": sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups)),
+        }
         scan.facts["engine_note"] = _ds_arrow_scan(scan, source, memory_available)
         if scan.facts["engine_note"] is None:
             return
@@ -1734,8 +1833,16 @@ def _ds_scan_parquet(scan, path, sink, memory_available, row_by_row):
     scan.consume(_ds_object_rows(scan, [], objects(), icol, lcol), sink)
 
 
-def run_dataset_scan(path, input_column=None, label_column=None, max_rows=None, max_seconds=None, sink=None,
-                     memory_available=None, row_by_row=False):
+def run_dataset_scan(
+    path,
+    input_column=None,
+    label_column=None,
+    max_rows=None,
+    max_seconds=None,
+    sink=None,
+    memory_available=None,
+    row_by_row=False,
+):
     """Scan the dataset at `path`; returns the finished _DatasetScan (its .facts dict is
     shaped like models.DatasetFacts). Problems with the file end up in the facts.
     `memory_available` (bytes; default this machine's MemAvailable) bounds the pyarrow path;
@@ -1763,7 +1870,7 @@ def detect_dataset(path):
         _ds_detect(scan, path)
     except _DatasetProblem as exc:
         scan.fail(exc.kind, str(exc))
-    return dict((key, scan.facts[key]) for key in ("path", "exists", "format", "compression", "error", "error_kind"))
+    return {key: scan.facts[key] for key in ("path", "exists", "format", "compression", "error", "error_kind")}
 
 
 def _ds_row_budget(params, memory_available):
@@ -1785,6 +1892,11 @@ def collect_dataset(params):
     # Stop early enough to answer with a partial scan before the collector's own timeout.
     max_seconds = min(float(params.get("dataset_max_seconds") or collector_limit), collector_limit * 0.9)
     memory_available = _ds_memory_available((params.get("roots") or {}).get("proc", "/proc"))
-    return run_dataset_scan(path, params.get("input_column"), params.get("label_column"),
-                            max_rows=_ds_row_budget(params, memory_available), max_seconds=max_seconds,
-                            memory_available=memory_available).facts
+    return run_dataset_scan(
+        path,
+        params.get("input_column"),
+        params.get("label_column"),
+        max_rows=_ds_row_budget(params, memory_available),
+        max_seconds=max_seconds,
+        memory_available=memory_available,
+    ).facts

@@ -8,21 +8,40 @@ import re
 
 from .core import _process_env, _read_bytes, _read_text, _root, _text
 
-
 # The only variables collected: what the checks read, and an allow-list of what a training
 # job's behaviour depends on. Everything else in the environment stays on the pod.
-_ENV_NAMES = frozenset([
-    "HOME", "USER", "PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX",
-    "XDG_CACHE_HOME", "TMPDIR", "OMP_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
-    "NVIDIA_VISIBLE_DEVICES", "CONTAINER_ID", "RUNPOD_POD_ID", "RUNPOD_DC_ID", "RUNPOD_GPU_COUNT",
-    "WANDB_DIR", "WANDB_MODE",
-])
+_ENV_NAMES = frozenset(
+    [
+        "HOME",
+        "USER",
+        "PATH",
+        "PYTHONPATH",
+        "LD_LIBRARY_PATH",
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "XDG_CACHE_HOME",
+        "TMPDIR",
+        "OMP_NUM_THREADS",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "WORLD_SIZE",
+        "NVIDIA_VISIBLE_DEVICES",
+        "CONTAINER_ID",
+        "RUNPOD_POD_ID",
+        "RUNPOD_DC_ID",
+        "RUNPOD_GPU_COUNT",
+        "WANDB_DIR",
+        "WANDB_MODE",
+    ]
+)
 _ENV_PREFIXES = ("HF_", "CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "TRANSFORMERS_", "ACCELERATE_", "VAST_")
 # Collected names that hold a secret are reported as present with no value.
 _SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASS|PWD|CREDENTIAL|AUTH", re.IGNORECASE)
 # Values that are a credential whatever the name: known token prefixes and JWTs, as a word.
-_SECRET_WORD = re.compile(r"^(?:(?:hf_|sk-|ghp_|gho_|ghs_|ghu_|github_pat_|xox|AKIA|ASIA|glpat-|rpa_)[A-Za-z0-9_\-]{6,}"
-                          r"|eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)$")
+_SECRET_WORD = re.compile(
+    r"^(?:(?:hf_|sk-|ghp_|gho_|ghs_|ghu_|github_pat_|xox|AKIA|ASIA|glpat-|rpa_)[A-Za-z0-9_\-]{6,}"
+    r"|eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*)$"
+)
 _WORD_SPLIT = re.compile(r"[\s,;=\"']+")
 # Userinfo in a URL (the password may hold `/`), or `user:pass@host` without a scheme.
 _URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)[^\s]*@")
@@ -72,7 +91,7 @@ def _parse_env_file(text):
         if not line or line.startswith("#"):
             continue
         if line.startswith("export "):
-            line = line[len("export "):].lstrip()
+            line = line[len("export ") :].lstrip()
         if "=" not in line:
             continue
         name, value = line.split("=", 1)

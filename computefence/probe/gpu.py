@@ -14,7 +14,6 @@ from xml.etree import ElementTree
 
 from .core import _first_lines, _read_text, _root, _run_command, _text, _time_left
 
-
 _GPU_FIELDS = ("index", "name", "uuid", "driver_version", "memory.total", "memory.used", "compute_cap")
 
 
@@ -43,20 +42,22 @@ def _parse_gpu_rows(text, fields):
         if len(values) > len(fields):
             # A comma inside the name: everything beyond the field count belongs to it.
             extra = len(values) - len(fields)
-            values[1:2 + extra] = [", ".join(values[1:2 + extra])]
+            values[1 : 2 + extra] = [", ".join(values[1 : 2 + extra])]
         if len(values) != len(fields):
             continue
         row = dict(zip(fields, values))
         index = _smi_int(row["index"])
-        gpus.append({
-            "index": number if index is None else index,
-            "name": _text(row["name"], 256),
-            "uuid": _smi_value(row["uuid"]),
-            "memory_total_mib": _smi_int(row["memory.total"]),
-            "memory_used_mib": _smi_int(row["memory.used"]),
-            "compute_cap": _smi_value(row.get("compute_cap", "")),
-            "driver_version": _smi_value(row["driver_version"]),
-        })
+        gpus.append(
+            {
+                "index": number if index is None else index,
+                "name": _text(row["name"], 256),
+                "uuid": _smi_value(row["uuid"]),
+                "memory_total_mib": _smi_int(row["memory.total"]),
+                "memory_used_mib": _smi_int(row["memory.used"]),
+                "compute_cap": _smi_value(row.get("compute_cap", "")),
+                "driver_version": _smi_value(row["driver_version"]),
+            }
+        )
     return gpus
 
 
@@ -67,7 +68,7 @@ def _device_nodes(params, prefix="nvidia"):
         names = [name for name in os.listdir(dev_root) if re.match("^%s[0-9]+$" % re.escape(prefix), name)]
     except OSError:
         return []
-    return [os.path.join(dev_root, name) for name in sorted(names, key=lambda n: int(n[len(prefix):]))][:256]
+    return [os.path.join(dev_root, name) for name in sorted(names, key=lambda n: int(n[len(prefix) :]))][:256]
 
 
 def _smi_failure(result, seconds):
@@ -129,14 +130,16 @@ def _xml_first(node, paths, kind=None):
 
 def _clock_event_reasons(gpu):
     # Drivers before 535 call them throttle reasons; the children's names follow the parent's.
-    for parent, prefix in (("clocks_event_reasons", "clocks_event_reason_"),
-                           ("clocks_throttle_reasons", "clocks_throttle_reason_")):
+    for parent, prefix in (
+        ("clocks_event_reasons", "clocks_event_reason_"),
+        ("clocks_throttle_reasons", "clocks_throttle_reason_"),
+    ):
         node = gpu.find(parent)
         if node is None:
             continue
         reasons = {}
         for child in list(node)[:32]:
-            name = child.tag[len(prefix):] if child.tag.startswith(prefix) else child.tag
+            name = child.tag[len(prefix) :] if child.tag.startswith(prefix) else child.tag
             flag = _xml_flag(node, child.tag)
             if flag is not None and re.match(r"^[a-z0-9_]{1,64}$", name):
                 reasons[name] = flag
@@ -149,8 +152,10 @@ def _gpu_health(gpu, index):
     if power is None:
         power = gpu.find("power_readings")
     retired = gpu.find("retired_pages")
-    retired_counts = [_xml_number(retired, path) for path in
-                      ("multiple_single_bit_retirement/retired_count", "double_bit_retirement/retired_count")]
+    retired_counts = [
+        _xml_number(retired, path)
+        for path in ("multiple_single_bit_retirement/retired_count", "double_bit_retirement/retired_count")
+    ]
     known = [count for count in retired_counts if count is not None]
     processes = gpu.find("processes")
     return {
@@ -234,10 +239,7 @@ def _fabric_manager_running(params):
         pids = [name for name in os.listdir(proc_root) if name.isdigit()]
     except OSError:
         return None
-    for pid in pids[:100000]:
-        if _small_file(os.path.join(proc_root, pid, "comm")).strip() == "nv-fabricmanager":
-            return True
-    return False
+    return any(_small_file(os.path.join(proc_root, pid, "comm")).strip() == "nv-fabricmanager" for pid in pids[:100000])
 
 
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\): ([0-9]+)")
@@ -314,8 +316,14 @@ def _smi_health(smi, params, facts):
 
 
 def collect_gpu(params):
-    facts = {"nvidia_smi_found": False, "nvidia_smi_path": None, "timed_out": False, "gpus": [],
-             "device_nodes": _device_nodes(params), "nvswitch_nodes": _device_nodes(params, "nvidia-nvswitch")}
+    facts = {
+        "nvidia_smi_found": False,
+        "nvidia_smi_path": None,
+        "timed_out": False,
+        "gpus": [],
+        "device_nodes": _device_nodes(params),
+        "nvswitch_nodes": _device_nodes(params, "nvidia-nvswitch"),
+    }
     smi = shutil.which("nvidia-smi")
     if not smi:
         return facts

@@ -9,10 +9,8 @@ import sys
 from .core import _cwd, _process_env, _read_text, _root, _text
 from .environment import _container_env, _rp_environment_env
 
-
 # Provider markers worth reporting when present (values are ids, never credentials).
-_PROVIDER_ENV_HINTS = ("RUNPOD_POD_ID", "RUNPOD_DC_ID", "RUNPOD_GPU_COUNT", "VAST_CONTAINERLABEL",
-                       "CONTAINER_ID")
+_PROVIDER_ENV_HINTS = ("RUNPOD_POD_ID", "RUNPOD_DC_ID", "RUNPOD_GPU_COUNT", "VAST_CONTAINERLABEL", "CONTAINER_ID")
 # Lambda Stack (preinstalled on Lambda Cloud instances) registers this apt repository.
 _LAMBDA_MARKERS = ("apt/sources.list.d/lambda-repository.list",)
 
@@ -27,8 +25,7 @@ def _parse_os_release(text):
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
             value = value[1:-1]
         values[key.strip()] = _text(value, 256)
-    return {"id": values.get("ID"), "version_id": values.get("VERSION_ID"),
-            "pretty_name": values.get("PRETTY_NAME")}
+    return {"id": values.get("ID"), "version_id": values.get("VERSION_ID"), "pretty_name": values.get("PRETTY_NAME")}
 
 
 def _glibc_version():
@@ -53,15 +50,22 @@ def _mem_total_bytes(proc_root):
 def _user_name(uid):
     try:
         import pwd
+
         return pwd.getpwuid(uid).pw_name
     except (ImportError, KeyError):
         return os.environ.get("USER") or os.environ.get("LOGNAME")
 
 
 def collect_identity(params):
-    facts = {"hostname": _text(socket.gethostname(), 256), "kernel": platform.release() or None,
-             "python_version": platform.python_version(), "python_executable": _text(sys.executable),
-             "cwd": None, "home": _text(os.path.expanduser("~")), "provider_hints": {}}
+    facts = {
+        "hostname": _text(socket.gethostname(), 256),
+        "kernel": platform.release() or None,
+        "python_version": platform.python_version(),
+        "python_executable": _text(sys.executable),
+        "cwd": None,
+        "home": _text(os.path.expanduser("~")),
+        "provider_hints": {},
+    }
     etc_root = _root(params, "etc")
     proc_root = _root(params, "proc")
     try:

@@ -7,16 +7,27 @@ import json
 
 from .core import _first_lines, _run_command, _text, _time_left
 
-
 _MARK = "@@computefence@@"
 
-_PACKAGES = ("transformers", "accelerate", "peft", "trl", "datasets", "deepspeed", "flash-attn",
-             "bitsandbytes", "xformers", "vllm", "torch", "numpy")
+_PACKAGES = (
+    "transformers",
+    "accelerate",
+    "peft",
+    "trl",
+    "datasets",
+    "deepspeed",
+    "flash-attn",
+    "bitsandbytes",
+    "xformers",
+    "vllm",
+    "torch",
+    "numpy",
+)
 
 # The most names a policy may add; each is one metadata lookup.
 _PACKAGES_MAX = 200
 
-_PACKAGES_SCRIPT = r'''
+_PACKAGES_SCRIPT = r"""
 import sys
 sys.path = [p for p in sys.path if p not in ("", ".")]
 import json
@@ -41,7 +52,7 @@ found = {}
 for name in names:
     found[name] = version(name, name.replace("-", "_"), name.replace("-", "."))
 sys.stdout.write("\n" + MARK + json.dumps({"versions": found, "executable": sys.executable}) + "\n")
-'''.replace("MARK", repr(_MARK))
+""".replace("MARK", repr(_MARK))
 
 
 def _python_of(params):
@@ -53,7 +64,7 @@ def _marked_json(text):
     for line in reversed(text.splitlines()):
         if line.startswith(_MARK):
             try:
-                value = json.loads(line[len(_MARK):])
+                value = json.loads(line[len(_MARK) :])
             except ValueError:
                 return None
             return value if isinstance(value, dict) else None
@@ -90,6 +101,7 @@ def collect_packages(params):
     if answer is None or not isinstance(answer.get("versions"), dict):
         facts["error"] = _text(_interpreter_failure(result), 500)
         return facts
-    facts["versions"] = dict((name, None if value is None else _text(value, 100))
-                             for name, value in answer["versions"].items())
+    facts["versions"] = {
+        name: None if value is None else _text(value, 100) for name, value in answer["versions"].items()
+    }
     return facts

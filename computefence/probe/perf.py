@@ -157,8 +157,10 @@ def collect_perf(params):
     busy = [g for g in gpus if (g.get("memory_used_mib") or 0) > busy_mib]
     if busy:
         held = ", ".join("GPU %s holds %s MiB" % (g.get("index"), g.get("memory_used_mib")) for g in busy)
-        return {"ran": False, "skipped_reason": "other processes use the GPUs (%s); the canary never disturbs "
-                                                "a running job" % held}
+        return {
+            "ran": False,
+            "skipped_reason": "other processes use the GPUs (%s); the canary never disturbs a running job" % held,
+        }
     why = _perf_skip(facts)
     if why:
         return {"ran": False, "skipped_reason": why}
@@ -167,8 +169,12 @@ def collect_perf(params):
     budget = max(1.0, min(_PERF_BUDGET_S, seconds - 2.0))
     result = _run_command([python, "-B", "-c", _PERF_SCRIPT, "%.1f" % budget], seconds)
     if result["timed_out"] or result["error"]:
-        return {"ran": True, "error": "the canary did not finish within %.1fs" % seconds if result["timed_out"]
-                else _text(result["error"], 300)}
+        return {
+            "ran": True,
+            "error": "the canary did not finish within %.1fs" % seconds
+            if result["timed_out"]
+            else _text(result["error"], 300),
+        }
     answer = _marked_json(result["stdout"])
     if answer is None:
         return {"ran": True, "error": _text(_interpreter_failure(result), 500)}
@@ -176,15 +182,17 @@ def collect_perf(params):
     for entry in answer.get("gpus") or []:
         if not isinstance(entry, dict) or not isinstance(entry.get("index"), int):
             continue
-        out["gpus"].append({
-            "index": entry["index"],
-            "name": _text(entry["name"], 256) if isinstance(entry.get("name"), str) else None,
-            "dtype": _text(entry["dtype"], 32) if isinstance(entry.get("dtype"), str) else None,
-            "matmul_tflops": _perf_number(entry.get("matmul_tflops")),
-            "h2d_gbps": _perf_number(entry.get("h2d_gbps")),
-            "d2h_gbps": _perf_number(entry.get("d2h_gbps")),
-            "error": _text(entry["error"], 500) if isinstance(entry.get("error"), str) else None,
-        })
+        out["gpus"].append(
+            {
+                "index": entry["index"],
+                "name": _text(entry["name"], 256) if isinstance(entry.get("name"), str) else None,
+                "dtype": _text(entry["dtype"], 32) if isinstance(entry.get("dtype"), str) else None,
+                "matmul_tflops": _perf_number(entry.get("matmul_tflops")),
+                "h2d_gbps": _perf_number(entry.get("h2d_gbps")),
+                "d2h_gbps": _perf_number(entry.get("d2h_gbps")),
+                "error": _text(entry["error"], 500) if isinstance(entry.get("error"), str) else None,
+            }
+        )
     for key in ("error", "interconnect_method", "interconnect_error"):
         if isinstance(answer.get(key), str):
             out[key] = _text(answer[key], 500)

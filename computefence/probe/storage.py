@@ -13,14 +13,39 @@ import threading
 
 from .core import _cwd, _process_env, _read_text, _root, _text, _time_left
 
-
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
-_PSEUDO_FS = frozenset([
-    "proc", "sysfs", "devpts", "devtmpfs", "tmpfs", "ramfs", "cgroup", "cgroup2", "mqueue",
-    "securityfs", "debugfs", "tracefs", "pstore", "bpf", "configfs", "fusectl", "hugetlbfs",
-    "autofs", "binfmt_misc", "nsfs", "rpc_pipefs", "selinuxfs", "efivarfs", "squashfs",
-    "overlay", "aufs", "fuse.lxcfs", "nfsd",
-])
+_PSEUDO_FS = frozenset(
+    [
+        "proc",
+        "sysfs",
+        "devpts",
+        "devtmpfs",
+        "tmpfs",
+        "ramfs",
+        "cgroup",
+        "cgroup2",
+        "mqueue",
+        "securityfs",
+        "debugfs",
+        "tracefs",
+        "pstore",
+        "bpf",
+        "configfs",
+        "fusectl",
+        "hugetlbfs",
+        "autofs",
+        "binfmt_misc",
+        "nsfs",
+        "rpc_pipefs",
+        "selinuxfs",
+        "efivarfs",
+        "squashfs",
+        "overlay",
+        "aufs",
+        "fuse.lxcfs",
+        "nfsd",
+    ]
+)
 _SYSTEM_TREES = ("/proc", "/sys", "/dev", "/run", "/etc", "/usr", "/boot", "/snap", "/var/lib/lxcfs")
 _PATH_SECONDS = 2.0
 
@@ -178,7 +203,7 @@ def _paths_of_interest(params, mounts, env, home):
     if params.get("output_dir"):
         wanted.append(("output_dir", str(params["output_dir"]), "--output-dir"))
     wanted.append(("workspace", "/workspace", None))
-    seen = set(["/workspace"])
+    seen = {"/workspace"}
     for mount in mounts:
         if _looks_like_volume(mount) and mount["mount_point"] not in seen:
             seen.add(mount["mount_point"])
@@ -213,7 +238,7 @@ def collect_storage(params):
         elif budget <= 0.2:
             entry["error"] = "skipped: storage time budget spent"
         else:
-            finished, found = _with_timeout(lambda: _inspect_path(absolute), budget)
+            finished, found = _with_timeout(lambda path=absolute: _inspect_path(path), budget)
             if finished:
                 entry.update(found)
                 mount = _mount_for(found.get("resolved") or absolute, mounts)
@@ -222,7 +247,6 @@ def collect_storage(params):
                 if mount is not None:
                     hung.add(mount["mount_point"])
         if mount is not None:
-            entry.update(mount_point=mount["mount_point"], fs_type=mount["fs_type"],
-                         mount_source=mount["source"])
+            entry.update(mount_point=mount["mount_point"], fs_type=mount["fs_type"], mount_source=mount["source"])
         facts["paths"].append(entry)
     return facts

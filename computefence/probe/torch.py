@@ -7,8 +7,7 @@ from .core import _run_command, _text, _time_left
 from .gpu import _device_nodes
 from .packages import _MARK, _interpreter_failure, _marked_json, _python_of
 
-
-_TORCH_SCRIPT = r'''
+_TORCH_SCRIPT = r"""
 import sys
 sys.path = [p for p in sys.path if p not in ("", ".")]
 import json
@@ -71,9 +70,7 @@ with warnings.catch_warnings(record=True) as caught:
         out["nccl_version"] = attempt(lambda: torch.cuda.nccl.version())
     out["warnings"] = [str(w.message).strip()[:2000] for w in caught][:10]
 emit()
-'''.replace("MARK", repr(_MARK))
-
-
+""".replace("MARK", repr(_MARK))
 
 
 def _dotted_nccl(value):
@@ -105,9 +102,19 @@ def collect_torch(params):
     if answer is None:
         facts["import_error"] = _text(_interpreter_failure(result), 1000)
         return facts
-    for key in ("python_executable", "python_version", "importable", "import_error", "version",
-                "cuda_build", "hip_build", "cuda_available", "cuda_error", "device_count",
-                "cudnn_version"):
+    for key in (
+        "python_executable",
+        "python_version",
+        "importable",
+        "import_error",
+        "version",
+        "cuda_build",
+        "hip_build",
+        "cuda_available",
+        "cuda_error",
+        "device_count",
+        "cudnn_version",
+    ):
         if key in answer:
             value = answer[key]
             facts[key] = _text(value, 2000) if isinstance(value, str) else value

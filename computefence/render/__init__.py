@@ -18,8 +18,9 @@ FORMATS: dict[str, Renderer] = {
 }
 
 
-def render(report: Report, fmt: str, *, color: bool = False, width: int = 100, group_by: str = "check",
-           quiet: bool = False) -> str:
+def render(
+    report: Report, fmt: str, *, color: bool = False, width: int = 100, group_by: str = "check", quiet: bool = False
+) -> str:
     """The report as text. Only the rich format uses color and width; rich and markdown
     group by pod or check, and rich alone has a quiet form."""
     if fmt == "rich":

@@ -58,12 +58,20 @@ def _natural(cells: Sequence[Text]) -> int:
 def _least(cells: Sequence[Text], breaks: str | None) -> int:
     if breaks is None:
         return _natural(cells)
-    return max((cell_len(token.strip()) for cell in cells for line in cell.plain.split("\n")
-                for token in _tokens(line, breaks)), default=0)
+    return max(
+        (
+            cell_len(token.strip())
+            for cell in cells
+            for line in cell.plain.split("\n")
+            for token in _tokens(line, breaks)
+        ),
+        default=0,
+    )
 
 
-def _widths(columns: list[Column], headers: list[str], cells: list[list[Text]], width: int,
-            wrapping: bool) -> list[int] | None:
+def _widths(
+    columns: list[Column], headers: list[str], cells: list[list[Text]], width: int, wrapping: bool
+) -> list[int] | None:
     """Natural widths where they fit; with `wrapping`, wrappable columns narrowed (widest
     first) down to their longest token. None when that does not fit."""
     natural = [max(cell_len(h), _natural(c)) for h, c in zip(headers, cells)]

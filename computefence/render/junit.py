@@ -104,8 +104,7 @@ def _join(message: str, fix: Fix | None) -> str:
 def _sources_suite(report: Report) -> ET.Element:
     suite = ET.Element("testsuite", name="computefence.sources", timestamp=_x(report.generated_at))
     for source in report.sources:
-        case = ET.SubElement(suite, "testcase", classname="computefence.sources", name=_x(source.name),
-                             time=_time(0.0))
+        case = ET.SubElement(suite, "testcase", classname="computefence.sources", name=_x(source.name), time=_time(0.0))
         if not source.ok:
             message = _x(source.error or "source failed")
             ET.SubElement(case, "error", message=message, type="source").text = message

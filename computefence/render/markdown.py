@@ -74,7 +74,9 @@ def _single(report: Report) -> list[str]:
             lines += ["| | Check | Finding |", "|---|---|---|"]
             for _, findings in views.by_area(host.findings):
                 for finding in findings:
-                    lines.append(f"| {_ICON[finding.severity]} {finding.severity.value} | {code_span(finding.check)} | {md(finding.message)} |")
+                    lines.append(
+                        f"| {_ICON[finding.severity]} {finding.severity.value} | {code_span(finding.check)} | {md(finding.message)} |"
+                    )
             lines.append("")
         fixes = [f for f in host.findings if views.has_fix(f)]
         if fixes:
@@ -121,7 +123,10 @@ def _fleet(report: Report, group_by: str) -> list[str]:
     for source in views.failed_sources(report):
         lines += [f"🛑 source **{md(source.name)}** failed: {md(source.error or 'unknown error')}", ""]
 
-    lines += ["| Pod | Provider | GPUs | torch / CUDA | Status | Blockers | Warnings |", "|---|---|---|---|---|---:|---:|"]
+    lines += [
+        "| Pod | Provider | GPUs | torch / CUDA | Status | Blockers | Warnings |",
+        "|---|---|---|---|---|---:|---:|",
+    ]
     for host in report.hosts:
         checked = host.status is HostStatus.OK
         lines.append(
@@ -185,8 +190,9 @@ def _by_pod(report: Report) -> list[str]:
     in order (the script to run on that pod), with the advice after it."""
     lines = ["### Pods", ""]
     for host in views.hosts_worst_first(report.hosts):
-        problems = sorted((f for f in host.findings if f.severity in (Severity.BLOCK, Severity.WARN)),
-                          key=lambda f: -f.severity.rank)
+        problems = sorted(
+            (f for f in host.findings if f.severity in (Severity.BLOCK, Severity.WARN)), key=lambda f: -f.severity.rank
+        )
         if host.status is HostStatus.OK and not problems:
             continue
         state = views.host_state(host)
@@ -214,5 +220,8 @@ def _not_ok_table(hosts: list[HostReport]) -> list[str]:
 
 def _generated(report: Report) -> list[str]:
     applied = views.applied_line(report)
-    return [f"<sub>generated {md(report.generated_at)} by computefence {md(report.tool_version)}"
-            + (f" · {md(applied)}" if applied else "") + "</sub>"]
+    return [
+        f"<sub>generated {md(report.generated_at)} by computefence {md(report.tool_version)}"
+        + (f" · {md(applied)}" if applied else "")
+        + "</sub>"
+    ]

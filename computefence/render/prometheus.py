@@ -62,22 +62,30 @@ def render(report: Report) -> str:
     for h in hosts:
         counts: dict[str, dict[Severity, int]] = {}
         for f in h.findings:
-            per_check = counts.setdefault(f.check, {sev: 0 for sev in Severity})
+            per_check = counts.setdefault(f.check, dict.fromkeys(Severity, 0))
             per_check[f.severity] += 1
         for check, per_sev in counts.items():
             findings += [({"host": h.name, "check": check, "severity": sev.value}, n) for sev, n in per_sev.items()]
     out.family("computefence_findings", "Findings per host, check and severity.", findings)
     checked = [h for h in hosts if h.status is HostStatus.OK]
-    out.family("computefence_blockers", "Blocking findings on the host.", [({"host": h.name}, h.blockers) for h in checked])
+    out.family(
+        "computefence_blockers", "Blocking findings on the host.", [({"host": h.name}, h.blockers) for h in checked]
+    )
     out.family("computefence_warnings", "Warnings on the host.", [({"host": h.name}, h.warnings) for h in checked])
     ready = {h.name for h in ready_hosts(report)}
-    out.family("computefence_host_ready",
-               "1 if a job can start on the host (what --healthy-out lists), else 0.",
-               [({"host": h.name}, int(h.name in ready)) for h in hosts])
+    out.family(
+        "computefence_host_ready",
+        "1 if a job can start on the host (what --healthy-out lists), else 0.",
+        [({"host": h.name}, int(h.name in ready)) for h in hosts],
+    )
     out.family(
         "computefence_host_cost_per_hour_dollars",
         "The provider's hourly price for the host.",
-        [({"host": h.name}, float(h.provider.cost_per_hour)) for h in hosts if h.provider and h.provider.cost_per_hour is not None],
+        [
+            ({"host": h.name}, float(h.provider.cost_per_hour))
+            for h in hosts
+            if h.provider and h.provider.cost_per_hour is not None
+        ],
     )
     out.family(
         "computefence_hosts",
@@ -97,19 +105,29 @@ def render(report: Report) -> str:
         )
     if report.changes is not None:
         c = report.changes
-        out.family("computefence_changes", "Changes since the last run in --history, by kind.", [
-            ({"kind": "new_blockers"}, sum(1 for x in c.new if x.severity_after is Severity.BLOCK)),
-            ({"kind": "new_warnings"}, sum(1 for x in c.new if x.severity_after is Severity.WARN)),
-            ({"kind": "cleared"}, len(c.cleared)),
-            ({"kind": "status"}, len(c.status)),
-            ({"kind": "appeared"}, len(c.appeared)),
-            ({"kind": "vanished"}, len(c.vanished)),
-            ({"kind": "versions"}, len(c.versions)),
-        ])
-    out.family("computefence_verdict", "Verdict of the run: 0 pass, 1 warn, 2 block.", [({}, _VERDICT_VALUE[s.verdict])])
+        out.family(
+            "computefence_changes",
+            "Changes since the last run in --history, by kind.",
+            [
+                ({"kind": "new_blockers"}, sum(1 for x in c.new if x.severity_after is Severity.BLOCK)),
+                ({"kind": "new_warnings"}, sum(1 for x in c.new if x.severity_after is Severity.WARN)),
+                ({"kind": "cleared"}, len(c.cleared)),
+                ({"kind": "status"}, len(c.status)),
+                ({"kind": "appeared"}, len(c.appeared)),
+                ({"kind": "vanished"}, len(c.vanished)),
+                ({"kind": "versions"}, len(c.versions)),
+            ],
+        )
+    out.family(
+        "computefence_verdict", "Verdict of the run: 0 pass, 1 warn, 2 block.", [({}, _VERDICT_VALUE[s.verdict])]
+    )
     timestamp = _epoch(report.generated_at)
     if timestamp is not None:
-        out.family("computefence_last_run_timestamp_seconds", "When the run's report was generated (Unix time).", [({}, timestamp)])
+        out.family(
+            "computefence_last_run_timestamp_seconds",
+            "When the run's report was generated (Unix time).",
+            [({}, timestamp)],
+        )
     return "\n".join(out.lines) + "\n"
 
 

@@ -29,10 +29,16 @@ _MARK = {Severity.BLOCK: "✗ BLOCK", Severity.WARN: "! WARN ", Severity.PASS: "
 _FIX_LABEL = "        fix: "
 _NOTE_LABEL = "       note: "
 _STATE_STYLE = {"blocked": "bold red", "warnings": "yellow", "ready": "green"}
-_VERDICT_STYLE = {Severity.BLOCK: "bold white on red", Severity.WARN: "bold black on yellow", Severity.PASS: "bold black on green"}
+_VERDICT_STYLE = {
+    Severity.BLOCK: "bold white on red",
+    Severity.WARN: "bold black on yellow",
+    Severity.PASS: "bold black on green",
+}
 
 
-def render(report: Report, *, color: bool = False, width: int = 100, group_by: str = "check", quiet: bool = False) -> str:
+def render(
+    report: Report, *, color: bool = False, width: int = 100, group_by: str = "check", quiet: bool = False
+) -> str:
     """`group_by` "pod" lists each pod with its verdict and its fixes in order; `quiet` only
     the verdict and what is not ready (for cron mail)."""
     return _print(_renderables(report, width, group_by, quiet), color=color, width=width)
@@ -160,12 +166,18 @@ def _fix(fix: Fix) -> list[RenderableType]:
 def _fleet(report: Report, width: int, group_by: str) -> list[RenderableType]:
     s = report.summary
     out: list[RenderableType] = [
-        Text.assemble(("ComputeFence fleet check", "bold"), f" · {views.plural(s.hosts, 'pod')}", (f" · {clean(report.generated_at)}", "dim"))
+        Text.assemble(
+            ("ComputeFence fleet check", "bold"),
+            f" · {views.plural(s.hosts, 'pod')}",
+            (f" · {clean(report.generated_at)}", "dim"),
+        )
     ]
     if report.changes is not None:
         out += changes_section(report.changes)
     for source in views.failed_sources(report):
-        out.append(Text(f"source {one_line(source.name)} failed: {one_line(source.error or 'unknown error')}", style="red"))
+        out.append(
+            Text(f"source {one_line(source.name)} failed: {one_line(source.error or 'unknown error')}", style="red")
+        )
     for source in report.sources:
         if source.ok and source.resolver:
             out.append(Text(f"{one_line(source.name)}: read by {one_line(source.resolver)}", style="dim"))
@@ -206,8 +218,10 @@ _CHANGE_STYLE = {True: "bold red", False: "green", None: ""}
 
 def changes_section(changes: Changes) -> list[RenderableType]:
     """'Since the last run (time)': one row per change, fixes under new findings."""
-    out: list[RenderableType] = [Text(views.since_title(changes), style="bold underline"),
-                                 Text(views.changes_count_line(changes))]
+    out: list[RenderableType] = [
+        Text(views.since_title(changes), style="bold underline"),
+        Text(views.changes_count_line(changes)),
+    ]
     lines = views.change_lines(changes)
     if lines:
         label_width = max(len(line.label) for line in lines)
@@ -241,15 +255,17 @@ def _summary_table(hosts: list[HostReport], width: int) -> list[RenderableType]:
     for host in hosts:
         state = views.host_state(host)
         checked = host.status is HostStatus.OK
-        rows.append([
-            Text(clean(host.name)),
-            Text(clean(views.provider_cell(host))),
-            Text(clean(views.gpu_cell(host))),
-            Text(clean(views.torch_cell(host))),
-            Text(state, style=_STATE_STYLE.get(state, "bold magenta")),
-            Text(str(host.blockers) if checked else "-", style="bold red" if host.blockers else ""),
-            Text(str(host.warnings) if checked else "-", style="yellow" if host.warnings else ""),
-        ])
+        rows.append(
+            [
+                Text(clean(host.name)),
+                Text(clean(views.provider_cell(host))),
+                Text(clean(views.gpu_cell(host))),
+                Text(clean(views.torch_cell(host))),
+                Text(state, style=_STATE_STYLE.get(state, "bold magenta")),
+                Text(str(host.blockers) if checked else "-", style="bold red" if host.blockers else ""),
+                Text(str(host.warnings) if checked else "-", style="yellow" if host.warnings else ""),
+            ]
+        )
     table = fit_table(_POD_COLUMNS, rows, width)
     if table is not None:
         return [table, Text()]
@@ -297,8 +313,15 @@ def _quiet(report: Report) -> list[RenderableType]:
         for host in report.hosts:
             for finding in sorted(host.findings, key=lambda f: -f.severity.rank):
                 if finding.severity in (Severity.BLOCK, Severity.WARN):
-                    out.append(Text.assemble((_MARK[finding.severity], _STYLE[finding.severity]), " ",
-                                             (clean(finding.check), "cyan"), " ", one_line(finding.message)))
+                    out.append(
+                        Text.assemble(
+                            (_MARK[finding.severity], _STYLE[finding.severity]),
+                            " ",
+                            (clean(finding.check), "cyan"),
+                            " ",
+                            one_line(finding.message),
+                        )
+                    )
         return out
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
@@ -309,11 +332,16 @@ def _quiet(report: Report) -> list[RenderableType]:
         if state == "ready":
             continue
         if host.status is HostStatus.OK:
-            what = ", ".join(dict.fromkeys(f.check for f in host.findings if f.severity in (Severity.BLOCK, Severity.WARN)))
+            what = ", ".join(
+                dict.fromkeys(f.check for f in host.findings if f.severity in (Severity.BLOCK, Severity.WARN))
+            )
         else:
             what = one_line(host.reason or "")
-        grid.add_row(Text(clean(host.name), style="bold"), Text(state, style=_STATE_STYLE.get(state, "bold magenta")),
-                     Text(clean(what)))
+        grid.add_row(
+            Text(clean(host.name), style="bold"),
+            Text(state, style=_STATE_STYLE.get(state, "bold magenta")),
+            Text(clean(what)),
+        )
     return out + [grid] if grid.row_count else out
 
 

@@ -9,7 +9,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from computefence.evaluate.fleet import fails
-from computefence.models import Changes, DatasetFacts, Finding, Fix, HostReport, HostStatus, HostVerdict, Report, Severity
+from computefence.models import (
+    Changes,
+    DatasetFacts,
+    Finding,
+    Fix,
+    HostReport,
+    HostStatus,
+    HostVerdict,
+    Report,
+    Severity,
+)
 from computefence.text import one_line
 
 AREA_TITLES = {
@@ -26,6 +36,7 @@ AREA_TITLES = {
 _AREA_ORDER = list(AREA_TITLES)
 
 SEVERITY_LABEL = {Severity.BLOCK: "BLOCK", Severity.WARN: "WARN", Severity.PASS: "pass", Severity.SKIP: "skip"}
+
 
 def area_of(check: str) -> str:
     return check.split(".", 1)[0]
@@ -103,8 +114,9 @@ class Variant:
         if self.fix_template is None:
             return None
         advice = self.fix_template.advice
-        return Fix(commands=[self._fill(c) for c in self.fix_template.commands],
-                   advice=self._fill(advice) if advice else None)
+        return Fix(
+            commands=[self._fill(c) for c in self.fix_template.commands], advice=self._fill(advice) if advice else None
+        )
 
 
 def _template(text: str | None, subject: str | None) -> str | None:
@@ -171,8 +183,11 @@ def hosts_with_subjects(variant: Variant, sep: str = ", ") -> str:
 
 def applied_line(report: Report) -> str | None:
     """'policy ./computefence.yaml (sha256 1a2b3c4d5e6f)', and the baseline, when a run applied them."""
-    parts = [f"{what} {one_line(applied.path)} (sha256 {applied.sha256[:12]})"
-             for what, applied in (("policy", report.policy), ("baseline", report.baseline)) if applied is not None]
+    parts = [
+        f"{what} {one_line(applied.path)} (sha256 {applied.sha256[:12]})"
+        for what, applied in (("policy", report.policy), ("baseline", report.baseline))
+        if applied is not None
+    ]
     return " · ".join(parts) or None
 
 
@@ -230,7 +245,7 @@ def gpu_cell(host: HostReport) -> str:
 
 
 def _short_gpu_name(name: str) -> str:
-    return name[len("NVIDIA "):] if name.startswith("NVIDIA ") else name
+    return name[len("NVIDIA ") :] if name.startswith("NVIDIA ") else name
 
 
 def torch_cell(host: HostReport) -> str:
@@ -243,7 +258,11 @@ def torch_cell(host: HostReport) -> str:
     version = torch.version or "?"
     if "+cu" in version or "+cpu" in version or "+rocm" in version:
         return version  # the local version already names the build
-    cuda = f"CUDA {torch.cuda_build}" if torch.cuda_build else ("ROCm " + torch.hip_build if torch.hip_build else "CPU build")
+    cuda = (
+        f"CUDA {torch.cuda_build}"
+        if torch.cuda_build
+        else ("ROCm " + torch.hip_build if torch.hip_build else "CPU build")
+    )
     return f"{version} / {cuda}"
 
 
@@ -380,9 +399,15 @@ def change_lines(changes: Changes) -> list[ChangeLine]:
     lines: list[ChangeLine] = []
     for c in changes.new:
         was = f" (was {c.severity_before.value})" if c.severity_before else ""
-        lines.append(ChangeLine(f"new {_SEVERITY_WORD[c.severity_after]}", c.host,
-                                f"{one_line(c.finding.check)}: {one_line(c.finding.message)}{was}",
-                                fix=c.finding.fix, worse=True))
+        lines.append(
+            ChangeLine(
+                f"new {_SEVERITY_WORD[c.severity_after]}",
+                c.host,
+                f"{one_line(c.finding.check)}: {one_line(c.finding.message)}{was}",
+                fix=c.finding.fix,
+                worse=True,
+            )
+        )
     for s in changes.status:
         reason = f": {one_line(s.reason)}" if s.reason and s.after is not HostStatus.OK else ""
         worse = None if HostStatus.OK not in (s.before, s.after) else s.after is not HostStatus.OK
@@ -390,11 +415,16 @@ def change_lines(changes: Changes) -> list[ChangeLine]:
     lines += [ChangeLine("vanished", name, "in the last run, not in this one", worse=True) for name in changes.vanished]
     for c in changes.cleared:
         now = f" (now {c.severity_after.value})" if c.severity_after else ""
-        lines.append(ChangeLine(f"cleared {_SEVERITY_WORD[c.severity_before]}", c.host,
-                                f"{one_line(c.finding.check)}{now}", worse=False))
+        lines.append(
+            ChangeLine(
+                f"cleared {_SEVERITY_WORD[c.severity_before]}", c.host, f"{one_line(c.finding.check)}{now}", worse=False
+            )
+        )
     lines += [ChangeLine("appeared", name, "new since the last run") for name in changes.appeared]
-    lines += [ChangeLine("version", v.host, f"{one_line(v.component)} {one_line(v.before)} → {one_line(v.after)}")
-              for v in changes.versions]
+    lines += [
+        ChangeLine("version", v.host, f"{one_line(v.component)} {one_line(v.before)} → {one_line(v.after)}")
+        for v in changes.versions
+    ]
     order = {True: 0, None: 2, False: 1}
     return sorted(lines, key=lambda line: order[line.worse])
 

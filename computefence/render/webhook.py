@@ -49,8 +49,9 @@ def _lines(report: Report) -> list[str]:
     if report.changes is not None:
         out = []
         for line in views.change_lines(report.changes):
-            out.append(f"{_CHANGE_ICON[line.worse]} {_esc(line.label)} *{_esc(line.host)}*: {_esc(line.text)}"
-                       + _fix(line.fix))
+            out.append(
+                f"{_CHANGE_ICON[line.worse]} {_esc(line.label)} *{_esc(line.host)}*: {_esc(line.text)}" + _fix(line.fix)
+            )
         return out
     out = []
     for host in report.hosts:
@@ -59,7 +60,9 @@ def _lines(report: Report) -> list[str]:
             fix = next((f.fix for f in host.blocking_findings if f.fix), None)
             out.append(f"{_ICON[Severity.BLOCK]} *{_esc(host.name)}*: {checks}" + _fix(fix))
         elif host in views.not_ok_hosts(report):
-            out.append(f"{_ICON[Severity.BLOCK]} *{_esc(host.name)}*: {_esc(host.status.value)}: {_esc(host.reason or '')}")
+            out.append(
+                f"{_ICON[Severity.BLOCK]} *{_esc(host.name)}*: {_esc(host.status.value)}: {_esc(host.reason or '')}"
+            )
     return out
 
 
@@ -80,8 +83,10 @@ def _summary(report: Report) -> str:
 def slack(report: Report) -> dict:
     """Slack/Mattermost incoming-webhook payload."""
     lines = _lines(report)
-    text = _cut("\n".join([f"{_ICON[report.summary.verdict]} *{_esc(_headline(report))}*", _summary(report), *lines]),
-                TEXT_LIMIT)
+    text = _cut(
+        "\n".join([f"{_ICON[report.summary.verdict]} *{_esc(_headline(report))}*", _summary(report), *lines]),
+        TEXT_LIMIT,
+    )
     blocks: list[dict] = [
         {"type": "header", "text": {"type": "plain_text", "text": _cut(_headline(report), HEADER_LIMIT)}},
         {"type": "section", "text": {"type": "mrkdwn", "text": _cut(_summary(report), SECTION_LIMIT)}},
@@ -90,8 +95,12 @@ def slack(report: Report) -> dict:
     for line in lines[:room]:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _cut(line, SECTION_LIMIT)}})
     if len(lines) > room:
-        blocks.append({"type": "context", "elements": [
-            {"type": "mrkdwn", "text": f"… and {len(lines) - room} more; see the full report"}]})
+        blocks.append(
+            {
+                "type": "context",
+                "elements": [{"type": "mrkdwn", "text": f"… and {len(lines) - room} more; see the full report"}],
+            }
+        )
     return {"text": text, "blocks": blocks}
 
 

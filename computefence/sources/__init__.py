@@ -31,7 +31,14 @@ from computefence.sources.inventory import INVENTORY_SUFFIXES, InventorySource, 
 from computefence.sources.selection import select_targets
 from computefence.sources.ssh_config import SshConfigSource
 
-__all__ = ["TargetSelection", "TargetSource", "build_sources", "check_before_connecting", "collect_targets", "select_targets"]
+__all__ = [
+    "TargetSelection",
+    "TargetSource",
+    "build_sources",
+    "check_before_connecting",
+    "collect_targets",
+    "select_targets",
+]
 
 
 def _provider_names(providers: Sequence[str]) -> list[str]:
@@ -68,8 +75,9 @@ def build_sources(selection: TargetSelection) -> list[TargetSource]:
     if (selection.ansible_vault_password_files or selection.ansible_vault_ids) and not selection.ansible_inventories:
         raise ConfigError("--vault-password-file and --vault-id need --ansible-inventory")
     sources.extend(
-        AnsibleSource(path, vault_password_files=selection.ansible_vault_password_files,
-                      vault_ids=selection.ansible_vault_ids)
+        AnsibleSource(
+            path, vault_password_files=selection.ansible_vault_password_files, vault_ids=selection.ansible_vault_ids
+        )
         for path in selection.ansible_inventories
     )
     names = _provider_names(selection.providers)
@@ -130,7 +138,9 @@ def _refuse_option_like(found: list[Target], source: str) -> list[Target]:
         if target.provider is None:
             raise ConfigError(f"{target.source or source}: {problem}")
         target.unreachable_reason = f"the provider API gave {problem}"
-        target.unreachable_fix = Fix(advice="check the pod in the provider's console; ComputeFence will not pass this value to ssh")
+        target.unreachable_fix = Fix(
+            advice="check the pod in the provider's console; ComputeFence will not pass this value to ssh"
+        )
     return found
 
 
@@ -160,19 +170,23 @@ def collect_targets(selection: TargetSelection) -> tuple[list[Target], list[Sour
         except SourceError as exc:
             statuses.append(SourceStatus(name=source.name, ok=False, error=str(exc)))
             continue
-        statuses.append(SourceStatus(
-            name=source.name,
-            targets=len(found),
-            resolver=getattr(source, "resolver", None),
-            warnings=getattr(source, "warnings", []),
-        ))
+        statuses.append(
+            SourceStatus(
+                name=source.name,
+                targets=len(found),
+                resolver=getattr(source, "resolver", None),
+                warnings=getattr(source, "warnings", []),
+            )
+        )
         targets.extend(_refuse_option_like(found, source.name))
     _check_unique(targets)
     failed = [status for status in statuses if not status.ok]
     if statuses and len(failed) == len(statuses):
         # Nothing to check at all is no fleet verdict: it is the configuration to fix.
-        raise ConfigError("every target source failed, nothing to check: "
-                          + "; ".join(status.error or status.name for status in failed))
+        raise ConfigError(
+            "every target source failed, nothing to check: "
+            + "; ".join(status.error or status.name for status in failed)
+        )
     return select_targets(targets, limit=selection.limit, tags=selection.tags), statuses
 
 
@@ -191,9 +205,11 @@ def check_ssh_aliases(targets: list[Target]) -> None:
         try:
             socket.getaddrinfo(target.host, None)
         except (OSError, UnicodeError):
-            raise ConfigError(f"-H {target.name}: no Host entry in {target.ssh_config} gives it a HostName, and it "
-                              f"is not a host name that resolves; check the alias (grep -i '^Host' "
-                              f"{shlex.quote(target.ssh_config)} lists them)") from None
+            raise ConfigError(
+                f"-H {target.name}: no Host entry in {target.ssh_config} gives it a HostName, and it "
+                f"is not a host name that resolves; check the alias (grep -i '^Host' "
+                f"{shlex.quote(target.ssh_config)} lists them)"
+            ) from None
 
 
 def check_identity_files(targets: list[Target]) -> None:
@@ -204,8 +220,15 @@ def check_identity_files(targets: list[Target]) -> None:
             path = Path(identity).expanduser()
             if path.is_file() and os.access(path, os.R_OK):
                 continue
-            why = ("does not exist" if not path.exists() else "is not a file" if not path.is_file()
-                   else "cannot be read by this user")
+            why = (
+                "does not exist"
+                if not path.exists()
+                else "is not a file"
+                if not path.is_file()
+                else "cannot be read by this user"
+            )
             where = f" (target {target.name}, from {target.source})" if target.source else f" (target {target.name})"
-            raise ConfigError(f"identity file {identity} {why}{where}: fix the path, or create the key with "
-                              f"ssh-keygen -t ed25519 -f {shlex.quote(identity)}")
+            raise ConfigError(
+                f"identity file {identity} {why}{where}: fix the path, or create the key with "
+                f"ssh-keygen -t ed25519 -f {shlex.quote(identity)}"
+            )

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 from computefence.errors import ConfigError, InputLimitError
 from computefence.files import read_config_text
 from computefence.models import Fix, Target
@@ -120,8 +119,9 @@ class _Inventory:
 
     def add_host(self, name: str, group: str, where: str, variables: dict[str, _Value]) -> None:
         if name not in self.hosts and len(self.hosts) >= MAX_HOSTS:
-            raise InputLimitError(f"{where}: more than {MAX_HOSTS:,} hosts in one Ansible inventory; "
-                                  "split it or narrow it with --limit")
+            raise InputLimitError(
+                f"{where}: more than {MAX_HOSTS:,} hosts in one Ansible inventory; split it or narrow it with --limit"
+            )
         host = self.hosts.setdefault(name, _Host(name, where))
         host.vars.update(variables)
         self.group(group).hosts[name] = None
@@ -146,8 +146,9 @@ def expand_host_pattern(pattern: str, where: str) -> list[str]:
         if start.isdigit() and end.isdigit():
             count *= len(range(int(start), int(end) + 1, step))
         if count > MAX_HOSTS_PER_PATTERN:
-            raise InputLimitError(f"{where}: host pattern {_shown(pattern)} expands to more than "
-                                  f"{MAX_HOSTS_PER_PATTERN:,} hosts")
+            raise InputLimitError(
+                f"{where}: host pattern {_shown(pattern)} expands to more than {MAX_HOSTS_PER_PATTERN:,} hosts"
+            )
     return _expand(pattern, where)
 
 
@@ -285,7 +286,9 @@ def _parse_yaml(path: Path, inventory: _Inventory, data: Any, root: MarksOrLine 
         for key in body:
             if key not in ("hosts", "vars", "children"):
                 line = line_at(marks, (key,), key=True)
-                raise ConfigError(f"{path}:{line}: group {name!r}: unknown key {key!r} (allowed: hosts, vars, children)")
+                raise ConfigError(
+                    f"{path}:{line}: group {name!r}: unknown key {key!r} (allowed: hosts, vars, children)"
+                )
         vars_marks = marks_at(marks, ("vars",))
         for var, value in _mapping(body.get("vars"), vars_marks, (), path, "vars").items():
             inventory.set_group_var(name, str(var), _Value(value, f"{path}:{line_at(vars_marks, (var,))}"))
@@ -368,7 +371,9 @@ def _plain(key: str, value: _Value) -> Any:
     if isinstance(value.value, _Vaulted) or (isinstance(value.value, dict) and "__ansible_vault" in value.value):
         raise ConfigError(f"{value.where}: {key} is vault-encrypted and cannot be read here: {_VAULT_HELP}")
     if isinstance(value.value, str) and ("{{" in value.value or "{%" in value.value):
-        raise ConfigError(f"{value.where}: {key} uses a Jinja template, which ComputeFence does not evaluate; set a literal value")
+        raise ConfigError(
+            f"{value.where}: {key} uses a Jinja template, which ComputeFence does not evaluate; set a literal value"
+        )
     return value.value
 
 
@@ -433,7 +438,10 @@ def _hop_fields(options: list[tuple[str, str]]) -> dict[str, str | None]:
     """proxy_jump / proxy_command from the first ProxyJump or ProxyCommand option ("none": no hop)."""
     kind, value = next(((k, v) for k, v in options if k in ("proxyjump", "proxycommand")), ("", "none"))
     hop = None if value.lower() == "none" else value
-    return {"proxy_jump": hop if kind == "proxyjump" else None, "proxy_command": hop if kind == "proxycommand" else None}
+    return {
+        "proxy_jump": hop if kind == "proxyjump" else None,
+        "proxy_command": hop if kind == "proxycommand" else None,
+    }
 
 
 def _identity_files(options: list[tuple[str, str]]) -> list[str]:
@@ -485,10 +493,17 @@ def _target(name: str, where: str, groups: list[str], variables: dict[str, _Valu
     reason = fix = None
     if connection and str(connection[1]) not in ("ssh", "paramiko", "smart"):
         reason = f"ansible_connection={connection[1]}: ComputeFence checks hosts over SSH"
-        fix = Fix(advice="run `computefence doctor` on that machine" if str(connection[1]) == "local" else "expose SSH on it")
+        fix = Fix(
+            advice="run `computefence doctor` on that machine" if str(connection[1]) == "local" else "expose SSH on it"
+        )
     interpreter = str(python[1]) if python else "python3"
-    rest = dict(python="python3" if interpreter.startswith("auto") else interpreter, tags=groups, source=where,
-                unreachable_reason=reason, unreachable_fix=fix)
+    rest = dict(
+        python="python3" if interpreter.startswith("auto") else interpreter,
+        tags=groups,
+        source=where,
+        unreachable_reason=reason,
+        unreachable_fix=fix,
+    )
     if args.config:
         return _through_ssh_config(name, host, options, Path(args.config).expanduser()).model_copy(update=rest)
     port = _first(options, "port")
@@ -513,11 +528,13 @@ def _through_ssh_config(name: str, host: str, options: list[tuple[str, str]], co
     else:
         target = SshConfig(config).resolve(host, user=_first(options, "user"))
         port = _first(options, "port")
-        target = target.model_copy(update=dict(
-            port=int(port) if port else target.port,
-            identity_files=list(dict.fromkeys(_identity_files(options) + target.identity_files)),
-            **(_hop_fields(options) if _first(options, "proxyjump") or _first(options, "proxycommand") else {}),
-        ))
+        target = target.model_copy(
+            update=dict(
+                port=int(port) if port else target.port,
+                identity_files=list(dict.fromkeys(_identity_files(options) + target.identity_files)),
+                **(_hop_fields(options) if _first(options, "proxyjump") or _first(options, "proxycommand") else {}),
+            )
+        )
     return target.model_copy(update=dict(name=name))
 
 
@@ -688,8 +705,11 @@ def _ansible_list(command: list[str], path: Path, vault_args: list[str]) -> tupl
         raise ConfigError(f"{path}: ansible-inventory printed no JSON inventory") from None
     if not isinstance(document, dict):
         raise ConfigError(f"{path}: ansible-inventory printed no JSON inventory")
-    warnings = [f"{path}: ansible-inventory: {m.removeprefix('[WARNING]:').strip()}"[:_MESSAGE_LIMIT]
-                for m in messages if m.startswith("[WARNING]")]
+    warnings = [
+        f"{path}: ansible-inventory: {m.removeprefix('[WARNING]:').strip()}"[:_MESSAGE_LIMIT]
+        for m in messages
+        if m.startswith("[WARNING]")
+    ]
     return document, warnings
 
 
@@ -741,8 +761,14 @@ def targets_from_ansible_list(document: dict, source: str) -> tuple[list[Target]
 class AnsibleSource:
     """An Ansible inventory file or folder, read by `ansible-inventory` where it is installed."""
 
-    def __init__(self, path: str | Path, *, vault_password_files: tuple[str, ...] | list[str] = (),
-                 vault_ids: tuple[str, ...] | list[str] = (), use_ansible: bool | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        vault_password_files: tuple[str, ...] | list[str] = (),
+        vault_ids: tuple[str, ...] | list[str] = (),
+        use_ansible: bool | None = None,
+    ):
         self.path = Path(path)
         self.name = f"ansible {path}"
         self.vault_args = [arg for f in vault_password_files for arg in ("--vault-password-file", f)]

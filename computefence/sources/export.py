@@ -121,8 +121,10 @@ def export_ssh_config(targets: Sequence[Target]) -> str:
         for line in lines:
             if any(c in line for c in "\r\n\0"):
                 # OpenSSH rejects the whole file for such a line, or reads a second option from it.
-                raise ConfigError(f"{target.source or name}: {line.split()[0]} of {name!r} holds a line break or NUL, "
-                                  "which an ssh_config cannot hold; nothing exported")
+                raise ConfigError(
+                    f"{target.source or name}: {line.split()[0]} of {name!r} holds a line break or NUL, "
+                    "which an ssh_config cannot hold; nothing exported"
+                )
         out.append(lines[0] + "\n" + "".join(f"    {line}\n" for line in lines[1:]))
     return "".join(out)
 

@@ -154,7 +154,9 @@ def _describe(error: dict[str, Any]) -> tuple[tuple[Any, ...], str, bool]:
         return loc, "no hosts listed; add at least one", False
     if loc and loc[-1] == "port" and kind in ("greater_than_equal", "less_than_equal"):
         return loc, f"must be between 1 and 65535 (got {error.get('input')!r})", False
-    msg = {"model_type": "expected a mapping", "dict_type": "expected a mapping", "list_type": "expected a list"}.get(kind)
+    msg = {"model_type": "expected a mapping", "dict_type": "expected a mapping", "list_type": "expected a list"}.get(
+        kind
+    )
     if msg is None:
         msg = error["msg"].removeprefix("Value error, ")
         msg = msg[:1].lower() + msg[1:]
@@ -187,8 +189,12 @@ _INI_SECTION_RE = re.compile(r"^\[[^\]\s]+\]\s*$", re.MULTILINE)
 def _ansible_hint(path: Path, data: Any = None, text: str | None = None) -> None:
     """`-i` given an Ansible inventory: say which option reads it instead of a YAML error."""
     looks_ini = text is not None and _INI_SECTION_RE.search(text) is not None
-    looks_yaml = isinstance(data, dict) and not isinstance(data.get("hosts"), list) and any(
-        isinstance(body, dict) and body and set(body) <= {"hosts", "vars", "children"} for body in data.values()
+    looks_yaml = (
+        isinstance(data, dict)
+        and not isinstance(data.get("hosts"), list)
+        and any(
+            isinstance(body, dict) and body and set(body) <= {"hosts", "vars", "children"} for body in data.values()
+        )
     )
     if looks_ini or looks_yaml:
         raise ConfigError(f"{path}: this looks like an Ansible inventory: use --ansible-inventory {path}")

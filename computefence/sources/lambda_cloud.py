@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 
 from computefence.errors import SourceError
+from computefence.http import ApiClient, RetryPolicy
 from computefence.models import Fix, ProviderInfo, Target
-from computefence.sources.http import ApiClient, RetryPolicy
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, find_api_key, target_names
 
 PROVIDER = "Lambda Cloud"
@@ -34,8 +34,13 @@ class LambdaSource:
 
     name = "lambda"
 
-    def __init__(self, api_url: str | None = None, *, policy: RetryPolicy | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        api_url: str | None = None,
+        *,
+        policy: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.api_url = api_url
         self.transport = transport
         self.policy = policy or RATE_LIMITED
@@ -45,9 +50,10 @@ class LambdaSource:
 
     def targets(self) -> list[Target]:
         base = base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API)
-        key = find_api_key(PROVIDER, KEY_ENV, [], "create one at https://cloud.lambda.ai/api-keys and export LAMBDA_API_KEY")
-        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy,
-                       transport=self.transport) as api:
+        key = find_api_key(
+            PROVIDER, KEY_ENV, [], "create one at https://cloud.lambda.ai/api-keys and export LAMBDA_API_KEY"
+        )
+        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy, transport=self.transport) as api:
             body = api.get_json("/api/v1/instances")
         if not isinstance(body, dict) or not isinstance(body.get("data"), list):
             raise SourceError(f"{PROVIDER} API returned no `data` list of instances: check the API URL ({base})")

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from computefence.errors import ConfigError
-from computefence.sources.http import check_base_url
+from computefence.http import check_base_url
 
 
 def base_url(provider: str, api_url: str | None, env_var: str, default: str) -> str:

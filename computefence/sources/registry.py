@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from computefence.errors import ConfigError, SourceError
+from computefence.http import RetryPolicy
 from computefence.models import Target
-from computefence.sources.http import RetryPolicy
 from computefence.sources.interface import TargetSource
 
 PROVIDER_NAMES: tuple[str, ...] = ("runpod", "vast", "lambda")

@@ -21,8 +21,8 @@ from typing import Any
 
 from computefence import jsontext
 from computefence.errors import ConfigError, SourceError
+from computefence.http import Retry, RetryPolicy, call_with_retries, raise_for_status, scrub
 from computefence.models import Fix, ProviderInfo, Target
-from computefence.sources.http import Retry, RetryPolicy, call_with_retries, raise_for_status, scrub
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, target_names
 
 PROVIDER = "RunPod"
@@ -215,10 +215,12 @@ def pod_target(pod: dict[str, Any], name: str) -> Target:
         )
     elif address is None and _tcp22_mapped(pod):
         target.unreachable_reason = "TCP port 22 is mapped only on a private IP (no public IP for direct SSH)"
-        target.unreachable_fix = Fix(advice="run the pod on a machine with a public IP (Secure Cloud or a public-IP "
-                                            "Community host)")
+        target.unreachable_fix = Fix(
+            advice="run the pod on a machine with a public IP (Secure Cloud or a public-IP Community host)"
+        )
     elif address is None:
         target.unreachable_reason = "only RunPod's proxy SSH (no command execution); direct TCP port 22 is not exposed"
-        target.unreachable_fix = Fix(advice="expose TCP port 22 in the pod's template (Edit Pod > Expose TCP Ports: 22) "
-                                            "and restart it")
+        target.unreachable_fix = Fix(
+            advice="expose TCP port 22 in the pod's template (Edit Pod > Expose TCP Ports: 22) and restart it"
+        )
     return target

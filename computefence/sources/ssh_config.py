@@ -40,8 +40,10 @@ SSH_G_WORKERS = 16
 RESOLVER_SSH = "ssh -G"
 RESOLVER_PARSER = "built-in parser"
 # What `ssh -G` lists when no IdentityFile applies: ComputeFence leaves those to the connector.
-DEFAULT_IDENTITY_FILES = [f"~/.ssh/{name}" for name in (
-    "id_rsa", "id_ecdsa", "id_ecdsa_sk", "id_ed25519", "id_ed25519_sk", "id_xmss", "id_dsa")]
+DEFAULT_IDENTITY_FILES = [
+    f"~/.ssh/{name}"
+    for name in ("id_rsa", "id_ecdsa", "id_ecdsa_sk", "id_ed25519", "id_ed25519_sk", "id_xmss", "id_dsa")
+]
 # Keywords whose values ssh expands ${VAR} in (readconf.c); HostName is not one of them.
 _ENV_KEYWORDS = ("identityfile", "userknownhostsfile")
 _SPLIT_RE = re.compile(r"^(\S+?)(?:\s*=\s*|\s+)(.*)$")
@@ -49,9 +51,15 @@ _WARNINGS_SHOWN = 5
 # Options that change where or how ssh connects which ComputeFence cannot do; each one in
 # effect for a host is a warning. Values that are ssh's defaults (`ssh -G` prints them) are fine.
 _UNHONOURED_DEFAULTS = {
-    "hostkeyalias": (), "certificatefile": (), "bindaddress": (), "bindinterface": (),
-    "knownhostscommand": (), "pkcs11provider": ("none",), "proxyusefdpass": ("no",),
-    "addressfamily": ("any",), "canonicalizehostname": ("no", "false"),
+    "hostkeyalias": (),
+    "certificatefile": (),
+    "bindaddress": (),
+    "bindinterface": (),
+    "knownhostscommand": (),
+    "pkcs11provider": ("none",),
+    "proxyusefdpass": ("no",),
+    "addressfamily": ("any",),
+    "canonicalizehostname": ("no", "false"),
 }
 _SSH_LINE_RE = re.compile(r"^(.*?):? line (\d+):")
 _TOKEN_RE = re.compile(r"%(.)|\$\{([^}]*)\}")
@@ -437,8 +445,11 @@ class SshConfig:
 def unhonoured_options(values: dict[str, list[str]]) -> list[str]:
     """`Keyword value` for each option in `values` (ssh -G's or the parser's) that ComputeFence
     cannot honour and that is not at ssh's default."""
-    return [f"{key} {found[0]}" for key, defaults in _UNHONOURED_DEFAULTS.items()
-            if (found := values.get(key)) and found[0].lower() not in defaults]
+    return [
+        f"{key} {found[0]}"
+        for key, defaults in _UNHONOURED_DEFAULTS.items()
+        if (found := values.get(key)) and found[0].lower() not in defaults
+    ]
 
 
 def unhonoured_warnings(source: str, found: dict[str, list[str]]) -> list[str]:
@@ -446,8 +457,10 @@ def unhonoured_warnings(source: str, found: dict[str, list[str]]) -> list[str]:
     warnings = []
     for option, hosts in found.items():
         more = f" and {len(hosts) - _WARNINGS_SHOWN} more" if len(hosts) > _WARNINGS_SHOWN else ""
-        warnings.append(f"{source}: host {', '.join(hosts[:_WARNINGS_SHOWN])}{more}: {option} cannot be honoured; "
-                        "ComputeFence connects without it")
+        warnings.append(
+            f"{source}: host {', '.join(hosts[:_WARNINGS_SHOWN])}{more}: {option} cannot be honoured; "
+            "ComputeFence connects without it"
+        )
     return warnings
 
 
@@ -510,7 +523,9 @@ def ssh_g(alias: str, *, config: Path | None = None, options: list[str] | tuple[
     except OSError as exc:
         raise ConfigError(f"ssh -G {alias}: cannot run ssh: {exc.strerror or exc}") from None
     except ToolTimeout:
-        raise ConfigError(f"ssh -G {alias}: no answer within {SSH_G_TIMEOUT_S:g} s (a Match exec that hangs?)") from None
+        raise ConfigError(
+            f"ssh -G {alias}: no answer within {SSH_G_TIMEOUT_S:g} s (a Match exec that hangs?)"
+        ) from None
     if returncode != 0:
         lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
         # ssh names the bad line first ("FILE line 2: Bad port 'x'."), then "terminating".
@@ -530,8 +545,9 @@ class SshConfigSource:
     names what resolved the aliases: `ssh -G` where an ssh binary exists, else the parser.
     """
 
-    def __init__(self, hosts: list[str] | tuple[str, ...] = (), config: str | None = None, *,
-                 use_ssh: bool | None = None):
+    def __init__(
+        self, hosts: list[str] | tuple[str, ...] = (), config: str | None = None, *, use_ssh: bool | None = None
+    ):
         self.hosts = list(hosts)
         self.explicit_config = config is not None
         self.config = SshConfig(config or DEFAULT_SSH_CONFIG)

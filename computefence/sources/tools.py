@@ -17,8 +17,9 @@ def run_tool(argv: list[str], timeout: float, env: dict[str, str] | None = None)
     The tool gets its own session, so what it starts (a `Match exec` command, an inventory
     script) is killed with it on overrun.
     """
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=env, start_new_session=True)
+    process = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
+    )
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 
 from computefence.errors import SourceError
+from computefence.http import ApiClient, RetryPolicy
 from computefence.models import Fix, ProviderInfo, Target
-from computefence.sources.http import ApiClient, RetryPolicy
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, find_api_key, target_names
 
 PROVIDER = "Vast.ai"
@@ -27,7 +27,9 @@ KEY_ENV = "VAST_API_KEY"
 PAGE_SIZE = 25
 # 10,000 instances: beyond any real account; stops a server whose listing never ends.
 MAX_PAGES = 400
-KEY_HELP = "check VAST_API_KEY (or $XDG_CONFIG_HOME/vastai/vast_api_key); keys are at https://cloud.vast.ai/manage-keys/"
+KEY_HELP = (
+    "check VAST_API_KEY (or $XDG_CONFIG_HOME/vastai/vast_api_key); keys are at https://cloud.vast.ai/manage-keys/"
+)
 
 
 def key_files() -> list[Path]:
@@ -40,8 +42,13 @@ class VastSource:
 
     name = "vast"
 
-    def __init__(self, api_url: str | None = None, *, policy: RetryPolicy | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        api_url: str | None = None,
+        *,
+        policy: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.api_url = api_url
         self.transport = transport
         self.policy = policy or RetryPolicy()
@@ -55,8 +62,7 @@ class VastSource:
         key = find_api_key(
             PROVIDER, KEY_ENV, key_files(), "create one at https://cloud.vast.ai/manage-keys/ and export VAST_API_KEY"
         )
-        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy,
-                       transport=self.transport) as api:
+        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy, transport=self.transport) as api:
             instances = list_instances(api)
         names = target_names([(as_str(i.get("label")), str(i["id"])) for i in instances], "vast")
         return [instance_target(inst, name) for inst, name in zip(instances, names)]
@@ -139,5 +145,7 @@ def instance_target(inst: dict[str, Any], name: str) -> Target:
         target.unreachable_fix = _state_fix(state, pod_id)
     elif address is None:
         target.unreachable_reason = "running, but Vast.ai lists no SSH address for it (no 22/tcp mapping, no proxy)"
-        target.unreachable_fix = Fix(advice="launch it with SSH access (an ssh launch mode / template with SSH enabled)")
+        target.unreachable_fix = Fix(
+            advice="launch it with SSH access (an ssh launch mode / template with SSH enabled)"
+        )
     return target

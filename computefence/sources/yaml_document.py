@@ -12,7 +12,7 @@ PyYAML's constructor. Both refuse duplicate keys, which PyYAML would resolve to 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import yaml
 
@@ -42,7 +42,7 @@ class Marks:
     each key's line and its value's marks (`keys`, by the key as written), for a list each
     item's (`items`). A scalar's marks are just its line."""
 
-    __slots__ = ("line", "keys", "items")
+    __slots__ = ("items", "keys", "line")
 
     def __init__(self, line: int, *, mapping: bool):
         self.line = line
@@ -50,7 +50,7 @@ class Marks:
         self.items: list[MarksOrLine] | None = None if mapping else []
 
 
-MarksOrLine = Union[Marks, int]
+MarksOrLine = Marks | int
 
 
 class _YamlLimitError(yaml.MarkedYAMLError):
@@ -66,8 +66,10 @@ def _too_deep(mark: Any) -> _YamlLimitError:
 
 
 def _too_large(mark: Any) -> _YamlLimitError:
-    return _YamlLimitError(problem=f"expands to more than {MAX_YAML_NODES:,} values (aliases counted each time "
-                                   f"they are used)", problem_mark=mark)
+    return _YamlLimitError(
+        problem=f"expands to more than {MAX_YAML_NODES:,} values (aliases counted each time they are used)",
+        problem_mark=mark,
+    )
 
 
 def _self_reference(mark: Any) -> _YamlLimitError:
@@ -78,8 +80,9 @@ def _duplicate_key(path: Path, key: str, line: int, first_line: int) -> ConfigEr
     return ConfigError(f"{path}:{line}: duplicate key {key!r} (first at line {first_line})")
 
 
-def load_yaml_document(path: Path, what: str, *, loader_class: type = SAFE_LOADER,
-                       text: str | None = None) -> tuple[Any, MarksOrLine | None]:
+def load_yaml_document(
+    path: Path, what: str, *, loader_class: type = SAFE_LOADER, text: str | None = None
+) -> tuple[Any, MarksOrLine | None]:
     """Parse one YAML document; returns (data, marks), (None, None) when the file holds none.
 
     Duplicate mapping keys are errors, and so are documents nested or expanding beyond
@@ -119,7 +122,7 @@ class _Open:
     """A mapping or list being built: its data, its marks, its values counted with aliases
     expanded, and for a mapping the pending key and the mappings merged into it (`<<`)."""
 
-    __slots__ = ("data", "marks", "key_marks", "key", "key_text", "key_line", "size", "start_mark", "anchor", "merges")
+    __slots__ = ("anchor", "data", "key", "key_line", "key_marks", "key_text", "marks", "merges", "size", "start_mark")
 
     def __init__(self, data: Any, marks: Marks, start_mark: Any, anchor: str | None):
         self.data, self.marks, self.key_marks = data, marks, marks.keys
@@ -170,7 +173,9 @@ def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
             elif tag is None or tag == "!":
                 found = implicit.get(text)
                 if found is None:
-                    found = implicit[text] = _scalar(path, loader, resolve(yaml.ScalarNode, text, event.implicit), event)
+                    found = implicit[text] = _scalar(
+                        path, loader, resolve(yaml.ScalarNode, text, event.implicit), event
+                    )
                 tag, value = found
             else:
                 tag, value = _scalar(path, loader, tag, event)
@@ -197,8 +202,9 @@ def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
                 open_anchors.add(event.anchor)
             stack.append(current)
             mapping = cls is mapping_start
-            current = _Open({} if mapping else [], Marks(event.start_mark.line + 1, mapping=mapping),
-                            event.start_mark, event.anchor)
+            current = _Open(
+                {} if mapping else [], Marks(event.start_mark.line + 1, mapping=mapping), event.start_mark, event.anchor
+            )
             continue
         elif cls is mapping_end or cls is sequence_end:
             done = current
@@ -212,8 +218,9 @@ def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
         elif cls is alias_event:
             if event.anchor in open_anchors:
                 raise _self_reference(event.start_mark)
-            if event.anchor not in anchors or (current is not None and current.key is no_key
-                                               and current.key_marks is not None):
+            if event.anchor not in anchors or (
+                current is not None and current.key is no_key and current.key_marks is not None
+            ):
                 raise _NeedsComposer  # an undefined alias (PyYAML's error), or an alias as a key
             value, child, size = anchors[event.anchor]
         else:  # only the events above come between a document's start and its value's end
@@ -236,12 +243,18 @@ def _build(path: Path, loader: Any) -> tuple[Any, MarksOrLine | None]:
     get_event()  # document end
     event = get_event()
     if not isinstance(event, yaml.StreamEndEvent):
-        raise yaml.composer.ComposerError("expected a single document in the stream", document_start.start_mark,
-                                          "but found another document", event.start_mark)
+        raise yaml.composer.ComposerError(
+            "expected a single document in the stream",
+            document_start.start_mark,
+            "but found another document",
+            event.start_mark,
+        )
     return root
 
 
-def _anchor(anchors: dict[str, tuple[Any, MarksOrLine, int]], name: str, anchored: tuple[Any, MarksOrLine, int]) -> None:
+def _anchor(
+    anchors: dict[str, tuple[Any, MarksOrLine, int]], name: str, anchored: tuple[Any, MarksOrLine, int]
+) -> None:
     if name in anchors:
         raise _NeedsComposer  # the same name anchored twice: left to PyYAML
     anchors[name] = anchored
@@ -256,8 +269,9 @@ def _take_key(path: Path, mapping: _Open, tag: str, text: str, value: Any, line:
     try:
         hash(value)
     except TypeError:
-        raise yaml.constructor.ConstructorError("while constructing a mapping", None, "found unhashable key",
-                                                event.start_mark) from None
+        raise yaml.constructor.ConstructorError(
+            "while constructing a mapping", None, "found unhashable key", event.start_mark
+        ) from None
     mapping.key, mapping.key_text, mapping.key_line = value, text, line
     mapping.size += 1
 
@@ -288,7 +302,7 @@ def _merged(mapping: _Open) -> tuple[dict, Marks]:
 
 def _scalar(path: Path, loader: Any, tag: str, event: Any) -> tuple[str, Any]:
     """(tag, value) of a scalar, built by the loader's own constructor for its tag."""
-    if tag == _STR_TAG or tag == _MERGE_TAG:  # a merge key is its text until it is one
+    if tag in (_STR_TAG, _MERGE_TAG):  # a merge key is its text until it is one
         return tag, event.value
     if tag == _VALUE_TAG:
         raise _NeedsComposer
@@ -296,7 +310,9 @@ def _scalar(path: Path, loader: Any, tag: str, event: Any) -> tuple[str, Any]:
     try:
         return tag, loader.construct_object(node)
     except (ValueError, TypeError, OverflowError) as exc:
-        raise ConfigError(f"{path}:{event.start_mark.line + 1}: cannot read {event.value[:200]!r} as {tag}: {exc}") from None
+        raise ConfigError(
+            f"{path}:{event.start_mark.line + 1}: cannot read {event.value[:200]!r} as {tag}: {exc}"
+        ) from None
 
 
 # ---------------------------------------------------------------- the general way

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from delay_relay import DelayRelay  # noqa: E402
-from server_processes import HOST  # noqa: E402
+from delay_relay import DelayRelay
+from server_processes import HOST
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from fleet_bench import user_env  # noqa: E402
+from fleet_bench import user_env
 
 
 def test_user_env_turns_bytecode_caching_back_on_and_keeps_the_rest():

@@ -84,8 +84,10 @@ def test_every_source_failing_is_a_configuration_error_not_an_empty_verdict(cli,
     monkeypatch.setattr(registry, "provider_source", lambda name, api_url=None: _FailingSource(name))
     code, out, err = cli("fleet", "check", "--provider", "vast,lambda")
     assert code == 2 and out == ""
-    assert err == ("computefence: error: every target source failed, nothing to check: "
-                   "vast: API unreachable: connection refused; lambda: API unreachable: connection refused\n")
+    assert err == (
+        "computefence: error: every target source failed, nothing to check: "
+        "vast: API unreachable: connection refused; lambda: API unreachable: connection refused\n"
+    )
 
 
 def test_one_failing_source_among_working_ones_is_reported_and_the_run_goes_on(cli, monkeypatch, tmp_path):

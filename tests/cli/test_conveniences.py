@@ -12,20 +12,39 @@ import pytest
 from computefence.cli import main
 from computefence.demo.record import DEMO_RECORDING
 
-ENV_VARS = ("COMPUTEFENCE_FORMAT", "COMPUTEFENCE_CONCURRENCY", "COMPUTEFENCE_TIMEOUT", "COMPUTEFENCE_FAIL_ON",
-            "COMPUTEFENCE_INVENTORY", "COMPUTEFENCE_KNOWN_HOSTS", "COMPUTEFENCE_POLICY")
+ENV_VARS = (
+    "COMPUTEFENCE_FORMAT",
+    "COMPUTEFENCE_CONCURRENCY",
+    "COMPUTEFENCE_TIMEOUT",
+    "COMPUTEFENCE_FAIL_ON",
+    "COMPUTEFENCE_INVENTORY",
+    "COMPUTEFENCE_KNOWN_HOSTS",
+    "COMPUTEFENCE_POLICY",
+)
 
 
 def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "computefence", *argv], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "computefence", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+    )
 
 
 def test_bash_completion_completes_subcommands_and_options():
-    done = _cli(env={"_COMPUTEFENCE_COMPLETE": "complete_bash", "COMP_WORDS": "computefence fleet ch", "COMP_CWORD": "2"})
+    done = _cli(
+        env={"_COMPUTEFENCE_COMPLETE": "complete_bash", "COMP_WORDS": "computefence fleet ch", "COMP_CWORD": "2"}
+    )
     assert done.stdout.split() == ["check"]
-    options = _cli(env={"_COMPUTEFENCE_COMPLETE": "complete_bash", "COMP_WORDS": "computefence fleet check --group",
-                        "COMP_CWORD": "3"})
+    options = _cli(
+        env={
+            "_COMPUTEFENCE_COMPLETE": "complete_bash",
+            "COMP_WORDS": "computefence fleet check --group",
+            "COMP_CWORD": "3",
+        }
+    )
     assert "--group-by" in options.stdout.split()
     assert "complete -o default -F" in _cli("--show-completion", "bash").stdout
 

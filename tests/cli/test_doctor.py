@@ -88,8 +88,18 @@ def test_skip_removes_a_check(capsys):
     assert "storage.output-dir" not in {f.check for f in report.hosts[0].findings}
 
 
-@pytest.mark.parametrize("argv", [["--bogus"], ["--format", "yaml"], ["--fail-on", "never"], ["--timeout", "0"],
-                                  ["--output-dir", ""], ["--python", " "], ["--dataset", ""]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--bogus"],
+        ["--format", "yaml"],
+        ["--fail-on", "never"],
+        ["--timeout", "0"],
+        ["--output-dir", ""],
+        ["--python", " "],
+        ["--dataset", ""],
+    ],
+)
 def test_usage_errors_exit_2(capsys, argv):
     assert main(["doctor", *argv]) == 2
     assert "Traceback" not in capsys.readouterr().err
@@ -105,7 +115,19 @@ def test_output_file_is_written_and_stdout_left_clean(capsys, tmp_path, gpu_path
     gpu_path("h100x1")
     target = tmp_path / "report.xml"
     target.write_text("old")
-    code = main(["doctor", "--format", "junit", "--only", "gpu.driver", "--python", "/nonexistent/python3", "--output", str(target)])
+    code = main(
+        [
+            "doctor",
+            "--format",
+            "junit",
+            "--only",
+            "gpu.driver",
+            "--python",
+            "/nonexistent/python3",
+            "--output",
+            str(target),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0 and captured.out == ""
     suite = ET.parse(target).getroot().find("testsuite")
@@ -114,7 +136,17 @@ def test_output_file_is_written_and_stdout_left_clean(capsys, tmp_path, gpu_path
 
 
 def test_output_into_a_missing_directory_is_a_one_line_error(capsys, tmp_path):
-    code = main(["doctor", "--only", "gpu.driver", "--python", "/nonexistent/python3", "--output", str(tmp_path / "nope" / "r.json")])
+    code = main(
+        [
+            "doctor",
+            "--only",
+            "gpu.driver",
+            "--python",
+            "/nonexistent/python3",
+            "--output",
+            str(tmp_path / "nope" / "r.json"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("computefence: error: --output") and err.count("\n") == 1
 

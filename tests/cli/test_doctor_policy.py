@@ -12,17 +12,30 @@ def test_doctor_applies_the_policy_found_in_the_current_folder(capsys, tmp_path,
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".git").mkdir()  # the repository root: discovery stops here
     lock = tmp_path / "computefence.lock.json"
-    (tmp_path / "computefence.yaml").write_text(f"""\
+    (tmp_path / "computefence.yaml").write_text("""\
 requirements:
   python: ">=3.8"
   numpy: "<1"
   not-a-real-package-xyz: "*"
 custom:
-  - {{id: echo, run: "echo ready", expect: {{stdout_matches: "^ready$"}}}}
-  - {{id: fails, run: "false", severity: warn}}
+  - {id: echo, run: "echo ready", expect: {stdout_matches: "^ready$"}}
+  - {id: fails, run: "false", severity: warn}
 """)
-    code = main(["doctor", "--format", "json", "--python", sys.executable, "--only", "policy", "--only", "custom",
-                 "--snapshot", str(lock)])
+    code = main(
+        [
+            "doctor",
+            "--format",
+            "json",
+            "--python",
+            sys.executable,
+            "--only",
+            "policy",
+            "--only",
+            "custom",
+            "--snapshot",
+            str(lock),
+        ]
+    )
     out, err = capsys.readouterr()
     report = Report.model_validate_json(out)
 

@@ -190,12 +190,24 @@ class _Source:
 @pytest.fixture
 def fake_providers(monkeypatch):
     pods = [
-        Target(name="rp-live", host="198.51.100.5", port=40022, user="root", source="runpod",
-               provider=ProviderInfo(provider="runpod", pod_id="abc123", gpu_type="H100 80GB", gpu_count=1, cost_per_hour=2.49)),
-        Target(name="rp-proxy-only", host="", source="runpod",
-               unreachable_reason="no public TCP port 22 (only RunPod's SSH proxy)",
-               unreachable_fix=Fix(advice="expose TCP port 22 in the pod's template"),
-               provider=ProviderInfo(provider="runpod", pod_id="def456", state="RUNNING")),
+        Target(
+            name="rp-live",
+            host="198.51.100.5",
+            port=40022,
+            user="root",
+            source="runpod",
+            provider=ProviderInfo(
+                provider="runpod", pod_id="abc123", gpu_type="H100 80GB", gpu_count=1, cost_per_hour=2.49
+            ),
+        ),
+        Target(
+            name="rp-proxy-only",
+            host="",
+            source="runpod",
+            unreachable_reason="no public TCP port 22 (only RunPod's SSH proxy)",
+            unreachable_fix=Fix(advice="expose TCP port 22 in the pod's template"),
+            provider=ProviderInfo(provider="runpod", pod_id="def456", state="RUNNING"),
+        ),
     ]
 
     def provider_source(name, api_url=None):
@@ -226,11 +238,17 @@ def test_failed_source_list_exits_1_and_export_refuses(capsys, tmp_path, inv, fa
     # The only source failing is no list at all: exit 2 naming why.
     code, text, err = run(capsys, "inventory", "list", "--provider", "vast")
     assert code == 2 and text == ""
-    assert err == ("computefence: error: every target source failed, nothing to check: "
-                   "vast: 401 Unauthorized: check VAST_API_KEY\n")
+    assert err == (
+        "computefence: error: every target source failed, nothing to check: "
+        "vast: 401 Unauthorized: check VAST_API_KEY\n"
+    )
     assert document["sources"][-1] == {
-        "name": "vast", "ok": False, "targets": 0, "error": "vast: 401 Unauthorized: check VAST_API_KEY",
-        "resolver": None, "warnings": [],
+        "name": "vast",
+        "ok": False,
+        "targets": 0,
+        "error": "vast: 401 Unauthorized: check VAST_API_KEY",
+        "resolver": None,
+        "warnings": [],
     }
 
     out_file = tmp_path / "out.yaml"
@@ -253,9 +271,11 @@ def test_export_leaves_out_what_cannot_be_checked(capsys, fake_providers):
 def test_list_at_a_narrow_terminal_never_splits_a_key_path(capsys, monkeypatch, tmp_path, columns):
     monkeypatch.setenv("COLUMNS", columns)
     inventory = tmp_path / "pods.yaml"
-    inventory.write_text("defaults: {user: root, identity_file: ~/.ssh/id_ed25519}\nhosts:\n"
-                         "  - {name: pod-a, host: 203.0.113.10, port: 22022, tags: [sweep-7]}\n"
-                         "  - {name: pod-with-a-longer-name, host: 203.0.113.11, tags: [sweep-7, h100]}\n")
+    inventory.write_text(
+        "defaults: {user: root, identity_file: ~/.ssh/id_ed25519}\nhosts:\n"
+        "  - {name: pod-a, host: 203.0.113.10, port: 22022, tags: [sweep-7]}\n"
+        "  - {name: pod-with-a-longer-name, host: 203.0.113.11, tags: [sweep-7, h100]}\n"
+    )
     code, out, _ = run(capsys, "inventory", "list", "-i", str(inventory))
     assert code == 0
     lines = out.splitlines()

@@ -11,22 +11,27 @@ import pytest
 
 from computefence.policy import find_policy, parse_policy_text
 
-
-
 # Each bad policy, the line its error must name, and words the error must say.
 BAD_POLICIES = [
     ("requirments:\n  torch: '>=2.4'\n", 1, "unknown key 'requirments' (did you mean 'requirements'?)"),
     ("requirements:\n  torch: '>=2.4'\n  transformers: '>=4.x'\n", 3, "'>=4.x' is not a PEP 440 specifier"),
     ("requirements:\n  python: 3.10\n", 2, "must be a quoted specifier"),
-    ("hardware:\n  gpu_model: '*H100*'\n  gpu_cont: 8\n", 3, "unknown key 'gpu_cont' in hardware (did you mean 'gpu_count'?)"),
+    (
+        "hardware:\n  gpu_model: '*H100*'\n  gpu_cont: 8\n",
+        3,
+        "unknown key 'gpu_cont' in hardware (did you mean 'gpu_count'?)",
+    ),
     ("hardware:\n  gpu_model: '[H100'\n", 2, "not a valid glob"),
     ("hardware:\n  gpu_count: lots\n", 2, "not a number or comparison"),
     ("thresholds:\n  disk_warn_gb: plenty\n", 2, "thresholds.disk_warn_gb"),
     ("severity:\n  storage.no-volum: block\n", 2, "did you mean 'storage.no-volume'?"),
     ("severity:\n  storage.no-volume: fatal\n", 2, "must be one of 'block', 'warn' or 'ignore'"),
     ("skip:\n  - gpu\n  - gpu.nope\n", 3, "'gpu.nope' names no check"),
-    ("custom:\n  - id: wandb\n    run: wandb status\n    expect: {exit: 0, stdout_matches: '(['}\n", 4,
-     "not a valid regular expression"),
+    (
+        "custom:\n  - id: wandb\n    run: wandb status\n    expect: {exit: 0, stdout_matches: '(['}\n",
+        4,
+        "not a valid regular expression",
+    ),
     ("custom:\n  - id: a\n    run: x\n  - id: a\n    run: y\n", 2, "custom check id 'a' is used twice"),
     ("custom:\n  - id: Bad Id\n    run: x\n", 2, "is not a check id"),
     ("overrides:\n  - match: {}\n    hardware: {gpu_count: 8}\n", 2, "needs `tag` or `name`"),
@@ -44,8 +49,11 @@ def test_every_policy_error_is_one_line_file_colon_line_and_exit_2_before_connec
     # An inventory of a pod that does not exist: the policy error must come first.
     inventory = tmp_path / "pods.yaml"
     inventory.write_text("hosts:\n  - {name: p, host: 192.0.2.1}\n")
-    for argv in (["fleet", "check", "-i", str(inventory), "--policy", str(policy), "--connect-timeout", "0.1"],
-                 ["doctor", "--policy", str(policy)], ["policy", "show", "--policy", str(policy)]):
+    for argv in (
+        ["fleet", "check", "-i", str(inventory), "--policy", str(policy), "--connect-timeout", "0.1"],
+        ["doctor", "--policy", str(policy)],
+        ["policy", "show", "--policy", str(policy)],
+    ):
         code, out, err = cli(*argv)
         assert code == 2 and out == ""
         assert err.startswith(f"computefence: error: {policy}:{line}: ") and words in err, err
@@ -78,7 +86,8 @@ def test_env_var_names_the_policy_and_no_policy_ignores_it(cli, tmp_path, monkey
 
 def test_show_merges_overrides_per_target(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "computefence.yaml").write_text(textwrap.dedent("""\
+    (tmp_path / "computefence.yaml").write_text(
+        textwrap.dedent("""\
         requirements: {transformers: ">=4.48"}
         hardware: {gpu_count: 1, gpu_model: "*H100*"}
         overrides:
@@ -87,10 +96,12 @@ def test_show_merges_overrides_per_target(cli, tmp_path, monkeypatch):
             requirements: {flash-attn: "*"}
           - match: {name: "big-*"}
             severity: {env.drift: block}
-        """))
+        """)
+    )
     inventory = tmp_path / "pods.yaml"
-    inventory.write_text("hosts:\n  - {name: small, host: 192.0.2.1}\n"
-                         "  - {name: big-1, host: 192.0.2.2, tags: [train-8x]}\n")
+    inventory.write_text(
+        "hosts:\n  - {name: small, host: 192.0.2.1}\n  - {name: big-1, host: 192.0.2.2, tags: [train-8x]}\n"
+    )
     code, out, err = cli("policy", "show", "-i", str(inventory), "--format", "json")
     assert code == 0, err
     shown = {t["name"]: t["policy"] for t in json.loads(out)["targets"]}
@@ -105,8 +116,8 @@ def test_show_merges_overrides_per_target(cli, tmp_path, monkeypatch):
 
 def test_the_readme_example_policy_loads():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("## The job's policy"):]
-    example = section[section.index("```yaml\n") + 8:section.index("```\n", section.index("```yaml\n") + 8)]
+    section = readme[readme.index("## The job's policy") :]
+    example = section[section.index("```yaml\n") + 8 : section.index("```\n", section.index("```yaml\n") + 8)]
     policy = parse_policy_text(example, "README.md")
     assert policy.requirement_specs()["flash-attn"].any_version
     assert policy.for_target("p", ["train-8x"]).hardware.gpu_count.text == "8"
@@ -130,17 +141,22 @@ def test_the_policys_checks_fill_what_the_inventory_left_unset_and_never_overrid
     from computefence.cli.policy import merge_checks
     from computefence.models import CheckOptions
 
-    policy = parse_policy_text(textwrap.dedent("""\
+    policy = parse_policy_text(
+        textwrap.dedent("""\
         checks:
           output_dir: /workspace/policy-out
           dataset: /data/train.jsonl
           expect_gpu: true
           extra_paths: [/workspace/a, /workspace/b]
-        """), "computefence.yaml").for_target("pod-a", [])
+        """),
+        "computefence.yaml",
+    ).for_target("pod-a", [])
     given = CheckOptions(output_dir="/workspace/mine", extra_paths=["/workspace/b", "/workspace/c"])
     merged = merge_checks(given, policy)
     assert merged.output_dir == "/workspace/mine"
     assert merged.dataset == "/data/train.jsonl" and merged.expect_gpu is True
     assert merged.extra_paths == ["/workspace/b", "/workspace/c", "/workspace/a"]
     assert merged.accelerate_config is None and merged.perf is False
-    assert merge_checks(given, parse_policy_text("checks: {expect_gpu: false}\n", "p.yaml").for_target("x", [])) == given
+    assert (
+        merge_checks(given, parse_policy_text("checks: {expect_gpu: false}\n", "p.yaml").for_target("x", [])) == given
+    )

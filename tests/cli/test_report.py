@@ -14,8 +14,22 @@ from computefence.models import Finding, HostReport, HostStatus, Report, Severit
 def _report(verdict: Severity, fail_on: Severity = Severity.BLOCK) -> Report:
     findings = {
         Severity.PASS: [Finding(check="gpu.driver", severity=Severity.PASS, message="driver 550 answers")],
-        Severity.WARN: [Finding(check="system.shm", severity=Severity.WARN, message="/dev/shm is 64 MB", fix="docker run --shm-size=16g ...")],
-        Severity.BLOCK: [Finding(check="storage.output-dir", severity=Severity.BLOCK, message="/root/out is on the overlay root", fix="mkdir -p /workspace/out")],
+        Severity.WARN: [
+            Finding(
+                check="system.shm",
+                severity=Severity.WARN,
+                message="/dev/shm is 64 MB",
+                fix="docker run --shm-size=16g ...",
+            )
+        ],
+        Severity.BLOCK: [
+            Finding(
+                check="storage.output-dir",
+                severity=Severity.BLOCK,
+                message="/root/out is on the overlay root",
+                fix="mkdir -p /workspace/out",
+            )
+        ],
     }[verdict]
     host = HostReport(name="pod-a", status=HostStatus.OK, findings=findings)
     return Report(
@@ -25,11 +39,15 @@ def _report(verdict: Severity, fail_on: Severity = Severity.BLOCK) -> Report:
         hosts=[host, HostReport(name="pod-b", status=HostStatus.OK)],
         fail_on=fail_on,
         summary=Summary(
-            hosts=2, ok=2,
-            hosts_blocked=int(verdict is Severity.BLOCK), hosts_warned=int(verdict is Severity.WARN),
+            hosts=2,
+            ok=2,
+            hosts_blocked=int(verdict is Severity.BLOCK),
+            hosts_warned=int(verdict is Severity.WARN),
             hosts_clean=1 + int(verdict is Severity.PASS),
-            blockers=int(verdict is Severity.BLOCK), warnings=int(verdict is Severity.WARN),
-            passed=int(verdict is Severity.PASS), verdict=verdict,
+            blockers=int(verdict is Severity.BLOCK),
+            warnings=int(verdict is Severity.WARN),
+            passed=int(verdict is Severity.PASS),
+            verdict=verdict,
         ),
     )
 
@@ -46,7 +64,12 @@ def saved(tmp_path):
 
 @pytest.mark.parametrize(
     "verdict, fail_on, code",
-    [(Severity.PASS, Severity.BLOCK, 0), (Severity.WARN, Severity.BLOCK, 0), (Severity.WARN, Severity.WARN, 1), (Severity.BLOCK, Severity.BLOCK, 1)],
+    [
+        (Severity.PASS, Severity.BLOCK, 0),
+        (Severity.WARN, Severity.BLOCK, 0),
+        (Severity.WARN, Severity.WARN, 1),
+        (Severity.BLOCK, Severity.BLOCK, 1),
+    ],
 )
 def test_exit_code_is_the_saved_runs(saved, capsys, verdict, fail_on, code):
     assert main(["report", str(saved(_report(verdict, fail_on))), "--format", "json"]) == code
@@ -61,7 +84,9 @@ def test_rerender_as_junit_into_a_file(saved, capsys, tmp_path):
     assert suites["pod-a"].find("testcase/failure").get("message") == "/root/out is on the overlay root"
 
 
-@pytest.mark.parametrize("fmt, marker", [("rich", "BLOCKED"), ("markdown", "## 🛑"), ("prometheus", "# TYPE computefence_host_up gauge")])
+@pytest.mark.parametrize(
+    "fmt, marker", [("rich", "BLOCKED"), ("markdown", "## 🛑"), ("prometheus", "# TYPE computefence_host_up gauge")]
+)
 def test_every_format(saved, capsys, fmt, marker):
     main(["report", str(saved(_report(Severity.BLOCK))), "--format", fmt])
     assert marker in capsys.readouterr().out
@@ -72,8 +97,14 @@ def test_every_format(saved, capsys, fmt, marker):
     [
         ("{not json", "is not a computefence JSON report (Invalid JSON"),
         (json.dumps({"tool_version": "0.1.0"}), "is not a computefence JSON report (generated_at: Field required)"),
-        (json.dumps({"tool_version": "0.1.0", "generated_at": "x", "hosts": [{"name": "a", "status": "exploded"}]}), "(hosts.0.status: Input should be"),
-        (json.dumps({"schema_version": 99, "tool_version": "9", "generated_at": "x"}), "has schema_version 99; this computefence reads up to 2"),
+        (
+            json.dumps({"tool_version": "0.1.0", "generated_at": "x", "hosts": [{"name": "a", "status": "exploded"}]}),
+            "(hosts.0.status: Input should be",
+        ),
+        (
+            json.dumps({"schema_version": 99, "tool_version": "9", "generated_at": "x"}),
+            "has schema_version 99; this computefence reads up to 2",
+        ),
         ("", "is not a computefence JSON report"),
     ],
 )

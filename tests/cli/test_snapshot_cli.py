@@ -13,8 +13,14 @@ from computefence.demo.fleet import DEMO_PODS
 def test_snapshot_of_the_demo_fleet_writes_a_lock(tmp_path):
     lock = tmp_path / "computefence.lock.json"
     env = {**os.environ, "HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "computefence", "fleet", "snapshot", "--demo", "--no-policy",
-                           "--output", str(lock)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "computefence", "fleet", "snapshot", "--demo", "--no-policy", "--output", str(lock)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     lock_document = json.loads(lock.read_text())
     reachable = [pod.name for pod in DEMO_PODS if pod.reachable]

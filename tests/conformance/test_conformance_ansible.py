@@ -43,9 +43,11 @@ def _copy_case(case: str, tmp_path: Path) -> Path:
 def _ssh_options(hostvars: dict) -> tuple[list[tuple[str, str]], str | None]:
     """(option, value) in the order of Ansible's ssh command line, and its -F file."""
     options = []
-    for names, option in ((("ansible_ssh_port", "ansible_port"), "port"),
-                          (("ansible_ssh_private_key_file", "ansible_private_key_file"), "identityfile"),
-                          (("ansible_ssh_user", "ansible_user"), "user")):
+    for names, option in (
+        (("ansible_ssh_port", "ansible_port"), "port"),
+        (("ansible_ssh_private_key_file", "ansible_private_key_file"), "identityfile"),
+        (("ansible_ssh_user", "ansible_user"), "user"),
+    ):
         value = next((hostvars[n] for n in names if n in hostvars), None)
         if value is not None:
             options.append((option, str(value)))
@@ -65,8 +67,13 @@ def _ssh_options(hostvars: dict) -> tuple[list[tuple[str, str]], str | None]:
 
 
 def expected_targets(inventory: Path) -> dict[str, dict]:
-    out = subprocess.run(["ansible-inventory", "-i", str(inventory), "--list"], capture_output=True,
-                         text=True, check=True, stdin=subprocess.DEVNULL).stdout
+    out = subprocess.run(
+        ["ansible-inventory", "-i", str(inventory), "--list"],
+        capture_output=True,
+        text=True,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout
     document = json.loads(out)
     groups: dict[str, set[str]] = {}
 
@@ -106,12 +113,21 @@ def expected_targets(inventory: Path) -> dict[str, dict]:
         if config:
             # ssh resolves the host through the -F file, the command line's options first
             flags = [arg for key, value in options for arg in ("-o", f"{key}={value}")]
-            g = subprocess.run(["ssh", "-G", "-F", config, *flags, "--", host], capture_output=True, text=True,
-                               check=True, stdin=subprocess.DEVNULL).stdout
+            g = subprocess.run(
+                ["ssh", "-G", "-F", config, *flags, "--", host],
+                capture_output=True,
+                text=True,
+                check=True,
+                stdin=subprocess.DEVNULL,
+            ).stdout
             values = dict(line.split(" ", 1) for line in g.splitlines() if " " in line)
             jump, command = values.get("proxyjump"), values.get("proxycommand")
-            entry.update(host=values["hostname"], port=int(values["port"]), user=values["user"],
-                         proxy=("proxyjump", jump) if jump else ("proxycommand", command) if command else None)
+            entry.update(
+                host=values["hostname"],
+                port=int(values["port"]),
+                user=values["user"],
+                proxy=("proxyjump", jump) if jump else ("proxycommand", command) if command else None,
+            )
         expected[name] = entry
     return expected
 
@@ -123,8 +139,11 @@ def resolved(source: AnsibleSource) -> dict[str, dict]:
             "port": t.port,
             "user": t.user,
             "keys": t.identity_files,
-            "proxy": ("proxyjump", t.proxy_jump) if t.proxy_jump else
-                     ("proxycommand", t.proxy_command) if t.proxy_command else None,
+            "proxy": ("proxyjump", t.proxy_jump)
+            if t.proxy_jump
+            else ("proxycommand", t.proxy_command)
+            if t.proxy_command
+            else None,
             "python": t.python,
             "tags": t.tags,
         }
@@ -159,8 +178,10 @@ def test_ansible_reader_agrees_with_ansible(tmp_path, reference, case):
 
 @pytest.mark.parametrize(
     "case",
-    [pytest.param(c, marks=pytest.mark.xfail(reason=READER_LIMITS[c], strict=True)) if c in READER_LIMITS else c
-     for c in CASES],
+    [
+        pytest.param(c, marks=pytest.mark.xfail(reason=READER_LIMITS[c], strict=True)) if c in READER_LIMITS else c
+        for c in CASES
+    ],
 )
 def test_builtin_reader_agrees_with_ansible(tmp_path, monkeypatch, reference, case):
     inventory = _copy_case(case, tmp_path)

@@ -65,8 +65,13 @@ def what_ssh_says(config: Path, spec: str) -> dict:
     if keys == DEFAULT_IDENTITY_FILES:
         keys = []
     tokens = identity_tokens(alias, host, port, login)
-    keys = list(dict.fromkeys(
-        str(Path(expand_tokens(k, tokens, allow_env=True, where="ssh -G")).expanduser()) for k in keys if k != "none"))
+    keys = list(
+        dict.fromkeys(
+            str(Path(expand_tokens(k, tokens, allow_env=True, where="ssh -G")).expanduser())
+            for k in keys
+            if k != "none"
+        )
+    )
     proxy = None
     if "proxyjump" in values:
         proxy = ("jump", values["proxyjump"][0])
@@ -82,7 +87,13 @@ def what_ssh_says(config: Path, spec: str) -> dict:
 def what_we_say(config: Path, spec: str) -> tuple[dict, str]:
     source = SshConfigSource([spec], str(config))
     (target,) = source.targets()
-    proxy = ("jump", target.proxy_jump) if target.proxy_jump else ("command", target.proxy_command) if target.proxy_command else None
+    proxy = (
+        ("jump", target.proxy_jump)
+        if target.proxy_jump
+        else ("command", target.proxy_command)
+        if target.proxy_command
+        else None
+    )
     return {
         "host": target.host,
         "port": target.port,
@@ -111,8 +122,12 @@ def test_ssh_g_resolver_agrees_with_ssh(tmp_path, case, alias):
 
 @pytest.mark.parametrize(
     "case,alias",
-    [pytest.param(c, a, marks=pytest.mark.xfail(reason=PARSER_LIMITS[c], strict=True)) if c in PARSER_LIMITS else (c, a)
-     for c, a in CASES],
+    [
+        pytest.param(c, a, marks=pytest.mark.xfail(reason=PARSER_LIMITS[c], strict=True))
+        if c in PARSER_LIMITS
+        else (c, a)
+        for c, a in CASES
+    ],
 )
 def test_fallback_parser_agrees_with_ssh(tmp_path, monkeypatch, case, alias):
     config = _copy_corpus(tmp_path) / f"{case}.conf"

@@ -11,9 +11,9 @@ import pytest
 
 from computefence.connectors import local
 from computefence.connectors.local import LocalConnector, probe_local
+from computefence.connectors.payload import probe_params
 from computefence.errors import ProbeOutputError
 from computefence.models import CheckOptions, Facts, HostStatus, Target
-from computefence.payload import probe_params
 
 # No training interpreter: keeps the torch import (seconds) out of these tests.
 PARAMS = probe_params(CheckOptions(), python="/nonexistent/python3")
@@ -55,8 +55,11 @@ def test_a_probe_past_the_timeout_is_killed_with_its_children(tmp_path, monkeypa
 
 def test_garbage_output_is_a_one_line_error_with_the_exit_status(monkeypatch):
     monkeypatch.setattr(
-        local, "probe_payload",
-        lambda params: "import sys\nprint('not json')\nsys.stderr.write('Traceback...\\nValueError: boom\\n')\nsys.exit(3)\n",
+        local,
+        "probe_payload",
+        lambda params: (
+            "import sys\nprint('not json')\nsys.stderr.write('Traceback...\\nValueError: boom\\n')\nsys.exit(3)\n"
+        ),
     )
     with pytest.raises(ProbeOutputError) as info:
         asyncio.run(probe_local({}, timeout=30))

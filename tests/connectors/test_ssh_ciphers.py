@@ -28,16 +28,29 @@ def _negotiated(tmp_path, ssh_config: str | None = None) -> tuple[HostStatus, li
 
     async def run() -> HostStatus:
         server = await asyncssh.listen(
-            "127.0.0.1", 0, server_host_keys=[host_key], process_factory=answer, encoding=None,
-            authorized_client_keys=asyncssh.import_authorized_keys(client_key.export_public_key().decode()))
+            "127.0.0.1",
+            0,
+            server_host_keys=[host_key],
+            process_factory=answer,
+            encoding=None,
+            authorized_client_keys=asyncssh.import_authorized_keys(client_key.export_public_key().decode()),
+        )
         port = server.get_port()
         known = tmp_path / "known_hosts"
         known.write_text(f"[127.0.0.1]:{port} {host_key.export_public_key().decode()}")
-        target = Target(name="pod", host="127.0.0.1", port=port, user="root", identity_files=[str(tmp_path / "id")],
-                        known_hosts=[str(known)], ssh_config=ssh_config)
+        target = Target(
+            name="pod",
+            host="127.0.0.1",
+            port=port,
+            user="root",
+            identity_files=[str(tmp_path / "id")],
+            known_hosts=[str(known)],
+            ssh_config=ssh_config,
+        )
         try:
-            (report,) = await probe_targets([target], RunOptions(own_known_hosts=tmp_path / "own",
-                                                                 use_user_known_hosts=False))
+            (report,) = await probe_targets(
+                [target], RunOptions(own_known_hosts=tmp_path / "own", use_user_known_hosts=False)
+            )
         finally:
             server.close()
         return report.status

@@ -76,7 +76,9 @@ def _thaw(value):
     return value
 
 
-def reference(rows: list[dict], input_column: str | None, label_column: str | None, header: list[str] | None = None) -> dict:
+def reference(
+    rows: list[dict], input_column: str | None, label_column: str | None, header: list[str] | None = None
+) -> dict:
     """Counts by the definitions, for rows given as dicts: JSON rows, or CSV records as dicts
     of the cells present with the file's `header`."""
     seen_rows, seen_inputs = set(), set()
@@ -122,5 +124,17 @@ def reference(rows: list[dict], input_column: str | None, label_column: str | No
 
 
 def counts_of(facts: dict) -> dict:
-    return {key: facts[key] for key in ("absent_columns", "rows", "duplicate_rows", "duplicate_inputs", "conflicting_inputs",
-                                        "missing_inputs", "missing_labels", "label_counts", "distinct_inputs")}
+    return {
+        key: facts[key]
+        for key in (
+            "absent_columns",
+            "rows",
+            "duplicate_rows",
+            "duplicate_inputs",
+            "conflicting_inputs",
+            "missing_inputs",
+            "missing_labels",
+            "label_counts",
+            "distinct_inputs",
+        )
+    }

@@ -10,11 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from dataset_helpers import jsonl_text, write
 
 from computefence.connectors.local import probe_local
+from computefence.connectors.payload import parse_probe_output, probe_params, probe_payload
 from computefence.models import CheckOptions, Report
-from computefence.payload import parse_probe_output, probe_params, probe_payload
-from dataset_helpers import jsonl_text, write
 
 CLEAN = [{"text": f"sentence {i}", "label": "pos" if i % 2 else "neg"} for i in range(20)]
 DIRTY = CLEAN + [CLEAN[0], {"text": "sentence 1", "label": "neg"}]
@@ -42,8 +42,18 @@ def test_check_json_carries_counts_as_numbers(tmp_path, cli):
     assert code == 0 and report.kind == "dataset"
     data = document["hosts"][0]["facts"]["dataset"]
     assert data["rows"] == 22 and data["duplicate_rows"] == 1 and data["conflicting_inputs"] == 1
-    assert all(isinstance(data[k], int) for k in ("rows", "duplicate_rows", "duplicate_inputs", "conflicting_inputs",
-                                                  "missing_inputs", "missing_labels", "unreadable_rows"))
+    assert all(
+        isinstance(data[k], int)
+        for k in (
+            "rows",
+            "duplicate_rows",
+            "duplicate_inputs",
+            "conflicting_inputs",
+            "missing_inputs",
+            "missing_labels",
+            "unreadable_rows",
+        )
+    )
     assert data["label_counts"] == {"neg": 12, "pos": 10}
     checks = {f["check"]: f["severity"] for f in document["hosts"][0]["findings"]}
     assert checks["dataset.duplicates"] == "warn" and checks["dataset.conflicting-labels"] == "warn"
@@ -63,8 +73,9 @@ def test_dedupe_command_prints_what_it_removed(tmp_path, cli):
     out_path = tmp_path / "clean.jsonl"
     code, out, _ = cli("dataset", "dedupe", str(dirty), str(out_path), "--drop-conflicts")
     assert code == 0
-    assert out == (f"wrote 19 of 22 rows to {out_path}; removed 1 duplicate rows; "
-                   f"2 rows of 1 inputs with conflicting labels\n")
+    assert out == (
+        f"wrote 19 of 22 rows to {out_path}; removed 1 duplicate rows; 2 rows of 1 inputs with conflicting labels\n"
+    )
     code, out, _ = cli("dataset", "dedupe", str(dirty), str(out_path), "--json")
     assert code == 0 and json.loads(out)["duplicate_rows_dropped"] == 1 and json.loads(out)["rows_written"] == 21
     assert cli("dataset", "check", str(out_path))[0] == 0
@@ -95,8 +106,12 @@ def _python38() -> str | None:
         if candidate is None:
             continue
         try:
-            proc = subprocess.run([str(candidate), "-c", "import sys; print(sys.version_info[:2] == (3, 8))"],
-                                  capture_output=True, text=True, timeout=30)
+            proc = subprocess.run(
+                [str(candidate), "-c", "import sys; print(sys.version_info[:2] == (3, 8))"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
         except OSError:
             continue
         if proc.stdout.strip() == "True":
@@ -116,7 +131,8 @@ def test_the_scan_runs_on_python_38(tmp_path):
     }
     for name, text in files.items():
         path = write(tmp_path / name, text, gz=name.endswith(".csv"))
-        proc = subprocess.run([PY38, "-I", "-"], input=probe_payload(_dataset_params(path)).encode(),
-                              capture_output=True, timeout=120)
+        proc = subprocess.run(
+            [PY38, "-I", "-"], input=probe_payload(_dataset_params(path)).encode(), capture_output=True, timeout=120
+        )
         data = parse_probe_output(proc.stdout).dataset
         assert (data.rows, data.duplicate_rows, data.conflicting_inputs) == (22, 1, 1), name

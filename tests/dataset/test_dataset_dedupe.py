@@ -8,12 +8,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from dataset_helpers import csv_text, jsonl_text, reference, scan, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from computefence.dataset_tools import dedupe
 from computefence.errors import ConfigError
-from dataset_helpers import csv_text, jsonl_text, reference, scan, write
 
 ROWS = [
     {"text": "good film", "label": "pos"},
@@ -55,7 +55,9 @@ def test_dedupe_round_trip_in_the_same_format(tmp_path, kind):
     final = scan(cleaner)
     assert final["conflicting_inputs"] == 0 and final["duplicate_rows"] == 0
     assert final["missing_inputs"] == 0 and final["missing_labels"] == 0
-    assert result.conflicting_inputs == 1 and result.conflict_rows_dropped == 2  # 'bad film' neg + pos (its repeat is a duplicate)
+    assert (
+        result.conflicting_inputs == 1 and result.conflict_rows_dropped == 2
+    )  # 'bad film' neg + pos (its repeat is a duplicate)
 
 
 def test_jsonl_lines_are_copied_byte_for_byte_first_occurrence_kept(tmp_path):
@@ -70,8 +72,10 @@ def test_csv_records_keep_their_quoting_and_gzip_stays_gzip(tmp_path):
     text = 'text,label\r\n"multi\nline, quoted",1\r\nplain,0\r\n"multi\nline, quoted",1\r\n'
     source = write(tmp_path / "in.csv.gz", text, gz=True)
     dedupe(str(source), str(tmp_path / "out.csv.gz"))
-    assert gzip.decompress((tmp_path / "out.csv.gz").read_bytes()).decode() == \
-        'text,label\r\n"multi\nline, quoted",1\r\nplain,0\r\n'
+    assert (
+        gzip.decompress((tmp_path / "out.csv.gz").read_bytes()).decode()
+        == 'text,label\r\n"multi\nline, quoted",1\r\nplain,0\r\n'
+    )
 
 
 def test_by_input_keeps_one_row_per_input(tmp_path):
@@ -95,9 +99,10 @@ def test_refusals_are_one_line_config_errors(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 
 
-ROW = st.fixed_dictionaries({"text": st.sampled_from(["a", " a", "b", "c", "", None])},
-                            optional={"label": st.sampled_from(["x", "y", " x", 0, 1, None]),
-                                      "meta": st.sampled_from([1, "m", [1]])})
+ROW = st.fixed_dictionaries(
+    {"text": st.sampled_from(["a", " a", "b", "c", "", None])},
+    optional={"label": st.sampled_from(["x", "y", " x", 0, 1, None]), "meta": st.sampled_from([1, "m", [1]])},
+)
 
 
 @settings(max_examples=60, deadline=None)

@@ -9,13 +9,23 @@ import pytest
 from computefence import evaluate
 from computefence.evaluate.context import build_context
 from computefence.evaluate.dataset import check_dataset, entropy
-from computefence.models import (CheckOptions, CollectorStatus, DatasetFacts, Facts, LabelConflictExample,
-                                 Severity)
+from computefence.models import CheckOptions, CollectorStatus, DatasetFacts, Facts, LabelConflictExample, Severity
 
 PATH = "/workspace/data/train.jsonl"
-CLEAN = dict(path=PATH, exists=True, format="jsonl", columns=["text", "label"], input_column="text",
-             label_column="label", input_column_guessed=True, label_column_guessed=True, rows=1000,
-             distinct_inputs=1000, label_counts={"pos": 520, "neg": 480}, distinct_labels=2)
+CLEAN = dict(
+    path=PATH,
+    exists=True,
+    format="jsonl",
+    columns=["text", "label"],
+    input_column="text",
+    label_column="label",
+    input_column_guessed=True,
+    label_column_guessed=True,
+    rows=1000,
+    distinct_inputs=1000,
+    label_counts={"pos": 520, "neg": 480},
+    distinct_labels=2,
+)
 
 
 def run(checks: CheckOptions | None = None, **fields) -> dict[str, object]:
@@ -31,11 +41,22 @@ def severities(findings: dict) -> dict[str, str]:
 
 def test_a_clean_dataset_passes_every_check_and_states_the_plateau():
     findings = run()
-    assert severities(findings) == {c: "pass" for c in (
-        "dataset.unreadable", "dataset.columns", "dataset.duplicates", "dataset.conflicting-labels",
-        "dataset.missing-values", "dataset.label-skew")}
+    assert severities(findings) == dict.fromkeys(
+        (
+            "dataset.unreadable",
+            "dataset.columns",
+            "dataset.duplicates",
+            "dataset.conflicting-labels",
+            "dataset.missing-values",
+            "dataset.label-skew",
+        ),
+        "pass",
+    )
     assert findings["dataset.unreadable"].message == f"1,000 rows of {PATH} read (jsonl)"
-    assert run(engine="pyarrow")["dataset.unreadable"].message == f"1,000 rows of {PATH} read (jsonl, counted with pyarrow)"
+    assert (
+        run(engine="pyarrow")["dataset.unreadable"].message
+        == f"1,000 rows of {PATH} read (jsonl, counted with pyarrow)"
+    )
     skew = findings["dataset.label-skew"].message
     assert f"H = -Σ p ln p = {entropy([520, 480]):.3f}" in skew and "ln 2 = 0.693" in skew
     assert "(recognised by name)" in findings["dataset.columns"].message
@@ -56,8 +77,14 @@ def test_entropy_is_the_cross_entropy_of_predicting_the_prior():
 
 
 def test_duplicates_conflicts_and_missing_values_warn_with_dedupe_fixes():
-    findings = run(duplicate_rows=50, duplicate_inputs=80, conflicting_inputs=3, missing_inputs=4, missing_labels=1,
-                   conflict_examples=[LabelConflictExample(input="great movie", labels=["pos", "neg"], lines=[3, 9])])
+    findings = run(
+        duplicate_rows=50,
+        duplicate_inputs=80,
+        conflicting_inputs=3,
+        missing_inputs=4,
+        missing_labels=1,
+        conflict_examples=[LabelConflictExample(input="great movie", labels=["pos", "neg"], lines=[3, 9])],
+    )
     assert severities(findings)["dataset.duplicates"] == "warn"
     dup = findings["dataset.duplicates"]
     assert "50 of 1,000 rows (5.0%)" in dup.message and "80 rows repeat an earlier input" in dup.message
@@ -67,23 +94,34 @@ def test_duplicates_conflicts_and_missing_values_warn_with_dedupe_fixes():
     assert conflict.severity is Severity.WARN
     assert "3 of 1,000 distinct inputs carry more than one label" in conflict.message
     assert "'great movie' labelled pos, neg (lines 3, 9)" in conflict.message
-    assert conflict.fix.commands == [f"computefence dataset dedupe {PATH} /workspace/data/train.dedup.jsonl --drop-conflicts"]
+    assert conflict.fix.commands == [
+        f"computefence dataset dedupe {PATH} /workspace/data/train.dedup.jsonl --drop-conflicts"
+    ]
     missing = findings["dataset.missing-values"]
     assert missing.severity is Severity.WARN and "4 rows (0.4%) without input 'text'" in missing.message
     assert "1 row (0.1%) without label" in missing.message and missing.fix.commands[0].endswith("--drop-missing")
 
 
 def test_named_columns_appear_in_the_dedupe_fix_and_gzip_keeps_its_suffix():
-    findings = run(path="/data/train.csv.gz", input_column="sentence", input_column_guessed=False, duplicate_rows=2,
-                   columns=["sentence", "label"])
+    findings = run(
+        path="/data/train.csv.gz",
+        input_column="sentence",
+        input_column_guessed=False,
+        duplicate_rows=2,
+        columns=["sentence", "label"],
+    )
     assert findings["dataset.duplicates"].fix.commands == [
-        "computefence dataset dedupe /data/train.csv.gz /data/train.dedup.csv.gz --input-column sentence"]
+        "computefence dataset dedupe /data/train.csv.gz /data/train.dedup.csv.gz --input-column sentence"
+    ]
 
 
 def test_unreadable_rows_warn_below_one_percent_and_block_above():
     few = run(unreadable_rows=3, unreadable_lines=[7, 80, 91], unreadable_reason="line 7: not JSON: Expecting value")
     assert few["dataset.unreadable"].severity is Severity.WARN
-    assert "3 of 1,003 rows" in few["dataset.unreadable"].message and "lines 7, 80, 91" in few["dataset.unreadable"].message
+    assert (
+        "3 of 1,003 rows" in few["dataset.unreadable"].message
+        and "lines 7, 80, 91" in few["dataset.unreadable"].message
+    )
     many = run(unreadable_rows=40, unreadable_lines=[1, 2, 3], unreadable_reason="line 1: not UTF-8")
     block = many["dataset.unreadable"]
     assert block.severity is Severity.BLOCK and "(3.8%)" in block.message
@@ -92,15 +130,18 @@ def test_unreadable_rows_warn_below_one_percent_and_block_above():
     assert gz["dataset.unreadable"].fix.commands == ["zcat /d/t.jsonl.gz | sed -n '5p' | cut -c1-300"]
 
 
-@pytest.mark.parametrize("kind, extra, command", [
-    ("not_found", {"exists": False}, "ls -la /workspace/data"),
-    ("not_a_file", {}, f"ls -la {PATH}"),
-    ("compressed", {"compression": "zstd"}, f"zstd -d {PATH}"),
-    ("utf16", {}, f"iconv -f UTF-16 -t UTF-8 {PATH} > /workspace/data/train.utf8.jsonl"),
-    ("needs_pyarrow", {"format": "parquet"}, "python3 -m pip install pyarrow"),
-    ("truncated", {"compression": "gzip"}, f"gzip -t {PATH}"),
-    ("unknown_format", {}, f"file {PATH}"),
-])
+@pytest.mark.parametrize(
+    "kind, extra, command",
+    [
+        ("not_found", {"exists": False}, "ls -la /workspace/data"),
+        ("not_a_file", {}, f"ls -la {PATH}"),
+        ("compressed", {"compression": "zstd"}, f"zstd -d {PATH}"),
+        ("utf16", {}, f"iconv -f UTF-16 -t UTF-8 {PATH} > /workspace/data/train.utf8.jsonl"),
+        ("needs_pyarrow", {"format": "parquet"}, "python3 -m pip install pyarrow"),
+        ("truncated", {"compression": "gzip"}, f"gzip -t {PATH}"),
+        ("unknown_format", {}, f"file {PATH}"),
+    ],
+)
 def test_file_level_problems_block_alone(kind, extra, command):
     findings = run(error=f"something about {kind}", error_kind=kind, rows=0, **extra)
     assert list(findings) == ["dataset.unreadable"]
@@ -125,21 +166,32 @@ def test_an_absent_column_blocks_and_lists_what_exists():
 
 
 def test_no_recognisable_columns_is_said_not_blocked():
-    findings = run(input_column=None, label_column=None, input_column_guessed=False, label_column_guessed=False,
-                   columns=["messages"], label_counts={}, distinct_labels=0, distinct_inputs=0)
+    findings = run(
+        input_column=None,
+        label_column=None,
+        input_column_guessed=False,
+        label_column_guessed=False,
+        columns=["messages"],
+        label_counts={},
+        distinct_labels=0,
+        distinct_inputs=0,
+    )
     message = findings["dataset.columns"].message
     assert findings["dataset.columns"].severity is Severity.PASS
     assert "no input column named or recognised" in message and "not checked: duplicate inputs" in message
     assert set(findings) == {"dataset.unreadable", "dataset.columns", "dataset.duplicates"}
 
 
-@pytest.mark.parametrize("counts, expected", [
-    ({"pos": 520, "neg": 480}, "pass"),
-    ({"neg": 950, "pos": 50}, "warn"),  # majority 95%
-    ({"a": 400, "b": 350, "c": 248, "d": 2}, "warn"),  # 'd' is 0.2% < 10% of 1/4
-    ({"a": 340, "b": 330, "c": 330}, "pass"),
-    ({"only": 1000}, "warn"),
-])
+@pytest.mark.parametrize(
+    "counts, expected",
+    [
+        ({"pos": 520, "neg": 480}, "pass"),
+        ({"neg": 950, "pos": 50}, "warn"),  # majority 95%
+        ({"a": 400, "b": 350, "c": 248, "d": 2}, "warn"),  # 'd' is 0.2% < 10% of 1/4
+        ({"a": 340, "b": 330, "c": 330}, "pass"),
+        ({"only": 1000}, "warn"),
+    ],
+)
 def test_label_skew_thresholds(counts, expected):
     findings = run(label_counts=counts, distinct_labels=len(counts))
     skew = findings["dataset.label-skew"]
@@ -185,5 +237,7 @@ def test_a_scan_that_did_not_run_warns_and_no_dataset_means_no_findings():
 
 def test_paths_with_spaces_are_quoted_in_fixes():
     findings = run(path="/workspace/my data/train.jsonl", duplicate_rows=1)
-    assert ("computefence dataset dedupe '/workspace/my data/train.jsonl' '/workspace/my data/train.dedup.jsonl'"
-            in findings["dataset.duplicates"].fix.commands[0])
+    assert (
+        "computefence dataset dedupe '/workspace/my data/train.jsonl' '/workspace/my data/train.dedup.jsonl'"
+        in findings["dataset.duplicates"].fix.commands[0]
+    )

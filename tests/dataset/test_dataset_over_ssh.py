@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from dataset_helpers import jsonl_text
+from sshfleet import PodSpec
 
 from computefence.cli import main
 from computefence.models import Report, Severity
-from dataset_helpers import jsonl_text
-from sshfleet import PodSpec
 
 pytestmark = pytest.mark.sshd
 
@@ -26,12 +26,19 @@ def test_fleet_check_scans_the_dataset_on_the_pod(start_pods, ssh_fleet, tmp_pat
     known_hosts = tmp_path / "known_hosts"
     known_hosts.write_text(pod.known_hosts_line())
     inventory = tmp_path / "pods.yaml"
-    inventory.write_text(yaml.safe_dump({
-        "known_hosts": str(known_hosts),
-        "defaults": {"user": "root", "identity_file": str(ssh_fleet.identity_file),
-                     "checks": {"dataset": "/data/train.jsonl"}},
-        "hosts": [{"name": pod.name, "host": pod.host, "port": pod.port}],
-    }))
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "known_hosts": str(known_hosts),
+                "defaults": {
+                    "user": "root",
+                    "identity_file": str(ssh_fleet.identity_file),
+                    "checks": {"dataset": "/data/train.jsonl"},
+                },
+                "hosts": [{"name": pod.name, "host": pod.host, "port": pod.port}],
+            }
+        )
+    )
 
     capsys.readouterr()
     main(["fleet", "check", "-i", str(inventory), "--format", "json"])
@@ -44,6 +51,8 @@ def test_fleet_check_scans_the_dataset_on_the_pod(start_pods, ssh_fleet, tmp_pat
     assert data.conflict_examples[0].input == "review 7" and data.conflict_examples[0].lines == [8, 33]
     findings = {f.check: f for f in host.findings if f.check.startswith("dataset.")}
     assert findings["dataset.duplicates"].severity is Severity.WARN
-    assert findings["dataset.duplicates"].fix.commands == ["computefence dataset dedupe /data/train.jsonl /data/train.dedup.jsonl"]
+    assert findings["dataset.duplicates"].fix.commands == [
+        "computefence dataset dedupe /data/train.jsonl /data/train.dedup.jsonl"
+    ]
     assert findings["dataset.conflicting-labels"].severity is Severity.WARN
     assert findings["dataset.label-skew"].severity is Severity.PASS

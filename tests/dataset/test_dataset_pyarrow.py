@@ -11,23 +11,42 @@ import json
 import os
 import signal
 import sys
-import time
 import tempfile
+import time
 from pathlib import Path
 from unittest import mock
 
 import pytest
+from dataset_helpers import csv_text, jsonl_text, scan, write
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from dataset_helpers import csv_text, jsonl_text, scan, write
-
 pa = pytest.importorskip("pyarrow")
 
-STRINGS = st.sampled_from([
-    "good", " good", "good\x1c", "\u3000good\xa0", "bad", "naïve café", "日本語", "tab\there", "", "   ", "1",
-    "true", "2020-01-01", "2020-01-01 00:00:00", "x\x00y", "😀", "\x85", "a\u2028", "}{", "line\nbreak",
-])
+STRINGS = st.sampled_from(
+    [
+        "good",
+        " good",
+        "good\x1c",
+        "\u3000good\xa0",
+        "bad",
+        "naïve café",
+        "日本語",
+        "tab\there",
+        "",
+        "   ",
+        "1",
+        "true",
+        "2020-01-01",
+        "2020-01-01 00:00:00",
+        "x\x00y",
+        "😀",
+        "\x85",
+        "a\u2028",
+        "}{",
+        "line\nbreak",
+    ]
+)
 INTEGERS = st.sampled_from([0, 1, -1, 2, 10**12])
 BOOLEANS = st.booleans()
 # Values the fast path must hand over: they only turn up in some examples.
@@ -66,28 +85,67 @@ def json_lines(draw):
         order = draw(st.permutations(list(row)))
         text = json.dumps({key: row[key] for key in order}, ensure_ascii=draw(st.booleans()))
         if draw(st.integers(0, 9)) == 0:
-            text = draw(st.sampled_from(["", "   ", text + " " + text, "{not json", "[1]", "null",
-                                         json.dumps(row, indent=1), "\ufeff" + text]))
+            text = draw(
+                st.sampled_from(
+                    [
+                        "",
+                        "   ",
+                        text + " " + text,
+                        "{not json",
+                        "[1]",
+                        "null",
+                        json.dumps(row, indent=1),
+                        "\ufeff" + text,
+                    ]
+                )
+            )
         lines.append(text + draw(st.sampled_from(["\n", "\n", "\r\n"])))
     return "".join(lines)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=json_lines(), columns=st.sampled_from([("text", "label"), (None, None), ("source", "text"), ("id", "nope")]),
-       gz=st.booleans(), small_blocks=st.booleans())
+@given(
+    data=json_lines(),
+    columns=st.sampled_from([("text", "label"), (None, None), ("source", "text"), ("id", "nope")]),
+    gz=st.booleans(),
+    small_blocks=st.booleans(),
+)
 def test_json_lines_facts_equal_the_stdlib_path(data, columns, gz, small_blocks):
     from computefence.probe import dataset
 
     # Small blocks: lines cut across reads, and lines longer than Arrow's block read again.
-    sizes = (mock.patch.multiple(dataset, _DS_ARROW_READ=256, _DS_ARROW_PARSE_BLOCK=64) if small_blocks
-             else contextlib.nullcontext())
+    sizes = (
+        mock.patch.multiple(dataset, _DS_ARROW_READ=256, _DS_ARROW_PARSE_BLOCK=64)
+        if small_blocks
+        else contextlib.nullcontext()
+    )
     with tempfile.TemporaryDirectory() as tmp, sizes:
         facts = _same_facts(write(Path(tmp) / "train.jsonl", data, gz=gz), *columns)
     event(f"engine: {facts['engine']}")  # --hypothesis-show-statistics: how often each path ran
 
 
-CELLS = st.sampled_from(["a", "a ", " a", "b,c", 'say "hi"', 'x"y', '"q"z', "two\nlines", "cr\rhere", "é", "",
-                         " ", "1", "0", "\u3000b\x1f", "NULL", "NA", "😀"])
+CELLS = st.sampled_from(
+    [
+        "a",
+        "a ",
+        " a",
+        "b,c",
+        'say "hi"',
+        'x"y',
+        '"q"z',
+        "two\nlines",
+        "cr\rhere",
+        "é",
+        "",
+        " ",
+        "1",
+        "0",
+        "\u3000b\x1f",
+        "NULL",
+        "NA",
+        "😀",
+    ]
+)
 
 
 @st.composite
@@ -98,7 +156,7 @@ def csv_files(draw):
     for _ in range(draw(st.integers(1, 30))):
         cells = [draw(CELLS) for _ in header]
         if draw(st.integers(0, 14)) == 0:
-            cells = cells[:draw(st.integers(1, 2))] if draw(st.booleans()) else cells + ["extra"]
+            cells = cells[: draw(st.integers(1, 2))] if draw(st.booleans()) else cells + ["extra"]
         rows.append(cells)
     text = csv_text(header, rows, delimiter)
     if draw(st.integers(0, 5)) == 0:
@@ -109,8 +167,12 @@ def csv_files(draw):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(csv_file=csv_files(), columns=st.sampled_from([("text", "label"), (None, None), ("label", "nope")]),
-       gz=st.booleans(), small_blocks=st.booleans())
+@given(
+    csv_file=csv_files(),
+    columns=st.sampled_from([("text", "label"), (None, None), ("label", "nope")]),
+    gz=st.booleans(),
+    small_blocks=st.booleans(),
+)
 def test_csv_facts_equal_the_stdlib_path(csv_file, columns, gz, small_blocks):
     from computefence.probe import dataset
 
@@ -168,20 +230,23 @@ def test_lines_of_conflicts_count_blank_lines_and_records_over_several_lines(tmp
     assert facts["engine"] == "pyarrow" and facts["conflicting_inputs"]
 
 
-@pytest.mark.parametrize(("text", "why"), [
-    ('{"text": "a", "label": null}\n', "null values"),
-    ('{"text": "a", "label": 1}\n{"text": "a"}\n', "null values"),
-    ('{"text": "a", "label": 1.0}\n', "double"),
-    ('{"text": "a", "label": {"x": 1}}\n', "struct"),
-    ('{"text": "a", "label": [1]}\n', "list"),
-    ('{"text": "a"} {"text": "b"}\n', "more than one JSON value"),
-    ('{"text": "a",\n "label": 1}\n', "JSON"),
-    ('{"text": "a"}\n{"text": 1}\n', "pyarrow: JSON parse error"),
-    ('{"text": "a"}\nnot json\n', "pyarrow: JSON parse error"),
-    ("null\n{}\n", "a line is null"),  # pyarrow 26 crashes on this one
-    (b'{"text": "\xff"}\n', "pyarrow"),
-    ('{"text": "a"}\n\ufeff{"text": "b"}\n', "byte order mark"),  # pyarrow skips it where one of its blocks starts
-])
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"text": "a", "label": null}\n', "null values"),
+        ('{"text": "a", "label": 1}\n{"text": "a"}\n', "null values"),
+        ('{"text": "a", "label": 1.0}\n', "double"),
+        ('{"text": "a", "label": {"x": 1}}\n', "struct"),
+        ('{"text": "a", "label": [1]}\n', "list"),
+        ('{"text": "a"} {"text": "b"}\n', "more than one JSON value"),
+        ('{"text": "a",\n "label": 1}\n', "JSON"),
+        ('{"text": "a"}\n{"text": 1}\n', "pyarrow: JSON parse error"),
+        ('{"text": "a"}\nnot json\n', "pyarrow: JSON parse error"),
+        ("null\n{}\n", "a line is null"),  # pyarrow 26 crashes on this one
+        (b'{"text": "\xff"}\n', "pyarrow"),
+        ('{"text": "a"}\n\ufeff{"text": "b"}\n', "byte order mark"),  # pyarrow skips it where one of its blocks starts
+    ],
+)
 def test_what_pyarrow_cannot_show_equal_is_counted_by_the_stdlib_path(tmp_path, text, why):
     facts = _same_facts(write(tmp_path / "train.jsonl", text))
     assert facts["engine"] == "stdlib" and why in facts["engine_note"]
@@ -192,7 +257,9 @@ def test_json_lines_read_in_pieces_count_as_read_whole(tmp_path, monkeypatch, ca
 
     rows = _rows(300)
     rows[7]["text"] = "long " * 40  # longer than Arrow's block below: that block is parsed again in larger ones
-    path = write(tmp_path / "train.jsonl", "\ufeff" + jsonl_text(rows[:100]) + "\n" + jsonl_text(rows[100:]).rstrip("\n"))
+    path = write(
+        tmp_path / "train.jsonl", "\ufeff" + jsonl_text(rows[:100]) + "\n" + jsonl_text(rows[100:]).rstrip("\n")
+    )
     whole = scan(path)
     monkeypatch.setattr(dataset, "_DS_ARROW_READ", 1000)  # a few lines a read, most cut in two
     monkeypatch.setattr(dataset, "_DS_ARROW_PARSE_BLOCK", 48)
@@ -222,7 +289,10 @@ def test_a_json_line_longer_than_the_read_buffer_goes_to_the_stdlib_path(tmp_pat
 
     monkeypatch.setattr(dataset, "_DS_ARROW_READ", 1000)
     facts = _same_facts(write(tmp_path / "train.jsonl", jsonl_text(_rows(20) + [{"text": "x" * 1000}] + _rows(20))))
-    assert facts["engine"] == "stdlib" and facts["engine_note"] == "a line is longer than pyarrow's read buffer (1000 bytes)"
+    assert (
+        facts["engine"] == "stdlib"
+        and facts["engine_note"] == "a line is longer than pyarrow's read buffer (1000 bytes)"
+    )
 
 
 def test_groupings_also_run_on_a_pyarrow_without_use_threads():
@@ -238,7 +308,9 @@ def test_groupings_also_run_on_a_pyarrow_without_use_threads():
     table = pa.table({"i": [1, 1, 2], "l": [0, 1, 1]})
     groups = dataset._ds_arrow_grouped(TableOfPyarrow12(table), "i", [("l", "min_max")])
     assert sorted(groups.to_pylist(), key=lambda g: g["i"]) == [
-        {"i": 1, "l_min_max": {"min": 0, "max": 1}}, {"i": 2, "l_min_max": {"min": 1, "max": 1}}]
+        {"i": 1, "l_min_max": {"min": 0, "max": 1}},
+        {"i": 2, "l_min_max": {"min": 1, "max": 1}},
+    ]
 
 
 def test_csv_rows_pyarrow_rejects_go_to_the_stdlib_path(tmp_path):

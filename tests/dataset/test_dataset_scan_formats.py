@@ -8,10 +8,10 @@ import gzip
 import json
 
 import pytest
+from dataset_helpers import counts_of, csv_text, jsonl_text, reference, scan, write
 
 from computefence.models import DatasetFacts
 from computefence.probe import dataset as scanner
-from dataset_helpers import counts_of, csv_text, jsonl_text, reference, scan, write
 
 ROWS = [
     {"text": "good film", "label": "pos"},
@@ -23,16 +23,26 @@ ROWS = [
     {"text": "meh", "label": "  "},
     {"text": "fine", "label": "neu"},
 ]
-EXPECTED = {"absent_columns": [], "rows": 8, "duplicate_rows": 2, "duplicate_inputs": 3, "conflicting_inputs": 1, "missing_inputs": 1,
-            "missing_labels": 1, "label_counts": {"pos": 4, "neg": 2, "neu": 1}, "distinct_inputs": 4}
+EXPECTED = {
+    "absent_columns": [],
+    "rows": 8,
+    "duplicate_rows": 2,
+    "duplicate_inputs": 3,
+    "conflicting_inputs": 1,
+    "missing_inputs": 1,
+    "missing_labels": 1,
+    "label_counts": {"pos": 4, "neg": 2, "neu": 1},
+    "distinct_inputs": 4,
+}
 
 
 def test_reference_agrees_with_the_hand_counted_expectation():
     assert reference(ROWS, "text", "label") == EXPECTED
 
 
-@pytest.mark.parametrize("name, gz", [("train.jsonl", False), ("train.json", False), ("train.jsonl.gz", True),
-                                      ("train.data", True)])
+@pytest.mark.parametrize(
+    "name, gz", [("train.jsonl", False), ("train.json", False), ("train.jsonl.gz", True), ("train.data", True)]
+)
 def test_json_lines_plain_and_gzip_detected_by_magic(tmp_path, name, gz):
     facts = scan(write(tmp_path / name, jsonl_text(ROWS), gz=gz))
     assert facts["error"] is None
@@ -69,12 +79,14 @@ def test_json_array_problems(tmp_path):
 
 
 def test_csv_with_quoted_newlines_and_delimiters(tmp_path):
-    text = ('text,label\n'
-            '"first line\nsecond line, with a comma",pos\n'
-            'plain,neg\n'
-            '"first line\nsecond line, with a comma" ,pos\n'
-            '"""quoted"" word",neg\n'
-            'plain,pos\n')
+    text = (
+        "text,label\n"
+        '"first line\nsecond line, with a comma",pos\n'
+        "plain,neg\n"
+        '"first line\nsecond line, with a comma" ,pos\n'
+        '"""quoted"" word",neg\n'
+        "plain,pos\n"
+    )
     facts = scan(write(tmp_path / "train.csv", text))
     assert facts["format"] == "csv" and facts["columns"] == ["text", "label"]
     assert facts["rows"] == 5 and facts["duplicate_rows"] == 1 and facts["conflicting_inputs"] == 1
@@ -105,7 +117,11 @@ def test_csv_short_rows_are_missing_values_and_long_rows_unreadable(tmp_path):
 
 
 def test_unicode_and_byte_order_marks(tmp_path):
-    rows = [{"text": "naïve café ☕", "label": "é"}, {"text": "naïve café ☕", "label": "è"}, {"text": "日本語", "label": "é"}]
+    rows = [
+        {"text": "naïve café ☕", "label": "é"},
+        {"text": "naïve café ☕", "label": "è"},
+        {"text": "日本語", "label": "é"},
+    ]
     jsonl = scan(write(tmp_path / "bom.jsonl", codecs.BOM_UTF8 + jsonl_text(rows).encode()))
     assert jsonl["error"] is None and jsonl["rows"] == 3 and jsonl["columns"] == ["text", "label"]
     assert jsonl["conflict_examples"][0]["input"] == "naïve café ☕"
@@ -124,19 +140,23 @@ def test_bytes_that_are_not_utf8_make_their_rows_unreadable(tmp_path):
     assert facts["unreadable_lines"] == [3, 3005] and facts["rows"] == 3003 and facts["duplicate_rows"] == 3000
 
 
-@pytest.mark.parametrize("name, text, fmt", [
-    ("really.csv", jsonl_text(ROWS), "jsonl"),
-    ("really.jsonl", csv_text(["text", "label"], [["a", "1"], ["a", "1"]]), "csv"),
-    ("really.parquet", jsonl_text(ROWS), "jsonl"),
-    ("really.json", "[" + ",".join(json.dumps(r) for r in ROWS) + "]", "json-array"),
-])
+@pytest.mark.parametrize(
+    "name, text, fmt",
+    [
+        ("really.csv", jsonl_text(ROWS), "jsonl"),
+        ("really.jsonl", csv_text(["text", "label"], [["a", "1"], ["a", "1"]]), "csv"),
+        ("really.parquet", jsonl_text(ROWS), "jsonl"),
+        ("really.json", "[" + ",".join(json.dumps(r) for r in ROWS) + "]", "json-array"),
+    ],
+)
 def test_content_decides_the_format_not_the_suffix(tmp_path, name, text, fmt):
     facts = scan(write(tmp_path / name, text))
     assert facts["format"] == fmt and facts["error"] is None and facts["duplicate_rows"] >= 1
 
 
-@pytest.mark.parametrize("value, kind", [("null", "null"), ("[1, 2]", "array"), ('"text"', "string"),
-                                         ("3.5", "number"), ("true", "boolean")])
+@pytest.mark.parametrize(
+    "value, kind", [("null", "null"), ("[1, 2]", "array"), ('"text"', "string"), ("3.5", "number"), ("true", "boolean")]
+)
 @pytest.mark.parametrize("batch_parses", [True, False])
 def test_a_row_that_is_not_an_object_is_named_by_its_json_type(tmp_path, value, kind, batch_parses):
     # A line that is not JSON at all makes its batch be parsed line by line: both ways say the same.
@@ -215,11 +235,14 @@ def test_lines_that_are_not_objects(tmp_path):
     assert pretty["rows"] == 0 and pretty["error_kind"] == "invalid_json"
 
 
-@pytest.mark.parametrize("name, data, kind", [
-    ("train.jsonl.bz2", bz2.compress(b'{"text": "a"}\n'), "compressed"),
-    ("train.bin", bytes(range(256)) * 4, "unknown_format"),
-    ("cache.arrow", b"ARROW1\x00\x00" + bytes(100), "unknown_format"),
-])
+@pytest.mark.parametrize(
+    "name, data, kind",
+    [
+        ("train.jsonl.bz2", bz2.compress(b'{"text": "a"}\n'), "compressed"),
+        ("train.bin", bytes(range(256)) * 4, "unknown_format"),
+        ("cache.arrow", b"ARROW1\x00\x00" + bytes(100), "unknown_format"),
+    ],
+)
 def test_files_that_are_not_datasets(tmp_path, name, data, kind):
     facts = scan(write(tmp_path / name, data))
     assert facts["error_kind"] == kind and facts["exists"]
@@ -258,8 +281,13 @@ def test_parquet_with_pyarrow(tmp_path):
 
 
 def test_label_types_and_nested_rows(tmp_path):
-    rows = [{"text": "a", "labels": [1, 2]}, {"text": "a", "labels": [1, 2]}, {"text": "a", "labels": [2]},
-            {"text": "b", "labels": [1, 2], "meta": {"x": 1, "y": " s"}}, {"meta": {"y": "s", "x": 1}, "labels": [1, 2], "text": "b"}]
+    rows = [
+        {"text": "a", "labels": [1, 2]},
+        {"text": "a", "labels": [1, 2]},
+        {"text": "a", "labels": [2]},
+        {"text": "b", "labels": [1, 2], "meta": {"x": 1, "y": " s"}},
+        {"meta": {"y": "s", "x": 1}, "labels": [1, 2], "text": "b"},
+    ]
     facts = scan(write(tmp_path / "train.jsonl", jsonl_text(rows)))
     assert facts["label_column"] == "labels"
     assert facts["label_counts"] == {"[1, 2]": 4, "[2]": 1}
@@ -295,7 +323,8 @@ def test_row_and_time_budgets_give_a_partial_scan(tmp_path):
     # How far it got, of how much: the estimate comes from the first 64 KiB and the file size.
     assert 9000 <= by_time["estimated_rows"] <= 11000
     assert by_time["partial_reason"] == (
-        f"stopped at the time budget after {scanner._DS_CHECK_EVERY} rows of about {by_time['estimated_rows']}")
+        f"stopped at the time budget after {scanner._DS_CHECK_EVERY} rows of about {by_time['estimated_rows']}"
+    )
 
 
 def test_the_pyarrow_path_keeps_the_row_and_time_budgets(tmp_path, monkeypatch):
@@ -304,12 +333,16 @@ def test_the_pyarrow_path_keeps_the_row_and_time_budgets(tmp_path, monkeypatch):
     path = write(tmp_path / "train.jsonl", jsonl_text([{"text": str(i), "label": i % 2} for i in range(10000)]))
     by_rows = scan(path, max_rows=10)
     assert by_rows["engine"] == "pyarrow"
-    assert by_rows == {**scan(path, max_rows=10, row_by_row=True), "engine": "pyarrow",
-                       "duration_s": by_rows["duration_s"]}
+    assert by_rows == {
+        **scan(path, max_rows=10, row_by_row=True),
+        "engine": "pyarrow",
+        "duration_s": by_rows["duration_s"],
+    }
     by_time = scan(path, max_seconds=1e-9)
     assert by_time["engine"] == "pyarrow" and by_time["partial"] and 0 < by_time["rows"] < 10000
     assert by_time["partial_reason"] == (
-        f"stopped at the time budget after {by_time['rows']} rows of about {by_time['estimated_rows']}")
+        f"stopped at the time budget after {by_time['rows']} rows of about {by_time['estimated_rows']}"
+    )
     # The counts are those of the rows read.
     assert by_time["missing_labels"] == 0 and sum(by_time["label_counts"].values()) == by_time["rows"]
 
@@ -352,8 +385,22 @@ def test_table_growth_keeps_counts_exact():
 
 def test_values_whose_python_hashes_collide_stay_distinct(tmp_path):
     # hash(-1) == hash(-2), hash("") == hash(0) == hash(False), hash(5) == hash(2**61 + 4).
-    rows = [{"x": -1}, {"x": -2}, {"x": ""}, {"x": 0}, {"x": False}, {"x": 5}, {"x": 2**61 + 4},
-            {"x": 1}, {"x": 1.0}, {"x": True}, {"x": "1"}, {"x": None}, {"x": [0]}, {"x": [""]}]
+    rows = [
+        {"x": -1},
+        {"x": -2},
+        {"x": ""},
+        {"x": 0},
+        {"x": False},
+        {"x": 5},
+        {"x": 2**61 + 4},
+        {"x": 1},
+        {"x": 1.0},
+        {"x": True},
+        {"x": "1"},
+        {"x": None},
+        {"x": [0]},
+        {"x": [""]},
+    ]
     facts = scan(write(tmp_path / "train.jsonl", jsonl_text(rows + rows[:3])))
     assert facts["rows"] == len(rows) + 3 and facts["duplicate_rows"] == 3
     labels = [{"text": str(i), "label": value} for i, value in enumerate([-1, -2, 0, False, 1, 1.0, True, "1"])]
@@ -363,7 +410,10 @@ def test_values_whose_python_hashes_collide_stay_distinct(tmp_path):
 
 
 def test_column_guesses_prefer_the_instruction_over_its_optional_input(tmp_path):
-    rows = [{"instruction": "Add 2 and 2.", "input": "", "output": "4"}, {"instruction": "Say hi.", "input": "", "output": "hi"}]
+    rows = [
+        {"instruction": "Add 2 and 2.", "input": "", "output": "4"},
+        {"instruction": "Say hi.", "input": "", "output": "hi"},
+    ]
     facts = scan(write(tmp_path / "alpaca.jsonl", jsonl_text(rows)))
     assert (facts["input_column"], facts["label_column"]) == ("instruction", None)
     assert facts["missing_inputs"] == 0 and facts["missing_labels"] == 0

@@ -6,10 +6,9 @@ import json
 import tempfile
 from pathlib import Path
 
+from dataset_helpers import counts_of, csv_text, jsonl_text, reference, scan, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from dataset_helpers import counts_of, csv_text, jsonl_text, reference, scan, write
 
 # Few distinct values, with whitespace variants, so duplicates, conflicts and missing values
 # turn up in most examples.
@@ -25,7 +24,7 @@ def json_rows(draw):
     for _ in range(draw(st.integers(0, 40))):
         fields = {}
         for key, values in (("text", TEXTS | NONE), ("label", LABELS), ("meta", META)):
-            if draw(st.booleans()) or key == "text" and draw(st.booleans()):
+            if draw(st.booleans()) or (key == "text" and draw(st.booleans())):
                 fields[key] = draw(values)
         order = draw(st.permutations(sorted(fields)))
         rows.append({key: fields[key] for key in order})
@@ -70,11 +69,26 @@ def test_csv_counts_match_the_reference(rows, delimiter):
     assert counts_of(facts) == reference(as_dicts, "text", "label", header)
 
 
-NOISE = st.sampled_from([
-    b"\n", b"   \n", b"[1, 2]\n", b"42\n", b'"text"\n', b"null\n", b"{not json}\n", b'{"text": "cut',
-    b'{"text": "\xff\xfe"}\n', b"1, 2\n", b'{"a": [1\n', b'2]}, {"b": 1}\n', b"],[\n", b'{"x": 1}],[{"y": 2}\n',
-    b'\xef\xbb\xbf{"text": "bom"}\n', b"\x0c\n",
-])
+NOISE = st.sampled_from(
+    [
+        b"\n",
+        b"   \n",
+        b"[1, 2]\n",
+        b"42\n",
+        b'"text"\n',
+        b"null\n",
+        b"{not json}\n",
+        b'{"text": "cut',
+        b'{"text": "\xff\xfe"}\n',
+        b"1, 2\n",
+        b'{"a": [1\n',
+        b'2]}, {"b": 1}\n',
+        b"],[\n",
+        b'{"x": 1}],[{"y": 2}\n',
+        b'\xef\xbb\xbf{"text": "bom"}\n',
+        b"\x0c\n",
+    ]
+)
 
 
 @st.composite
@@ -87,7 +101,9 @@ def jsonl_lines(draw):
     return b"".join(lines)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(data=jsonl_lines(), batch_bytes=st.sampled_from([64, 300, 65536]))
 def test_lines_parsed_in_batches_count_exactly_as_one_at_a_time(monkeypatch, data, batch_bytes):
     from computefence.probe import dataset

@@ -33,8 +33,7 @@ def _left_behind(tmp_path: Path) -> list[str]:
 
 def test_demo_json_report_shows_every_fault_and_exits_1(tmp_path, expected_blockers, healthy_pod_warnings):
     started = time.monotonic()
-    result = subprocess.run(_cli("--format", "json"), env=_env(tmp_path), capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(_cli("--format", "json"), env=_env(tmp_path), capture_output=True, text=True, timeout=60)
     elapsed = time.monotonic() - started
     assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)
@@ -65,24 +64,25 @@ def test_demo_rich_report_and_a_clean_subset(tmp_path, expected_blockers):
         assert pod.name in rich.stdout
     assert "accelerate.num-processes" in rich.stdout
 
-    healthy = subprocess.run(_cli("--limit", "pod-healthy", "--format", "json"), env=env, capture_output=True,
-                             text=True, timeout=60)
+    healthy = subprocess.run(
+        _cli("--limit", "pod-healthy", "--format", "json"), env=env, capture_output=True, text=True, timeout=60
+    )
     assert healthy.returncode == (1 if expected_blockers["pod-healthy"] else 0), healthy.stderr
     assert [h["name"] for h in json.loads(healthy.stdout)["hosts"]] == ["pod-healthy"]
     assert _left_behind(tmp_path) == []
 
 
 def test_demo_rejects_other_target_sources(tmp_path):
-    result = subprocess.run(_cli("-H", "somehost"), env=_env(tmp_path), capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(_cli("-H", "somehost"), env=_env(tmp_path), capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "--demo" in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_ctrl_c_during_the_demo_exits_130_and_cleans_up(tmp_path):
-    proc = subprocess.Popen(_cli("--format", "json"), env=_env(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        _cli("--format", "json"), env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     # The unreachable pod answers first, long before the probes finish.
     first = proc.stderr.readline()
     assert "[1/" in first, first
@@ -105,8 +105,10 @@ def test_demo_runs_from_the_cache_dir_when_tmp_is_noexec(tmp_path, expected_bloc
         assert result.returncode == 1, result.stderr
         hosts = {h["name"]: h for h in json.loads(result.stdout)["hosts"]}
         # The pods' fake nvidia-smi ran: no pod lost its GPU to a noexec mount.
-        blockers = {name: {f["check"] for f in hosts[name]["findings"] if f["severity"] == "block"}
-                    for name in expected_blockers}
+        blockers = {
+            name: {f["check"] for f in hosts[name]["findings"] if f["severity"] == "block"}
+            for name in expected_blockers
+        }
         assert blockers == expected_blockers
         assert list((tmp_path / "cache" / "computefence").iterdir()) == []
         assert _left_behind(tmp_path) == []

@@ -15,8 +15,13 @@ from computefence.demo.record import DEMO_RECORDING
 
 def _verdicts(tmp_path, *source: str) -> dict[str, tuple]:
     env = {**os.environ, "HOME": str(tmp_path), "COLUMNS": "160"}
-    done = subprocess.run([sys.executable, "-m", "computefence", "fleet", "check", *source, "--format", "json"],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "computefence", "fleet", "check", *source, "--format", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stderr
     verdicts = {}
     for host in json.loads(done.stdout)["hosts"]:

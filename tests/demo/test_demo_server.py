@@ -28,12 +28,11 @@ async def _with_server(tmp_path, body):
     client_key = asyncssh.generate_private_key("ssh-ed25519")
     shell = PodShell(env={"PATH": "/usr/bin:/bin", "POD_MARK": "pod-7"}, cwd=str(tmp_path))
     server = await start_pod_server(shell, host_key, client_key)
-    known = asyncssh.import_known_hosts(
-        f"[127.0.0.1]:{server.port} {host_key.export_public_key().decode()}"
-    )
+    known = asyncssh.import_known_hosts(f"[127.0.0.1]:{server.port} {host_key.export_public_key().decode()}")
     try:
-        async with asyncssh.connect("127.0.0.1", server.port, known_hosts=known, client_keys=[client_key],
-                                    username="root") as conn:
+        async with asyncssh.connect(
+            "127.0.0.1", server.port, known_hosts=known, client_keys=[client_key], username="root"
+        ) as conn:
             return await body(conn, shell)
     finally:
         await server.close()
@@ -42,7 +41,7 @@ async def _with_server(tmp_path, body):
 def test_exec_runs_the_command_with_stdin_env_and_cwd(tmp_path):
     async def body(conn, shell):
         return await conn.run(
-            "python3 -c 'import os, sys; print(len(sys.stdin.read()), os.environ[\"POD_MARK\"], os.getcwd(), "
+            'python3 -c \'import os, sys; print(len(sys.stdin.read()), os.environ["POD_MARK"], os.getcwd(), '
             "sorted(os.environ))'; echo err >&2; exit 3",
             input="x" * 300_000,
         )
@@ -106,9 +105,14 @@ def test_an_unknown_client_key_is_refused(tmp_path):
         server = await start_pod_server(shell, host_key, asyncssh.generate_private_key("ssh-ed25519"))
         try:
             with pytest.raises(asyncssh.PermissionDenied):
-                await asyncssh.connect("127.0.0.1", server.port, known_hosts=None, username="root",
-                                       client_keys=[asyncssh.generate_private_key("ssh-ed25519")],
-                                       agent_path=None)
+                await asyncssh.connect(
+                    "127.0.0.1",
+                    server.port,
+                    known_hosts=None,
+                    username="root",
+                    client_keys=[asyncssh.generate_private_key("ssh-ed25519")],
+                    agent_path=None,
+                )
         finally:
             await server.close()
 

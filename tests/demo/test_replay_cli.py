@@ -19,6 +19,7 @@ from computefence.demo.fleet import DEMO_PODS
 from computefence.demo.record import DEMO_RECORDING
 from computefence.models import HostStatus, Report, Target
 
+
 def _replay(capsys, *args: str, folder: Path = DEMO_RECORDING) -> tuple[int, str, str]:
     capsys.readouterr()
     code = main(["fleet", "check", "--replay", str(folder), *args])
@@ -41,7 +42,9 @@ def test_the_demo_recording_replays_every_fault_and_exits_1(capsys, expected_blo
     for name, expected in expected_blockers.items():
         # Disk headroom in the recording is the recording machine's, not this one's.
         assert hosts[name].status is HostStatus.OK
-        assert {f.check for f in hosts[name].blocking_findings} - {"storage.disk-headroom"} == expected - {"storage.disk-headroom"}
+        assert {f.check for f in hosts[name].blocking_findings} - {"storage.disk-headroom"} == expected - {
+            "storage.disk-headroom"
+        }
     assert hosts["pod-unreachable"].status is HostStatus.UNREACHABLE
     assert hosts["pod-unreachable"].fix.commands[0].startswith("ssh ")
     assert (report.summary.hosts, report.summary.not_ok, report.summary.verdict.value) == (6, 1, "block")
@@ -88,12 +91,15 @@ def test_a_garbled_probe_output_is_probe_failed_for_that_pod_only(tmp_path, caps
     assert hosts["pod-healthy"].status is HostStatus.OK and hosts["pod-healthy"].facts is not None
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{not json", "not JSON"),
-    ('{"recording": 99}', "not a version-1 recording"),
-    ('{"recording": 1, "target": {"name": "x", "host": "h"}, "status": "sleeping"}', "bad target or status"),
-    ('{"recording": 1, "target": {"name": "x", "host": "h"}, "status": "ok", "reason": 3}', "wrong type"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "not JSON"),
+        ('{"recording": 99}', "not a version-1 recording"),
+        ('{"recording": 1, "target": {"name": "x", "host": "h"}, "status": "sleeping"}', "bad target or status"),
+        ('{"recording": 1, "target": {"name": "x", "host": "h"}, "status": "ok", "reason": 3}', "wrong type"),
+    ],
+)
 def test_a_bad_recording_is_a_one_line_error_exit_2(tmp_path, capsys, content, message):
     folder = tmp_path / "recording"
     folder.mkdir()
@@ -118,13 +124,29 @@ def test_a_target_without_a_recording_is_probe_failed():
     reports = asyncio.run(check_targets(connector, [stranger, healthy]))
     assert [r.status for r in reports] == [HostStatus.PROBE_FAILED, HostStatus.OK]
     assert reports[0].reason == "nothing was recorded for pod-stranger"
-    assert reports[1].duration_s == next(r.duration_s for r in load_recordings(DEMO_RECORDING)
-                                         if r.target.name == "pod-healthy")
+    assert reports[1].duration_s == next(
+        r.duration_s for r in load_recordings(DEMO_RECORDING) if r.target.name == "pod-healthy"
+    )
 
 
 def test_replay_from_a_subprocess_as_a_user_runs_it(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "computefence", "fleet", "check", "--replay", str(DEMO_RECORDING),
-                           "--format", "json", "--output", str(tmp_path / "report.json")],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "computefence",
+            "fleet",
+            "check",
+            "--replay",
+            str(DEMO_RECORDING),
+            "--format",
+            "json",
+            "--output",
+            str(tmp_path / "report.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1, done.stderr
     assert Report.model_validate_json((tmp_path / "report.json").read_text()).summary.hosts == 6

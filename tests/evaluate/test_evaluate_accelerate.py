@@ -11,16 +11,22 @@ CONFIG = "/root/.cache/huggingface/accelerate/default_config.yaml"
 
 
 def _config(**values) -> AccelerateFacts:
-    config = {"compute_environment": "LOCAL_MACHINE", "distributed_type": "MULTI_GPU", "num_machines": 1,
-              "gpu_ids": "all", "use_cpu": False}
+    config = {
+        "compute_environment": "LOCAL_MACHINE",
+        "distributed_type": "MULTI_GPU",
+        "num_machines": 1,
+        "gpu_ids": "all",
+        "use_cpu": False,
+    }
     config.update(values)
     return AccelerateFacts(path=CONFIG, found=True, config=config)
 
 
 def _check(n_gpus: int, torch_count: int | None = None, checks: CheckOptions = CheckOptions(), **config):
     count = n_gpus if torch_count is None else torch_count
-    facts = runpod_pod().model_copy(update={"gpu": gpus(n_gpus), "torch": torch(count=count),
-                                            "accelerate": _config(**config)})
+    facts = runpod_pod().model_copy(
+        update={"gpu": gpus(n_gpus), "torch": torch(count=count), "accelerate": _config(**config)}
+    )
     return only(evaluate_host(facts, checks), "accelerate.num-processes")
 
 
@@ -64,15 +70,17 @@ def test_cpu_launch_configs_are_not_compared_with_gpus():
 
 def test_no_config_found_is_silent_unless_one_was_named():
     assert of(evaluate_host(runpod_pod(), CheckOptions()), "accelerate.num-processes") == []
-    finding = only(evaluate_host(runpod_pod(), CheckOptions(accelerate_config="/workspace/acc.yaml")),
-                   "accelerate.num-processes")
+    finding = only(
+        evaluate_host(runpod_pod(), CheckOptions(accelerate_config="/workspace/acc.yaml")), "accelerate.num-processes"
+    )
     assert finding.severity is Severity.BLOCK
     assert finding.fix.commands == ["accelerate config --config_file /workspace/acc.yaml"]
 
 
 def test_unreadable_config_warns():
-    facts = runpod_pod().model_copy(update={"accelerate": AccelerateFacts(path=CONFIG, found=True,
-                                                                          error="line 3: bad indentation")})
+    facts = runpod_pod().model_copy(
+        update={"accelerate": AccelerateFacts(path=CONFIG, found=True, error="line 3: bad indentation")}
+    )
     finding = only(evaluate_host(facts, CheckOptions()), "accelerate.num-processes")
     assert finding.severity is Severity.WARN and "bad indentation" in finding.message
 
@@ -84,9 +92,13 @@ def test_config_on_a_machine_without_gpu_is_skipped_not_blocked():
 
 
 def test_broken_driver_leaves_the_count_to_gpu_driver():
-    facts = runpod_pod().model_copy(update={
-        "gpu": GpuFacts(nvidia_smi_found=True, exit_code=9, error_output="failed"),
-        "torch": torch(available=False, count=0), "accelerate": _config(num_processes=2)})
+    facts = runpod_pod().model_copy(
+        update={
+            "gpu": GpuFacts(nvidia_smi_found=True, exit_code=9, error_output="failed"),
+            "torch": torch(available=False, count=0),
+            "accelerate": _config(num_processes=2),
+        }
+    )
     assert of(evaluate_host(facts, CheckOptions()), "accelerate.num-processes") == []
 
 

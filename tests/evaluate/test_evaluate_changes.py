@@ -8,16 +8,37 @@ from computefence.models import Facts, Finding, HostReport, HostStatus, PackageF
 
 
 def _finding(check: str, severity: Severity, subject: str | None = None) -> Finding:
-    return Finding(check=check, severity=severity, message=f"{check} says {severity.value}", subject=subject,
-                   fix=f"fix-{check}" if severity is not Severity.PASS else None)
+    return Finding(
+        check=check,
+        severity=severity,
+        message=f"{check} says {severity.value}",
+        subject=subject,
+        fix=f"fix-{check}" if severity is not Severity.PASS else None,
+    )
 
 
-def _host(name: str, *findings: Finding, status: HostStatus = HostStatus.OK, torch: str = "2.4.1",
-          numpy: str | None = "1.26.4") -> HostReport:
-    facts = Facts(torch=TorchFacts(importable=True, version=torch, cuda_build="12.4"),
-                  packages=PackageFacts(versions={"numpy": numpy})) if status is HostStatus.OK else None
-    return HostReport(name=name, status=status, reason=None if status is HostStatus.OK else "connection refused",
-                      facts=facts, findings=list(findings))
+def _host(
+    name: str,
+    *findings: Finding,
+    status: HostStatus = HostStatus.OK,
+    torch: str = "2.4.1",
+    numpy: str | None = "1.26.4",
+) -> HostReport:
+    facts = (
+        Facts(
+            torch=TorchFacts(importable=True, version=torch, cuda_build="12.4"),
+            packages=PackageFacts(versions={"numpy": numpy}),
+        )
+        if status is HostStatus.OK
+        else None
+    )
+    return HostReport(
+        name=name,
+        status=status,
+        reason=None if status is HostStatus.OK else "connection refused",
+        facts=facts,
+        findings=list(findings),
+    )
 
 
 def _run(*hosts: HostReport):
@@ -33,9 +54,11 @@ def test_a_pod_that_broke_and_one_that_was_fixed():
     new = _run(_host("a", SHM, OUT_DIR), _host("b", SHM))
     changes = compare_reports(old, new)
     assert [(c.host, c.finding.check, c.severity_before, c.severity_after) for c in changes.new] == [
-        ("a", "storage.output-dir", None, Severity.BLOCK)]
+        ("a", "storage.output-dir", None, Severity.BLOCK)
+    ]
     assert [(c.host, c.finding.check, c.severity_before, c.severity_after) for c in changes.cleared] == [
-        ("b", "storage.output-dir", Severity.BLOCK, None)]
+        ("b", "storage.output-dir", Severity.BLOCK, None)
+    ]
     assert changes.since == old.generated_at
     assert not (changes.appeared or changes.vanished or changes.status or changes.versions)
     assert worsened(changes, new) and newsworthy(changes)
@@ -72,7 +95,9 @@ def test_pods_appear_vanish_and_change_connection_status():
     changes = compare_reports(old, new)
     assert changes.appeared == ["fresh"] and changes.vanished == ["gone"]
     assert [(s.host, s.before, s.after) for s in changes.status] == [
-        ("b", HostStatus.OK, HostStatus.TIMEOUT), ("down", HostStatus.UNREACHABLE, HostStatus.OK)]
+        ("b", HostStatus.OK, HostStatus.TIMEOUT),
+        ("down", HostStatus.UNREACHABLE, HostStatus.OK),
+    ]
     # Nothing was known about "down" and "fresh" last time: their findings are new, nothing cleared.
     assert [(c.host, c.finding.check) for c in changes.new] == [("down", "storage.output-dir"), ("fresh", "system.shm")]
     assert changes.cleared == []
@@ -92,5 +117,7 @@ def test_version_changes_on_pods_checked_both_times():
     new = _run(_host("a", torch="2.5.0", numpy=None), _host("b", status=HostStatus.UNREACHABLE))
     changes = compare_reports(old, new)
     assert [(v.host, v.component, v.before, v.after) for v in changes.versions] == [
-        ("a", "torch", "2.4.1", "2.5.0"), ("a", "numpy", "1.26.4", "(not installed)")]
+        ("a", "torch", "2.4.1", "2.5.0"),
+        ("a", "numpy", "1.26.4", "(not installed)"),
+    ]
     assert not newsworthy(compare_reports(old, _run(_host("a", torch="2.5.0"), _host("b"))))

@@ -31,8 +31,10 @@ def test_host_key_mismatch_removes_the_bracketed_host_port_entry():
     assert "recreated" in fix.advice
     inventory_known = POD.model_copy(update={"known_hosts": ["/etc/cf/known_hosts", "~/.ssh/known_hosts"], "port": 22})
     fix = status_fix(inventory_known, HostStatus.HOST_KEY_MISMATCH)
-    assert fix.commands == ["ssh-keygen -f /etc/cf/known_hosts -R 203.0.113.10",
-                            "ssh-keygen -f ~/.ssh/known_hosts -R 203.0.113.10"]
+    assert fix.commands == [
+        "ssh-keygen -f /etc/cf/known_hosts -R 203.0.113.10",
+        "ssh-keygen -f ~/.ssh/known_hosts -R 203.0.113.10",
+    ]
 
 
 def test_unknown_host_key_offers_keyscan_and_accept_new():
@@ -49,9 +51,11 @@ def test_auth_failure_uses_the_profile_user_when_none_is_configured():
 
 def test_no_python_installs_python3_with_sudo_for_a_non_root_user():
     assert status_fix(LAMBDA, HostStatus.NO_PYTHON).commands == [
-        "ssh -- ubuntu@198.51.100.7 'sudo apt-get update && sudo apt-get install -y python3'"]
+        "ssh -- ubuntu@198.51.100.7 'sudo apt-get update && sudo apt-get install -y python3'"
+    ]
     assert status_fix(POD, HostStatus.NO_PYTHON).commands == [
-        "ssh -p 22022 -i ~/.ssh/id_ed25519 -- root@203.0.113.10 'apt-get update && apt-get install -y python3'"]
+        "ssh -p 22022 -i ~/.ssh/id_ed25519 -- root@203.0.113.10 'apt-get update && apt-get install -y python3'"
+    ]
 
 
 def test_probe_failures_and_timeouts_run_the_probe_by_hand_under_python3():
@@ -59,7 +63,8 @@ def test_probe_failures_and_timeouts_run_the_probe_by_hand_under_python3():
     pod = POD.model_copy(update={"python": "/opt/conda/bin/python", "proxy_jump": "bastion"})
     for status in (HostStatus.PROBE_FAILED, HostStatus.TIMEOUT):
         assert status_fix(pod, status).commands == [
-            "computefence probe --print | ssh -p 22022 -i ~/.ssh/id_ed25519 -J bastion -- root@203.0.113.10 python3 -"]
+            "computefence probe --print | ssh -p 22022 -i ~/.ssh/id_ed25519 -J bastion -- root@203.0.113.10 python3 -"
+        ]
 
 
 def test_host_key_mismatch_removes_the_key_from_the_file_that_holds_it():
@@ -69,7 +74,8 @@ def test_host_key_mismatch_removes_the_key_from_the_file_that_holds_it():
 
 def test_connection_lost_looks_at_the_pods_kernel_log():
     assert status_fix(POD, HostStatus.CONNECTION_LOST).commands == [
-        "ssh -p 22022 -i ~/.ssh/id_ed25519 -- root@203.0.113.10 'uptime; dmesg | tail -n 20'"]
+        "ssh -p 22022 -i ~/.ssh/id_ed25519 -- root@203.0.113.10 'uptime; dmesg | tail -n 20'"
+    ]
 
 
 def test_not_checkable_runpod_pod_says_to_expose_tcp_22():
@@ -93,13 +99,20 @@ def test_every_non_ok_status_has_a_fix():
             assert status_fix(POD, status), status
 
 
-BEHIND = POD.model_copy(update={"host": "10.0.0.5", "port": 22, "proxy_command": "ssh -W %h:%p bastion",
-                                "ssh_config": "/etc/cf/ssh_config"})
+BEHIND = POD.model_copy(
+    update={"host": "10.0.0.5", "port": 22, "proxy_command": "ssh -W %h:%p bastion", "ssh_config": "/etc/cf/ssh_config"}
+)
 
 
 def test_every_command_carries_the_proxy_command_and_the_config():
-    for status in (HostStatus.UNREACHABLE, HostStatus.AUTH_FAILED, HostStatus.NO_PYTHON, HostStatus.PROBE_FAILED,
-                   HostStatus.HOST_KEY_UNKNOWN, HostStatus.CONNECTION_LOST):
+    for status in (
+        HostStatus.UNREACHABLE,
+        HostStatus.AUTH_FAILED,
+        HostStatus.NO_PYTHON,
+        HostStatus.PROBE_FAILED,
+        HostStatus.HOST_KEY_UNKNOWN,
+        HostStatus.CONNECTION_LOST,
+    ):
         fix = status_fix(BEHIND, status)
         [command] = fix.commands
         assert "-F /etc/cf/ssh_config" in command and "-o 'ProxyCommand=ssh -W %h:%p bastion'" in command, status
@@ -107,13 +120,18 @@ def test_every_command_carries_the_proxy_command_and_the_config():
 
 def test_unknown_host_key_behind_a_hop_asks_ssh_instead_of_keyscan():
     fix = status_fix(BEHIND, HostStatus.HOST_KEY_UNKNOWN)
-    assert fix.commands == ["ssh -o StrictHostKeyChecking=ask -F /etc/cf/ssh_config -i ~/.ssh/id_ed25519 "
-                            "-o 'ProxyCommand=ssh -W %h:%p bastion' -- root@10.0.0.5 true"]
+    assert fix.commands == [
+        "ssh -o StrictHostKeyChecking=ask -F /etc/cf/ssh_config -i ~/.ssh/id_ed25519 "
+        "-o 'ProxyCommand=ssh -W %h:%p bastion' -- root@10.0.0.5 true"
+    ]
 
 
 def test_unreachable_names_the_hop_or_the_missing_one():
-    through = status_fix(BEHIND.model_copy(update={"proxy_command": None, "proxy_jump": "jump@bastion"}),
-                         HostStatus.UNREACHABLE, "cannot connect to 10.0.0.5: timed out")
+    through = status_fix(
+        BEHIND.model_copy(update={"proxy_command": None, "proxy_jump": "jump@bastion"}),
+        HostStatus.UNREACHABLE,
+        "cannot connect to 10.0.0.5: timed out",
+    )
     assert "-J jump@bastion" in through.commands[0] and "reached through jump@bastion" in through.advice
     direct = BEHIND.model_copy(update={"proxy_command": None, "host": "gpu-behind"})
     fix = status_fix(direct, HostStatus.UNREACHABLE, "cannot resolve gpu-behind: Name or service not known")
@@ -130,4 +148,6 @@ def test_connection_lost_in_the_handshake_is_not_called_mid_probe():
     during = status_fix(POD, HostStatus.CONNECTION_LOST, HANDSHAKE)
     assert during.commands == ["ssh -v -p 22022 -i ~/.ssh/id_ed25519 -- root@203.0.113.10 true"]
     assert "before the login" in during.advice and "mid-probe" not in during.advice
-    assert "mid-probe" in status_fix(POD, HostStatus.CONNECTION_LOST, "the connection dropped while the probe ran").advice
+    assert (
+        "mid-probe" in status_fix(POD, HostStatus.CONNECTION_LOST, "the connection dropped while the probe ran").advice
+    )

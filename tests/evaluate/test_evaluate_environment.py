@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from evaluate_builders import only, runpod_pod
 
 from computefence.errors import ConfigError
 from computefence.evaluate import finish_hosts
 from computefence.evaluate.environment import build_lock, differing_lines
 from computefence.models import BaselineLock, HostReport, HostStatus, Severity
 from computefence.policy import parse_policy_text
-from evaluate_builders import only, runpod_pod
 
 
 def pod(name: str, transformers: str = "4.48.0", cuda: str = "12.4", driver: str = "550.54.15") -> HostReport:
@@ -23,8 +23,9 @@ def pod(name: str, transformers: str = "4.48.0", cuda: str = "12.4", driver: str
 
 
 def test_lock_keeps_the_majority_and_names_the_pods_that_differ():
-    lock = build_lock([pod("a"), pod("b", transformers="4.41.2"), pod("c"),
-                       HostReport(name="down", status=HostStatus.UNREACHABLE)])
+    lock = build_lock(
+        [pod("a"), pod("b", transformers="4.41.2"), pod("c"), HostReport(name="down", status=HostStatus.UNREACHABLE)]
+    )
     assert lock.pods == ["a", "b", "c"] and lock.reference == "majority"
     assert lock.fingerprint["transformers"] == "4.48.0" and lock.fingerprint["torch-cuda"] == "12.4"
     assert lock.differing == {"transformers": {"b": "4.41.2"}}
@@ -53,7 +54,8 @@ def test_drift_names_exactly_the_moved_fields_and_the_policy_raises_one():
     assert drift.fix.commands == [
         "/usr/bin/python3 -m pip uninstall -y torch && /usr/bin/python3 -m pip install torch==2.4.1 "
         "--index-url https://download.pytorch.org/whl/cu124",
-        "/usr/bin/python3 -m pip install transformers==4.48.0"]
+        "/usr/bin/python3 -m pip install transformers==4.48.0",
+    ]
     assert only(s.findings, "env.drift").severity is Severity.PASS
     strict = parse_policy_text("severity: {env.drift.torch-cuda: block}", "computefence.yaml").for_target("moved", [])
     [raised] = finish_hosts([moved], {"moved": strict}, lock, only=[], skip=[])
@@ -81,8 +83,10 @@ def test_a_torch_outlier_is_one_warning_whose_fix_installs_the_majority_build():
     hosts = [torch_pod(n, "2.5.1+cu124", "12.4") for n in "abc"]
     hosts += [torch_pod("cpu", "2.5.1+cpu", None), torch_pod("newer", "2.6.0+cu126", "12.6")]
     finished = {h.name: h for h in finish_hosts(hosts, {}, None, only=[], skip=[])}
-    majority_build = ("/usr/bin/python3 -m pip uninstall -y torch && /usr/bin/python3 -m pip install torch==2.5.1 "
-                      "--index-url https://download.pytorch.org/whl/cu124")
+    majority_build = (
+        "/usr/bin/python3 -m pip uninstall -y torch && /usr/bin/python3 -m pip install torch==2.5.1 "
+        "--index-url https://download.pytorch.org/whl/cu124"
+    )
     for name, mine in (("cpu", "2.5.1+cpu"), ("newer", "2.6.0+cu126")):
         [odd] = [f for f in finished[name].findings if f.check == "env.outlier"]
         assert odd.message == f"torch {mine} here; 3 of 5 pods have 2.5.1+cu124"
@@ -99,8 +103,13 @@ def test_with_a_baseline_drift_speaks_and_outlier_keeps_quiet():
 def test_no_outlier_without_three_pods_or_a_strict_majority():
     two = finish_hosts([pod("a"), pod("b", transformers="4.41.2")], {}, None, only=[], skip=[])
     assert not [f for h in two for f in h.findings if f.check == "env.outlier"]
-    split = finish_hosts([pod("a"), pod("b", transformers="4.41.2"), pod("c", transformers="4.40.0"),
-                          pod("d", transformers="4.39.0")], {}, None, only=[], skip=[])
+    split = finish_hosts(
+        [pod("a"), pod("b", transformers="4.41.2"), pod("c", transformers="4.40.0"), pod("d", transformers="4.39.0")],
+        {},
+        None,
+        only=[],
+        skip=[],
+    )
     assert not [f for h in split for f in h.findings if f.check == "env.outlier"]
 
 

@@ -102,16 +102,23 @@ def test_exit_code_of_a_saved_report_uses_its_recorded_options():
 
 def test_drift_lists_only_components_that_differ_between_checked_hosts():
     a = runpod_pod()
-    b = runpod_pod().model_copy(update={
-        "gpu": gpus(driver="535.104.05", cuda="12.2"),
-        "torch": torch(version="2.3.1+cu121", cuda="12.1"),
-        "packages": PackageFacts(python_found=True, versions={"torch": "2.3.1+cu121", "transformers": "4.44.2",
-                                                              "accelerate": None, "peft": None}),
-    })
+    b = runpod_pod().model_copy(
+        update={
+            "gpu": gpus(driver="535.104.05", cuda="12.2"),
+            "torch": torch(version="2.3.1+cu121", cuda="12.1"),
+            "packages": PackageFacts(
+                python_found=True,
+                versions={"torch": "2.3.1+cu121", "transformers": "4.44.2", "accelerate": None, "peft": None},
+            ),
+        }
+    )
     c = runpod_pod().model_copy(update={"packages": PackageFacts(error="python3 not found")})
-    hosts = [HostReport(name="a", status=HostStatus.OK, facts=a), HostReport(name="b", status=HostStatus.OK, facts=b),
-             HostReport(name="c", status=HostStatus.OK, facts=c),
-             HostReport(name="down", status=HostStatus.UNREACHABLE)]
+    hosts = [
+        HostReport(name="a", status=HostStatus.OK, facts=a),
+        HostReport(name="b", status=HostStatus.OK, facts=b),
+        HostReport(name="c", status=HostStatus.OK, facts=c),
+        HostReport(name="down", status=HostStatus.UNREACHABLE),
+    ]
     drift = {row.component: row.values for row in build_report(hosts, kind="fleet").drift}
     assert drift["torch"] == {"2.4.1+cu124": ["a", "c"], "2.3.1+cu121": ["b"]}
     assert drift["torch CUDA build"] == {"12.4": ["a", "c"], "12.1": ["b"]}

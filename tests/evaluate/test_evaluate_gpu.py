@@ -10,8 +10,15 @@ from computefence.models import CheckOptions, CollectorStatus, Facts, GpuFacts, 
 from computefence.policy import EffectivePolicy, Hardware
 
 NO_CHECKS = CheckOptions()
-GPU_CHECKS = ("gpu.driver", "gpu.cuda-unavailable", "gpu.torch-cpu-build", "gpu.driver-too-old",
-              "gpu.arch-unsupported", "gpu.memory-in-use", "gpu.count-mismatch")
+GPU_CHECKS = (
+    "gpu.driver",
+    "gpu.cuda-unavailable",
+    "gpu.torch-cpu-build",
+    "gpu.driver-too-old",
+    "gpu.arch-unsupported",
+    "gpu.memory-in-use",
+    "gpu.count-mismatch",
+)
 
 
 def _pod(**update) -> Facts:
@@ -51,11 +58,20 @@ def test_provider_gpu_count_makes_a_gpu_expected():
 
 
 def test_driver_unreachable_blocks_with_the_real_message_and_skips_dependent_checks():
-    text = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
-            "Make sure that the latest NVIDIA driver is installed and running.\n")
-    facts = _pod(gpu=GpuFacts(nvidia_smi_found=True, nvidia_smi_path="/usr/bin/nvidia-smi", exit_code=9,
-                              error_output=text, device_nodes=["/dev/nvidiactl"]),
-                 torch=torch(available=False, count=0))
+    text = (
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+        "Make sure that the latest NVIDIA driver is installed and running.\n"
+    )
+    facts = _pod(
+        gpu=GpuFacts(
+            nvidia_smi_found=True,
+            nvidia_smi_path="/usr/bin/nvidia-smi",
+            exit_code=9,
+            error_output=text,
+            device_nodes=["/dev/nvidiactl"],
+        ),
+        torch=torch(available=False, count=0),
+    )
     findings = _gpu_findings(facts)
     driver = only(findings, "gpu.driver")
     assert driver.severity is Severity.BLOCK
@@ -72,7 +88,10 @@ def test_driver_failure_on_bare_metal_suggests_modprobe():
     facts = laptop().model_copy(update={"gpu": GpuFacts(nvidia_smi_found=True, exit_code=9, error_output="failed")})
     finding = only(_gpu_findings(facts), "gpu.driver")
     assert finding.severity is Severity.BLOCK
-    assert finding.fix.commands == ["sudo modprobe nvidia && nvidia-smi", "sudo dmesg | grep -iE 'nvrm|xid' | tail -n 20"]
+    assert finding.fix.commands == [
+        "sudo modprobe nvidia && nvidia-smi",
+        "sudo dmesg | grep -iE 'nvrm|xid' | tail -n 20",
+    ]
     assert "ubuntu-drivers install" in finding.fix.advice
 
 
@@ -90,8 +109,9 @@ def test_hung_nvidia_smi_blocks():
 
 def test_gpu_collector_timeout_is_not_mistaken_for_no_gpu():
     facts = laptop()
-    facts = facts.model_copy(update={"collectors": {"gpu": CollectorStatus(ok=False, timed_out=True,
-                                                                           error="timed out after 10.0s")}})
+    facts = facts.model_copy(
+        update={"collectors": {"gpu": CollectorStatus(ok=False, timed_out=True, error="timed out after 10.0s")}}
+    )
     finding = only(_gpu_findings(facts), "gpu.driver")
     assert finding.severity is Severity.BLOCK and "timed out after 10.0s" in finding.message
 
@@ -119,14 +139,18 @@ def test_cpu_torch_on_a_gpu_pod_blocks_with_the_cuda_build_for_this_driver():
     findings = _gpu_findings(facts)
     finding = only(findings, "gpu.torch-cpu-build")
     assert finding.severity is Severity.BLOCK and "CPU-only build" in finding.message
-    assert finding.fix.commands == ["python3 -m pip uninstall -y torch && python3 -m pip install torch==2.5.1 "
-                                    "--index-url https://download.pytorch.org/whl/cu124"]
+    assert finding.fix.commands == [
+        "python3 -m pip uninstall -y torch && python3 -m pip install torch==2.5.1 "
+        "--index-url https://download.pytorch.org/whl/cu124"
+    ]
     assert of(findings, "gpu.cuda-unavailable") == []
 
 
 def test_cpu_torch_fix_picks_the_newest_build_the_driver_runs():
-    facts = _pod(gpu=gpus(driver="535.104.05", cuda="12.2"),
-                 torch=torch(version="2.3.1+cpu", cuda=None, available=False, count=0, arch=[], python="/opt/venv/bin/python"))
+    facts = _pod(
+        gpu=gpus(driver="535.104.05", cuda="12.2"),
+        torch=torch(version="2.3.1+cpu", cuda=None, available=False, count=0, arch=[], python="/opt/venv/bin/python"),
+    )
     [command] = only(_gpu_findings(facts), "gpu.torch-cpu-build").fix.commands
     assert command.startswith("/opt/venv/bin/python -m pip uninstall -y torch")
     assert "torch==2.3.1 --index-url https://download.pytorch.org/whl/cu121" in command
@@ -141,8 +165,10 @@ def test_cpu_torch_on_a_cpu_machine_is_not_a_gpu_problem():
 
 
 def test_driver_older_than_torch_cuda_blocks_and_offers_a_build_it_runs():
-    facts = _pod(gpu=gpus(driver="535.104.05", cuda="12.2"),
-                 torch=torch(version="2.6.0+cu126", cuda="12.6", available=False, count=0))
+    facts = _pod(
+        gpu=gpus(driver="535.104.05", cuda="12.2"),
+        torch=torch(version="2.6.0+cu126", cuda="12.6", available=False, count=0),
+    )
     findings = _gpu_findings(facts)
     finding = only(findings, "gpu.driver-too-old")
     assert finding.severity is Severity.BLOCK
@@ -156,29 +182,41 @@ def test_driver_older_than_torch_cuda_blocks_and_offers_a_build_it_runs():
 
 
 def test_driver_too_old_for_every_build_says_so():
-    facts = _pod(gpu=gpus(name="NVIDIA A100-SXM4-40GB", cap=None, driver="470.182.03", cuda="11.4"),
-                 torch=torch(version="2.6.0+cu126", cuda="12.6", available=False, count=0))
+    facts = _pod(
+        gpu=gpus(name="NVIDIA A100-SXM4-40GB", cap=None, driver="470.182.03", cuda="11.4"),
+        torch=torch(version="2.6.0+cu126", cuda="12.6", available=False, count=0),
+    )
     fix = only(_gpu_findings(facts), "gpu.driver-too-old").fix
     # Nothing to install helps: plain advice, no command.
-    assert fix.commands == [] and fix.advice.startswith("no published PyTorch CUDA build runs on this driver (CUDA 11.4)")
+    assert fix.commands == [] and fix.advice.startswith(
+        "no published PyTorch CUDA build runs on this driver (CUDA 11.4)"
+    )
 
 
 # ---------------------------------------------------------------- gpu.cuda-unavailable
 
 
-CUDA_802 = ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
-            "calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized "
-            "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)")
-CUDA_804 = ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
-            "calling NumCudaDevices() that might have already set an error? Error 804: forward compatibility was "
-            "attempted on non supported HW (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)")
-CUDA_999 = ("CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. "
-            "changing env variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero. "
-            "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)")
-CUDA_35 = ("CUDA initialization: The NVIDIA driver on your system is too old (found version 11040). Please update your "
-           "GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx "
-           "Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with your "
-           "version of the CUDA driver. (Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:109.)")
+CUDA_802 = (
+    "CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+    "calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized "
+    "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)"
+)
+CUDA_804 = (
+    "CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before "
+    "calling NumCudaDevices() that might have already set an error? Error 804: forward compatibility was "
+    "attempted on non supported HW (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)"
+)
+CUDA_999 = (
+    "CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. "
+    "changing env variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero. "
+    "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)"
+)
+CUDA_35 = (
+    "CUDA initialization: The NVIDIA driver on your system is too old (found version 11040). Please update your "
+    "GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx "
+    "Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with your "
+    "version of the CUDA driver. (Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:109.)"
+)
 CUDA_100 = "RuntimeError: No CUDA GPUs are available"
 
 
@@ -196,13 +234,18 @@ def test_error_802_keeps_the_whole_message_and_points_at_the_fabric_manager_not_
     assert finding.fix.commands[0] == "runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6"
     bare = _cuda_failure(CUDA_802, identity=runpod_pod().identity.model_copy(update={"provider_hints": {}}))
     assert only(_gpu_findings(bare), "gpu.cuda-unavailable").fix.commands == [
-        "systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"]
+        "systemctl start nvidia-fabricmanager",
+        "nvidia-smi -q | grep -A 2 -i fabric",
+    ]
 
 
 def test_error_999_needs_a_reset_or_reboot():
     finding = only(_gpu_findings(_cuda_failure(CUDA_999)), "gpu.cuda-unavailable")
     assert finding.subject == "CUDA error 999" and "Setting the available devices to be zero." in finding.message
-    assert "pip" not in finding.fix.as_text() and "runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6" in finding.fix.commands
+    assert (
+        "pip" not in finding.fix.as_text()
+        and "runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6" in finding.fix.commands
+    )
 
 
 def test_error_100_is_the_container_not_seeing_the_devices():
@@ -220,7 +263,10 @@ def test_error_35_installs_a_build_the_driver_runs():
 
 def test_error_804_is_a_forward_compatibility_mismatch():
     finding = only(_gpu_findings(_cuda_failure(CUDA_804)), "gpu.cuda-unavailable")
-    assert finding.subject == "CUDA error 804" and "forward compatibility was attempted on non supported HW" in finding.message
+    assert (
+        finding.subject == "CUDA error 804"
+        and "forward compatibility was attempted on non supported HW" in finding.message
+    )
     assert finding.fix.commands == ["ldconfig -p | grep -F libcuda.so"] and "LD_LIBRARY_PATH" in finding.fix.advice
 
 
@@ -255,10 +301,14 @@ def test_h100_with_a_torch_without_sm90_blocks():
 
 def test_same_major_binaries_and_ptx_cover_newer_gpus():
     rtx4090 = gpus(name="NVIDIA GeForce RTX 4090", cap="8.9")
-    assert only(_gpu_findings(_pod(gpu=rtx4090, torch=torch(arch=["sm_80", "sm_86"]))),
-                "gpu.arch-unsupported").severity is Severity.PASS
-    assert only(_gpu_findings(_pod(torch=torch(arch=["sm_80", "compute_80"]))),
-                "gpu.arch-unsupported").severity is Severity.PASS
+    assert (
+        only(_gpu_findings(_pod(gpu=rtx4090, torch=torch(arch=["sm_80", "sm_86"]))), "gpu.arch-unsupported").severity
+        is Severity.PASS
+    )
+    assert (
+        only(_gpu_findings(_pod(torch=torch(arch=["sm_80", "compute_80"]))), "gpu.arch-unsupported").severity
+        is Severity.PASS
+    )
 
 
 def test_blackwell_needs_a_cuda_12_8_build():
@@ -296,29 +346,41 @@ def test_torch_seeing_fewer_gpus_than_the_driver_warns():
 
 
 def test_cuda_visible_devices_set_machine_wide_hides_paid_gpus_and_the_fix_removes_it_there():
-    facts = _pod(gpu=gpus(8), torch=torch(count=1),
-                 environment=env(CUDA_VISIBLE_DEVICES={"process": "0", "etc_environment": "0"}))
+    facts = _pod(
+        gpu=gpus(8),
+        torch=torch(count=1),
+        environment=env(CUDA_VISIBLE_DEVICES={"process": "0", "etc_environment": "0"}),
+    )
     finding = only(_gpu_findings(facts), "gpu.count-mismatch")
     assert finding.severity is Severity.WARN
     assert "CUDA_VISIBLE_DEVICES=0 hides 7 of the 8 GPUs" in finding.message and "/etc/environment" in finding.message
-    assert finding.fix.commands == ["sed -i '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d' "
-                                    "-- /etc/environment"]
+    assert finding.fix.commands == [
+        "sed -i '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d' -- /etc/environment"
+    ]
 
 
 def test_cuda_visible_devices_passes_when_the_policy_intends_that_many_gpus():
-    facts = _pod(gpu=gpus(8), torch=torch(count=1),
-                 environment=env(CUDA_VISIBLE_DEVICES={"process": "0", "etc_environment": "0"}))
+    facts = _pod(
+        gpu=gpus(8),
+        torch=torch(count=1),
+        environment=env(CUDA_VISIBLE_DEVICES={"process": "0", "etc_environment": "0"}),
+    )
     intended = EffectivePolicy(hardware=Hardware(gpu_count=1))
-    finding = only([f for f in evaluate_host(facts, NO_CHECKS, None, intended) if f.check == "gpu.count-mismatch"],
-                   "gpu.count-mismatch")
+    finding = only(
+        [f for f in evaluate_host(facts, NO_CHECKS, None, intended) if f.check == "gpu.count-mismatch"],
+        "gpu.count-mismatch",
+    )
     assert finding.severity is Severity.PASS and "as the policy's gpu_count 1 intends" in finding.message
     other = EffectivePolicy(hardware=Hardware(gpu_count=">=8"))
     assert only(evaluate_host(facts, NO_CHECKS, None, other), "gpu.count-mismatch").severity is Severity.WARN
 
 
 def test_cuda_visible_devices_from_a_shell_startup_file_names_that_file():
-    facts = _pod(gpu=gpus(2), torch=torch(count=1),
-                 environment=env(CUDA_VISIBLE_DEVICES={"process": "1", "file:/root/.bashrc": "1"}))
+    facts = _pod(
+        gpu=gpus(2),
+        torch=torch(count=1),
+        environment=env(CUDA_VISIBLE_DEVICES={"process": "1", "file:/root/.bashrc": "1"}),
+    )
     finding = only(_gpu_findings(facts), "gpu.count-mismatch")
     assert "set in /root/.bashrc" in finding.message and finding.fix.commands[0].endswith("-- /root/.bashrc")
     assert finding.fix.advice == "then log in again; or set the GPUs the job should use in the job's own command"
@@ -335,8 +397,9 @@ def test_a_bashrc_selection_the_probe_session_missed_still_warns():
 
 
 def test_cuda_visible_devices_from_the_container_or_nowhere_known():
-    container = _pod(gpu=gpus(2), torch=torch(count=1),
-                     environment=env(CUDA_VISIBLE_DEVICES={"process": "1", "container": "1"}))
+    container = _pod(
+        gpu=gpus(2), torch=torch(count=1), environment=env(CUDA_VISIBLE_DEVICES={"process": "1", "container": "1"})
+    )
     finding = only(_gpu_findings(container), "gpu.count-mismatch")
     assert "the container's environment" in finding.message and "pod's template" in finding.fix.advice
     login = _pod(gpu=gpus(2), torch=torch(count=1), environment=env(CUDA_VISIBLE_DEVICES="1"))

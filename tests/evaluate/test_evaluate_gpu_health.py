@@ -17,35 +17,78 @@ from computefence.models import (
     XidEvent,
 )
 
-HEALTH_CHECKS = ("gpu.ecc", "gpu.pcie-link", "gpu.throttle", "gpu.power-limit", "gpu.mig", "gpu.compute-mode",
-                 "gpu.fabric-manager", "gpu.xid")
+HEALTH_CHECKS = (
+    "gpu.ecc",
+    "gpu.pcie-link",
+    "gpu.throttle",
+    "gpu.power-limit",
+    "gpu.mig",
+    "gpu.compute-mode",
+    "gpu.fabric-manager",
+    "gpu.xid",
+)
 
 
 def healthy(index: int = 0, **update) -> GpuHealth:
     """An idle H100 SXM on an NVSwitch board, as driver 535 reports it."""
     values = dict(
-        index=index, name="NVIDIA H100 80GB HBM3", pci_bus_id=f"00000000:{0x18 + index:02X}:00.0", ecc_mode="Enabled",
-        ecc_volatile_uncorrectable=0, ecc_volatile_correctable=0, ecc_aggregate_uncorrectable=0,
-        ecc_aggregate_correctable=0, remapped_rows_correctable=0, remapped_rows_uncorrectable=0,
-        remapped_rows_pending=False, remapped_rows_failure=False,
-        clock_event_reasons={"gpu_idle": True, "hw_slowdown": False, "hw_thermal_slowdown": False,
-                             "hw_power_brake_slowdown": False, "sw_power_cap": False},
-        utilization_pct=0, processes=0, pcie_gen_current=5, pcie_gen_max=5, pcie_width_current=16, pcie_width_max=16,
-        power_draw_w=70.0, power_limit_w=700.0, power_limit_default_w=700.0, power_limit_max_w=700.0,
-        temperature_c=30, persistence_mode="Enabled", compute_mode="Default", mig_current="Disabled",
-        mig_pending="Disabled", fabric_state="Completed", fabric_status="Success",
+        index=index,
+        name="NVIDIA H100 80GB HBM3",
+        pci_bus_id=f"00000000:{0x18 + index:02X}:00.0",
+        ecc_mode="Enabled",
+        ecc_volatile_uncorrectable=0,
+        ecc_volatile_correctable=0,
+        ecc_aggregate_uncorrectable=0,
+        ecc_aggregate_correctable=0,
+        remapped_rows_correctable=0,
+        remapped_rows_uncorrectable=0,
+        remapped_rows_pending=False,
+        remapped_rows_failure=False,
+        clock_event_reasons={
+            "gpu_idle": True,
+            "hw_slowdown": False,
+            "hw_thermal_slowdown": False,
+            "hw_power_brake_slowdown": False,
+            "sw_power_cap": False,
+        },
+        utilization_pct=0,
+        processes=0,
+        pcie_gen_current=5,
+        pcie_gen_max=5,
+        pcie_width_current=16,
+        pcie_width_max=16,
+        power_draw_w=70.0,
+        power_limit_w=700.0,
+        power_limit_default_w=700.0,
+        power_limit_max_w=700.0,
+        temperature_c=30,
+        persistence_mode="Enabled",
+        compute_mode="Default",
+        mig_current="Disabled",
+        mig_pending="Disabled",
+        fabric_state="Completed",
+        fabric_status="Success",
     )
     values.update(update)
     return GpuHealth(**values)
 
 
-def pod(*health: GpuHealth, fm_running: bool | None = True, nvswitch: int = 0, log: KernelLogFacts | None = None,
-        accelerate: AccelerateFacts | None = None) -> Facts:
+def pod(
+    *health: GpuHealth,
+    fm_running: bool | None = True,
+    nvswitch: int = 0,
+    log: KernelLogFacts | None = None,
+    accelerate: AccelerateFacts | None = None,
+) -> Facts:
     base = runpod_pod(n_gpus=len(health))
-    gpu = gpus(len(health)).model_copy(update={
-        "health": list(health), "fabric_manager_running": fm_running,
-        "nvswitch_nodes": [f"/dev/nvidia-nvswitch{i}" for i in range(nvswitch)],
-        "kernel_log": log or KernelLogFacts(readable=True, source="/dev/kmsg")})
+    gpu = gpus(len(health)).model_copy(
+        update={
+            "health": list(health),
+            "fabric_manager_running": fm_running,
+            "nvswitch_nodes": [f"/dev/nvidia-nvswitch{i}" for i in range(nvswitch)],
+            "kernel_log": log or KernelLogFacts(readable=True, source="/dev/kmsg"),
+        }
+    )
     return base.model_copy(update={"gpu": gpu, "accelerate": accelerate or base.accelerate})
 
 
@@ -58,8 +101,11 @@ def _one(facts: Facts, check: str):
 
 
 def test_healthy_h100x8_passes_every_health_check():
-    findings = [f for f in evaluate_host(pod(*(healthy(i) for i in range(8)), nvswitch=6), CheckOptions())
-                if f.check in HEALTH_CHECKS]
+    findings = [
+        f
+        for f in evaluate_host(pod(*(healthy(i) for i in range(8)), nvswitch=6), CheckOptions())
+        if f.check in HEALTH_CHECKS
+    ]
     assert sorted(f.check for f in findings) == sorted(HEALTH_CHECKS)
     assert problems(findings) == []
     assert only(findings, "gpu.fabric-manager").message == "NVSwitch fabric initialised on 8 GPU(s)"
@@ -74,25 +120,34 @@ def test_pending_remap_blocks_naming_the_gpu_and_its_faults():
     finding = _one(pod(healthy(0), bad), "gpu.ecc")
     assert finding.severity is Severity.BLOCK and finding.subject == "GPU 1"
     assert "1 uncorrectable ECC error(s) since the driver loaded; a row remap is pending" in finding.message
-    assert finding.fix.commands == ["runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6"] and "next GPU reset" in finding.fix.advice
+    assert (
+        finding.fix.commands == ["runpodctl stop pod a1b2c3d4e5f6 && runpodctl start pod a1b2c3d4e5f6"]
+        and "next GPU reset" in finding.fix.advice
+    )
 
 
 def test_failed_remap_and_pending_retirement_block_as_failing_memory():
     failed = _one(pod(healthy(remapped_rows_failure=True)), "gpu.ecc")
     assert failed.severity is Severity.BLOCK and "a row remap failed" in failed.message
     assert "memory is failing" in failed.fix.advice
-    retiring = healthy(remapped_rows_pending=None, remapped_rows_failure=None, retired_pages=2, retired_pages_pending=True)
+    retiring = healthy(
+        remapped_rows_pending=None, remapped_rows_failure=None, retired_pages=2, retired_pages_pending=True
+    )
     assert "pages are pending retirement" in _one(pod(retiring), "gpu.ecc").message
 
 
 def test_correctable_errors_alone_pass():
-    assert _one(pod(healthy(ecc_volatile_correctable=12, remapped_rows_correctable=3)), "gpu.ecc").severity is Severity.PASS
+    assert (
+        _one(pod(healthy(ecc_volatile_correctable=12, remapped_rows_correctable=3)), "gpu.ecc").severity
+        is Severity.PASS
+    )
 
 
 def test_bare_metal_ecc_fix_resets_that_gpu():
     facts = pod(healthy(remapped_rows_pending=True))
-    facts = facts.model_copy(update={"identity": facts.identity.model_copy(update={"provider_hints": {}, "uid": 1000,
-                                                                                 "user": "ubuntu"})})
+    facts = facts.model_copy(
+        update={"identity": facts.identity.model_copy(update={"provider_hints": {}, "uid": 1000, "user": "ubuntu"})}
+    )
     assert _one(facts, "gpu.ecc").fix.commands == ["sudo nvidia-smi -r -i 0"]
 
 
@@ -100,8 +155,10 @@ def test_bare_metal_ecc_fix_resets_that_gpu():
 
 
 def test_x4_link_warns_and_x1_blocks_while_a_lower_gen_is_ignored():
-    x4 = _one(pod(healthy(name="NVIDIA GeForce RTX 4090", pcie_width_current=4, pcie_gen_current=1, pcie_gen_max=4)),
-              "gpu.pcie-link")
+    x4 = _one(
+        pod(healthy(name="NVIDIA GeForce RTX 4090", pcie_width_current=4, pcie_gen_current=1, pcie_gen_max=4)),
+        "gpu.pcie-link",
+    )
     assert x4.severity is Severity.WARN and "x4 of x16" in x4.message and x4.subject == "GPU 0"
     assert x4.fix.commands == ["nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv"]
     x1 = _one(pod(healthy(pcie_width_current=1)), "gpu.pcie-link")
@@ -132,10 +189,14 @@ def test_slowdown_under_load_and_software_power_cap_are_not_judged():
 
 
 def test_power_cap_under_85_percent_of_default_warns_with_the_watts():
-    finding = _one(pod(healthy(name="NVIDIA GeForce RTX 4090", power_limit_w=250.0, power_limit_default_w=450.0)),
-                   "gpu.power-limit")
+    finding = _one(
+        pod(healthy(name="NVIDIA GeForce RTX 4090", power_limit_w=250.0, power_limit_default_w=450.0)),
+        "gpu.power-limit",
+    )
     assert finding.severity is Severity.WARN and "capped at 250 W, 56% of its 450 W default" in finding.message
-    assert finding.fix.commands == ["nvidia-smi -i 0 -pl 450"] and finding.fix.advice.startswith("only the host can raise it")
+    assert finding.fix.commands == ["nvidia-smi -i 0 -pl 450"] and finding.fix.advice.startswith(
+        "only the host can raise it"
+    )
     near = _one(pod(healthy(power_limit_w=600.0, power_limit_default_w=700.0)), "gpu.power-limit")
     assert near.severity is Severity.PASS
 
@@ -182,7 +243,9 @@ def test_fabric_manager_on_bare_metal_is_started():
     facts = pod(*(healthy(i, fabric_state="Not Started") for i in range(2)), fm_running=False)
     facts = facts.model_copy(update={"identity": facts.identity.model_copy(update={"provider_hints": {}})})
     assert _one(facts, "gpu.fabric-manager").fix.commands == [
-        "systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"]
+        "systemctl start nvidia-fabricmanager",
+        "nvidia-smi -q | grep -A 2 -i fabric",
+    ]
 
 
 def test_old_driver_nvswitch_board_without_fabric_manager_blocks():
@@ -204,10 +267,18 @@ def test_no_nvswitch_no_fabric_finding():
 
 
 def test_serious_xids_warn_and_others_pass():
-    log = KernelLogFacts(readable=True, source="/dev/kmsg", xid_events=[
-        XidEvent(code=79, pci_bus_id="0000:18:00", line="NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus."),
-        XidEvent(code=13, pci_bus_id="0000:2a:00", line="NVRM: Xid (PCI:0000:2a:00): 13, Graphics Exception"),
-    ])
+    log = KernelLogFacts(
+        readable=True,
+        source="/dev/kmsg",
+        xid_events=[
+            XidEvent(
+                code=79,
+                pci_bus_id="0000:18:00",
+                line="NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus.",
+            ),
+            XidEvent(code=13, pci_bus_id="0000:2a:00", line="NVRM: Xid (PCI:0000:2a:00): 13, Graphics Exception"),
+        ],
+    )
     finding = _one(pod(healthy(), log=log), "gpu.xid")
     assert finding.severity is Severity.WARN
     assert finding.message.startswith("kernel log shows Xid 79 (GPU has fallen off the bus) on PCI 0000:18:00")
@@ -227,8 +298,11 @@ def test_unreadable_kernel_log_is_a_note_not_an_error():
 
 def test_n_a_everywhere_is_unknown_never_a_block():
     blank = GpuHealth(index=0)
-    findings = [f for f in evaluate_host(pod(blank, fm_running=None, log=KernelLogFacts(reason="unreadable")),
-                                         CheckOptions()) if f.check in HEALTH_CHECKS]
+    findings = [
+        f
+        for f in evaluate_host(pod(blank, fm_running=None, log=KernelLogFacts(reason="unreadable")), CheckOptions())
+        if f.check in HEALTH_CHECKS
+    ]
     assert problems(findings) == []
     for check in ("gpu.ecc", "gpu.pcie-link", "gpu.throttle", "gpu.power-limit", "gpu.compute-mode", "gpu.xid"):
         assert only(findings, check).severity is Severity.SKIP, check
@@ -237,8 +311,14 @@ def test_n_a_everywhere_is_unknown_never_a_block():
 
 def test_no_health_facts_says_why_once():
     facts = pod(healthy())
-    facts = facts.model_copy(update={"gpu": facts.gpu.model_copy(update={
-        "health": [], "health_error": "nvidia-smi -q -x did not answer within 8.0s"})})
+    facts = facts.model_copy(
+        update={
+            "gpu": facts.gpu.model_copy(
+                update={"health": [], "health_error": "nvidia-smi -q -x did not answer within 8.0s"}
+            )
+        }
+    )
     findings = [f for f in evaluate_host(facts, CheckOptions()) if f.check in HEALTH_CHECKS]
     assert [(f.check, f.message) for f in findings if f.check != "gpu.xid"] == [
-        ("gpu.ecc", "GPU health unknown: nvidia-smi -q -x did not answer within 8.0s")]
+        ("gpu.ecc", "GPU health unknown: nvidia-smi -q -x did not answer within 8.0s")
+    ]

@@ -15,13 +15,28 @@ H100 = "NVIDIA H100 80GB HBM3"
 PERF_CHECKS = ("gpu.perf-compute", "gpu.perf-pcie", "gpu.perf-interconnect")
 
 
-def perf_pod(n: int = 8, tflops: float = 740.0, h2d: float = 53.0, d2h: float = 52.0, interconnect: float | None = 470.0,
-             method: str = "nccl-allreduce", name: str = H100, **perf) -> Facts:
+def perf_pod(
+    n: int = 8,
+    tflops: float = 740.0,
+    h2d: float = 53.0,
+    d2h: float = 52.0,
+    interconnect: float | None = 470.0,
+    method: str = "nccl-allreduce",
+    name: str = H100,
+    **perf,
+) -> Facts:
     pod = runpod_pod(n_gpus=n)
-    gpus = [GpuPerf(index=i, name=name, dtype="bfloat16", matmul_tflops=tflops, h2d_gbps=h2d, d2h_gbps=d2h)
-            for i in range(n)]
-    values = dict(ran=True, duration_s=9.5, gpus=gpus, interconnect_method=method if n > 1 else None,
-                  interconnect_gbps=interconnect if n > 1 else None)
+    gpus = [
+        GpuPerf(index=i, name=name, dtype="bfloat16", matmul_tflops=tflops, h2d_gbps=h2d, d2h_gbps=d2h)
+        for i in range(n)
+    ]
+    values = dict(
+        ran=True,
+        duration_s=9.5,
+        gpus=gpus,
+        interconnect_method=method if n > 1 else None,
+        interconnect_gbps=interconnect if n > 1 else None,
+    )
     values.update(perf)
     return pod.model_copy(update={"perf": PerfFacts(**values)})
 
@@ -38,8 +53,10 @@ def test_healthy_h100x8_passes_with_its_figures_and_the_reference():
     findings = _perf(perf_pod())
     assert problems(findings) == [] and len(findings) == 3
     assert only(findings, "gpu.perf-compute").message == "bf16 matmul 740 TFLOPS per GPU (a healthy H100 SXM: ~742)"
-    assert "NCCL all-reduce bus bandwidth 470.0 GB/s across 8 GPUs (~360 expected over H100 SXM NVLink)" == only(
-        findings, "gpu.perf-interconnect").message
+    assert (
+        only(findings, "gpu.perf-interconnect").message
+        == "NCCL all-reduce bus bandwidth 470.0 GB/s across 8 GPUs (~360 expected over H100 SXM NVLink)"
+    )
 
 
 def test_slow_gpu_warns_under_60_percent_of_the_expected():
@@ -66,8 +83,9 @@ def test_interconnect_under_half_warns_and_pcie_only_gpus_expect_p2p_over_pcie()
     nvlink_down = only(_perf(perf_pod(interconnect=40.0)), "gpu.perf-interconnect")
     assert nvlink_down.severity is Severity.WARN and "11% of the ~360 GB/s H100 SXM NVLink" in nvlink_down.message
     assert nvlink_down.fix.commands == ["nvidia-smi topo -m"]
-    p2p = perf_pod(n=2, name="NVIDIA GeForce RTX 4090", tflops=150.0, h2d=24.0, d2h=25.0, interconnect=16.0,
-                   method="p2p-copy")
+    p2p = perf_pod(
+        n=2, name="NVIDIA GeForce RTX 4090", tflops=150.0, h2d=24.0, d2h=25.0, interconnect=16.0, method="p2p-copy"
+    )
     finding = only(_perf(p2p), "gpu.perf-interconnect")
     assert finding.severity is Severity.PASS and "peer-to-peer copy bandwidth 16.0 GB/s" in finding.message
 
@@ -78,15 +96,22 @@ def test_unknown_model_is_measured_without_a_verdict():
 
 
 def test_busy_pod_gets_a_note_and_no_canary():
-    facts = runpod_pod().model_copy(update={"perf": PerfFacts(
-        skipped_reason="GPU 0 holds 71893 MiB of other processes' memory; the canary never disturbs a running job")})
+    facts = runpod_pod().model_copy(
+        update={
+            "perf": PerfFacts(
+                skipped_reason="GPU 0 holds 71893 MiB of other processes' memory; the canary never disturbs a running job"
+            )
+        }
+    )
     [note] = _perf(facts)
     assert note.check == "gpu.perf-compute" and note.severity is Severity.SKIP
     assert note.message.startswith("performance canary not run: GPU 0 holds 71893 MiB")
 
 
 def test_a_failed_canary_warns_with_its_error():
-    facts = runpod_pod().model_copy(update={"perf": PerfFacts(ran=True, error="RuntimeError: CUDA error: out of memory")})
+    facts = runpod_pod().model_copy(
+        update={"perf": PerfFacts(ran=True, error="RuntimeError: CUDA error: out of memory")}
+    )
     finding = only(_perf(facts), "gpu.perf-compute")
     assert finding.severity is Severity.WARN and "CUDA error: out of memory" in finding.message
 
@@ -95,8 +120,9 @@ def test_fleet_report_puts_each_pod_beside_the_fleet_median():
     hosts = []
     for name, tflops in (("pod-a", 740.0), ("pod-b", 745.0), ("pod-c", 310.0)):
         facts = perf_pod(tflops=tflops)
-        hosts.append(HostReport(name=name, status=HostStatus.OK, facts=facts,
-                                findings=evaluate_host(facts, CheckOptions())))
+        hosts.append(
+            HostReport(name=name, status=HostStatus.OK, facts=facts, findings=evaluate_host(facts, CheckOptions()))
+        )
     report = build_report(hosts, kind="fleet")
     slow = [f for f in report.hosts[2].findings if f.check == "gpu.perf-compute"]
     assert all(f.severity is Severity.WARN for f in slow) and len(slow) == 8
@@ -107,19 +133,38 @@ def test_fleet_report_puts_each_pod_beside_the_fleet_median():
 
 def test_pods_are_compared_with_pods_of_the_same_gpu_model_only():
     hosts = []
-    for name, facts in (("h100-a", perf_pod(n=1)), ("h100-b", perf_pod(n=1, tflops=700.0)),
-                        ("rtx", perf_pod(n=1, name="NVIDIA GeForce RTX 4090", tflops=150.0, h2d=24.0, d2h=25.0))):
-        hosts.append(HostReport(name=name, status=HostStatus.OK, facts=facts, findings=evaluate_host(facts, CheckOptions())))
+    for name, facts in (
+        ("h100-a", perf_pod(n=1)),
+        ("h100-b", perf_pod(n=1, tflops=700.0)),
+        ("rtx", perf_pod(n=1, name="NVIDIA GeForce RTX 4090", tflops=150.0, h2d=24.0, d2h=25.0)),
+    ):
+        hosts.append(
+            HostReport(name=name, status=HostStatus.OK, facts=facts, findings=evaluate_host(facts, CheckOptions()))
+        )
     report = build_report(hosts, kind="fleet")
-    assert "median of 2 pods with NVIDIA H100 80GB HBM3 720.0" in only(report.hosts[1].findings, "gpu.perf-compute").message
+    assert (
+        "median of 2 pods with NVIDIA H100 80GB HBM3 720.0"
+        in only(report.hosts[1].findings, "gpu.perf-compute").message
+    )
     assert "median" not in only(report.hosts[2].findings, "gpu.perf-compute").message
 
 
 def test_performance_data_covers_the_issue_models_with_sources():
     data = load_performance_data()
-    for name in ("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H200", "NVIDIA B200", "NVIDIA A100-SXM4-40GB",
-                 "NVIDIA A100-SXM4-80GB", "NVIDIA L40S", "NVIDIA L4", "NVIDIA A10", "NVIDIA RTX A6000",
-                 "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 3090"):
+    for name in (
+        "NVIDIA H100 80GB HBM3",
+        "NVIDIA H100 PCIe",
+        "NVIDIA H200",
+        "NVIDIA B200",
+        "NVIDIA A100-SXM4-40GB",
+        "NVIDIA A100-SXM4-80GB",
+        "NVIDIA L40S",
+        "NVIDIA L4",
+        "NVIDIA A10",
+        "NVIDIA RTX A6000",
+        "NVIDIA GeForce RTX 4090",
+        "NVIDIA GeForce RTX 3090",
+    ):
         model = data.model_of(name)
         assert model is not None and model.source and 0 < model.achievable <= 1, name
     assert data.model_of("NVIDIA L40S").model == "L40S" and data.model_of("NVIDIA L4").model == "L4"

@@ -24,8 +24,14 @@ def test_a_cpu_laptop_without_torch_gets_an_honest_clean_report():
     assert "torch is not installed" in messages["python.torch-missing"]
     # What was never checked says so as a skip, not as a pass.
     skipped = {f.check for f in findings if f.severity is Severity.SKIP}
-    assert skipped == {"gpu.driver", "python.torch-missing", "storage.hf-cache", "storage.no-volume",
-                       "storage.disk-headroom", "system.shm"}
+    assert skipped == {
+        "gpu.driver",
+        "python.torch-missing",
+        "storage.hf-cache",
+        "storage.no-volume",
+        "storage.disk-headroom",
+        "system.shm",
+    }
 
 
 def test_the_same_laptop_with_expect_gpu_is_judged_as_a_gpu_machine():
@@ -44,25 +50,56 @@ def test_every_finding_is_one_line_and_every_problem_has_a_fix():
         for finding in evaluate_host(facts, CheckOptions(output_dir="./out", expect_gpu=True)):
             assert "\n" not in finding.message and finding.check in CHECK_IDS
             if finding.severity in (Severity.WARN, Severity.BLOCK):
-                assert finding.fix and not any("\n" in text for text in [*finding.fix.commands, finding.fix.advice or ""])
+                assert finding.fix and not any(
+                    "\n" in text for text in [*finding.fix.commands, finding.fix.advice or ""]
+                )
 
 
 def test_registry_lists_every_check_of_the_issue():
     assert set(CHECKS) == {
-        "storage.hf-cache", "storage.output-dir", "storage.no-volume", "storage.disk-headroom", "system.shm",
-        "gpu.driver", "gpu.cuda-unavailable", "gpu.torch-cpu-build", "gpu.driver-too-old", "gpu.arch-unsupported",
-        "gpu.memory-in-use", "gpu.count-mismatch", "accelerate.num-processes", "python.torch-missing",
-        "dataset.unreadable", "dataset.columns", "dataset.duplicates", "dataset.conflicting-labels",
-        "dataset.missing-values", "dataset.label-skew",
-        "gpu.ecc", "gpu.pcie-link", "gpu.throttle", "gpu.power-limit", "gpu.mig", "gpu.compute-mode",
-        "gpu.fabric-manager", "gpu.xid", "gpu.perf-compute", "gpu.perf-pcie", "gpu.perf-interconnect",
-        "policy.requirement", "policy.hardware", "env.drift", "env.outlier",
+        "storage.hf-cache",
+        "storage.output-dir",
+        "storage.no-volume",
+        "storage.disk-headroom",
+        "system.shm",
+        "gpu.driver",
+        "gpu.cuda-unavailable",
+        "gpu.torch-cpu-build",
+        "gpu.driver-too-old",
+        "gpu.arch-unsupported",
+        "gpu.memory-in-use",
+        "gpu.count-mismatch",
+        "accelerate.num-processes",
+        "python.torch-missing",
+        "dataset.unreadable",
+        "dataset.columns",
+        "dataset.duplicates",
+        "dataset.conflicting-labels",
+        "dataset.missing-values",
+        "dataset.label-skew",
+        "gpu.ecc",
+        "gpu.pcie-link",
+        "gpu.throttle",
+        "gpu.power-limit",
+        "gpu.mig",
+        "gpu.compute-mode",
+        "gpu.fabric-manager",
+        "gpu.xid",
+        "gpu.perf-compute",
+        "gpu.perf-pcie",
+        "gpu.perf-interconnect",
+        "policy.requirement",
+        "policy.hardware",
+        "env.drift",
+        "env.outlier",
     }
     assert len(RULES) == 26
 
 
-FINDINGS = [Finding(check=c, severity=Severity.PASS, message="m")
-            for c in ("storage.hf-cache", "storage.no-volume", "gpu.driver", "system.shm")]
+FINDINGS = [
+    Finding(check=c, severity=Severity.PASS, message="m")
+    for c in ("storage.hf-cache", "storage.no-volume", "gpu.driver", "system.shm")
+]
 
 
 @pytest.mark.parametrize(

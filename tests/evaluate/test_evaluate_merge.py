@@ -17,14 +17,18 @@ BLOCK = Finding(check="storage.output-dir", severity=Severity.BLOCK, message="on
 
 def _shard(*names: str, blocked: tuple[str, ...] = (), source_ok: bool = True):
     hosts = [HostReport(name=n, status=HostStatus.OK, findings=[BLOCK] if n in blocked else []) for n in names]
-    return build_report(hosts, kind="fleet", sources=[SourceStatus(name="pool.yaml", targets=5, ok=source_ok,
-                                                                   error=None if source_ok else "boom")])
+    return build_report(
+        hosts,
+        kind="fleet",
+        sources=[SourceStatus(name="pool.yaml", targets=5, ok=source_ok, error=None if source_ok else "boom")],
+    )
 
 
 def test_merged_shards_equal_one_run_over_all_pods():
     whole = _shard("a", "b", "c", "d", "e", blocked=("b", "e"))
-    merged = merge_reports([("1.json", _shard("c", "a")), ("2.json", _shard("e", "b", blocked=("b", "e"))),
-                            ("3.json", _shard("d"))])
+    merged = merge_reports(
+        [("1.json", _shard("c", "a")), ("2.json", _shard("e", "b", blocked=("b", "e"))), ("3.json", _shard("d"))]
+    )
     assert [h.name for h in merged.hosts] == ["a", "b", "c", "d", "e"]
     assert merged.summary == whole.summary
     assert merged.sources == [SourceStatus(name="pool.yaml", targets=5)]
@@ -59,8 +63,12 @@ def test_overlap_and_mismatched_shards_are_refused():
 def test_merge_cli_refuses_overlap_with_one_line_and_exit_2(tmp_path, capsys):
     for name, report in (("1.json", _shard("a")), ("2.json", _shard("a"))):
         (tmp_path / name).write_text(report.model_dump_json())
-    assert main(["report", "merge", str(tmp_path / "1.json"), str(tmp_path / "2.json"), "-o",
-                 str(tmp_path / "fleet.json")]) == 2
+    assert (
+        main(
+            ["report", "merge", str(tmp_path / "1.json"), str(tmp_path / "2.json"), "-o", str(tmp_path / "fleet.json")]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "shards must not overlap" in err
     assert not (tmp_path / "fleet.json").exists()
@@ -89,11 +97,16 @@ def test_outliers_are_judged_across_all_shards():
     from computefence.models import Facts, TorchFacts
 
     def pod(name: str, torch: str) -> HostReport:
-        return HostReport(name=name, status=HostStatus.OK,
-                          facts=Facts(torch=TorchFacts(importable=True, version=torch, cuda_build="12.4")))
+        return HostReport(
+            name=name,
+            status=HostStatus.OK,
+            facts=Facts(torch=TorchFacts(importable=True, version=torch, cuda_build="12.4")),
+        )
 
-    shards = [(f"{i}.json", build_report([p], kind="fleet"))
-              for i, p in enumerate([pod("a", "2.4.1"), pod("b", "2.4.1"), pod("odd", "2.5.0")])]
+    shards = [
+        (f"{i}.json", build_report([p], kind="fleet"))
+        for i, p in enumerate([pod("a", "2.4.1"), pod("b", "2.4.1"), pod("odd", "2.5.0")])
+    ]
     merged = merge_reports(shards)
     assert {h.name: [f.check for f in h.findings] for h in merged.hosts} == {"a": [], "b": [], "odd": ["env.outlier"]}
     assert merged.summary.warnings == 1

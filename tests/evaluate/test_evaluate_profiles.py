@@ -10,8 +10,8 @@ from evaluate_builders import mount
 
 from computefence.errors import ConfigError
 from computefence.evaluate.mounts import Level, StorageMap, is_within
+from computefence.evaluate.profiles import detect_provider, get_profile, load_profiles, profiles_dir
 from computefence.models import ProviderInfo
-from computefence.profiles import detect_provider, get_profile, load_profiles, profiles_dir
 
 
 def test_every_shipped_profile_loads():
@@ -92,10 +92,22 @@ def test_the_evaluator_finds_the_mount_of_a_path(case):
 
 @pytest.mark.parametrize(
     ("fs_type", "level"),
-    [("tmpfs", Level.EPHEMERAL), ("ramfs", Level.EPHEMERAL), ("nfs4", Level.PERSISTENT), ("cifs", Level.PERSISTENT),
-     ("virtiofs", Level.PERSISTENT), ("fuse.juicefs", Level.PERSISTENT), ("fuse.s3fs", Level.PERSISTENT),
-     ("ceph", Level.PERSISTENT), ("lustre", Level.PERSISTENT), ("glusterfs", Level.PERSISTENT),
-     ("beegfs", Level.PERSISTENT), ("ext4", Level.INSTANCE), ("xfs", Level.INSTANCE), ("btrfs", Level.INSTANCE)],
+    [
+        ("tmpfs", Level.EPHEMERAL),
+        ("ramfs", Level.EPHEMERAL),
+        ("nfs4", Level.PERSISTENT),
+        ("cifs", Level.PERSISTENT),
+        ("virtiofs", Level.PERSISTENT),
+        ("fuse.juicefs", Level.PERSISTENT),
+        ("fuse.s3fs", Level.PERSISTENT),
+        ("ceph", Level.PERSISTENT),
+        ("lustre", Level.PERSISTENT),
+        ("glusterfs", Level.PERSISTENT),
+        ("beegfs", Level.PERSISTENT),
+        ("ext4", Level.INSTANCE),
+        ("xfs", Level.INSTANCE),
+        ("btrfs", Level.INSTANCE),
+    ],
 )
 def test_lifetime_of_a_data_mount_on_runpod(fs_type, level):
     storage = StorageMap([mount("/", "overlay"), mount("/data", fs_type, "/dev/sdb")], get_profile("runpod"), None)
@@ -119,8 +131,12 @@ def test_lambda_filesystems_under_the_profile_roots_are_persistent():
 
 
 def test_provider_volume_comes_first_among_volumes():
-    mounts = [mount("/", "overlay"), mount("/data", "nfs4", "nas:/d"), mount("/vol", "ext4", "/dev/sdb"),
-              mount("/ro", "nfs4", "nas:/ro", options=["ro"])]
+    mounts = [
+        mount("/", "overlay"),
+        mount("/data", "nfs4", "nas:/d"),
+        mount("/vol", "ext4", "/dev/sdb"),
+        mount("/ro", "nfs4", "nas:/ro", options=["ro"]),
+    ]
     pod = ProviderInfo(provider="runpod", pod_id="p", volume_mount_path="/vol", volume_gb=50)
     storage = StorageMap(mounts, get_profile("runpod"), pod)
     assert [s.mount.mount_point for s in storage.volumes()] == ["/vol", "/data"]

@@ -18,13 +18,20 @@ def test_importable_torch_passes():
 
 
 def test_missing_torch_on_a_gpu_pod_blocks_with_the_cuda_build_for_the_driver():
-    facts = runpod_pod().model_copy(update={"torch": no_torch(), "gpu": gpus(cuda="12.2"),
-                                            "packages": PackageFacts(python_found=True, versions={"torch": None})})
+    facts = runpod_pod().model_copy(
+        update={
+            "torch": no_torch(),
+            "gpu": gpus(cuda="12.2"),
+            "packages": PackageFacts(python_found=True, versions={"torch": None}),
+        }
+    )
     finding = _torch_finding(facts)
     assert finding.severity is Severity.BLOCK
     assert "No module named 'torch'" in finding.message
     # The newest release with a CUDA 12 build this driver (12.2) runs.
-    assert finding.fix.commands == ["python3 -m pip install 'torch==2.5.*' --index-url https://download.pytorch.org/whl/cu121"]
+    assert finding.fix.commands == [
+        "python3 -m pip install 'torch==2.5.*' --index-url https://download.pytorch.org/whl/cu121"
+    ]
 
 
 def test_missing_torch_on_a_cpu_laptop_is_a_skip_with_the_reason():
@@ -39,8 +46,9 @@ def test_missing_torch_blocks_on_a_laptop_with_expect_gpu():
 
 def test_installed_but_broken_torch_blocks_even_without_gpu():
     broken = no_torch().model_copy(update={"import_error": "ImportError: libtorch_cpu.so: cannot open shared object"})
-    facts = laptop().model_copy(update={"torch": broken,
-                                        "packages": PackageFacts(python_found=True, versions={"torch": "2.3.0"})})
+    facts = laptop().model_copy(
+        update={"torch": broken, "packages": PackageFacts(python_found=True, versions={"torch": "2.3.0"})}
+    )
     finding = _torch_finding(facts)
     assert finding.severity is Severity.BLOCK and "torch 2.3.0 is installed" in finding.message
     assert finding.fix.commands == ["python3 -m pip install --force-reinstall torch==2.3.0"]
@@ -48,15 +56,20 @@ def test_installed_but_broken_torch_blocks_even_without_gpu():
 
 def test_broken_cuda_torch_is_reinstalled_at_its_own_version_from_its_own_index():
     # A later `pip install` replaced NCCL: the fix restores this release, never another one.
-    broken = no_torch().model_copy(update={
-        "import_error": "ImportError: /usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so: "
-                        "undefined symbol: ncclCommRegister"})
-    facts = runpod_pod().model_copy(update={
-        "torch": broken, "packages": PackageFacts(python_found=True, versions={"torch": "2.5.1+cu124"})})
+    broken = no_torch().model_copy(
+        update={
+            "import_error": "ImportError: /usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so: "
+            "undefined symbol: ncclCommRegister"
+        }
+    )
+    facts = runpod_pod().model_copy(
+        update={"torch": broken, "packages": PackageFacts(python_found=True, versions={"torch": "2.5.1+cu124"})}
+    )
     finding = _torch_finding(facts)
     assert finding.severity is Severity.BLOCK and "undefined symbol: ncclCommRegister" in finding.message
-    assert finding.fix.commands == ["python3 -m pip install --force-reinstall torch==2.5.1 "
-                                    "--index-url https://download.pytorch.org/whl/cu124"]
+    assert finding.fix.commands == [
+        "python3 -m pip install --force-reinstall torch==2.5.1 --index-url https://download.pytorch.org/whl/cu124"
+    ]
 
 
 def test_named_interpreter_that_does_not_exist_blocks():

@@ -5,14 +5,23 @@ from __future__ import annotations
 from evaluate_builders import GB, env, laptop, mount, of, only, path, runpod_pod
 
 from computefence.evaluate import evaluate_host
-from computefence.models import CheckOptions, CollectorStatus, Facts, IdentityFacts, ProviderInfo, Severity, StorageFacts
+from computefence.models import (
+    CheckOptions,
+    CollectorStatus,
+    Facts,
+    IdentityFacts,
+    ProviderInfo,
+    Severity,
+    StorageFacts,
+)
 
 NO_CHECKS = CheckOptions()
 
 
 def _with_paths(facts: Facts, *extra, mounts=()) -> Facts:
-    return facts.model_copy(update={"storage": StorageFacts(mounts=[*facts.storage.mounts, *mounts],
-                                                            paths=[*facts.storage.paths, *extra])})
+    return facts.model_copy(
+        update={"storage": StorageFacts(mounts=[*facts.storage.mounts, *mounts], paths=[*facts.storage.paths, *extra])}
+    )
 
 
 def _replace_path(facts: Facts, role: str, new) -> Facts:
@@ -23,13 +32,20 @@ def _replace_path(facts: Facts, role: str, new) -> Facts:
 def _bare_metal(hf_cache: str = "/home/ml/.cache/huggingface/hub", origin: str = "default") -> Facts:
     root = mount("/", "ext4", "/dev/nvme0n1p2")
     facts = runpod_pod()
-    return facts.model_copy(update={
-        "identity": IdentityFacts(hostname="box", user="ml", uid=1000, home="/home/ml"),
-        "environment": env(),
-        "storage": StorageFacts(mounts=[root, mount("/proc", "proc")], paths=[
-            path("root", "/", root, free=300 * GB), path("home", "/home/ml", root, free=300 * GB),
-            path("hf_cache", hf_cache, root, origin=origin, free=300 * GB)]),
-    })
+    return facts.model_copy(
+        update={
+            "identity": IdentityFacts(hostname="box", user="ml", uid=1000, home="/home/ml"),
+            "environment": env(),
+            "storage": StorageFacts(
+                mounts=[root, mount("/proc", "proc")],
+                paths=[
+                    path("root", "/", root, free=300 * GB),
+                    path("home", "/home/ml", root, free=300 * GB),
+                    path("hf_cache", hf_cache, root, origin=origin, free=300 * GB),
+                ],
+            ),
+        }
+    )
 
 
 # ---------------------------------------------------------------- storage.hf-cache
@@ -58,7 +74,8 @@ def test_default_hf_cache_on_the_container_disk_warns_with_the_volume_path_and_s
 
 def test_hf_home_set_only_in_the_container_env_warns_that_ssh_sessions_miss_it():
     facts = runpod_pod(hf_on_volume=False).model_copy(
-        update={"environment": env(HF_HOME={"container": "/workspace/hf"})})
+        update={"environment": env(HF_HOME={"container": "/workspace/hf"})}
+    )
     finding = only(evaluate_host(facts, NO_CHECKS), "storage.hf-cache")
     assert finding.severity is Severity.WARN
     assert "HF_HOME=/workspace/hf is set only in the container environment" in finding.message
@@ -68,8 +85,13 @@ def test_hf_home_set_only_in_the_container_env_warns_that_ssh_sessions_miss_it()
 
 
 def test_hf_variable_set_for_the_process_too_is_not_hidden():
-    facts = runpod_pod().model_copy(update={"environment": env(
-        HF_HOME={"process": "/workspace/.cache/huggingface", "container": "/workspace/.cache/huggingface"})})
+    facts = runpod_pod().model_copy(
+        update={
+            "environment": env(
+                HF_HOME={"process": "/workspace/.cache/huggingface", "container": "/workspace/.cache/huggingface"}
+            )
+        }
+    )
     assert only(evaluate_host(facts, NO_CHECKS), "storage.hf-cache").severity is Severity.PASS
 
 
@@ -93,7 +115,8 @@ def test_hf_cache_on_tmpfs_warns():
 
 def test_hf_cache_on_the_vast_container_disk_passes_because_it_survives_a_stop():
     facts = runpod_pod(volume=False, hf_on_volume=False).model_copy(
-        update={"identity": IdentityFacts(user="root", uid=0, provider_hints={"VAST_CONTAINERLABEL": "C.123"})})
+        update={"identity": IdentityFacts(user="root", uid=0, provider_hints={"VAST_CONTAINERLABEL": "C.123"})}
+    )
     finding = only(evaluate_host(facts, NO_CHECKS), "storage.hf-cache")
     assert finding.severity is Severity.PASS
     assert "kept when the instance stops, deleted when the instance is destroyed" in finding.message
@@ -141,10 +164,17 @@ def test_relative_output_dir_on_the_container_disk_blocks_and_names_the_volume_t
 def test_output_dir_with_a_missing_parent_blocks_with_mkdir():
     facts = runpod_pod()
     volume = next(m for m in facts.storage.mounts if m.mount_point == "/workspace")
-    out = path("output_dir", "/workspace/runs/7/ckpt", volume, exists=False, parent_exists=False,
-               existing_ancestor="/workspace")
-    finding = only(evaluate_host(_with_output(facts, out), CheckOptions(output_dir="/workspace/runs/7/ckpt")),
-                   "storage.output-dir")
+    out = path(
+        "output_dir",
+        "/workspace/runs/7/ckpt",
+        volume,
+        exists=False,
+        parent_exists=False,
+        existing_ancestor="/workspace",
+    )
+    finding = only(
+        evaluate_host(_with_output(facts, out), CheckOptions(output_dir="/workspace/runs/7/ckpt")), "storage.output-dir"
+    )
     assert finding.severity is Severity.BLOCK
     assert "parent /workspace/runs/7" in finding.message
     assert finding.fix.commands == ["mkdir -p /workspace/runs/7/ckpt"]
@@ -177,8 +207,9 @@ def test_output_dir_under_rootfs_is_not_on_a_volume_mounted_at_root():
     # /rootfs is not inside /root: matching is by path component, never by string prefix.
     facts = runpod_pod(volume=False)
     home_volume = mount("/root", "ext4", "/dev/sdb")
-    facts = _with_paths(facts, path("output_dir", "/rootfs/out", facts.storage.mounts[0], exists=False),
-                        mounts=[home_volume])
+    facts = _with_paths(
+        facts, path("output_dir", "/rootfs/out", facts.storage.mounts[0], exists=False), mounts=[home_volume]
+    )
     finding = only(evaluate_host(facts, CheckOptions(output_dir="/rootfs/out")), "storage.output-dir")
     assert finding.severity is Severity.BLOCK and "overlay at /" in finding.message
     assert finding.fix.commands == ["mkdir -p /root/out"]
@@ -187,12 +218,19 @@ def test_output_dir_under_rootfs_is_not_on_a_volume_mounted_at_root():
 def test_output_dir_on_a_lambda_persistent_filesystem_passes():
     root = mount("/", "ext4", "/dev/vda1")
     nfs = mount("/lambda/nfs/myfs", "virtiofs", "myfs")
-    facts = runpod_pod().model_copy(update={
-        "identity": IdentityFacts(user="ubuntu", uid=1000, home="/home/ubuntu"),
-        "environment": env(),
-        "storage": StorageFacts(mounts=[root, nfs], paths=[
-            path("home", "/home/ubuntu", root), path("output_dir", "/lambda/nfs/myfs/ckpt", nfs, exists=False)]),
-    })
+    facts = runpod_pod().model_copy(
+        update={
+            "identity": IdentityFacts(user="ubuntu", uid=1000, home="/home/ubuntu"),
+            "environment": env(),
+            "storage": StorageFacts(
+                mounts=[root, nfs],
+                paths=[
+                    path("home", "/home/ubuntu", root),
+                    path("output_dir", "/lambda/nfs/myfs/ckpt", nfs, exists=False),
+                ],
+            ),
+        }
+    )
     lambda_pod = ProviderInfo(provider="lambda", pod_id="i-1", persistent_paths=["/lambda/nfs/myfs"])
     findings = evaluate_host(facts, CheckOptions(output_dir="/lambda/nfs/myfs/ckpt"), lambda_pod)
     out = only(findings, "storage.output-dir")
@@ -237,18 +275,21 @@ def test_runpod_network_volume_survives_terminate():
     facts = runpod_pod(volume=False)
     network = mount("/workspace", "fuse.mfs", "mfs#eu-ro-1")
     facts = _with_paths(facts, mounts=[network])
-    pod = ProviderInfo(provider="runpod", pod_id="abc", volume_gb=20, volume_mount_path="/workspace",
-                       network_volume=True)
+    pod = ProviderInfo(
+        provider="runpod", pod_id="abc", volume_gb=20, volume_mount_path="/workspace", network_volume=True
+    )
     finding = only(evaluate_host(facts, NO_CHECKS, pod), "storage.no-volume")
     assert finding.severity is Severity.PASS and "kept after the pod is terminated" in finding.message
 
 
 def test_lambda_instance_without_a_filesystem_warns_with_lambda_advice():
     root = mount("/", "ext4", "/dev/vda1")
-    facts = runpod_pod().model_copy(update={
-        "identity": IdentityFacts(user="ubuntu", uid=1000, provider_hints={"lambda": "/etc/lambda-stack-version"}),
-        "storage": StorageFacts(mounts=[root, mount("/proc", "proc")], paths=[path("root", "/", root)]),
-    })
+    facts = runpod_pod().model_copy(
+        update={
+            "identity": IdentityFacts(user="ubuntu", uid=1000, provider_hints={"lambda": "/etc/lambda-stack-version"}),
+            "storage": StorageFacts(mounts=[root, mount("/proc", "proc")], paths=[path("root", "/", root)]),
+        }
+    )
     finding = only(evaluate_host(facts, NO_CHECKS), "storage.no-volume")
     assert finding.severity is Severity.WARN
     assert "instance root disk" in finding.message and "deleted when the instance is terminated" in finding.message
@@ -282,7 +323,9 @@ def test_container_plumbing_bind_mounts_are_not_volumes():
 
 
 def _headroom(facts: Facts, subject: str):
-    return next(f for f in evaluate_host(facts, NO_CHECKS) if f.check == "storage.disk-headroom" and f.subject == subject)
+    return next(
+        f for f in evaluate_host(facts, NO_CHECKS) if f.check == "storage.disk-headroom" and f.subject == subject
+    )
 
 
 def test_disk_headroom_pass_warn_block_on_the_data_volume():
@@ -305,8 +348,14 @@ def test_root_without_job_data_only_blocks_when_nearly_full():
 
 def test_storage_collector_failure_is_a_warning_not_silence():
     facts = runpod_pod()
-    facts = facts.model_copy(update={"collectors": {**facts.collectors, "storage": CollectorStatus(
-        ok=False, timed_out=True, error="timed out after 8.0s")}})
+    facts = facts.model_copy(
+        update={
+            "collectors": {
+                **facts.collectors,
+                "storage": CollectorStatus(ok=False, timed_out=True, error="timed out after 8.0s"),
+            }
+        }
+    )
     finding = only(evaluate_host(facts, NO_CHECKS), "storage.disk-headroom")
     assert finding.severity is Severity.WARN and "timed out after 8.0s" in finding.message
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from evaluate_builders import GB, laptop, only, runpod_pod
 
 from computefence.evaluate import evaluate_host
-from computefence.models import CheckOptions, StorageFacts, Severity
+from computefence.models import CheckOptions, Severity, StorageFacts
 
 
 def _shm(facts):
@@ -34,8 +34,10 @@ def test_shm_threshold_is_one_gb_decimal():
 
 def test_missing_dev_shm_warns():
     facts = runpod_pod()
-    paths = [p if p.role != "shm" else p.model_copy(update={"exists": False, "total_bytes": None})
-             for p in facts.storage.paths]
+    paths = [
+        p if p.role != "shm" else p.model_copy(update={"exists": False, "total_bytes": None})
+        for p in facts.storage.paths
+    ]
     facts = facts.model_copy(update={"storage": StorageFacts(mounts=facts.storage.mounts, paths=paths)})
     finding = _shm(facts)
     assert finding.severity is Severity.WARN and "does not exist" in finding.message

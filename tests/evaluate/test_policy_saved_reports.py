@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from evaluate_builders import runpod_pod
+
 from computefence.evaluate import build_report, evaluate_host
 from computefence.models import CheckOptions, HostReport, HostStatus, Report
 from computefence.policy import parse_policy_text
-from evaluate_builders import runpod_pod
 
 
 def test_init_from_a_saved_report_writes_a_commented_policy_that_holds_there(cli, tmp_path, monkeypatch):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from computefence.cli import main
 from fleet_helpers import HEALTHY, CliRun
 from sshfleet import Pod, PodSpec, SshFleet
+
+from computefence.cli import main
 
 
 @pytest.fixture
@@ -38,8 +38,15 @@ def run_cli(capsys, home):
 @pytest.fixture(scope="session")
 def healthy_pods(ssh_fleet: SshFleet) -> list[Pod]:
     """Two well-configured pods shared by the tests that only read from them."""
-    return ssh_fleet.start([
-        PodSpec("healthy-a", **HEALTHY),
-        PodSpec("healthy-b", nvidia_smi="h100x1", torch="cu121-h100", workspace_size="200G",
-                env={"HF_HOME": "/workspace/hf"}),
-    ])
+    return ssh_fleet.start(
+        [
+            PodSpec("healthy-a", **HEALTHY),
+            PodSpec(
+                "healthy-b",
+                nvidia_smi="h100x1",
+                torch="cu121-h100",
+                workspace_size="200G",
+                env={"HF_HOME": "/workspace/hf"},
+            ),
+        ]
+    )

@@ -11,15 +11,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from sshfleet import Pod, SshFleet
 
 from computefence.models import Report
-from sshfleet import Pod, SshFleet
 
 REPO = Path(__file__).resolve().parents[2]
 
 # A pod a training job could start on: a GPU, a CUDA torch, a persistent /workspace.
-HEALTHY = dict(nvidia_smi="h100x1", torch="cu124", workspace_size="200G",
-               env={"HF_HOME": "/workspace/hf", "RUNPOD_POD_ID": "abc123xyz"})
+HEALTHY = dict(
+    nvidia_smi="h100x1",
+    torch="cu124",
+    workspace_size="200G",
+    env={"HF_HOME": "/workspace/hf", "RUNPOD_POD_ID": "abc123xyz"},
+)
 HEALTHY_CHECKS = {"output_dir": "/workspace/checkpoints"}
 
 
@@ -43,16 +47,27 @@ def host_entry(pod: Pod, name: str | None = None, **extra) -> dict:
     return entry
 
 
-def write_inventory(path: Path, fleet: SshFleet, hosts: list[dict], *, trusted: list[Pod] = (),
-                    known_hosts_text: str | None = None, checks: dict | None = None) -> Path:
+def write_inventory(
+    path: Path,
+    fleet: SshFleet,
+    hosts: list[dict],
+    *,
+    trusted: list[Pod] = (),
+    known_hosts_text: str | None = None,
+    checks: dict | None = None,
+) -> Path:
     """An inventory as a user writes one; `trusted` pods' host keys go in its known_hosts file."""
     known = path.with_suffix(".known_hosts")
-    known.write_text(known_hosts_text if known_hosts_text is not None
-                     else "".join(pod.known_hosts_line() for pod in trusted))
+    known.write_text(
+        known_hosts_text if known_hosts_text is not None else "".join(pod.known_hosts_line() for pod in trusted)
+    )
     document = {
         "known_hosts": str(known),
-        "defaults": {"user": "root", "identity_file": str(fleet.identity_file),
-                     "checks": checks if checks is not None else dict(HEALTHY_CHECKS)},
+        "defaults": {
+            "user": "root",
+            "identity_file": str(fleet.identity_file),
+            "checks": checks if checks is not None else dict(HEALTHY_CHECKS),
+        },
         "hosts": hosts,
     }
     path.write_text(yaml.safe_dump(document, sort_keys=False))
@@ -84,8 +99,9 @@ def break_torch(pod: Pod) -> None:
 
 
 def fix_torch(pod: Pod) -> None:
-    pod.in_namespace(["sh", "-c", f'echo /opt/computefence-fakes/site-packages > "$1"', "sh",
-                      str(pod.merged) + POD_TORCH_PTH])
+    pod.in_namespace(
+        ["sh", "-c", 'echo /opt/computefence-fakes/site-packages > "$1"', "sh", str(pod.merged) + POD_TORCH_PTH]
+    )
 
 
 @contextlib.contextmanager

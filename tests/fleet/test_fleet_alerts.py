@@ -6,9 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
 from fleet_helpers import SPOTLESS, break_torch, fix_torch, host_entry, started_pods, write_inventory
+from prometheus_client.parser import text_string_to_metric_families
 from sshfleet import PodSpec
 from webhook_server import Answer, WebhookServer
 
@@ -24,17 +23,32 @@ def pool(ssh_fleet):
 
 def _samples(text: str) -> dict[tuple, float]:
     """(metric, sorted labels) -> value, through prometheus_client's own parser."""
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def test_webhook_and_textfile_show_the_pod_that_broke_and_the_one_that_was_fixed(
-        ssh_fleet, pool, run_cli, tmp_path, monkeypatch):
-    inventory = write_inventory(tmp_path / "pool.yaml", ssh_fleet, [host_entry(p) for p in pool.values()],
-                                trusted=list(pool.values()))
+    ssh_fleet, pool, run_cli, tmp_path, monkeypatch
+):
+    inventory = write_inventory(
+        tmp_path / "pool.yaml", ssh_fleet, [host_entry(p) for p in pool.values()], trusted=list(pool.values())
+    )
     history, metrics = tmp_path / "history", tmp_path / "computefence.prom"
-    cron = ("fleet", "check", "-i", str(inventory), "--history", str(history), "--format", "prometheus",
-            "--output", str(metrics))
+    cron = (
+        "fleet",
+        "check",
+        "-i",
+        str(inventory),
+        "--history",
+        str(history),
+        "--format",
+        "prometheus",
+        "--output",
+        str(metrics),
+    )
     with WebhookServer(Answer(204)) as hook:
         monkeypatch.setenv("COMPUTEFENCE_NOTIFY", hook.url)  # a secret belongs in the environment, not argv
         break_torch(pool["alert-heals"])
@@ -84,8 +98,18 @@ def test_failed_delivery_warns_once_and_keeps_the_exit_status(ssh_fleet, pool, r
     pod = pool["alert-steady"]
     inventory = write_inventory(tmp_path / "pool.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod])
     with WebhookServer(Answer(404)) as hook:
-        result = run_cli("fleet", "check", "-i", str(inventory), "--notify", hook.url, "--notify-on", "always",
-                         "--notify-format", "json")
+        result = run_cli(
+            "fleet",
+            "check",
+            "-i",
+            str(inventory),
+            "--notify",
+            hook.url,
+            "--notify-on",
+            "always",
+            "--notify-format",
+            "json",
+        )
     assert result.code == 0
     assert hook.received[0].json["verdict"] == "pass"
     warnings = [line for line in result.stderr.splitlines() if "warning" in line]

@@ -11,18 +11,19 @@ import threading
 import time
 
 import pytest
-
-from computefence.models import Report
 from fleet_helpers import CLI, HEALTHY, cli_subprocess_env, host_entry, json_hosts, write_inventory
 from sshfleet import PodSpec
+
+from computefence.models import Report
 
 pytestmark = pytest.mark.sshd
 
 
 def test_healthy_pods_report_ok_with_facts_in_valid_json(ssh_fleet, healthy_pods, run_cli, tmp_path):
     a, b = healthy_pods
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(a, tags=["sweep-7"]), host_entry(b)],
-                                trusted=[a, b])
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(a, tags=["sweep-7"]), host_entry(b)], trusted=[a, b]
+    )
     out = tmp_path / "report.json"
 
     result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json", "--output", str(out))
@@ -64,8 +65,13 @@ def test_other_formats_render_the_same_run(ssh_fleet, healthy_pods, run_cli, tmp
 
 def test_clean_pod_exits_0_and_bad_inventory_exits_2(ssh_fleet, healthy_pods, run_cli, tmp_path):
     a = healthy_pods[0]
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(a)], trusted=[a],
-                                checks={"output_dir": "/workspace/checkpoints", "expect_gpu": True})
+    inventory = write_inventory(
+        tmp_path / "pods.yaml",
+        ssh_fleet,
+        [host_entry(a)],
+        trusted=[a],
+        checks={"output_dir": "/workspace/checkpoints", "expect_gpu": True},
+    )
     result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json")
     report = result.report
     assert report.summary.blockers == 0, [f for h in report.hosts for f in h.blockers]
@@ -79,12 +85,14 @@ def test_clean_pod_exits_0_and_bad_inventory_exits_2(ssh_fleet, healthy_pods, ru
     assert bad.stderr.count("\n") == 1
 
 
-def test_hanging_nvidia_smi_still_yields_a_report_within_the_deadline(ssh_fleet, healthy_pods, start_pods, run_cli,
-                                                                       tmp_path):
+def test_hanging_nvidia_smi_still_yields_a_report_within_the_deadline(
+    ssh_fleet, healthy_pods, start_pods, run_cli, tmp_path
+):
     (hung,) = start_pods(PodSpec("hung-driver", nvidia_smi="hang", torch="cu124"))
     good = healthy_pods[0]
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(hung), host_entry(good)],
-                                trusted=[hung, good])
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(hung), host_entry(good)], trusted=[hung, good]
+    )
 
     started = time.monotonic()
     result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json", "--timeout", "8")
@@ -101,8 +109,9 @@ def test_hanging_nvidia_smi_still_yields_a_report_within_the_deadline(ssh_fleet,
 def test_connection_killed_mid_probe_is_connection_lost(ssh_fleet, healthy_pods, start_pods, run_cli, tmp_path):
     (doomed,) = start_pods(PodSpec("doomed", nvidia_smi="hang", torch="cu124"))
     good = healthy_pods[0]
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(doomed), host_entry(good)],
-                                trusted=[doomed, good])
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(doomed), host_entry(good)], trusted=[doomed, good]
+    )
     killed = []
 
     def kill_session_while_probing():
@@ -126,13 +135,28 @@ def test_connection_killed_mid_probe_is_connection_lost(ssh_fleet, healthy_pods,
 def test_probe_leaves_the_pod_filesystem_unchanged(ssh_fleet, start_pods, run_cli, tmp_path):
     (pod,) = start_pods(PodSpec("untouched", **HEALTHY, workspace_free_bytes=3 << 30))
     dataset = "/workspace/data/train.jsonl"
-    pod.in_namespace(["sh", "-c", f"mkdir -p {pod.merged}/workspace/data && "
-                                  f"printf '%s\\n' '{{\"text\": \"a\", \"label\": \"x\"}}' '{{\"text\": \"a\", \"label\": \"y\"}}' "
-                                  f"> {pod.merged}{dataset}"])
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod],
-                                checks={"output_dir": "/workspace/checkpoints", "dataset": dataset,
-                                        "input_column": "text", "label_column": "label",
-                                        "extra_paths": ["/workspace/new-dir"]})
+    pod.in_namespace(
+        [
+            "sh",
+            "-c",
+            f"mkdir -p {pod.merged}/workspace/data && "
+            f'printf \'%s\\n\' \'{{"text": "a", "label": "x"}}\' \'{{"text": "a", "label": "y"}}\' '
+            f"> {pod.merged}{dataset}",
+        ]
+    )
+    inventory = write_inventory(
+        tmp_path / "pods.yaml",
+        ssh_fleet,
+        [host_entry(pod)],
+        trusted=[pod],
+        checks={
+            "output_dir": "/workspace/checkpoints",
+            "dataset": dataset,
+            "input_column": "text",
+            "label_column": "label",
+            "extra_paths": ["/workspace/new-dir"],
+        },
+    )
     before = pod.filesystem_snapshot()
 
     result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json")
@@ -159,8 +183,10 @@ def test_dropped_connections_past_maxstartups_are_retried(ssh_fleet, start_pods,
 
 
 # Records when it held the pod (in the pod's own /tmp), then runs the real interpreter.
-SLOW_PYTHON = ('#!/bin/sh\nstart=$(date +%s.%N)\nsleep 2\n'
-               'echo "$start $(date +%s.%N)" > /tmp/computefence-test-interval\nexec /usr/bin/python3 "$@"\n')
+SLOW_PYTHON = (
+    "#!/bin/sh\nstart=$(date +%s.%N)\nsleep 2\n"
+    'echo "$start $(date +%s.%N)" > /tmp/computefence-test-interval\nexec /usr/bin/python3 "$@"\n'
+)
 
 
 def _most_at_once(pods) -> int:
@@ -173,8 +199,9 @@ def _most_at_once(pods) -> int:
 
 def test_concurrency_bounds_the_pods_in_flight(ssh_fleet, start_pods, run_cli, tmp_path):
     pods = start_pods(*(PodSpec(f"slow-{i}", files={"/usr/local/bin/python3": SLOW_PYTHON}) for i in range(4)))
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(p) for p in pods], trusted=pods,
-                                checks={})
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(p) for p in pods], trusted=pods, checks={}
+    )
 
     def most_at_once(*extra) -> int:
         result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json", *extra)
@@ -189,10 +216,16 @@ def test_concurrency_bounds_the_pods_in_flight(ssh_fleet, start_pods, run_cli, t
 def test_sigint_reports_finished_pods_and_cancels_the_rest(ssh_fleet, healthy_pods, start_pods, home, tmp_path):
     (stuck,) = start_pods(PodSpec("stuck", files={"/usr/local/bin/python3": "#!/bin/sh\nexec sleep 600\n"}))
     good = healthy_pods[0]
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(good), host_entry(stuck)],
-                                trusted=[good, stuck])
-    proc = subprocess.Popen([*CLI, "fleet", "check", "-i", str(inventory), "--format", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_subprocess_env(home))
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(good), host_entry(stuck)], trusted=[good, stuck]
+    )
+    proc = subprocess.Popen(
+        [*CLI, "fleet", "check", "-i", str(inventory), "--format", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_subprocess_env(home),
+    )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
     try:
@@ -224,11 +257,18 @@ def test_sigint_reports_finished_pods_and_cancels_the_rest(ssh_fleet, healthy_po
 def test_big_dataset_scan_is_cut_to_fit_the_deadline(ssh_fleet, start_pods, run_cli, tmp_path):
     (pod,) = start_pods(PodSpec("big-data", workspace_size="20G"))
     rows = "\n".join(f'{{"text": "sample {i}", "label": "{i % 7}"}}' for i in range(3_000_000)) + "\n"
-    subprocess.run(["nsenter", "-t", str(pod.sshd_pid), "-m", "--", "sh", "-c",
-                    f"cat > {pod.merged}/workspace/train.jsonl"], input=rows.encode(), check=True)
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod],
-                                checks={"dataset": "/workspace/train.jsonl", "input_column": "text",
-                                        "label_column": "label"})
+    subprocess.run(
+        ["nsenter", "-t", str(pod.sshd_pid), "-m", "--", "sh", "-c", f"cat > {pod.merged}/workspace/train.jsonl"],
+        input=rows.encode(),
+        check=True,
+    )
+    inventory = write_inventory(
+        tmp_path / "pods.yaml",
+        ssh_fleet,
+        [host_entry(pod)],
+        trusted=[pod],
+        checks={"dataset": "/workspace/train.jsonl", "input_column": "text", "label_column": "label"},
+    )
 
     started = time.monotonic()
     result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json", "--timeout", "5")

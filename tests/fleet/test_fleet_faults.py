@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from sshfleet import PodSpec, SilentTcpServer, closed_port
 from fleet_helpers import host_entry, write_inventory
+from sshfleet import PodSpec, SilentTcpServer, closed_port
 
 pytestmark = pytest.mark.sshd
 
@@ -38,13 +37,15 @@ FAULTS = {
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
-def test_pod_fault_gets_its_status_and_spares_the_healthy_pod(fault, ssh_fleet, healthy_pods, start_pods, run_cli,
-                                                             tmp_path):
+def test_pod_fault_gets_its_status_and_spares_the_healthy_pod(
+    fault, ssh_fleet, healthy_pods, start_pods, run_cli, tmp_path
+):
     spec, status, reason = FAULTS[fault]
     (bad,) = start_pods(PodSpec(f"bad-{fault}", **spec))
     good = healthy_pods[0]
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(bad), host_entry(good)],
-                                trusted=[bad, good])
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(bad), host_entry(good)], trusted=[bad, good]
+    )
 
     # Only the wedged interpreter needs a short deadline; the healthy pod gets the default.
     deadline = ["--timeout", "4"] if fault == "wedged-interpreter" else []
@@ -71,8 +72,13 @@ def test_pod_fault_gets_its_status_and_spares_the_healthy_pod(fault, ssh_fleet, 
 
 
 def test_python_fallback_when_python3_is_missing(ssh_fleet, start_pods, run_cli, tmp_path):
-    (pod,) = start_pods(PodSpec("only-python", hide=["/usr/bin/python3"],
-                                files={"/usr/local/bin/python": '#!/bin/sh\nexec /usr/bin/python3.11 "$@"\n'}))
+    (pod,) = start_pods(
+        PodSpec(
+            "only-python",
+            hide=["/usr/bin/python3"],
+            files={"/usr/local/bin/python": '#!/bin/sh\nexec /usr/bin/python3.11 "$@"\n'},
+        )
+    )
     inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod])
 
     result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json")
@@ -85,9 +91,12 @@ def test_python_fallback_when_python3_is_missing(ssh_fleet, start_pods, run_cli,
 def test_closed_port_is_unreachable(ssh_fleet, healthy_pods, run_cli, tmp_path):
     good = healthy_pods[0]
     port = closed_port()
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet,
-                                [{"name": "closed", "host": "127.0.0.1", "port": port}, host_entry(good)],
-                                trusted=[good])
+    inventory = write_inventory(
+        tmp_path / "pods.yaml",
+        ssh_fleet,
+        [{"name": "closed", "host": "127.0.0.1", "port": port}, host_entry(good)],
+        trusted=[good],
+    )
 
     result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json")
 
@@ -102,9 +111,12 @@ def test_tcp_server_that_never_speaks_ssh_times_out(ssh_fleet, healthy_pods, run
     good = healthy_pods[0]
     silent = SilentTcpServer()
     try:
-        inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet,
-                                    [{"name": "silent", "host": silent.host, "port": silent.port}, host_entry(good)],
-                                    trusted=[good])
+        inventory = write_inventory(
+            tmp_path / "pods.yaml",
+            ssh_fleet,
+            [{"name": "silent", "host": silent.host, "port": silent.port}, host_entry(good)],
+            trusted=[good],
+        )
         started = time.monotonic()
         result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json", "--connect-timeout", "1.5")
         elapsed = time.monotonic() - started
@@ -119,8 +131,9 @@ def test_tcp_server_that_never_speaks_ssh_times_out(ssh_fleet, healthy_pods, run
 
 
 def test_unresolvable_host_is_unreachable(ssh_fleet, run_cli, tmp_path):
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet,
-                                [{"name": "typo", "host": "pod-that-does-not-exist.invalid", "port": 22}])
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [{"name": "typo", "host": "pod-that-does-not-exist.invalid", "port": 22}]
+    )
 
     result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from computefence.sources.inventory import load_inventory
 from fleet_helpers import HEALTHY, SPOTLESS, host_entry, started_pods, write_inventory
 from sshfleet import PodSpec, closed_port
+
+from computefence.sources.inventory import load_inventory
 
 pytestmark = pytest.mark.sshd
 
@@ -16,8 +16,11 @@ pytestmark = pytest.mark.sshd
 @pytest.fixture(scope="module")
 def gate_pods(ssh_fleet):
     """ready: nothing to say; warned: a small /dev/shm; blocked: a CPU-only torch."""
-    specs = [PodSpec("gate-ready", **SPOTLESS), PodSpec("gate-warned", **HEALTHY),
-             PodSpec("gate-blocked", **dict(SPOTLESS, torch="cpu"))]
+    specs = [
+        PodSpec("gate-ready", **SPOTLESS),
+        PodSpec("gate-warned", **HEALTHY),
+        PodSpec("gate-blocked", **dict(SPOTLESS, torch="cpu")),
+    ]
     with started_pods(ssh_fleet, specs) as pods:
         yield pods
 
@@ -48,8 +51,18 @@ def test_fail_on_warn_leaves_warned_pods_out(gate_inventory, run_cli, tmp_path):
 
 def test_ssh_format_is_user_at_host_and_port(gate_inventory, gate_pods, run_cli, tmp_path):
     ready = tmp_path / "ready.ssh"
-    run_cli("fleet", "check", "-i", str(gate_inventory), "--healthy-out", str(ready), "--healthy-format", "ssh",
-            "--fail-on", "warn")
+    run_cli(
+        "fleet",
+        "check",
+        "-i",
+        str(gate_inventory),
+        "--healthy-out",
+        str(ready),
+        "--healthy-format",
+        "ssh",
+        "--fail-on",
+        "warn",
+    )
     pod = gate_pods["gate-ready"]
     assert ready.read_text() == f"root@{pod.host} -p {pod.port}\n"
 
@@ -65,8 +78,18 @@ def test_json_format_lists_names_addresses_and_tags(gate_inventory, gate_pods, r
 
 def test_inventory_format_loads_back_and_passes_a_second_check(gate_inventory, run_cli, tmp_path):
     ready = tmp_path / "ready.yaml"
-    run_cli("fleet", "check", "-i", str(gate_inventory), "--healthy-out", str(ready), "--healthy-format", "inventory",
-            "--fail-on", "warn")
+    run_cli(
+        "fleet",
+        "check",
+        "-i",
+        str(gate_inventory),
+        "--healthy-out",
+        str(ready),
+        "--healthy-format",
+        "inventory",
+        "--fail-on",
+        "warn",
+    )
 
     original = {t.name: t for t in load_inventory(gate_inventory)}
     (target,) = load_inventory(ready)
@@ -80,15 +103,30 @@ def test_inventory_format_loads_back_and_passes_a_second_check(gate_inventory, r
 def test_no_ready_pod_replaces_the_old_file_with_an_empty_one(fmt, gate_inventory, run_cli, tmp_path):
     ready = tmp_path / "ready.out"
     ready.write_text("stale-pod-from-yesterday\n")
-    result = run_cli("fleet", "check", "-i", str(gate_inventory), "--limit", "gate-blocked,gate-down",
-                     "--healthy-out", str(ready), "--healthy-format", fmt)
+    result = run_cli(
+        "fleet",
+        "check",
+        "-i",
+        str(gate_inventory),
+        "--limit",
+        "gate-blocked,gate-down",
+        "--healthy-out",
+        str(ready),
+        "--healthy-format",
+        fmt,
+    )
     assert result.code == 1
     assert ready.read_text() == ("[]\n" if fmt == "json" else "")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ready")] == []  # no temp file left
 
 
 def test_a_gate_file_that_cannot_be_written_fails_before_connecting(gate_inventory, run_cli, tmp_path):
-    result = run_cli("fleet", "check", "-i", str(gate_inventory), "--healthy-out", str(tmp_path / "no-such-dir" / "r.txt"))
+    result = run_cli(
+        "fleet", "check", "-i", str(gate_inventory), "--healthy-out", str(tmp_path / "no-such-dir" / "r.txt")
+    )
     assert result.code == 2 and result.stdout == ""
     # One line and no progress lines: no pod was contacted.
-    assert result.stderr == f"computefence: error: --healthy-out {tmp_path / 'no-such-dir' / 'r.txt'}: directory {tmp_path / 'no-such-dir'} does not exist\n"
+    assert (
+        result.stderr
+        == f"computefence: error: --healthy-out {tmp_path / 'no-such-dir' / 'r.txt'}: directory {tmp_path / 'no-such-dir'} does not exist\n"
+    )

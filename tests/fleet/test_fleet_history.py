@@ -11,17 +11,26 @@ import subprocess
 import threading
 
 import pytest
+from fleet_helpers import (
+    CLI,
+    SPOTLESS,
+    break_torch,
+    cli_subprocess_env,
+    fix_torch,
+    host_entry,
+    json_hosts,
+    started_pods,
+    write_inventory,
+)
+from sshfleet import PodSpec
 
 from computefence.models import Report
-from fleet_helpers import (CLI, SPOTLESS, break_torch, cli_subprocess_env, fix_torch, host_entry, json_hosts,
-                           started_pods, write_inventory)
-from sshfleet import PodSpec
 
 pytestmark = pytest.mark.sshd
 
 # Sleeps before running the real python: the run holds the history lock long enough for the
 # other two CLI processes to start (a few seconds each on a busy machine) and find it taken.
-SLOW_PYTHON = "#!/bin/sh\nsleep 10\nexec /usr/bin/python3 \"$@\"\n"
+SLOW_PYTHON = '#!/bin/sh\nsleep 10\nexec /usr/bin/python3 "$@"\n'
 STUCK_PYTHON = "#!/bin/sh\nexec sleep 600\n"
 
 
@@ -38,8 +47,9 @@ def _entries(directory) -> list[str]:
 
 
 def test_second_run_leads_with_the_pod_that_broke_and_the_one_that_was_fixed(ssh_fleet, pool, run_cli, tmp_path):
-    inventory = write_inventory(tmp_path / "pool.yaml", ssh_fleet, [host_entry(p) for p in pool.values()],
-                                trusted=list(pool.values()))
+    inventory = write_inventory(
+        tmp_path / "pool.yaml", ssh_fleet, [host_entry(p) for p in pool.values()], trusted=list(pool.values())
+    )
     history = tmp_path / "history"
     break_torch(pool["hist-heals"])
     first = run_cli("fleet", "check", "-i", str(inventory), "--history", str(history), "--format", "json")
@@ -59,20 +69,27 @@ def test_second_run_leads_with_the_pod_that_broke_and_the_one_that_was_fixed(ssh
     blockers = [(c.host, c.finding.check, c.severity_before) for c in changes.new if c.severity_after.value == "block"]
     assert blockers == [("hist-breaks", "python.torch-missing", None)]
     assert changes.new[0].finding.fix  # the alert carries the fix
-    cleared = [(c.host, c.finding.check, c.severity_after) for c in changes.cleared if c.severity_before.value == "block"]
+    cleared = [
+        (c.host, c.finding.check, c.severity_after) for c in changes.cleared if c.severity_before.value == "block"
+    ]
     assert cleared == [("hist-heals", "python.torch-missing", None)]
     # Besides: the odd pod out of the fleet's versions (env.outlier) moved from one pod to the other.
     assert {(c.host, c.finding.check) for c in changes.new if c.severity_after.value == "warn"} <= {
-        ("hist-breaks", "env.outlier")}
+        ("hist-breaks", "env.outlier")
+    }
     assert {(c.host, c.finding.check) for c in changes.cleared if c.severity_before.value == "warn"} <= {
-        ("hist-heals", "env.outlier")}
+        ("hist-heals", "env.outlier")
+    }
     assert changes.appeared == changes.vanished == changes.status == []
     # torch went away on one pod and came back on the other: versions say so, on those pods only.
     assert {v.host for v in changes.versions} == {"hist-breaks", "hist-heals"}
     assert {(v.host, v.component, v.after) for v in changes.versions if v.component == "torch"} == {
         ("hist-breaks", "torch", "(not installed)"),
-        ("hist-heals", "torch", next(v.before for v in changes.versions
-                                     if v.host == "hist-breaks" and v.component == "torch")),
+        (
+            "hist-heals",
+            "torch",
+            next(v.before for v in changes.versions if v.host == "hist-breaks" and v.component == "torch"),
+        ),
     }
     assert len(_entries(history)) == 2 and _entries(history)[0] == first_entry
 
@@ -91,7 +108,8 @@ def test_second_run_leads_with_the_pod_that_broke_and_the_one_that_was_fixed(ssh
     back = run_cli("report", "diff", str(new), str(old))
     assert back.code == 1  # backwards, the fixed pod's blocker is the new one
     assert [line.split()[:3] for line in back.stdout.splitlines() if line.startswith("new blocker")] == [
-        ["new", "blocker", "hist-heals"]]
+        ["new", "blocker", "hist-heals"]
+    ]
 
 
 def test_keep_prunes_to_the_newest_runs(ssh_fleet, pool, run_cli, tmp_path):
@@ -107,9 +125,13 @@ def test_keep_prunes_to_the_newest_runs(ssh_fleet, pool, run_cli, tmp_path):
 
 
 def _start(home, inventory, history, *extra):
-    return subprocess.Popen([*CLI, "fleet", "check", "-i", str(inventory), "--history", str(history), "--format",
-                             "json", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=cli_subprocess_env(home))
+    return subprocess.Popen(
+        [*CLI, "fleet", "check", "-i", str(inventory), "--history", str(history), "--format", "json", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_subprocess_env(home),
+    )
 
 
 def test_two_concurrent_runs_take_turns_on_one_history(ssh_fleet, start_pods, home, tmp_path):
@@ -135,16 +157,26 @@ def test_two_concurrent_runs_take_turns_on_one_history(ssh_fleet, start_pods, ho
 
 
 def test_kill_9_mid_run_leaves_the_history_as_it_was(ssh_fleet, start_pods, home, tmp_path):
-    good, stuck = start_pods(PodSpec("hist-good", **SPOTLESS),
-                             PodSpec("hist-stuck", **SPOTLESS, files={"/usr/local/bin/python3": STUCK_PYTHON}))
+    good, stuck = start_pods(
+        PodSpec("hist-good", **SPOTLESS),
+        PodSpec("hist-stuck", **SPOTLESS, files={"/usr/local/bin/python3": STUCK_PYTHON}),
+    )
     history = tmp_path / "history"
     before_inventory = write_inventory(tmp_path / "good.yaml", ssh_fleet, [host_entry(good)], trusted=[good])
-    assert subprocess.run([*CLI, "fleet", "check", "-i", str(before_inventory), "--history", str(history)],
-                          env=cli_subprocess_env(home), capture_output=True, timeout=120).returncode == 0
+    assert (
+        subprocess.run(
+            [*CLI, "fleet", "check", "-i", str(before_inventory), "--history", str(history)],
+            env=cli_subprocess_env(home),
+            capture_output=True,
+            timeout=120,
+        ).returncode
+        == 0
+    )
     snapshot = {name: (history / name).read_bytes() for name in _entries(history)}
 
-    inventory = write_inventory(tmp_path / "pool.yaml", ssh_fleet, [host_entry(good), host_entry(stuck)],
-                                trusted=[good, stuck])
+    inventory = write_inventory(
+        tmp_path / "pool.yaml", ssh_fleet, [host_entry(good), host_entry(stuck)], trusted=[good, stuck]
+    )
     proc = _start(home, inventory, history, "--healthy-out", str(tmp_path / "ready.txt"))
     stuck.wait_for_process("sleep 600")
     os.kill(proc.pid, signal.SIGKILL)
@@ -153,18 +185,37 @@ def test_kill_9_mid_run_leaves_the_history_as_it_was(ssh_fleet, start_pods, home
     assert {name: (history / name).read_bytes() for name in _entries(history)} == snapshot
     assert not (tmp_path / "ready.txt").exists()
     # The lock died with its holder: the next run does not wait.
-    again = subprocess.run([*CLI, "fleet", "check", "-i", str(before_inventory), "--history", str(history),
-                            "--history-wait", "0", "--format", "json"],
-                           env=cli_subprocess_env(home), capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [
+            *CLI,
+            "fleet",
+            "check",
+            "-i",
+            str(before_inventory),
+            "--history",
+            str(history),
+            "--history-wait",
+            "0",
+            "--format",
+            "json",
+        ],
+        env=cli_subprocess_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 0, again.stderr
     assert len(_entries(history)) == 2
 
 
 def test_interrupted_run_writes_no_history_entry_and_no_gate_file(ssh_fleet, start_pods, home, tmp_path):
-    good, stuck = start_pods(PodSpec("hist-fine", **SPOTLESS),
-                             PodSpec("hist-hung", **SPOTLESS, files={"/usr/local/bin/python3": STUCK_PYTHON}))
-    inventory = write_inventory(tmp_path / "pool.yaml", ssh_fleet, [host_entry(good), host_entry(stuck)],
-                                trusted=[good, stuck])
+    good, stuck = start_pods(
+        PodSpec("hist-fine", **SPOTLESS),
+        PodSpec("hist-hung", **SPOTLESS, files={"/usr/local/bin/python3": STUCK_PYTHON}),
+    )
+    inventory = write_inventory(
+        tmp_path / "pool.yaml", ssh_fleet, [host_entry(good), host_entry(stuck)], trusted=[good, stuck]
+    )
     history = tmp_path / "history"
     ready = tmp_path / "ready.txt"
     ready.write_text("yesterday\n")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncssh
 import pytest
-
-from computefence.known_hosts import own_known_hosts_path
 from fleet_helpers import host_entry, write_inventory
 from sshfleet import PodSpec
+
+from computefence.connectors.known_hosts import own_known_hosts_path
 
 pytestmark = pytest.mark.sshd
 
@@ -16,8 +16,9 @@ def test_wrong_host_key_is_a_mismatch_naming_the_file(ssh_fleet, healthy_pods, r
     pod, good = healthy_pods
     impostor = asyncssh.generate_private_key("ssh-ed25519")
     known = pod.known_hosts_line(impostor) + good.known_hosts_line()
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod), host_entry(good)],
-                                known_hosts_text=known)
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod), host_entry(good)], known_hosts_text=known
+    )
 
     result = run_cli("fleet", "check", "-i", str(inventory), "--format", "json", "--accept-new")
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from fleet_helpers import HEALTHY, host_entry, write_inventory
 from sshfleet import PodSpec
 
@@ -17,13 +16,18 @@ H100 = {"tflops": 745.0, "h2d_gbps": 53.2, "d2h_gbps": 51.8, "allreduce_busbw_gb
 
 @pytest.fixture(scope="module")
 def perf_pods(ssh_fleet):
-    return ssh_fleet.start([
-        PodSpec("perf-fast-a", **{**HEALTHY, "nvidia_smi": "h100x8"}, canary=H100),
-        PodSpec("perf-fast-b", **{**HEALTHY, "nvidia_smi": "h100x8"}, canary={**H100, "tflops": 738.0}),
-        PodSpec("perf-slow", **{**HEALTHY, "nvidia_smi": "h100x8"},
-                canary={**H100, "tflops": 402.0, "allreduce_busbw_gbps": None, "p2p_gbps": 22.0}),
-        PodSpec("perf-busy", **{**HEALTHY, "nvidia_smi": "h100x1-busy"}, canary=H100),
-    ])
+    return ssh_fleet.start(
+        [
+            PodSpec("perf-fast-a", **{**HEALTHY, "nvidia_smi": "h100x8"}, canary=H100),
+            PodSpec("perf-fast-b", **{**HEALTHY, "nvidia_smi": "h100x8"}, canary={**H100, "tflops": 738.0}),
+            PodSpec(
+                "perf-slow",
+                **{**HEALTHY, "nvidia_smi": "h100x8"},
+                canary={**H100, "tflops": 402.0, "allreduce_busbw_gbps": None, "p2p_gbps": 22.0},
+            ),
+            PodSpec("perf-busy", **{**HEALTHY, "nvidia_smi": "h100x1-busy"}, canary=H100),
+        ]
+    )
 
 
 def _perf(host, check):
@@ -31,8 +35,9 @@ def _perf(host, check):
 
 
 def test_perf_canary_across_the_fleet(ssh_fleet, perf_pods, run_cli, tmp_path):
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(p) for p in perf_pods],
-                                trusted=perf_pods)
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(p) for p in perf_pods], trusted=perf_pods
+    )
     started = time.monotonic()
     result = run_cli("fleet", "check", "-i", str(inventory), "--perf", "--format", "json")
     elapsed = time.monotonic() - started
@@ -42,7 +47,9 @@ def test_perf_canary_across_the_fleet(ssh_fleet, perf_pods, run_cli, tmp_path):
     assert fast.facts.perf.ran and len(fast.facts.perf.gpus) == 8
     assert fast.facts.perf.duration_s < 20
     [compute] = _perf(fast, "gpu.perf-compute")
-    assert compute.severity.value == "pass" and compute.message.endswith("this pod 745.0 TFLOPS, median of 3 pods with NVIDIA H100 80GB HBM3 738.0")
+    assert compute.severity.value == "pass" and compute.message.endswith(
+        "this pod 745.0 TFLOPS, median of 3 pods with NVIDIA H100 80GB HBM3 738.0"
+    )
     slow = result.host("perf-slow")
     compute = _perf(slow, "gpu.perf-compute")
     assert len(compute) == 8 and {f.severity.value for f in compute} == {"warn"}

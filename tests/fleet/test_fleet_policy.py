@@ -6,10 +6,10 @@ import json
 import time
 
 import pytest
-
-from computefence.models import BaselineLock, Severity
 from fleet_helpers import HEALTHY, host_entry, write_inventory
 from sshfleet import PodSpec
+
+from computefence.models import BaselineLock, Severity
 
 pytestmark = pytest.mark.sshd
 
@@ -18,8 +18,10 @@ SITE = "/usr/lib/python3/dist-packages"
 
 def installed(**versions: str) -> dict[str, str]:
     """dist-info folders as pip leaves them: what importlib.metadata reads in the pod's python."""
-    return {f"{SITE}/{name.replace('-', '_')}-{version}.dist-info/METADATA":
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" for name, version in versions.items()}
+    return {
+        f"{SITE}/{name.replace('-', '_')}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        for name, version in versions.items()
+    }
 
 
 def pod(name: str, **versions: str) -> PodSpec:
@@ -30,13 +32,17 @@ def findings(host, check: str):
     return [f for f in host.findings if f.check == check]
 
 
-def test_requirements_and_hardware_block_with_fixes_for_the_pods_own_interpreter(ssh_fleet, start_pods, run_cli, tmp_path):
-    old, = start_pods(pod("old-transformers", transformers="4.41.2"))
+def test_requirements_and_hardware_block_with_fixes_for_the_pods_own_interpreter(
+    ssh_fleet, start_pods, run_cli, tmp_path
+):
+    (old,) = start_pods(pod("old-transformers", transformers="4.41.2"))
     inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(old, tags=["train-8x"])], trusted=[old])
     policy = tmp_path / "computefence.yaml"
-    policy.write_text('requirements: {transformers: ">=4.48", Flash_Attn: "*", python: ">=3.8"}\n'
-                      'hardware: {gpu_model: "*H100*", gpu_count: 1}\n'
-                      "overrides:\n  - match: {tag: train-8x}\n    hardware: {gpu_count: 8}\n")
+    policy.write_text(
+        'requirements: {transformers: ">=4.48", Flash_Attn: "*", python: ">=3.8"}\n'
+        'hardware: {gpu_model: "*H100*", gpu_count: 1}\n'
+        "overrides:\n  - match: {tag: train-8x}\n    hardware: {gpu_count: 8}\n"
+    )
 
     result = run_cli("fleet", "check", "-i", str(inventory), "--policy", str(policy), "--format", "json")
 
@@ -58,9 +64,10 @@ def test_requirements_and_hardware_block_with_fixes_for_the_pods_own_interpreter
     assert report.policy.path == str(policy) and len(report.policy.sha256) == 64
 
 
-def test_custom_checks_pass_fail_time_out_flood_and_die_by_signal_in_one_session(ssh_fleet, start_pods, run_cli,
-                                                                                   tmp_path):
-    target, = start_pods(pod("custom"))
+def test_custom_checks_pass_fail_time_out_flood_and_die_by_signal_in_one_session(
+    ssh_fleet, start_pods, run_cli, tmp_path
+):
+    (target,) = start_pods(pod("custom"))
     inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(target)], trusted=[target])
     policy = tmp_path / "computefence.yaml"
     policy.write_text("""\
@@ -95,12 +102,15 @@ custom:
     assert target.log.read_text().count("Accepted publickey") == 1
 
 
-def test_snapshot_from_one_pod_then_a_drifted_pod_names_exactly_the_moved_fields(ssh_fleet, start_pods, run_cli,
-                                                                                   tmp_path):
-    good, drifted = start_pods(pod("good", transformers="4.48.0", **{"flash-attn": "2.6.3"}),
-                               pod("drifted", transformers="4.41.2"))
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(good), host_entry(drifted)],
-                                trusted=[good, drifted])
+def test_snapshot_from_one_pod_then_a_drifted_pod_names_exactly_the_moved_fields(
+    ssh_fleet, start_pods, run_cli, tmp_path
+):
+    good, drifted = start_pods(
+        pod("good", transformers="4.48.0", **{"flash-attn": "2.6.3"}), pod("drifted", transformers="4.41.2")
+    )
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(good), host_entry(drifted)], trusted=[good, drifted]
+    )
     lock_path = tmp_path / "computefence.lock.json"
 
     snap = run_cli("fleet", "snapshot", "-i", str(inventory), "--from", good.name, "-o", str(lock_path), "--no-policy")
@@ -110,15 +120,24 @@ def test_snapshot_from_one_pod_then_a_drifted_pod_names_exactly_the_moved_fields
     lock = BaselineLock.model_validate_json(lock_path.read_text())
     assert lock.reference == f"pod {good.name}" and lock.pods == sorted([good.name, drifted.name])
     assert lock.fingerprint["transformers"] == "4.48.0" and lock.fingerprint["torch-cuda"] == "12.4"
-    assert list(json.loads(lock_path.read_text())) == ["schema_version", "tool_version", "generated_at", "reference",
-                                                         "pods", "fingerprint", "differing"]
+    assert list(json.loads(lock_path.read_text())) == [
+        "schema_version",
+        "tool_version",
+        "generated_at",
+        "reference",
+        "pods",
+        "fingerprint",
+        "differing",
+    ]
 
-    result = run_cli("fleet", "check", "-i", str(inventory), "--baseline", str(lock_path), "--no-policy",
-                     "--format", "json")
+    result = run_cli(
+        "fleet", "check", "-i", str(inventory), "--baseline", str(lock_path), "--no-policy", "--format", "json"
+    )
 
     moved = findings(result.host(drifted.name), "env.drift")
     assert [f.message for f in moved] == [
-        "differs from the baseline: flash-attn 2.6.3 → (not installed); transformers 4.48.0 → 4.41.2"]
+        "differs from the baseline: flash-attn 2.6.3 → (not installed); transformers 4.48.0 → 4.41.2"
+    ]
     assert moved[0].severity is Severity.WARN
     assert findings(result.host(good.name), "env.drift")[0].severity is Severity.PASS
     assert result.report.baseline.path == str(lock_path)
@@ -131,8 +150,10 @@ def test_the_odd_pod_out_among_five(ssh_fleet, start_pods, run_cli, tmp_path):
     result = run_cli("fleet", "check", "-i", str(inventory), "--no-policy", "--format", "json")
 
     outliers = {h.name: [f.message for f in findings(h, "env.outlier")] for h in result.report.hosts}
-    assert outliers == {**{f"same-{i}": [] for i in range(4)},
-                        "odd": ["transformers 4.41.2 here; 4 of 5 pods have 4.48.0"]}
+    assert outliers == {
+        **{f"same-{i}": [] for i in range(4)},
+        "odd": ["transformers 4.41.2 here; 4 of 5 pods have 4.48.0"],
+    }
     rich = run_cli("fleet", "check", "-i", str(inventory), "--no-policy")
-    drift = rich.stdout[rich.stdout.index("Version drift"):]
+    drift = rich.stdout[rich.stdout.index("Version drift") :]
     assert "4.48.0" in drift and "4 pods" in drift and "odd" in drift and "same-0" not in drift

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from fleet_helpers import HEALTHY
 from sshfleet import PodSpec, closed_port
 
@@ -21,10 +20,12 @@ BEHIND = "gpu-behind.computefence-test.invalid"
 
 @pytest.fixture(scope="module")
 def bastion_setup(ssh_fleet, tmp_path_factory):
-    pod, bastion = ssh_fleet.start([
-        PodSpec("behind", **HEALTHY),
-        PodSpec("bastion", files={"/etc/hosts": f"127.0.0.1 localhost\n127.0.0.1 {BEHIND}\n"}),
-    ])
+    pod, bastion = ssh_fleet.start(
+        [
+            PodSpec("behind", **HEALTHY),
+            PodSpec("bastion", files={"/etc/hosts": f"127.0.0.1 localhost\n127.0.0.1 {BEHIND}\n"}),
+        ]
+    )
     base = tmp_path_factory.mktemp("bastion")
     known = base / "known_hosts"
 
@@ -33,8 +34,10 @@ def bastion_setup(ssh_fleet, tmp_path_factory):
 
     known.write_text(f"[{BEHIND}]:{pod.port} {key(pod)}\n[{bastion.host}]:{bastion.port} {key(bastion)}\n")
     config = base / "ssh_config"
-    common = (f"  Port {pod.port}\n  User root\n  IdentityFile {ssh_fleet.identity_file}\n"
-              f"  UserKnownHostsFile {known}\n  BatchMode yes\n")
+    common = (
+        f"  Port {pod.port}\n  User root\n  IdentityFile {ssh_fleet.identity_file}\n"
+        f"  UserKnownHostsFile {known}\n  BatchMode yes\n"
+    )
     config.write_text(
         f"Host bastion\n  HostName {bastion.host}\n  Port {bastion.port}\n  User root\n"
         f"  IdentityFile {ssh_fleet.identity_file}\n  UserKnownHostsFile {known}\n  BatchMode yes\n"
@@ -54,8 +57,22 @@ def test_through_proxyjump_and_proxycommand_ok_and_without_the_hop_unreachable(r
     assert via["gpu-command"] == (None, f"ssh -F {config} -W %h:%p bastion")
 
     ready = config.parent / "ready.ssh"
-    result = run_cli("fleet", "check", "--ssh-config", str(config), "-H", "gpu-*", "--format", "json",
-                     "--connect-timeout", "10", "--healthy-out", str(ready), "--healthy-format", "ssh")
+    result = run_cli(
+        "fleet",
+        "check",
+        "--ssh-config",
+        str(config),
+        "-H",
+        "gpu-*",
+        "--format",
+        "json",
+        "--connect-timeout",
+        "10",
+        "--healthy-out",
+        str(ready),
+        "--healthy-format",
+        "ssh",
+    )
     hosts = {h.name: h for h in result.report.hosts}
     assert hosts["gpu-jump"].status.value == "ok", hosts["gpu-jump"].reason
     assert hosts["gpu-command"].status.value == "ok", hosts["gpu-command"].reason
@@ -71,7 +88,9 @@ def test_through_proxyjump_and_proxycommand_ok_and_without_the_hop_unreachable(r
     assert "-J 'root@[127.0.0.1]:" in dead.fix.commands[0] and "reached through root@[127.0.0.1]:" in dead.fix.advice
     # The launch gate's ssh lines go through the same hops
     port = hosts["gpu-jump"].port
-    assert sorted(ready.read_text().splitlines()) == sorted([
-        f"root@{BEHIND} -p {port} -F {config} -J bastion",
-        f"root@{BEHIND} -p {port} -F {config} -o 'ProxyCommand=ssh -F {config} -W %h:%p bastion'",
-    ])
+    assert sorted(ready.read_text().splitlines()) == sorted(
+        [
+            f"root@{BEHIND} -p {port} -F {config} -J bastion",
+            f"root@{BEHIND} -p {port} -F {config} -o 'ProxyCommand=ssh -F {config} -W %h:%p bastion'",
+        ]
+    )

@@ -7,8 +7,8 @@ import os
 import asyncssh
 import pytest
 
+from computefence.connectors.known_hosts import HostKeyStore, known_hosts_line, own_known_hosts_path
 from computefence.errors import ConfigError
-from computefence.known_hosts import HostKeyStore, known_hosts_line, own_known_hosts_path
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,10 @@ def test_lookup_matches_port_and_names_the_files(tmp_path, keys):
 
 def test_unparsable_lines_are_skipped_not_fatal(tmp_path, keys):
     path = tmp_path / "known_hosts"
-    path.write_text("garbage-without-a-key\n@bogus-marker host ssh-ed25519 AAAA\n# comment\n\n"
-                    + known_hosts_line("pod", 22, keys[0]))
+    path.write_text(
+        "garbage-without-a-key\n@bogus-marker host ssh-ed25519 AAAA\n# comment\n\n"
+        + known_hosts_line("pod", 22, keys[0])
+    )
     assert HostKeyStore([path]).lookup("pod", "", 22).known
 
 

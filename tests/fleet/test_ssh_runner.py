@@ -9,17 +9,23 @@ import threading
 import time
 
 import pytest
+from sshfleet import PodSpec
 
 from computefence.connectors.ssh import RunOptions, probe_command, probe_targets
 from computefence.models import HostStatus, Target
-from sshfleet import PodSpec
 
 pytestmark = pytest.mark.sshd
 
 
 def _target(pod, fleet, known_hosts) -> Target:
-    return Target(name=pod.name, host=pod.host, port=pod.port, user="root",
-                  identity_files=[str(fleet.identity_file)], known_hosts=[str(known_hosts)])
+    return Target(
+        name=pod.name,
+        host=pod.host,
+        port=pod.port,
+        user="root",
+        identity_files=[str(fleet.identity_file)],
+        known_hosts=[str(known_hosts)],
+    )
 
 
 def test_keepalive_notices_a_pod_that_went_silent(ssh_fleet, start_pods, home, tmp_path):
@@ -37,8 +43,7 @@ def test_keepalive_notices_a_pod_that_went_silent(ssh_fleet, start_pods, home, t
 
     freezer = threading.Thread(target=freeze_mid_probe)
     freezer.start()
-    options = RunOptions(deadline=30, keepalive_interval=0.5, keepalive_count_max=2,
-                         own_known_hosts=tmp_path / "own")
+    options = RunOptions(deadline=30, keepalive_interval=0.5, keepalive_count_max=2, own_known_hosts=tmp_path / "own")
     started = time.monotonic()
     try:
         (report,) = asyncio.run(probe_targets([_target(frozen, ssh_fleet, known)], options))
@@ -53,12 +58,17 @@ def test_keepalive_notices_a_pod_that_went_silent(ssh_fleet, start_pods, home, t
 
 
 def test_not_checkable_targets_are_reported_without_connecting(home, tmp_path):
-    target = Target(name="stopped-pod", host="192.0.2.1", unreachable_reason="the pod is stopped (EXITED)",
-                    unreachable_fix="runpodctl start pod abc123")
+    target = Target(
+        name="stopped-pod",
+        host="192.0.2.1",
+        unreachable_reason="the pod is stopped (EXITED)",
+        unreachable_fix="runpodctl start pod abc123",
+    )
     seen = []
 
-    (report,) = asyncio.run(probe_targets([target], RunOptions(own_known_hosts=tmp_path / "own"),
-                                          on_progress=seen.append))
+    (report,) = asyncio.run(
+        probe_targets([target], RunOptions(own_known_hosts=tmp_path / "own"), on_progress=seen.append)
+    )
 
     assert report.status is HostStatus.NOT_CHECKABLE
     assert report.reason == "the pod is stopped (EXITED)"

@@ -14,13 +14,15 @@ import pytest
 from computefence.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "probe"))
-from probe_pod import Pod  # noqa: E402
+from probe_pod import Pod
 
 DEEP = "[" * 100_000 + "]" * 100_000
-ROWS = ('{"text": "a", "label": 1}\n'
-        f'{{"text": {DEEP}, "label": 2}}\n'
-        '{"text": ' + "[" * 990 + "]" * 990 + ', "label": 3}\n'
-        '{"text": "b", "label": 4}\n')
+ROWS = (
+    '{"text": "a", "label": 1}\n'
+    f'{{"text": {DEEP}, "label": 2}}\n'
+    '{"text": ' + "[" * 990 + "]" * 990 + ', "label": 3}\n'
+    '{"text": "b", "label": 4}\n'
+)
 
 
 def test_dataset_check_counts_deep_rows_as_unreadable_and_reads_on(tmp_path, capsys):

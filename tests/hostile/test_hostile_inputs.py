@@ -20,9 +20,8 @@ READERS = [
     (["report"], "run.json"),
 ]
 
-ALIAS_BOMB = (
-    'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
-    + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9))
+ALIAS_BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)
 )
 
 
@@ -141,8 +140,10 @@ def test_an_ansible_range_of_millions_is_refused_at_once(tmp_path, capsys, name)
     path = tmp_path / name
     path.write_text("[pods]\nh[1:100000000]\n" if name.endswith(".ini") else "pods:\n  hosts:\n    h[1:100000000]:\n")
     err = one_line_error(*run(capsys, "inventory", "list", "--ansible-inventory", str(path)))
-    assert f"{name}:2: host pattern 'h[1:100000000]' expands to more than 100,000 hosts" in err \
+    assert (
+        f"{name}:2: host pattern 'h[1:100000000]' expands to more than 100,000 hosts" in err
         or f"{name}:3: host pattern 'h[1:100000000]' expands to more than 100,000 hosts" in err
+    )
 
 
 def test_nested_ranges_count_as_their_product(tmp_path, capsys):

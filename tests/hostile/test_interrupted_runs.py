@@ -20,15 +20,20 @@ from sshfleet import PodSpec  # noqa: E402
 
 def test_ctrl_c_keeps_the_previous_report_and_leaves_the_pod_clean(ssh_fleet, start_pods, tmp_path):
     good, hung = start_pods(PodSpec("int-fine", **HEALTHY), PodSpec("int-hung", nvidia_smi="hang", torch="cu124"))
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(good), host_entry(hung)],
-                                trusted=[good, hung])
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(good), host_entry(hung)], trusted=[good, hung]
+    )
     previous = tmp_path / "prev.json"
     previous.write_text('{"a good": "report"}\n')
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
-    proc = subprocess.Popen([*CLI, "fleet", "check", "-i", str(inventory), "--format", "json", "-o", str(previous),
-                             "--timeout", "60"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_subprocess_env(home))
+    proc = subprocess.Popen(
+        [*CLI, "fleet", "check", "-i", str(inventory), "--format", "json", "-o", str(previous), "--timeout", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_subprocess_env(home),
+    )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
     try:
@@ -58,8 +63,11 @@ def test_ctrl_c_keeps_the_previous_report_and_leaves_the_pod_clean(ssh_fleet, st
 
 
 def leftovers(pod) -> list[str]:
-    return [cmd for pid, cmd in pod.pid_namespace_processes() if pid != pod.sshd_pid and not cmd.startswith("sshd: [listener]")
-            and "sleep infinity" not in cmd]
+    return [
+        cmd
+        for pid, cmd in pod.pid_namespace_processes()
+        if pid != pod.sshd_pid and not cmd.startswith("sshd: [listener]") and "sleep infinity" not in cmd
+    ]
 
 
 def iter_queue(lines: queue.Queue[str]):

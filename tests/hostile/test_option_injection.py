@@ -27,12 +27,15 @@ def run(capsys, *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("entry,what", [
-    ({"host": PWN}, "host"),
-    ({"host": "10.0.0.1", "user": "-oX=1"}, "user"),
-    ({"name": "-x", "host": "10.0.0.1"}, "name"),
-    ({"host": "10.0.0.1", "proxy_jump": "root@-oProxyCommand=x"}, "proxy_jump host"),
-])
+@pytest.mark.parametrize(
+    "entry,what",
+    [
+        ({"host": PWN}, "host"),
+        ({"host": "10.0.0.1", "user": "-oX=1"}, "user"),
+        ({"name": "-x", "host": "10.0.0.1"}, "name"),
+        ({"host": "10.0.0.1", "proxy_jump": "root@-oProxyCommand=x"}, "proxy_jump host"),
+    ],
+)
 def test_an_inventory_value_starting_with_a_dash_is_an_error_with_its_line(tmp_path, capsys, entry, what):
     path = tmp_path / "pods.yaml"
     flow = ", ".join(f"{k}: {v!r}".replace("'", '"') for k, v in entry.items())
@@ -70,8 +73,16 @@ def test_a_provider_pod_with_a_dash_address_is_one_uncheckable_pod():
 
 HOSTILE_TARGETS = [
     Target(name="n", host=PWN),
-    Target(name="n", host=PWN, port=2222, user="-oUser=x", identity_files=["-oIdentity"],
-           proxy_jump="-oJump", ssh_config="-Fconfig", known_hosts=["-oKnown"]),
+    Target(
+        name="n",
+        host=PWN,
+        port=2222,
+        user="-oUser=x",
+        identity_files=["-oIdentity"],
+        proxy_jump="-oJump",
+        ssh_config="-Fconfig",
+        known_hosts=["-oKnown"],
+    ),
     Target(name="n", host="-h", user=None, port=22, proxy_command="nc %h %p"),
 ]
 
@@ -80,7 +91,7 @@ HOSTILE_TARGETS = [
 @pytest.mark.parametrize("status", [s for s in HostStatus if s is not HostStatus.OK])
 def test_no_fix_lets_a_hostile_value_become_an_option(target, status):
     fix = status_fix(target, status, "-oDetail")
-    for command in (fix.commands if fix else []):
+    for command in fix.commands if fix else []:
         for words in _simple_commands(command):
             tool = words[0]
             if tool not in _WITH_VALUE:
@@ -141,8 +152,10 @@ def _parse(args: list[str], with_value: set[str]) -> tuple[list[tuple[str, str |
 
 def test_export_to_ssh_config_refuses_a_value_with_a_line_break(tmp_path, capsys):
     path = tmp_path / "hosts.yml"
-    path.write_text('pods:\n  hosts:\n    a:\n      ansible_host: 10.0.0.1\n'
-                    '      ansible_user: "root\\nProxyCommand touch /tmp/PWN"\n')
+    path.write_text(
+        "pods:\n  hosts:\n    a:\n      ansible_host: 10.0.0.1\n"
+        '      ansible_user: "root\\nProxyCommand touch /tmp/PWN"\n'
+    )
     code, err = run(capsys, "inventory", "export", "--ansible-inventory", str(path), "-f", "ssh-config")
     assert code == 2, err
     assert "User of 'a' holds a line break or NUL, which an ssh_config cannot hold; nothing exported" in err

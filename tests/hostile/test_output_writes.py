@@ -178,8 +178,11 @@ def test_a_live_writers_temporary_is_left_alone(tmp_path):
 
 def test_report_output_to_dev_null_exits_0(tmp_path, capsys):
     saved = tmp_path / "run.json"
-    saved.write_text(Report(tool_version="0.1.0", kind="doctor", generated_at="2025-06-01T12:00:00+00:00",
-                            hosts=[], summary=Summary()).model_dump_json())
+    saved.write_text(
+        Report(
+            tool_version="0.1.0", kind="doctor", generated_at="2025-06-01T12:00:00+00:00", hosts=[], summary=Summary()
+        ).model_dump_json()
+    )
     assert main(["report", str(saved), "-f", "json", "-o", "/dev/null"]) == 0
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
     assert main(["report", str(saved), "-o", str(tmp_path)]) == 2

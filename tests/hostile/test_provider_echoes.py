@@ -8,7 +8,7 @@ import json
 import pytest
 
 from computefence.errors import SourceError
-from computefence.sources.http import raise_for_status, scrub
+from computefence.http import raise_for_status, scrub
 
 KEY = "rpa_AbCdEfGhIjKlMnOpQrStUvWx1234"
 ECHOES = {
@@ -42,4 +42,4 @@ def test_a_short_key_is_still_removed_exactly():
 
 
 def _runs(text: str, length: int) -> set[str]:
-    return {text[i:i + length] for i in range(len(text) - length + 1)}
+    return {text[i : i + length] for i in range(len(text) - length + 1)}

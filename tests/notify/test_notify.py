@@ -4,28 +4,33 @@ redirect, limits, and the URL (a secret) in no message."""
 from __future__ import annotations
 
 import pytest
+from sshfleet import closed_port
+from webhook_server import Answer, WebhookServer
 
 from computefence.errors import ConfigError
 from computefence.evaluate import build_report
 from computefence.evaluate.changes import compare_reports
 from computefence.models import Finding, HostReport, HostStatus, Severity
-from computefence.notify import alert_settings, notify, wanted, webhooks
+from computefence.operations.notify import alert_settings, notify, wanted, webhooks
 from computefence.policy import NotifySettings
 from computefence.render.webhook import HEADER_LIMIT, MAX_BLOCKS, SECTION_LIMIT, TEXT_LIMIT
-from sshfleet import closed_port
-from webhook_server import Answer, WebhookServer
 
 FIX = "python3 -m pip install torch==2.4.1"
-TORCH = Finding(check="python.torch-missing", severity=Severity.BLOCK, message="torch is not importable", fix=FIX,
-                subject="python3")
+TORCH = Finding(
+    check="python.torch-missing", severity=Severity.BLOCK, message="torch is not importable", fix=FIX, subject="python3"
+)
 
 
 def _changed_run(pods: int = 2, name: str = "pod"):
     """Pod 0 broke, pod 1 was fixed (and more pods broke, when asked for more)."""
-    old = build_report([HostReport(name=f"{name}-{i}", status=HostStatus.OK, findings=[TORCH] if i == 1 else [])
-                        for i in range(pods)], kind="fleet")
-    new = build_report([HostReport(name=f"{name}-{i}", status=HostStatus.OK, findings=[] if i == 1 else [TORCH])
-                        for i in range(pods)], kind="fleet")
+    old = build_report(
+        [HostReport(name=f"{name}-{i}", status=HostStatus.OK, findings=[TORCH] if i == 1 else []) for i in range(pods)],
+        kind="fleet",
+    )
+    new = build_report(
+        [HostReport(name=f"{name}-{i}", status=HostStatus.OK, findings=[] if i == 1 else [TORCH]) for i in range(pods)],
+        kind="fleet",
+    )
     return new.model_copy(update={"changes": compare_reports(old, new)})
 
 
@@ -162,9 +167,14 @@ def test_settings_check_urls_without_showing_them_and_need_history_for_change():
     assert alert_settings(["https://hooks.example/x"], None, None, None, history=False).on == "block"
     assert alert_settings(["https://hooks.example/x"], None, None, None, history=True).on == "change"
     assert alert_settings([], None, None, None, history=True) is None
-    from_policy = alert_settings([], None, None, NotifySettings(url="https://hooks.example/p", when="always",
-                                                                 format="json"), history=False)
-    assert (from_policy.on, from_policy.fmt, [h.host for h in from_policy.hooks]) == ("always", "json", ["hooks.example"])
+    from_policy = alert_settings(
+        [], None, None, NotifySettings(url="https://hooks.example/p", when="always", format="json"), history=False
+    )
+    assert (from_policy.on, from_policy.fmt, [h.host for h in from_policy.hooks]) == (
+        "always",
+        "json",
+        ["hooks.example"],
+    )
     assert "hooks.example/p" not in repr(from_policy)
 
 
@@ -174,8 +184,9 @@ def test_policy_file_notify_is_read_and_policy_show_leaves_the_url_out(tmp_path,
 
     text = "notify:\n  url: https://hooks.example/secret-token-do-not-print\n  when: block\n  format: json\n"
     policy = parse_policy_text(text, "computefence.yaml")
-    assert policy.notify == NotifySettings(url=["https://hooks.example/secret-token-do-not-print"], when="block",
-                                           format="json")
+    assert policy.notify == NotifySettings(
+        url=["https://hooks.example/secret-token-do-not-print"], when="block", format="json"
+    )
     (tmp_path / "computefence.yaml").write_text(text)
     monkeypatch.chdir(tmp_path)
     assert main(["policy", "show"]) == 0
@@ -188,13 +199,22 @@ def test_without_history_the_message_lists_blocked_and_unchecked_pods_with_fix_a
     from computefence.models import Fix
     from computefence.render.webhook import slack
 
-    moved = Finding(check="storage.output-dir", severity=Severity.BLOCK, message="on the overlay",
-                    fix=Fix(commands=["mkdir -p /workspace/out"], advice="Point --output-dir at the volume."))
-    report = build_report([HostReport(name="a", status=HostStatus.OK, findings=[moved]),
-                           HostReport(name="b", status=HostStatus.OK),
-                           HostReport(name="c", status=HostStatus.UNREACHABLE, reason="connection refused")],
-                          kind="fleet")
+    moved = Finding(
+        check="storage.output-dir",
+        severity=Severity.BLOCK,
+        message="on the overlay",
+        fix=Fix(commands=["mkdir -p /workspace/out"], advice="Point --output-dir at the volume."),
+    )
+    report = build_report(
+        [
+            HostReport(name="a", status=HostStatus.OK, findings=[moved]),
+            HostReport(name="b", status=HostStatus.OK),
+            HostReport(name="c", status=HostStatus.UNREACHABLE, reason="connection refused"),
+        ],
+        kind="fleet",
+    )
     lines = [b["text"]["text"] for b in slack(report)["blocks"][2:]]
-    assert lines == [":red_circle: *a*: storage.output-dir\nfix: `mkdir -p /workspace/out`\n"
-                     "note: Point --output-dir at the volume.",
-                     ":red_circle: *c*: unreachable: connection refused"]
+    assert lines == [
+        ":red_circle: *a*: storage.output-dir\nfix: `mkdir -p /workspace/out`\nnote: Point --output-dir at the volume.",
+        ":red_circle: *c*: unreachable: connection refused",
+    ]

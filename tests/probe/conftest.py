@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from probe_pod import Pod
 
 

@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from computefence.connectors.payload import parse_probe_output, probe_payload
 from computefence.demo.fakes import write_fake_nvidia_smi, write_fake_torch
 from computefence.models import Facts
-from computefence.payload import parse_probe_output, probe_payload
 
 MOUNTINFO = Path(__file__).resolve().parent.parent / "fixtures" / "mountinfo"
 
@@ -29,8 +29,9 @@ def _find_python38() -> str | None:
     # A pyenv shim is on PATH even where it cannot run 3.8: try each candidate for real.
     for candidate in (shutil.which("python3.8"), "/root/.pyenv/versions/3.8.18/bin/python3.8", "/usr/bin/python3.8"):
         if candidate and os.access(candidate, os.X_OK):
-            check = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 8))"],
-                                   capture_output=True, text=True)
+            check = subprocess.run(
+                [candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 8))"], capture_output=True, text=True
+            )
             if check.stdout.strip() == "True":
                 return candidate
     return None
@@ -133,13 +134,24 @@ class Pod:
         full["roots"] = {"proc": str(self.proc), "etc": str(self.etc), "dev": str(self.dev)}
         full.update(params)
         started = time.monotonic()
-        done = subprocess.run([interpreter, "-"], input=probe_payload(full).encode(), capture_output=True,
-                              env=self.env, cwd=self.cwd, timeout=timeout)
+        done = subprocess.run(
+            [interpreter, "-"],
+            input=probe_payload(full).encode(),
+            capture_output=True,
+            env=self.env,
+            cwd=self.cwd,
+            timeout=timeout,
+        )
         elapsed = time.monotonic() - started
         assert done.returncode == 0, done.stderr.decode(errors="replace")
         assert len(done.stdout.splitlines()) == 1, done.stdout[:2000]
-        return ProbeRun(facts=parse_probe_output(done.stdout), document=json.loads(done.stdout),
-                        stdout=done.stdout, stderr=done.stderr, elapsed=elapsed)
+        return ProbeRun(
+            facts=parse_probe_output(done.stdout),
+            document=json.loads(done.stdout),
+            stdout=done.stdout,
+            stderr=done.stderr,
+            elapsed=elapsed,
+        )
 
 
 def path_fact(facts: Facts, role: str, path: str | None = None):

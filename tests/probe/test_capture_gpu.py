@@ -15,11 +15,18 @@ def test_capture_writes_the_recordings_and_compares_them(tmp_path):
     fakes.write_fake_nvidia_smi(tmp_path / "bin", "h100x8-fabric-manager-stopped")
     fakes.write_fake_torch(tmp_path / "site", "cu124")
     env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "site"), "HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, str(SCRIPT), "--python", sys.executable, "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, env=env, timeout=200)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--python", sys.executable, "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=200,
+    )
     assert done.returncode == 0, done.stderr
     name = "h100-80gb-hbm3x8"
-    assert (tmp_path / "out" / f"{name}.xml").read_text() == fakes._recording("nvidia-smi", "h100x8-fabric-manager-stopped.xml")
+    assert (tmp_path / "out" / f"{name}.xml").read_text() == fakes._recording(
+        "nvidia-smi", "h100x8-fabric-manager-stopped.xml"
+    )
     assert (tmp_path / "out" / f"{name}.query.csv").read_text() == fakes._recording("nvidia-smi", "h100x8.query.csv")
     lines = done.stdout.splitlines()
     # Error 802 keeps torch from CUDA: no canary, and it says why.

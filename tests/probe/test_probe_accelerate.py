@@ -134,7 +134,10 @@ def test_explicit_config_relative_to_cwd_wins(pod):
     pod.env["ACCELERATE_CONFIG_FILE"] = str(pod.root / "elsewhere.yaml")
     accelerate = pod.run(accelerate_config="ds.yaml").facts.accelerate
     assert accelerate.path == str(pod.cwd / "ds.yaml") and accelerate.origin == "--accelerate-config"
-    assert accelerate.config["deepspeed_config"]["zero_stage"] == 2 and accelerate.config["tpu_env"] == ["ENV_A", "ENV_B"]
+    assert accelerate.config["deepspeed_config"]["zero_stage"] == 2 and accelerate.config["tpu_env"] == [
+        "ENV_A",
+        "ENV_B",
+    ]
 
 
 def test_env_config_file(pod):

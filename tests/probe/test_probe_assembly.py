@@ -10,10 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from computefence import payload
+from computefence.connectors import payload
 from computefence.probe import PARTS
 
-PARTS_DIR = Path(payload.__file__).parent / "probe"
+PARTS_DIR = Path(payload.__file__).parent.parent / "probe"
 # The repository's hook flags these in probe files; nothing under computefence/probe/ may match.
 NON_STDLIB_IMPORT = re.compile(
     r"^\s*(import|from)\s+(pydantic|typer|rich|yaml|asyncssh|runpod|requests|httpx|computefence)\b", re.MULTILINE
@@ -72,7 +72,7 @@ def test_assembled_script_is_byte_identical_across_builds():
     # Two builds in this process, and one in a fresh interpreter with another hash seed.
     first = payload.probe_source.__wrapped__()
     assert payload.probe_source.__wrapped__() == first
-    code = "import hashlib; from computefence.payload import probe_source; print(hashlib.sha256(probe_source().encode()).hexdigest())"
+    code = "import hashlib; from computefence.connectors.payload import probe_source; print(hashlib.sha256(probe_source().encode()).hexdigest())"
     env = dict(os.environ, PYTHONHASHSEED="12345")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert other.stdout.strip() == hashlib.sha256(first.encode()).hexdigest()

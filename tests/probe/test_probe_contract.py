@@ -9,11 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from computefence.probe import packages, torch as torch_part
-from computefence.demo import fakes
-from computefence.payload import probe_source
 from probe_pod import PYTHON38, path_fact
+
+from computefence.connectors.payload import probe_source
+from computefence.demo import fakes
+from computefence.probe import packages
+from computefence.probe import torch as torch_part
 
 STDLIB = sys.stdlib_module_names
 
@@ -101,7 +102,7 @@ def test_probe_writes_nothing(pod):
 
 
 def test_hostile_params_travel_inside_the_script(pod):
-    weird = "out'; touch /tmp/pwned; echo \"$(id)\"\n`x`"
+    weird = 'out\'; touch /tmp/pwned; echo "$(id)"\n`x`'
     facts = pod.run(output_dir=weird).facts
     out = path_fact(facts, "output_dir")
     assert out.path == weird and out.resolved == os.path.normpath(str(pod.cwd / weird))
@@ -135,9 +136,14 @@ def test_probe_source_runs_as_a_script(tmp_path):
     # `computefence probe --print > probe.py; python3 probe.py` works with no parameters at all.
     script = tmp_path / "probe.py"
     script.write_text(probe_source())
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, cwd=tmp_path)
-    from computefence.payload import parse_probe_output
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        cwd=tmp_path,
+    )
+    from computefence.connectors.payload import parse_probe_output
 
     facts = parse_probe_output(done.stdout)
     assert facts.storage.mounts and facts.identity.cwd == str(tmp_path)

@@ -14,9 +14,11 @@ def run(*checks: dict, budget: float = 30.0) -> dict[str, dict]:
 
 
 def test_exit_status_output_and_shell_syntax_as_written():
-    results = run({"id": "ok", "run": "echo 'a  b' \"$((1+2))\"; echo err >&2"},
-                  {"id": "fails", "run": "exit 7"},
-                  {"id": "missing", "run": "no-such-command-xyz"})
+    results = run(
+        {"id": "ok", "run": "echo 'a  b' \"$((1+2))\"; echo err >&2"},
+        {"id": "fails", "run": "exit 7"},
+        {"id": "missing", "run": "no-such-command-xyz"},
+    )
     assert results["ok"]["exit_code"] == 0 and results["ok"]["stdout"] == "a  b 3\n"
     assert results["ok"]["stderr"] == "err\n" and not results["ok"]["timed_out"]
     assert results["fails"]["exit_code"] == 7
@@ -26,8 +28,10 @@ def test_exit_status_output_and_shell_syntax_as_written():
 def test_timeout_kills_the_whole_process_group_and_side_by_side_checks_do_not_add_up(tmp_path):
     marker = tmp_path / "child.pid"
     started = time.monotonic()
-    results = run({"id": "hangs", "run": f"sleep 300 & echo $! > {marker}; wait", "timeout": 1},
-                  {"id": "also", "run": "sleep 300", "timeout": 1})
+    results = run(
+        {"id": "hangs", "run": f"sleep 300 & echo $! > {marker}; wait", "timeout": 1},
+        {"id": "also", "run": "sleep 300", "timeout": 1},
+    )
     assert time.monotonic() - started < 6
     assert results["hangs"]["timed_out"] and results["hangs"]["signal"] == 9
     assert results["hangs"].get("exit_code") is None and results["also"]["timed_out"]
@@ -37,17 +41,20 @@ def test_timeout_kills_the_whole_process_group_and_side_by_side_checks_do_not_ad
 
 
 def test_output_is_capped_at_64_kib_and_a_signal_is_reported():
-    results = run({"id": "floods", "run": "head -c 10000000 /dev/zero | tr '\\0' x"},
-                  {"id": "crashes", "run": "kill -SEGV $$"})
+    results = run(
+        {"id": "floods", "run": "head -c 10000000 /dev/zero | tr '\\0' x"}, {"id": "crashes", "run": "kill -SEGV $$"}
+    )
     assert results["floods"]["exit_code"] == 0 and results["floods"]["output_truncated"]
     assert results["floods"]["stdout"] == "x" * 512  # only the tail comes back
     assert results["crashes"]["signal"] == 11 and results["crashes"].get("exit_code") is None
 
 
 def test_the_pattern_is_matched_on_the_pod_over_the_whole_capped_output():
-    results = run({"id": "early", "run": "echo token=abc; seq 1 5000", "stdout_matches": "^token=abc$"},
-                  {"id": "absent", "run": "echo nope", "stdout_matches": "yes"},
-                  {"id": "none", "run": "echo hi"})
+    results = run(
+        {"id": "early", "run": "echo token=abc; seq 1 5000", "stdout_matches": "^token=abc$"},
+        {"id": "absent", "run": "echo nope", "stdout_matches": "yes"},
+        {"id": "none", "run": "echo hi"},
+    )
     assert results["early"]["stdout_matched"] is True and "token=abc" not in results["early"]["stdout"]
     assert results["absent"]["stdout_matched"] is False
     assert "stdout_matched" not in results["none"]

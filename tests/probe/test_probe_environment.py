@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 
-from computefence.models import EnvValue
-
 SECRET = "hf_SuperSecretTokenValue123"
 
 
@@ -18,9 +16,12 @@ def test_each_value_carries_its_source(pod):
     pod.env["CUDA_VISIBLE_DEVICES"] = "0,1"
     pod.container_env(b"HF_HOME=/workspace/.cache/hf\0NVIDIA_VISIBLE_DEVICES=all\0RUNPOD_POD_ID=k2x9q7w1m4\0")
     pod.etc_file("environment", 'PATH="/usr/local/sbin:/usr/bin"\n# comment\nHF_HUB_OFFLINE=1\n')
-    pod.etc_file("rp_environment", 'export RUNPOD_POD_ID="k2x9q7w1m4"\nexport HF_HOME="/workspace/rp hf"\n'
-                                   "export PUBLIC_KEY=\"ssh-ed25519 AAAA one\nssh-ed25519 BBBB two\"\n"
-                                   "export RUNPOD_GPU_COUNT='1'\n")
+    pod.etc_file(
+        "rp_environment",
+        'export RUNPOD_POD_ID="k2x9q7w1m4"\nexport HF_HOME="/workspace/rp hf"\n'
+        'export PUBLIC_KEY="ssh-ed25519 AAAA one\nssh-ed25519 BBBB two"\n'
+        "export RUNPOD_GPU_COUNT='1'\n",
+    )
     facts = pod.run().facts
     assert facts.environment.container_env_readable
     assert _values(facts, "HF_HOME") == [
@@ -38,14 +39,14 @@ def test_each_value_carries_its_source(pod):
 
 
 def test_hostile_values_keep_the_output_valid(pod):
-    pod.env["HF_HOME"] = "/tmp/a\nb\"c\\d\x1b[31m"
+    pod.env["HF_HOME"] = '/tmp/a\nb"c\\d\x1b[31m'
     pod.env["WANDB_DIR"] = "x" * 100_000
     pod.env["TORCH_HOME"] = os.fsdecode(b"/models/\xffcache")  # passed to the probe as raw bytes
     pod.container_env(b"HF_HOME=/data/\xff\xfe\x80cache\0VAST_CONTAINERLABEL=C.\xc3\x28\0NOEQUALS\0=novalue\0")
-    pod.etc_file("environment", "HF_DATASETS_CACHE=\"unterminated\n")
+    pod.etc_file("environment", 'HF_DATASETS_CACHE="unterminated\n')
     run = pod.run()
     variables = run.facts.environment.variables
-    assert variables["HF_HOME"][0].value == "/tmp/a\nb\"c\\d\x1b[31m"
+    assert variables["HF_HOME"][0].value == '/tmp/a\nb"c\\d\x1b[31m'
     assert variables["HF_HOME"][1].value == "/data/\ufffd\ufffd\ufffdcache"
     assert len(variables["WANDB_DIR"][0].value) < 5000
     assert variables["TORCH_HOME"][0].value == "/models/\ufffdcache"

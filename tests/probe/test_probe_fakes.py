@@ -6,19 +6,28 @@ import subprocess
 import sys
 
 import pytest
-
-from computefence.demo import fakes
 from probe_pod import PYTHON38
 
-QUERY = ["--query-gpu=index,name,uuid,driver_version,memory.total,memory.used,compute_cap",
-         "--format=csv,noheader,nounits"]
+from computefence.demo import fakes
+
+QUERY = [
+    "--query-gpu=index,name,uuid,driver_version,memory.total,memory.used,compute_cap",
+    "--format=csv,noheader,nounits",
+]
 INTERPRETERS = [sys.executable] + ([PYTHON38] if PYTHON38 else [])
 
 
 def test_agreed_scenario_names():
     assert {"h100x1", "a100x2", "rtx4090x1", "h100x8", "driver-unreachable", "hang"} <= set(fakes.NVIDIA_SMI_SCENARIOS)
-    assert {"cu124", "cu121-h100", "cu118-no-sm90", "cpu", "cu126-driver-too-old", "import-error",
-            "hang-on-import"} <= set(fakes.TORCH_SCENARIOS)
+    assert {
+        "cu124",
+        "cu121-h100",
+        "cu118-no-sm90",
+        "cpu",
+        "cu126-driver-too-old",
+        "import-error",
+        "hang-on-import",
+    } <= set(fakes.TORCH_SCENARIOS)
 
 
 @pytest.mark.parametrize("python", INTERPRETERS)
@@ -36,8 +45,9 @@ def test_nvidia_smi_replays_the_recording(tmp_path, python, scenario):
 @pytest.mark.parametrize("python", INTERPRETERS)
 def test_nvidia_smi_units_header_and_unknown_fields(tmp_path, python):
     script = str(fakes.write_fake_nvidia_smi(tmp_path, "a100x2"))
-    with_units = subprocess.run([python, script, "--query-gpu=index,memory.total", "--format=csv"],
-                                capture_output=True, text=True, timeout=30)
+    with_units = subprocess.run(
+        [python, script, "--query-gpu=index,memory.total", "--format=csv"], capture_output=True, text=True, timeout=30
+    )
     assert with_units.stdout == "index, memory.total [MiB]\n0, 81920 MiB\n1, 81920 MiB\n"
     old = str(fakes.write_fake_nvidia_smi(tmp_path / "old", "a100x1-driver470"))
     refused = subprocess.run([python, old, *QUERY], capture_output=True, text=True, timeout=30)
@@ -48,16 +58,23 @@ def test_driver_unreachable_prints_the_real_failure(tmp_path):
     script = fakes.write_fake_nvidia_smi(tmp_path, "driver-unreachable")
     done = subprocess.run([str(script)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 9
-    assert done.stdout == ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
-                           "Make sure that the latest NVIDIA driver is installed and running.\n\n")
+    assert done.stdout == (
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+        "Make sure that the latest NVIDIA driver is installed and running.\n\n"
+    )
 
 
 def test_rewriting_a_pod_replaces_its_torch(tmp_path):
     fakes.write_fake_torch(tmp_path, "cu124")
     fakes.write_fake_torch(tmp_path, "cpu")
     assert [p.name for p in tmp_path.glob("torch-*.dist-info")] == ["torch-2.5.1+cpu.dist-info"]
-    done = subprocess.run([sys.executable, "-B", "-c", "import torch; print(torch.__version__)"], capture_output=True,
-                          text=True, env={"PYTHONPATH": str(tmp_path)}, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-B", "-c", "import torch; print(torch.__version__)"],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path)},
+        timeout=30,
+    )
     assert done.stdout == "2.5.1+cpu\n"
 
 
@@ -68,8 +85,16 @@ def test_unknown_scenarios_are_refused(tmp_path):
         fakes.write_fake_torch(tmp_path, "rocm")
 
 
-XML_SCENARIOS = ["h100x8", "h100x8-fabric-manager-stopped", "a100x1-remap-pending", "a100x1-mig", "rtx4090x1-driver535",
-                 "rtx4090x1-pcie-x4", "rtx4090x1-power-capped", "a100x1-driver470"]
+XML_SCENARIOS = [
+    "h100x8",
+    "h100x8-fabric-manager-stopped",
+    "a100x1-remap-pending",
+    "a100x1-mig",
+    "rtx4090x1-driver535",
+    "rtx4090x1-pcie-x4",
+    "rtx4090x1-power-capped",
+    "a100x1-driver470",
+]
 
 
 @pytest.mark.parametrize("python", INTERPRETERS)
@@ -91,11 +116,18 @@ def test_a_scenario_without_a_table_says_so_instead_of_inventing_one(tmp_path):
 def test_fabric_manager_stopped_makes_torch_fail_with_error_802(tmp_path):
     fakes.write_fake_nvidia_smi(tmp_path / "bin", "h100x8-fabric-manager-stopped")
     fakes.write_fake_torch(tmp_path / "site", "cu124")
-    code = ("import warnings, torch\nwith warnings.catch_warnings(record=True) as w:\n"
-            "    warnings.simplefilter('always')\n    print(torch.cuda.is_available())\n    print(w[0].message)\n"
-            "try:\n    torch.cuda.init()\nexcept RuntimeError as exc:\n    print(exc)\n")
-    done = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True, timeout=30,
-                          env={"PYTHONPATH": str(tmp_path / "site"), "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    code = (
+        "import warnings, torch\nwith warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n    print(torch.cuda.is_available())\n    print(w[0].message)\n"
+        "try:\n    torch.cuda.init()\nexcept RuntimeError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-B", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PYTHONPATH": str(tmp_path / "site"), "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"},
+    )
     available, warning, raised = done.stdout.splitlines()
     assert available == "False"
     assert warning == fakes._recording("torch", "cuda-error-802.txt").strip()

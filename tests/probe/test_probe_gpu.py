@@ -5,7 +5,6 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
 from probe_pod import processes_mentioning
 
 
@@ -93,7 +92,8 @@ def test_hung_nvidia_smi_costs_only_the_gpu_collector(pod):
 def test_not_available_values_parse_to_none(pod):
     # Real drivers print bracketed placeholders for fields a GPU or mode cannot report.
     script = pod.bin / "nvidia-smi"
-    script.write_text(textwrap.dedent("""\
+    script.write_text(
+        textwrap.dedent("""\
         #!/bin/sh
         if [ -z "$1" ]; then
             echo "| NVIDIA-SMI 535.54.03              Driver Version: 535.54.03    CUDA Version: 12.2     |"
@@ -101,7 +101,8 @@ def test_not_available_values_parse_to_none(pod):
         fi
         echo "0, NVIDIA A100-SXM4-40GB MIG 3g.20gb, [N/A], 535.54.03, 40960, [Not Supported], 8.0"
         echo "1, NVIDIA GeForce RTX 3090, GPU-0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b, 535.54.03, [N/A], 512, [Unknown Error]"
-        """))
+        """)
+    )
     script.chmod(0o755)
     gpu = pod.run().facts.gpu
     first, second = gpu.gpus

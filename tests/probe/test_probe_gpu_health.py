@@ -10,8 +10,16 @@ from computefence.evaluate import evaluate_host
 from computefence.models import CheckOptions, Severity
 from computefence.probe import gpu as gpu_part
 
-HEALTH_CHECKS = {"gpu.ecc", "gpu.pcie-link", "gpu.throttle", "gpu.power-limit", "gpu.mig", "gpu.compute-mode",
-                 "gpu.fabric-manager", "gpu.xid"}
+HEALTH_CHECKS = {
+    "gpu.ecc",
+    "gpu.pcie-link",
+    "gpu.throttle",
+    "gpu.power-limit",
+    "gpu.mig",
+    "gpu.compute-mode",
+    "gpu.fabric-manager",
+    "gpu.xid",
+}
 
 
 def _health_findings(facts):
@@ -85,7 +93,8 @@ def test_xid_lines_of_the_kernel_log(pod):
     (pod.dev / "kmsg").write_text(
         "6,1001,5000000,-;nvidia-nvswitch0: open (major=507)\n"
         "4,1002,9000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=0, name=python, GPU has fallen off the bus.\n"
-        "4,1003,9100000,-;NVRM: Xid (PCI:0000:2a:00): 13, pid=1234, Graphics SM Warp Exception\n")
+        "4,1003,9100000,-;NVRM: Xid (PCI:0000:2a:00): 13, pid=1234, Graphics SM Warp Exception\n"
+    )
     facts = pod.run().facts
     log = facts.gpu.kernel_log
     assert log.readable and log.source == "/dev/kmsg"
@@ -133,8 +142,16 @@ def test_xml_of_an_unseen_driver_is_unknown_never_a_crash_or_a_block():
     assert health["power_limit_w"] is None and health["fabric_state"] is None
 
 
-@pytest.mark.parametrize("text", ["", "<nvidia_smi_log>", "<html>no</html>", "not xml at all",
-                                  '<!DOCTYPE x [<!ENTITY e "boom">]><nvidia_smi_log>&e;</nvidia_smi_log>'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "<nvidia_smi_log>",
+        "<html>no</html>",
+        "not xml at all",
+        '<!DOCTYPE x [<!ENTITY e "boom">]><nvidia_smi_log>&e;</nvidia_smi_log>',
+    ],
+)
 def test_broken_xml_is_a_reason_not_a_crash(text):
     with pytest.raises(ValueError):
         gpu_part._parse_smi_xml(text)

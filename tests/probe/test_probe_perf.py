@@ -22,7 +22,8 @@ def test_canary_measures_every_gpu_and_nccl(pod):
     assert perf.ran and perf.error is None and facts.collectors["perf"].ok
     assert [g.index for g in perf.gpus] == list(range(8))
     assert {(g.name, g.dtype, g.matmul_tflops, g.h2d_gbps, g.d2h_gbps) for g in perf.gpus} == {
-        ("NVIDIA H100 80GB HBM3", "bfloat16", 745.0, 53.2, 51.8)}
+        ("NVIDIA H100 80GB HBM3", "bfloat16", 745.0, 53.2, 51.8)
+    }
     assert (perf.interconnect_method, perf.interconnect_gbps) == ("nccl-allreduce", 468.0)
     findings = _perf_findings(facts)
     assert [f.severity for f in findings.values()] == [Severity.PASS] * 3

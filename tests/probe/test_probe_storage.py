@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from probe_pod import path_fact
 
 from computefence.probe import core, storage
-from probe_pod import path_fact
 
 
 def test_runpod_network_volume(pod):
@@ -140,10 +140,7 @@ def test_mounts_match_by_component_never_by_string_prefix(pod):
     data = pod.root / "srv" / "data"
     data.mkdir(parents=True)
     (pod.root / "srv" / "database").mkdir()
-    mountinfo = (
-        "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
-        f"2 1 8:17 / {data} rw - xfs /dev/sdb1 rw\n"
-    )
+    mountinfo = f"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n2 1 8:17 / {data} rw - xfs /dev/sdb1 rw\n"
     pod.write_mountinfo(mountinfo)
     facts = pod.run(extra_paths=[str(pod.root / "srv" / "database" / "x"), str(data / "x")]).facts
     near, inside = [p for p in facts.storage.paths if p.role == "extra"]
@@ -156,7 +153,8 @@ def test_octal_escapes_and_optional_fields(pod):
     spaced.mkdir()
     mountinfo = (
         "1 0 8:1 / / rw,relatime shared:1 master:2 - ext4 /dev/sda1 rw\n"
-        "2 1 0:40 / " + str(spaced).replace(" ", "\\040").replace("\t", "\\011")
+        "2 1 0:40 / "
+        + str(spaced).replace(" ", "\\040").replace("\t", "\\011")
         + " rw,relatime shared:7 - fuse.juicefs JuiceFS:my\\040vol rw,user_id=0\n"
         "not a mountinfo line\n"
     )
@@ -220,10 +218,14 @@ def test_a_hung_mount_costs_only_its_paths(pod, monkeypatch):
         return real_statvfs(path)
 
     monkeypatch.setattr(storage.os, "statvfs", statvfs)
-    params = core._load_params(json.dumps({
-        "roots": {"proc": str(pod.proc)},
-        "extra_paths": [str(dead / "a"), str(dead / "b"), str(pod.cwd)],
-    }))
+    params = core._load_params(
+        json.dumps(
+            {
+                "roots": {"proc": str(pod.proc)},
+                "extra_paths": [str(dead / "a"), str(dead / "b"), str(pod.cwd)],
+            }
+        )
+    )
     params["_deadline"] = time.time() + 8.0
     started = time.monotonic()
     try:

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from probe_pod import processes_mentioning
 
 H100_ARCHS = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
@@ -46,7 +45,10 @@ def test_build_without_sm90_on_h100(pod):
     assert torch.cuda_available and torch.devices[0].capability == "9.0"
     assert "sm_90" not in torch.arch_list and "sm_86" in torch.arch_list
     [warning] = torch.warnings
-    assert "NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible with the current PyTorch installation" in warning
+    assert (
+        "NVIDIA H100 80GB HBM3 with CUDA capability sm_90 is not compatible with the current PyTorch installation"
+        in warning
+    )
 
 
 def test_driver_too_old_for_the_build(pod):
@@ -122,14 +124,28 @@ def test_packages_are_read_from_metadata_without_importing(pod):
     assert run.facts.packages.python_found and run.facts.packages.error is None
     assert versions["torch"] == "2.5.1+cu124"
     assert versions["flash-attn"] == "2.6.3" and versions["transformers"] == "4.44.2"
-    assert set(versions) == {"transformers", "accelerate", "peft", "trl", "datasets", "deepspeed", "flash-attn",
-                             "bitsandbytes", "xformers", "vllm", "torch", "numpy"}
+    assert set(versions) == {
+        "transformers",
+        "accelerate",
+        "peft",
+        "trl",
+        "datasets",
+        "deepspeed",
+        "flash-attn",
+        "bitsandbytes",
+        "xformers",
+        "vllm",
+        "torch",
+        "numpy",
+    }
     assert versions["vllm"] is None
 
 
 def test_interpreter_that_is_not_python(pod):
     not_python = pod.bin / "python-broken"
-    not_python.write_text("#!/bin/sh\necho 'error while loading shared libraries: libpython3.10.so.1.0' >&2\nexit 127\n")
+    not_python.write_text(
+        "#!/bin/sh\necho 'error while loading shared libraries: libpython3.10.so.1.0' >&2\nexit 127\n"
+    )
     not_python.chmod(0o755)
     run = pod.run(python=str(not_python))
     assert run.facts.torch.python_found and not run.facts.torch.importable
@@ -160,10 +176,12 @@ def test_fabric_manager_stopped_gives_error_802_whole(pod):
     pod.torch("cu124")
     torch = pod.run().facts.torch
     assert torch.cuda_available is False and torch.device_count == 0
-    assert torch.cuda_error == ("CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
-                                "functions before calling NumCudaDevices() that might have already set an error? "
-                                "Error 802: system not yet initialized (Triggered internally at "
-                                "../c10/cuda/CUDAFunctions.cpp:108.)")
+    assert torch.cuda_error == (
+        "CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+        "functions before calling NumCudaDevices() that might have already set an error? "
+        "Error 802: system not yet initialized (Triggered internally at "
+        "../c10/cuda/CUDAFunctions.cpp:108.)"
+    )
 
 
 def test_no_visible_device_is_asked_of_torch_cuda_init(pod):

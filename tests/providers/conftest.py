@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fake_api import FakeProviderApi
 
-from computefence.sources.http import RetryPolicy
+from computefence.http import RetryPolicy
 
 ENV_VARS = (
     "RUNPOD_API_KEY",
@@ -40,7 +40,9 @@ def sleeps() -> SleepLog:
 @pytest.fixture
 def fast(sleeps: SleepLog) -> RetryPolicy:
     """Three tries, a 1 s timeout, waits recorded rather than slept."""
-    return RetryPolicy(attempts=3, timeout_s=1.0, backoff_s=0.5, max_backoff_s=2.0, max_retry_after_s=10.0, sleep=sleeps)
+    return RetryPolicy(
+        attempts=3, timeout_s=1.0, backoff_s=0.5, max_backoff_s=2.0, max_retry_after_s=10.0, sleep=sleeps
+    )
 
 
 @pytest.fixture

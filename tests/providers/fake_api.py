@@ -123,6 +123,7 @@ class FakeProviderApi:
     def _vast(self, query: dict[str, str]):
         limit = int(query.get("limit", "25"))
         limit = 5 if limit <= 0 else min(limit, 25)
+
         # Malformed entries (tests of odd data) sort first, as id 0.
         def ident(item: Any) -> int:
             return item.get("id") or 0 if isinstance(item, dict) else 0
@@ -188,9 +189,7 @@ def _handler(api: FakeProviderApi) -> type[BaseHTTPRequestHandler]:
                 status, headers, data, delay = _json(404, {"error": "unknown provider prefix"})
             else:
                 query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-                status, headers, data, delay = api.answer(
-                    provider, method, "/" + rest, query, self.headers, body
-                )
+                status, headers, data, delay = api.answer(provider, method, "/" + rest, query, self.headers, body)
             if delay:
                 time.sleep(delay)
             try:

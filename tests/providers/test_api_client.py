@@ -12,7 +12,7 @@ import pytest
 from fake_api import lambda_instance, vast_instance
 
 from computefence.errors import SourceError
-from computefence.sources.http import ApiClient
+from computefence.http import ApiClient
 from computefence.sources.lambda_cloud import LambdaSource
 from computefence.sources.vast import VastSource
 
@@ -36,8 +36,9 @@ class Script:
 
 
 def _client(script: Script, policy) -> ApiClient:
-    return ApiClient("Example", BASE, KEY, key_help="check EXAMPLE_KEY", policy=policy,
-                     transport=httpx.MockTransport(script))
+    return ApiClient(
+        "Example", BASE, KEY, key_help="check EXAMPLE_KEY", policy=policy, transport=httpx.MockTransport(script)
+    )
 
 
 def _fails(script: Script, policy) -> str:
@@ -60,13 +61,16 @@ def test_sends_the_key_only_in_the_authorization_header(fast):
     assert KEY not in repr(client)
 
 
-@pytest.mark.parametrize("status, expected", [
-    (401, "Example API rejected the API key (HTTP 401) (bad key): check EXAMPLE_KEY"),
-    (403, "Example API refused access (HTTP 403) (bad key): check that the key may list instances"),
-    (404, f"Example API answered HTTP 404 (bad key): check the API URL ({BASE})"),
-    # Redirects are not followed: a login page is not an API answer.
-    (302, f"Example API answered HTTP 302 (bad key): check the API URL ({BASE})"),
-])
+@pytest.mark.parametrize(
+    "status, expected",
+    [
+        (401, "Example API rejected the API key (HTTP 401) (bad key): check EXAMPLE_KEY"),
+        (403, "Example API refused access (HTTP 403) (bad key): check that the key may list instances"),
+        (404, f"Example API answered HTTP 404 (bad key): check the API URL ({BASE})"),
+        # Redirects are not followed: a login page is not an API answer.
+        (302, f"Example API answered HTTP 302 (bad key): check the API URL ({BASE})"),
+    ],
+)
 def test_final_statuses_fail_at_once_with_the_servers_words(fast, status, expected):
     script = Script(httpx.Response(status, json={"error": "bad key"}, headers={"Location": "https://login.test/"}))
     assert _fails(script, fast).startswith(expected)
@@ -97,11 +101,16 @@ def test_5xx_backs_off_then_gives_up_after_the_tries(fast, sleeps):
     assert sleeps.waits == [0.5, 1.0] and len(script.requests) == 3
 
 
-@pytest.mark.parametrize("error, expected", [
-    (httpx.ReadTimeout("slow"), f"Example API at {BASE} did not answer within 1 s after 3 tries"),
-    (httpx.ConnectError("[Errno 111] Connection refused"),
-     f"cannot reach Example API at {BASE} ([Errno 111] Connection refused) after 3 tries"),
-])
+@pytest.mark.parametrize(
+    "error, expected",
+    [
+        (httpx.ReadTimeout("slow"), f"Example API at {BASE} did not answer within 1 s after 3 tries"),
+        (
+            httpx.ConnectError("[Errno 111] Connection refused"),
+            f"cannot reach Example API at {BASE} ([Errno 111] Connection refused) after 3 tries",
+        ),
+    ],
+)
 def test_transport_failures_are_retried_then_reported(fast, error, expected):
     script = Script(error, error, error)
     assert _fails(script, fast).startswith(expected)
@@ -109,9 +118,14 @@ def test_transport_failures_are_retried_then_reported(fast, error, expected):
 
 
 def test_a_body_that_is_not_json_is_not_retried(fast):
-    script = Script(httpx.Response(200, text="<html>login</html>", headers={"Content-Type": "text/html; charset=utf-8"}))
+    script = Script(
+        httpx.Response(200, text="<html>login</html>", headers={"Content-Type": "text/html; charset=utf-8"})
+    )
     message = _fails(script, fast)
-    assert message == f"Example API at {BASE} returned a body that is not JSON (text/html): check the API URL or retry later"
+    assert (
+        message
+        == f"Example API at {BASE} returned a body that is not JSON (text/html): check the API URL or retry later"
+    )
     assert len(script.requests) == 1
 
 
@@ -141,8 +155,11 @@ def test_vast_follows_next_token_through_after_token(home, monkeypatch, fast):
 
 def test_vast_stops_a_listing_whose_token_repeats(home, monkeypatch, fast):
     monkeypatch.setenv("VAST_API_KEY", KEY)
-    loop = httpx.MockTransport(lambda request: httpx.Response(
-        200, json={"success": True, "next_token": "same", "instances": [vast_instance(1, "a")]}))
+    loop = httpx.MockTransport(
+        lambda request: httpx.Response(
+            200, json={"success": True, "next_token": "same", "instances": [vast_instance(1, "a")]}
+        )
+    )
     with pytest.raises(SourceError, match="repeated a page token"):
         VastSource(BASE, policy=fast, transport=loop).targets()
 
@@ -152,7 +169,10 @@ def test_lambda_without_a_data_list_names_the_url(home, monkeypatch, fast):
     odd = httpx.MockTransport(lambda request: httpx.Response(200, json={"instances": []}))
     with pytest.raises(SourceError, match=f"returned no `data` list of instances: check the API URL \\({BASE}\\)"):
         LambdaSource(BASE, policy=fast, transport=odd).targets()
-    listing = httpx.MockTransport(lambda request: httpx.Response(
-        200, json={"data": [lambda_instance("0920582c7ff041399e34823a0be62549", "lambda-one")]}))
+    listing = httpx.MockTransport(
+        lambda request: httpx.Response(
+            200, json={"data": [lambda_instance("0920582c7ff041399e34823a0be62549", "lambda-one")]}
+        )
+    )
     (target,) = LambdaSource(BASE, policy=fast, transport=listing).targets()
     assert target.name == "lambda-one" and target.host == "192.0.2.30"

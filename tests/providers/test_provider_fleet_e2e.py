@@ -7,18 +7,25 @@ import shutil
 
 import pytest
 from fake_api import Fault, lambda_instance, runpod_pod, vast_instance
+from sshfleet import PodSpec, closed_port
 
 from computefence.cli import main
 from computefence.models import HostStatus, Report
-from sshfleet import PodSpec, closed_port
 
 pytestmark = pytest.mark.sshd
 
 
-def test_pods_discovered_through_provider_apis_are_checked(api, start_pods, ssh_fleet, home, tmp_path, capsys, monkeypatch):
+def test_pods_discovered_through_provider_apis_are_checked(
+    api, start_pods, ssh_fleet, home, tmp_path, capsys, monkeypatch
+):
     rp_pod, vast_pod = start_pods(
-        PodSpec("rp-trainer", nvidia_smi="h100x1", torch="cu124", workspace_size="50G",
-                env={"RUNPOD_POD_ID": "rp1", "HF_HOME": "/workspace/hf"}),
+        PodSpec(
+            "rp-trainer",
+            nvidia_smi="h100x1",
+            torch="cu124",
+            workspace_size="50G",
+            env={"RUNPOD_POD_ID": "rp1", "HF_HOME": "/workspace/hf"},
+        ),
         PodSpec("vast-box", nvidia_smi="rtx4090x1", torch="cu124"),
     )
     # The user's own key and the pods' host keys, as they would be after a first `ssh` to each.
@@ -41,8 +48,20 @@ def test_pods_discovered_through_provider_apis_are_checked(api, start_pods, ssh_
     for provider, var in (("runpod", "RUNPOD_API_BASE_URL"), ("vast", "VAST_API_URL"), ("lambda", "LAMBDA_API_URL")):
         monkeypatch.setenv(var, api.base_url(provider))
 
-    code = main(["fleet", "check", "--provider", "runpod,vast,lambda", "--known-hosts", str(known),
-                 "--format", "json", "--timeout", "30"])
+    code = main(
+        [
+            "fleet",
+            "check",
+            "--provider",
+            "runpod,vast,lambda",
+            "--known-hosts",
+            str(known),
+            "--format",
+            "json",
+            "--timeout",
+            "30",
+        ]
+    )
     out, err = capsys.readouterr()
     report = Report.model_validate_json(out)
     hosts = {h.name: h for h in report.hosts}
@@ -54,7 +73,11 @@ def test_pods_discovered_through_provider_apis_are_checked(api, start_pods, ssh_
     assert trainer.status is HostStatus.OK, trainer.reason
     assert trainer.facts.identity.hostname == "rp-trainer"
     assert (trainer.host, trainer.port) == (rp_pod.host, rp_pod.port)
-    assert (trainer.provider.provider, trainer.provider.pod_id, trainer.provider.cost_per_hour) == ("runpod", "rp1", 2.99)
+    assert (trainer.provider.provider, trainer.provider.pod_id, trainer.provider.cost_per_hour) == (
+        "runpod",
+        "rp1",
+        2.99,
+    )
     assert trainer.provider.volume_mount_path == "/workspace"
 
     box = hosts["vast-box"]
@@ -69,7 +92,11 @@ def test_pods_discovered_through_provider_apis_are_checked(api, start_pods, ssh_
     sources = {s.name: s for s in report.sources}
     assert (sources["runpod"].ok, sources["runpod"].targets) == (True, 3)
     assert (sources["vast"].ok, sources["vast"].targets) == (True, 1)
-    assert not sources["lambda"].ok and "HTTP 401" in sources["lambda"].error and "LAMBDA_API_KEY" in sources["lambda"].error
+    assert (
+        not sources["lambda"].ok
+        and "HTTP 401" in sources["lambda"].error
+        and "LAMBDA_API_KEY" in sources["lambda"].error
+    )
     assert report.summary.cost_per_hour_total is not None
     assert api.keys["runpod"] not in out + err and api.keys["vast"] not in out + err
 
@@ -77,7 +104,9 @@ def test_pods_discovered_through_provider_apis_are_checked(api, start_pods, ssh_
 def test_a_pod_destroyed_after_discovery_is_reported_as_vanished(api, home, capsys, monkeypatch):
     gone = vast_instance(77, "short-lived", direct=("127.0.0.1", closed_port()))
     # The first listing (discovery) still shows the instance; by the re-check it is destroyed.
-    api.fail("vast", Fault(status=200, body=json.dumps({"success": True, "instances": [gone], "next_token": None}).encode()))
+    api.fail(
+        "vast", Fault(status=200, body=json.dumps({"success": True, "instances": [gone], "next_token": None}).encode())
+    )
     monkeypatch.setenv("VAST_API_URL", api.base_url("vast"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
 

@@ -10,7 +10,7 @@ import pytest
 from fake_api import lambda_instance, runpod_pod, vast_instance
 
 from computefence.errors import ConfigError
-from computefence.sources.http import check_base_url, retry_after_seconds, scrub
+from computefence.http import check_base_url, retry_after_seconds, scrub
 from computefence.sources.interface import TargetSource
 from computefence.sources.providers import target_names
 from computefence.sources.registry import PROVIDER_NAMES, provider_source, recheck_vanished

@@ -70,7 +70,12 @@ def test_pod_without_volume_has_no_persistent_path(api, fast):
 
 
 def test_colliding_and_missing_names_stay_unique(api, fast):
-    api.runpod_pods = [runpod_pod("a1", "worker"), runpod_pod("b2", "worker"), runpod_pod("c3", ""), runpod_pod("d4", "my pod")]
+    api.runpod_pods = [
+        runpod_pod("a1", "worker"),
+        runpod_pod("b2", "worker"),
+        runpod_pod("c3", ""),
+        runpod_pod("d4", "my pod"),
+    ]
     names = [t.name for t in RunPodSource(api.base_url("runpod"), policy=fast).targets()]
     assert names == ["worker-a1", "worker-b2", "runpod-c3", "my-pod"]
 

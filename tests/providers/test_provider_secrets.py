@@ -15,7 +15,7 @@ from fake_api import JUPYTER_SECRET, POD_SECRET, Fault, lambda_instance, runpod_
 
 from computefence.cli import main
 from computefence.errors import SourceError
-from computefence.sources.http import ApiClient
+from computefence.http import ApiClient
 from computefence.sources.registry import provider_source
 
 KEYS = {p: f"cfLEAKCHECK-{p}-9f8e7d6c5b4a" for p in ("runpod", "vast", "lambda")}

@@ -26,7 +26,10 @@ def test_pagination_follows_next_token_through_after_token(api, fast):
     assert all(s.query["limit"] == "25" for s in seen)
     assert "after_token" not in seen[0].query
     # Each token is the previous page's next_token, passed back untouched.
-    assert [json.loads(__import__("base64").b64decode(s.query["after_token"]))["values"]["id"] for s in seen[1:]] == [25, 50]
+    assert [json.loads(__import__("base64").b64decode(s.query["after_token"]))["values"]["id"] for s in seen[1:]] == [
+        25,
+        50,
+    ]
 
 
 def test_exactly_one_full_page(api, fast):

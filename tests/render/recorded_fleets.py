@@ -4,7 +4,7 @@ real probe output through the real evaluator, so the layout tests see what users
 from __future__ import annotations
 
 import asyncio
-from functools import lru_cache
+from functools import cache
 
 from computefence.connectors.replay import ReplayConnector, load_recordings
 from computefence.demo.record import DEMO_RECORDING
@@ -16,7 +16,7 @@ GENERATED_AT = "2026-11-30T20:00:00+00:00"
 SINGLE = "pod-ephemeral-ckpt"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _recorded() -> tuple[HostReport, ...]:
     recordings = load_recordings(DEMO_RECORDING)
     connector = ReplayConnector(recordings)
@@ -40,7 +40,9 @@ def recorded_fleet(pods: int) -> Report:
         for i in range(pods):
             host = recorded[i % len(recorded)]
             copy = i // len(recorded)
-            hosts.append(host if pods <= len(recorded) else host.model_copy(update={"name": f"{host.name}-{copy + 1:02d}"}))
+            hosts.append(
+                host if pods <= len(recorded) else host.model_copy(update={"name": f"{host.name}-{copy + 1:02d}"})
+            )
     # The fleet-wide checks (env.outlier) as `fleet check` adds them.
     report = build_report(finish_hosts(hosts, {}, None, only=[], skip=[]), kind="fleet")
     return report.model_copy(update={"generated_at": GENERATED_AT})

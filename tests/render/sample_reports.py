@@ -21,7 +21,9 @@ from computefence.models import (
     TorchFacts,
 )
 
-OUTPUT_DIR_MSG = "--output-dir ./out resolves to /root/out on the container's overlay root; it is lost when the pod stops"
+OUTPUT_DIR_MSG = (
+    "--output-dir ./out resolves to /root/out on the container's overlay root; it is lost when the pod stops"
+)
 OUTPUT_DIR_FIX = "mkdir -p /workspace/out && ln -sfn /workspace/out /root/out"
 HF_MSG = "HF cache defaults to /root/.cache/huggingface/hub on the overlay root"
 HF_COMMANDS = ["echo 'export HF_HOME=/workspace/hf' >> ~/.bashrc", "export HF_HOME=/workspace/hf"]
@@ -58,8 +60,20 @@ def doctor_report() -> Report:
         status=HostStatus.OK,
         facts=_facts(gpus=0, torch="2.13.0+cpu", cuda=None),
         findings=[
-            Finding(check="storage.output-dir", severity=Severity.BLOCK, message=OUTPUT_DIR_MSG, fix=OUTPUT_DIR_FIX, subject="/root/out"),
-            Finding(check="storage.hf-cache", severity=Severity.WARN, message=HF_MSG, fix=HF_FIX, subject="/root/.cache/huggingface/hub"),
+            Finding(
+                check="storage.output-dir",
+                severity=Severity.BLOCK,
+                message=OUTPUT_DIR_MSG,
+                fix=OUTPUT_DIR_FIX,
+                subject="/root/out",
+            ),
+            Finding(
+                check="storage.hf-cache",
+                severity=Severity.WARN,
+                message=HF_MSG,
+                fix=HF_FIX,
+                subject="/root/.cache/huggingface/hub",
+            ),
             _pass("storage.no-volume", "a persistent volume is mounted at /workspace"),
             _pass("storage.disk-headroom", "412 GB free on /workspace"),
             Finding(check="gpu.driver", severity=Severity.SKIP, message=SKIP_MSG),
@@ -71,12 +85,20 @@ def doctor_report() -> Report:
         kind="doctor",
         generated_at="2025-06-01T12:00:00+00:00",
         hosts=[host],
-        summary=Summary(hosts=1, ok=1, hosts_blocked=1, blockers=1, warnings=1, passed=3, skipped=1, verdict=Severity.BLOCK),
+        summary=Summary(
+            hosts=1, ok=1, hosts_blocked=1, blockers=1, warnings=1, passed=3, skipped=1, verdict=Severity.BLOCK
+        ),
     )
 
 
 def fleet_report() -> Report:
-    output_dir = Finding(check="storage.output-dir", severity=Severity.BLOCK, message=OUTPUT_DIR_MSG, fix=OUTPUT_DIR_FIX, subject="/root/out")
+    output_dir = Finding(
+        check="storage.output-dir",
+        severity=Severity.BLOCK,
+        message=OUTPUT_DIR_MSG,
+        fix=OUTPUT_DIR_FIX,
+        subject="/root/out",
+    )
     hosts = [
         HostReport(
             name="pod-a",
@@ -86,7 +108,11 @@ def fleet_report() -> Report:
             provider=_runpod("a1", 2.49),
             duration_s=3.2,
             facts=_facts(),
-            findings=[output_dir, Finding(check="storage.hf-cache", severity=Severity.WARN, message=HF_MSG, fix=HF_FIX), _pass("gpu.driver")],
+            findings=[
+                output_dir,
+                Finding(check="storage.hf-cache", severity=Severity.WARN, message=HF_MSG, fix=HF_FIX),
+                _pass("gpu.driver"),
+            ],
         ),
         HostReport(
             name="pod-b",
@@ -118,15 +144,25 @@ def fleet_report() -> Report:
             reason="connection refused on 203.0.113.13:22",
             fix="ssh -p 22 root@203.0.113.13 true",
         ),
-        HostReport(name="pod-e", status=HostStatus.OK, facts=_facts(gpus=8), findings=[_pass("gpu.driver"), _pass("storage.output-dir")]),
+        HostReport(
+            name="pod-e",
+            status=HostStatus.OK,
+            facts=_facts(gpus=8),
+            findings=[_pass("gpu.driver"), _pass("storage.output-dir")],
+        ),
     ]
     return Report(
         tool_version="0.1.0",
         kind="fleet",
         generated_at="2025-06-01T12:00:00+00:00",
         hosts=hosts,
-        sources=[SourceStatus(name="inventory/pods.yaml", targets=5), SourceStatus(name="vast", ok=False, error="HTTP 401 from the Vast.ai API")],
-        drift=[DriftRow(component="torch", values={"2.4.1+cu124": ["pod-a", "pod-b", "pod-e"], "2.5.1+cpu": ["pod-c"]})],
+        sources=[
+            SourceStatus(name="inventory/pods.yaml", targets=5),
+            SourceStatus(name="vast", ok=False, error="HTTP 401 from the Vast.ai API"),
+        ],
+        drift=[
+            DriftRow(component="torch", values={"2.4.1+cu124": ["pod-a", "pod-b", "pod-e"], "2.5.1+cpu": ["pod-c"]})
+        ],
         summary=Summary(
             hosts=5,
             ok=4,
@@ -159,7 +195,13 @@ def hostile_report() -> Report:
         provider=ProviderInfo(provider="runpod", pod_id='id"\n', cost_per_hour=1.5),
         facts=_facts(),
         findings=[
-            Finding(check="storage.output-dir", severity=Severity.BLOCK, message=HOSTILE_MESSAGE, fix=HOSTILE_FIX, subject=HOSTILE_NAME),
+            Finding(
+                check="storage.output-dir",
+                severity=Severity.BLOCK,
+                message=HOSTILE_MESSAGE,
+                fix=HOSTILE_FIX,
+                subject=HOSTILE_NAME,
+            ),
             Finding(check="storage.hf-cache", severity=Severity.WARN, message=HOSTILE_MESSAGE, fix=HOSTILE_FIX),
         ],
     )

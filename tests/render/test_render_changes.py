@@ -14,16 +14,30 @@ FIX = "pip install --index-url https://download.pytorch.org/whl/cu124 torch==2.4
 
 
 def _runs():
-    torch_missing = Finding(check="python.torch-missing", severity=Severity.BLOCK,
-                            message="torch is not importable by python3", fix=FIX, subject="python3")
+    torch_missing = Finding(
+        check="python.torch-missing",
+        severity=Severity.BLOCK,
+        message="torch is not importable by python3",
+        fix=FIX,
+        subject="python3",
+    )
     shm = Finding(check="system.shm", severity=Severity.WARN, message="/dev/shm is 64 MiB", subject="/dev/shm")
-    old = build_report([HostReport(name="pod-breaks", status=HostStatus.OK, findings=[shm]),
-                        HostReport(name="pod-heals", status=HostStatus.OK, findings=[torch_missing]),
-                        HostReport(name="pod-down", status=HostStatus.OK)], kind="fleet")
-    new = build_report([HostReport(name="pod-breaks", status=HostStatus.OK, findings=[shm, torch_missing]),
-                        HostReport(name="pod-heals", status=HostStatus.OK),
-                        HostReport(name="pod-down", status=HostStatus.UNREACHABLE, reason="connection refused")],
-                       kind="fleet")
+    old = build_report(
+        [
+            HostReport(name="pod-breaks", status=HostStatus.OK, findings=[shm]),
+            HostReport(name="pod-heals", status=HostStatus.OK, findings=[torch_missing]),
+            HostReport(name="pod-down", status=HostStatus.OK),
+        ],
+        kind="fleet",
+    )
+    new = build_report(
+        [
+            HostReport(name="pod-breaks", status=HostStatus.OK, findings=[shm, torch_missing]),
+            HostReport(name="pod-heals", status=HostStatus.OK),
+            HostReport(name="pod-down", status=HostStatus.UNREACHABLE, reason="connection refused"),
+        ],
+        kind="fleet",
+    )
     return old, new.model_copy(update={"changes": compare_reports(old, new)})
 
 
@@ -32,12 +46,12 @@ def test_rich_report_leads_with_the_changes_at_80_columns():
     lines = render(new, "rich", width=80).splitlines()
     assert lines[1].startswith(f"Since the last run ({new.changes.since})")
     assert lines[2] == "1 new blocker, 1 cleared, 1 connection change"
-    section = lines[3:lines.index("")]
+    section = lines[3 : lines.index("")]
     rows = [line for line in section if not line.startswith(" ")]  # continuation and fix lines are indented
     assert [row.split()[:2] for row in rows] == [["new", "blocker"], ["connection", "pod-down"], ["cleared", "blocker"]]
     assert rows[0].split()[2:4] == ["pod-breaks", "python.torch-missing:"] and "pod-heals" in rows[2]
     assert "ok → unreachable: connection refused" in rows[1]
-    assert section[section.index(rows[0]) + 1:section.index(rows[1])][-1].strip() == f"fix: {FIX}"
+    assert section[section.index(rows[0]) + 1 : section.index(rows[1])][-1].strip() == f"fix: {FIX}"
     assert all(len(line) <= 80 for line in lines if "fix:" not in line)
     assert lines.index("") < next(i for i, line in enumerate(lines) if line.lstrip().startswith("Pod"))
 
@@ -57,8 +71,9 @@ def test_json_changes_have_a_stable_shape():
     changes = json.loads(render(new, "json"))["changes"]
     assert set(changes) == {"since", "new", "cleared", "appeared", "vanished", "status", "versions"}
     assert set(changes["new"][0]) == {"host", "severity_before", "severity_after", "finding"}
-    assert changes["status"] == [{"host": "pod-down", "before": "ok", "after": "unreachable",
-                                  "reason": "connection refused"}]
+    assert changes["status"] == [
+        {"host": "pod-down", "before": "ok", "after": "unreachable", "reason": "connection refused"}
+    ]
     assert json.loads(render_changes(new.changes, "json")) == changes
 
 

@@ -1,10 +1,11 @@
 import json
 
+from sample_reports import HF_ADVICE, HF_COMMANDS, OUTPUT_DIR_FIX
+
+from computefence.connectors.payload import parse_probe_output
 from computefence.models import SCHEMA_VERSION, Report
-from computefence.payload import parse_probe_output
 from computefence.render import render
 from computefence.render.json import render_chunks
-from sample_reports import HF_ADVICE, HF_COMMANDS, OUTPUT_DIR_FIX
 
 
 def test_json_round_trips_through_the_report_model(fleet_report):
@@ -44,7 +45,8 @@ def test_hostile_strings_survive_json_exactly(hostile_report):
 def test_lone_surrogates_from_a_pod_do_not_break_json(fleet_report):
     # A lone "\udcff" escape and an undecodable byte, as a broken or hostile pod answers.
     fleet_report.hosts[0].facts = parse_probe_output(
-        b'{"probe_schema_version": 1, "storage": {}, "gpu": {}, "identity": {"hostname": "bad\\udcffname", "kernel": "k\xff"}}')
+        b'{"probe_schema_version": 1, "storage": {}, "gpu": {}, "identity": {"hostname": "bad\\udcffname", "kernel": "k\xff"}}'
+    )
     back = Report.model_validate_json(render(fleet_report, "json"))
     assert (back.hosts[0].facts.identity.hostname, back.hosts[0].facts.identity.kernel) == ("bad?name", "k?")
     assert back.hosts[1] == fleet_report.hosts[1]
@@ -70,8 +72,12 @@ def test_skipped_checks_are_counted_apart_from_passes(doctor_report):
 def test_every_host_carries_its_verdict_and_counts(fleet_report):
     hosts = {h["name"]: h for h in json.loads(render(fleet_report, "json"))["hosts"]}
     assert {name: (h["verdict"], h["blockers"], h["warnings"]) for name, h in hosts.items()} == {
-        "pod-a": ("blocked", 1, 1), "pod-b": ("blocked", 1, 0), "pod-c": ("blocked", 1, 0),
-        "pod-d": ("not_checked", 0, 0), "pod-e": ("ready", 0, 0)}
+        "pod-a": ("blocked", 1, 1),
+        "pod-b": ("blocked", 1, 0),
+        "pod-c": ("blocked", 1, 0),
+        "pod-d": ("not_checked", 0, 0),
+        "pod-e": ("ready", 0, 0),
+    }
 
 
 def test_the_streamed_report_is_exactly_pydantics_indented_dump(fleet_report, hostile_report):

@@ -1,8 +1,9 @@
 import xml.etree.ElementTree as ET
 
+from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG, SKIP_MSG
+
 from computefence.models import Severity, SourceStatus
 from computefence.render import render
-from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG, SKIP_MSG
 
 
 def _suites(report):
@@ -12,7 +13,7 @@ def _suites(report):
 
 
 def test_a_suite_per_pod_and_a_case_per_check(fleet_report):
-    root, suites = _suites(fleet_report)
+    _root, suites = _suites(fleet_report)
     assert set(suites) == {"pod-a", "pod-b", "pod-c", "pod-d", "pod-e", "computefence.sources"}
     cases = {c.get("name"): c for c in suites["pod-a"].findall("testcase")}
     assert set(cases) == {"storage.output-dir", "storage.hf-cache", "gpu.driver"}
@@ -80,7 +81,7 @@ def test_hostile_strings_stay_well_formed_xml(hostile_report):
 
 
 def test_a_skipped_check_is_skipped_and_fix_and_note_are_apart(doctor_report):
-    root, suites = _suites(doctor_report)
+    _root, suites = _suites(doctor_report)
     cases = {c.get("name"): c for c in suites["laptop"].findall("testcase")}
     assert cases["gpu.driver"].find("skipped").get("message") == SKIP_MSG
     assert suites["laptop"].get("skipped") == "1"

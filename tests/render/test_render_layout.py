@@ -48,7 +48,9 @@ def test_no_line_is_wider_than_the_terminal_except_fix_commands(pods, width):
 
 def _fragments(words: set[str]) -> set[str]:
     """Pieces a word would leave if it were split: every proper prefix and suffix."""
-    pieces = {word[:i] for word in words for i in range(2, len(word))} | {word[i:] for word in words for i in range(1, len(word) - 1)}
+    pieces = {word[:i] for word in words for i in range(2, len(word))} | {
+        word[i:] for word in words for i in range(1, len(word) - 1)
+    }
     return pieces - words
 
 
@@ -80,19 +82,21 @@ def test_narrow_terminals_drop_provider_then_torch_and_shorten_headers():
 def test_the_summary_names_few_ready_pods_and_points_at_healthy_out_for_many():
     text = render(recorded_fleet(31), "rich", width=140)
     assert text.rstrip().splitlines()[-1] == (
-        "Ready: pod-healthy-01, pod-healthy-02, pod-healthy-03, pod-healthy-04, pod-healthy-05, pod-healthy-06")
+        "Ready: pod-healthy-01, pod-healthy-02, pod-healthy-03, pod-healthy-04, pod-healthy-05, pod-healthy-06"
+    )
     assert render(recorded_fleet(200), "rich", width=100).rstrip().splitlines()[-1] == (
-        "34 pods ready: --healthy-out FILE writes their names")
+        "34 pods ready: --healthy-out FILE writes their names"
+    )
 
 
 def test_group_by_pod_lists_each_pods_verdict_and_its_fixes_in_order():
     text = render(recorded_fleet(6), "rich", width=80, group_by="pod")
     assert text == _snapshot("fleet-6-pods-80-columns-by-pod.txt", text)
-    pods = text[text.index("\nPods\n"):]
+    pods = text[text.index("\nPods\n") :]
     # Worst first, ready pods not repeated, each pod's fixes right under its findings.
     heads = [line.split(" · ")[0] for line in pods.splitlines() if " · " in line and not line.startswith(" ")]
     assert heads == ["pod-cpu-torch", "pod-driver-broken", "pod-ephemeral-ckpt", "pod-old-driver", "pod-unreachable"]
-    cpu = pods[pods.index("pod-cpu-torch"):pods.index("pod-driver-broken")]
+    cpu = pods[pods.index("pod-cpu-torch") : pods.index("pod-driver-broken")]
     assert "gpu.torch-cpu-build" in cpu and "fix: python3 -m pip uninstall -y torch" in cpu
 
 
@@ -113,6 +117,7 @@ def test_wrap_breaks_only_between_tokens():
 
 def test_fit_table_gives_up_when_no_layout_fits():
     from rich.text import Text
+
     rows = [[Text("a-very-long-unbreakable-name"), Text("x")]]
     assert fit_table([Column("Name"), Column("X")], rows, 20) is None
     assert fit_table([Column("Name"), Column("X")], rows, 40) is not None

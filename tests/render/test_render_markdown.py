@@ -1,8 +1,9 @@
 import re
 
+from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_FIX, OUTPUT_DIR_FIX
+
 from computefence.render import render
 from computefence.render.markdown import code_block, code_span, md
-from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_FIX, OUTPUT_DIR_FIX
 
 
 def _cells(row: str) -> list[str]:
@@ -25,7 +26,15 @@ def test_fleet_markdown_has_summary_findings_drift_and_money(fleet_report):
     text = render(fleet_report, "markdown")
     assert text.startswith("## 🛑 ComputeFence fleet check: BLOCKED")
     summary = _tables(text)[0]
-    assert [c.strip() for c in _cells(summary[0])] == ["Pod", "Provider", "GPUs", "torch / CUDA", "Status", "Blockers", "Warnings"]
+    assert [c.strip() for c in _cells(summary[0])] == [
+        "Pod",
+        "Provider",
+        "GPUs",
+        "torch / CUDA",
+        "Status",
+        "Blockers",
+        "Warnings",
+    ]
     assert len(summary) == 2 + 5
     pod_d = next(r for r in summary if r.startswith("| pod-d"))
     assert [c.strip() for c in _cells(pod_d)][-3:] == ["unreachable", "-", "-"]
@@ -79,7 +88,7 @@ def test_only_commands_go_in_code_blocks_and_advice_is_a_note(doctor_report):
 def test_group_by_pod_gives_each_pod_one_block_of_commands_in_order(fleet_report):
     text = render(fleet_report, "markdown", group_by="pod")
     assert "### Findings across pods" not in text and "### Pods" in text
-    pod_a = text[text.index("#### pod-a: blocked"):text.index("#### pod-b")]
+    pod_a = text[text.index("#### pod-a: blocked") : text.index("#### pod-b")]
     assert pod_a.count("```sh") == 1
     assert f"```sh\n{OUTPUT_DIR_FIX}\n" + "\n".join(HF_COMMANDS) + "\n```" in pod_a
     assert f"*Note:* {md(HF_ADVICE)}" in pod_a

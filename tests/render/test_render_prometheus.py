@@ -2,12 +2,12 @@ import re
 from datetime import datetime
 
 import pytest
+from sample_reports import HOSTILE_NAME
 
 from computefence.errors import ConfigError
 from computefence.render import FORMATS, render
-from sample_reports import HOSTILE_NAME
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\\\|\\"|\\n)*)"(,|$)')
 
 
@@ -52,8 +52,14 @@ def _value(samples, name, **labels):
 
 def test_fleet_metrics(fleet_report):
     families, samples = parse(render(fleet_report, "prometheus"))
-    assert {"computefence_host_up", "computefence_findings", "computefence_blockers", "computefence_verdict",
-            "computefence_cost_per_hour_at_risk_dollars", "computefence_last_run_timestamp_seconds"} <= set(families)
+    assert {
+        "computefence_host_up",
+        "computefence_findings",
+        "computefence_blockers",
+        "computefence_verdict",
+        "computefence_cost_per_hour_at_risk_dollars",
+        "computefence_last_run_timestamp_seconds",
+    } <= set(families)
     assert _value(samples, "computefence_host_up", host="pod-a") == 1
     assert _value(samples, "computefence_host_up", host="pod-d", status="unreachable") == 0
     assert _value(samples, "computefence_findings", host="pod-a", check="storage.output-dir", severity="block") == 1
@@ -63,13 +69,16 @@ def test_fleet_metrics(fleet_report):
     assert _value(samples, "computefence_cost_per_hour_at_risk_dollars") == 7.47
     assert _value(samples, "computefence_hosts", state="not_checked") == 1
     assert _value(samples, "computefence_verdict") == 2
-    assert _value(samples, "computefence_last_run_timestamp_seconds") == datetime.fromisoformat("2025-06-01T12:00:00+00:00").timestamp()
+    assert (
+        _value(samples, "computefence_last_run_timestamp_seconds")
+        == datetime.fromisoformat("2025-06-01T12:00:00+00:00").timestamp()
+    )
     # an unreachable pod has no blocker count (it was not checked), only host_up 0
     assert not [s for s in samples if s[0] == "computefence_blockers" and s[1]["host"] == "pod-d"]
 
 
 def test_hostile_label_values_are_escaped(hostile_report):
-    families, samples = parse(render(hostile_report, "prometheus"))
+    _families, samples = parse(render(hostile_report, "prometheus"))
     names = {l["host"] for n, l, _ in samples if n == "computefence_host_up"}
     assert names == {HOSTILE_NAME.replace("\x1b", "?"), "down|<i>"}
 

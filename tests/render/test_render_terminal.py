@@ -1,6 +1,7 @@
+from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG, SKIP_MSG
+
 from computefence.models import Finding, Fix, Severity, SourceStatus
 from computefence.render import render
-from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG, SKIP_MSG
 
 
 def test_doctor_groups_by_area_with_counts_and_fixes(doctor_report):
@@ -13,7 +14,9 @@ def test_doctor_groups_by_area_with_counts_and_fixes(doctor_report):
     assert "GPU  0 blockers · 0 warnings · 0 passed · 1 skipped" in lines
     assert any(line.startswith("- skip  gpu.driver") and SKIP_MSG in line for line in lines)
     # areas in a fixed order: storage, system, gpu
-    assert lines.index("Storage  1 blocker · 1 warning · 2 passed") < lines.index("System  0 blockers · 0 warnings · 1 passed")
+    assert lines.index("Storage  1 blocker · 1 warning · 2 passed") < lines.index(
+        "System  0 blockers · 0 warnings · 1 passed"
+    )
     # the blocker comes first in its area, its fix right below it
     storage = lines.index("Storage  1 blocker · 1 warning · 2 passed")
     assert lines[storage + 1].startswith("✗ BLOCK storage.output-dir")
@@ -51,7 +54,7 @@ def test_fleet_summary_table_grouped_findings_drift_money_and_verdict(fleet_repo
     assert "Pods not checked" in text and "connection refused on 203.0.113.13:22" in text
     assert "fix: ssh -p 22 root@203.0.113.13 true" in text
     assert "source vast failed: HTTP 401 from the Vast.ai API" in text
-    drift = text[text.index("Version drift"):]
+    drift = text[text.index("Version drift") :]
     assert "2.4.1+cu124   3 pods" in drift and "pod-a" not in drift
     assert "Money at risk: 3 blocked or unchecked pods burn $7.47/h" in text
     *_, verdict, ready = text.rstrip().splitlines()
@@ -109,7 +112,6 @@ def test_color_output_keeps_pod_escapes_out(hostile_report):
     assert HOSTILE_NAME not in text  # the raw name, escape included, never reaches the terminal
 
 
-
 def test_reads_the_summary_the_evaluator_builds(fleet_report):
     from computefence.evaluate import build_report
 
@@ -132,10 +134,18 @@ def test_dataset_report_header_describes_the_file_not_the_machine():
     from computefence.evaluate import build_report
     from computefence.models import CollectorStatus, DatasetFacts, Facts, HostReport, HostStatus
 
-    data = DatasetFacts(path="/workspace/train.jsonl", exists=True, format="jsonl", compression="gzip",
-                        rows=1200, input_column="text", label_column="label")
-    host = HostReport(name="pod", status=HostStatus.OK,
-                      facts=Facts(dataset=data, collectors={"dataset": CollectorStatus()}))
+    data = DatasetFacts(
+        path="/workspace/train.jsonl",
+        exists=True,
+        format="jsonl",
+        compression="gzip",
+        rows=1200,
+        input_column="text",
+        label_column="label",
+    )
+    host = HostReport(
+        name="pod", status=HostStatus.OK, facts=Facts(dataset=data, collectors={"dataset": CollectorStatus()})
+    )
     out = render(build_report([host], kind="dataset"), "rich")
     assert "/workspace/train.jsonl · jsonl (gzip) · 1200 rows · input text, label label" in out
     assert "GPUs" not in out and "torch" not in out

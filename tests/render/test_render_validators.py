@@ -52,7 +52,10 @@ def test_junitparser_reads_every_case_with_its_time_and_consistent_counts(name):
         results = [type(result) for case in suite for result in case.result]
         assert suite.tests == len(list(suite))
         assert (suite.failures, suite.errors, suite.skipped) == (
-            results.count(Failure), results.count(Error), results.count(Skipped))
+            results.count(Failure),
+            results.count(Error),
+            results.count(Skipped),
+        )
 
 
 def test_a_skipped_check_is_a_skipped_case_for_junitparser():

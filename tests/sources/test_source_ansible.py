@@ -9,8 +9,14 @@ from pathlib import Path
 import pytest
 
 from computefence.errors import ConfigError
-from computefence.sources.ansible import AnsibleSource, ansible_inventory_command, expand_host_pattern, load_ansible_inventory, read_ansible_inventory
-from computefence.sources.ansible import _ini_value
+from computefence.sources.ansible import (
+    AnsibleSource,
+    _ini_value,
+    ansible_inventory_command,
+    expand_host_pattern,
+    load_ansible_inventory,
+    read_ansible_inventory,
+)
 
 INI = """\
 # ungrouped hosts come first
@@ -56,12 +62,23 @@ def test_ini_groups_vars_children_and_precedence(tmp_path, monkeypatch):
     write(tmp_path / "host_vars/web02.example.com.yaml", "ansible_port: 2302\n")
     hosts = by_name(inv)
     assert list(hosts) == [
-        "loose.example", "web01.example.com", "web02.example.com", "web03.example.com", "web-b", "gpu-1", "localhost",
+        "loose.example",
+        "web01.example.com",
+        "web02.example.com",
+        "web03.example.com",
+        "web-b",
+        "gpu-1",
+        "localhost",
     ]
     assert hosts["loose.example"].user == "lonely" and hosts["loose.example"].tags == []
     # group_vars/web.yml beats [cloud:vars]; web is a child of cloud
     web1 = hosts["web01.example.com"]
-    assert (web1.host, web1.port, web1.user, web1.tags) == ("web01.example.com", 22, "from-group-vars", ["cloud", "web"])
+    assert (web1.host, web1.port, web1.user, web1.tags) == (
+        "web01.example.com",
+        22,
+        "from-group-vars",
+        ["cloud", "web"],
+    )
     assert web1.source == f"{inv}:5"
     assert hosts["web02.example.com"].port == 2302  # host_vars/
     # host:port and host vars beat group vars
@@ -140,7 +157,7 @@ def test_ranges():
     "name,content,line,words",
     [
         ("h.ini", "[web]\nh ansible_port=99999\n", 2, ["ansible_port must be a port"]),
-        ("h.ini", "[web]\nh ansible_host='{{ lookup(\"env\", \"IP\") }}'\n", 2, ["Jinja template"]),
+        ("h.ini", '[web]\nh ansible_host=\'{{ lookup("env", "IP") }}\'\n', 2, ["Jinja template"]),
         ("h.yml", "all:\n  hosts:\n    h:\n      ansible_port: nope\n", 4, ["ansible_port must be a port"]),
         ("h.yml", "all:\n  hosts: [a, b]\n", 2, ["hosts must be a mapping"]),
         ("h.yml", "all:\n  host:\n    a:\n", 2, ["unknown key 'host'"]),
@@ -203,17 +220,58 @@ def test_ansible_reads_it_when_it_can_and_unhonoured_ssh_options_are_warnings(tm
     targets = source.targets()
     assert source.resolver == "ansible-inventory"
     assert [(t.name, t.proxy_jump) for t in targets] == [("g1", "hop"), ("g2", "hop"), ("g3", "hop")]
-    assert source.warnings == [f"{path}: host g1, g2, g3: ansible_ssh_common_args `-o StrictHostKeyChecking=no` "
-                               "cannot be honoured; ComputeFence connects without it"]
+    assert source.warnings == [
+        f"{path}: host g1, g2, g3: ansible_ssh_common_args `-o StrictHostKeyChecking=no` "
+        "cannot be honoured; ComputeFence connects without it"
+    ]
 
 
-@pytest.mark.parametrize("text", [
-    "22", "0", "00", "007", "1_000", "-3", "+4", "0x1f", "1.5", "1e3", "1.2.3", "10.0.0.1", "1.2", "3j",
-    "root", "True", "False", "None", "true", "none", "inf", "nan", "pod-1", "a.b", "a:b", "a/b", "a@b",
-    "lambda", "if", "None,1", "[1, 2]", "{'a': 1}", "b'x'", "'quoted'", "é", "٣", "x.1", "_private",
-    # Past int()'s digit limit: what ast makes of them (text, and 0 for the zeros), never a traceback.
-    pytest.param("9" * 5000, id="5000 nines"), pytest.param("0" * 5000, id="5000 zeros"),
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "22",
+        "0",
+        "00",
+        "007",
+        "1_000",
+        "-3",
+        "+4",
+        "0x1f",
+        "1.5",
+        "1e3",
+        "1.2.3",
+        "10.0.0.1",
+        "1.2",
+        "3j",
+        "root",
+        "True",
+        "False",
+        "None",
+        "true",
+        "none",
+        "inf",
+        "nan",
+        "pod-1",
+        "a.b",
+        "a:b",
+        "a/b",
+        "a@b",
+        "lambda",
+        "if",
+        "None,1",
+        "[1, 2]",
+        "{'a': 1}",
+        "b'x'",
+        "'quoted'",
+        "é",
+        "٣",
+        "x.1",
+        "_private",
+        # Past int()'s digit limit: what ast makes of them (text, and 0 for the zeros), never a traceback.
+        pytest.param("9" * 5000, id="5000 nines"),
+        pytest.param("0" * 5000, id="5000 zeros"),
+    ],
+)
 def test_ini_values_are_python_literals_only_where_ast_reads_one(text):
     try:
         expected = ast.literal_eval(text)
@@ -223,11 +281,14 @@ def test_ini_values_are_python_literals_only_where_ast_reads_one(text):
 
 
 def test_ini_host_lines_split_as_shlex_splits_them(tmp_path):
-    path = write(tmp_path / "hosts.ini", "[g]\n"
-                 "a\tansible_host=10.0.0.1   ansible_user=tab\n"
-                 "b ansible_user=hash#rest-is-a-comment ansible_port=2\n"
-                 "c ansible_user='two words' ansible_port=3\n"
-                 "d ansible_user=back\\ slash\n")
+    path = write(
+        tmp_path / "hosts.ini",
+        "[g]\n"
+        "a\tansible_host=10.0.0.1   ansible_user=tab\n"
+        "b ansible_user=hash#rest-is-a-comment ansible_port=2\n"
+        "c ansible_user='two words' ansible_port=3\n"
+        "d ansible_user=back\\ slash\n",
+    )
     hosts = by_name(path)
     assert (hosts["a"].host, hosts["a"].user) == ("10.0.0.1", "tab")
     assert (hosts["b"].user, hosts["b"].port) == ("hash", 22)

@@ -29,8 +29,14 @@ def fake_providers(monkeypatch):
     made: list[FakeProvider] = []
     pods = {
         "runpod": [
-            Target(name="rp-1", host="198.51.100.5", port=40022, user="root", source="runpod",
-                   provider=ProviderInfo(provider="runpod", pod_id="abc", cost_per_hour=2.49)),
+            Target(
+                name="rp-1",
+                host="198.51.100.5",
+                port=40022,
+                user="root",
+                source="runpod",
+                provider=ProviderInfo(provider="runpod", pod_id="abc", cost_per_hour=2.49),
+            ),
         ],
         "lambda": [Target(name="lam-1", host="198.51.100.9", user="ubuntu", source="lambda")],
     }
@@ -58,13 +64,15 @@ def test_sources_combine_and_a_failing_provider_does_not_stop_the_rest(tmp_path,
     ssh.write_text("Host box\n  HostName 10.2.2.2\n")
     ini = tmp_path / "hosts.ini"
     ini.write_text("[gpu]\nans-1 ansible_host=10.3.3.3\n")
-    targets, statuses = collect_targets(TargetSelection(
-        inventories=[inv],
-        ssh_config=str(ssh),
-        ansible_inventories=[str(ini)],
-        providers=["runpod,vast", "lambda"],
-        api_url="http://127.0.0.1:9",
-    ))
+    targets, statuses = collect_targets(
+        TargetSelection(
+            inventories=[inv],
+            ssh_config=str(ssh),
+            ansible_inventories=[str(ini)],
+            providers=["runpod,vast", "lambda"],
+            api_url="http://127.0.0.1:9",
+        )
+    )
     assert [t.name for t in targets] == ["inv-1", "inv-2", "box", "ans-1", "rp-1", "lam-1"]
     assert [(s.name, s.ok, s.targets) for s in statuses] == [
         (inv, True, 2),
@@ -131,4 +139,6 @@ def test_no_source_at_all_says_how_to_give_one(tmp_path, monkeypatch):
 
 def test_api_url_needs_a_provider(tmp_path):
     with pytest.raises(ConfigError, match="--api-url needs --provider"):
-        collect_targets(TargetSelection(inventories=[inventory(tmp_path / "a.yaml", "x")], api_url="http://127.0.0.1:1"))
+        collect_targets(
+            TargetSelection(inventories=[inventory(tmp_path / "a.yaml", "x")], api_url="http://127.0.0.1:1")
+        )

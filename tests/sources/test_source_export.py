@@ -29,19 +29,40 @@ def essentials(target: Target) -> dict:
 
 MIXED = [
     Target(
-        name="pod-a", host="203.0.113.10", port=22022, user="root", identity_files=["/k/a", "/k/b"],
-        known_hosts=["/kh/one"], tags=["sweep-7"], python="/opt/conda/bin/python",
-        checks=CheckOptions(output_dir="./out", dataset="/d.jsonl", input_column="text", label_column="label",
-                            expect_gpu=True, extra_paths=["/workspace/x"]),
+        name="pod-a",
+        host="203.0.113.10",
+        port=22022,
+        user="root",
+        identity_files=["/k/a", "/k/b"],
+        known_hosts=["/kh/one"],
+        tags=["sweep-7"],
+        python="/opt/conda/bin/python",
+        checks=CheckOptions(
+            output_dir="./out",
+            dataset="/d.jsonl",
+            input_column="text",
+            label_column="label",
+            expect_gpu=True,
+            extra_paths=["/workspace/x"],
+        ),
         source="inventory/pods.yaml:9",
     ),
     Target(
-        name="My Pod #2", host="198.51.100.5", port=40022, user="root", source="runpod",
-        provider=ProviderInfo(provider="runpod", pod_id="abc123", gpu_type="H100 80GB HBM3", gpu_count=2, cost_per_hour=4.98),
+        name="My Pod #2",
+        host="198.51.100.5",
+        port=40022,
+        user="root",
+        source="runpod",
+        provider=ProviderInfo(
+            provider="runpod", pod_id="abc123", gpu_type="H100 80GB HBM3", gpu_count=2, cost_per_hour=4.98
+        ),
     ),
     Target(name="My-Pod-2", host="198.51.100.6", proxy_jump="jump@bastion:2222", known_hosts=["/kh/two"]),
     Target(
-        name="stopped-pod", host="", source="vast", unreachable_reason="instance is stopped",
+        name="stopped-pod",
+        host="",
+        source="vast",
+        unreachable_reason="instance is stopped",
         provider=ProviderInfo(provider="vast", pod_id="77", state="stopped"),
     ),
 ]
@@ -61,8 +82,10 @@ def test_yaml_round_trip(tmp_path):
     assert back[0].known_hosts == back[2].known_hosts == ["/kh/one", "/kh/two"]
 
 
-@pytest.mark.parametrize("use_ssh", [
-    pytest.param(True, marks=pytest.mark.skipif(not ssh_available(), reason="needs the OpenSSH client")), False])
+@pytest.mark.parametrize(
+    "use_ssh",
+    [pytest.param(True, marks=pytest.mark.skipif(not ssh_available(), reason="needs the OpenSSH client")), False],
+)
 def test_ssh_config_round_trip(tmp_path, use_ssh):
     path = tmp_path / "ssh_config"
     text = export_ssh_config(MIXED)
@@ -126,4 +149,3 @@ targets = st.builds(
 def test_yaml_round_trip_property(tmp_path, generated):
     back = reloaded_yaml(tmp_path, generated)
     assert [essentials(t) for t in back] == [essentials(t) for t in generated]
-

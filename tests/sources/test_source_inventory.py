@@ -81,8 +81,11 @@ ERRORS = [
     ("hosts:\n  - name: a\n    host: x\n    port: 70000\n", 4, ["hosts[0].port", "between 1 and 65535", "70000"]),
     ("hosts:\n  - name: a\n    host: x\n    port: 0\n", 4, ["between 1 and 65535"]),
     ("hosts:\n  - name: a\n    host: x\n    port: '22'\n", 4, ["hosts[0].port", "valid integer"]),
-    ("hosts:\n  - name: a\n    host: x\n  - name: b\n    host: y\n  - name: a\n    host: z\n", 6,
-     ["duplicate host name 'a'", "first at line 2"]),
+    (
+        "hosts:\n  - name: a\n    host: x\n  - name: b\n    host: y\n  - name: a\n    host: z\n",
+        6,
+        ["duplicate host name 'a'", "first at line 2"],
+    ),
     ("hosts:\n  - host: x\n  - host: x\n", 3, ["duplicate host name 'x'", "give each host a 'name'"]),
     ("hosts:\n  - name: a\n    port: 22\n", 2, ["hosts[0]", "missing required key 'host'"]),
     ("", 1, ["empty"]),
@@ -93,7 +96,11 @@ ERRORS = [
     ("hosts: []\n", 1, ["no hosts listed"]),
     ("defaults:\n  user: root\n", 1, ["missing required key 'hosts'"]),
     ("- host: a\n", 1, ["expected a mapping"]),
-    ("defaults:\n  checks: {outdir: /x}\nhosts:\n  - host: x\n", 2, ["defaults.checks.outdir", "unknown key 'outdir'", "output_dir"]),
+    (
+        "defaults:\n  checks: {outdir: /x}\nhosts:\n  - host: x\n",
+        2,
+        ["defaults.checks.outdir", "unknown key 'outdir'", "output_dir"],
+    ),
     ("hosts:\n  - host: x\n    checks:\n      expect_gpu: maybe\n", 4, ["expect_gpu", "valid boolean"]),
     ("hosts:\n  - host: x\n    tags: sweep-7\n", 3, ["hosts[0].tags", "expected a list (got 'sweep-7')"]),
     ("hosts:\n  - 5\n", 2, ["hosts[0]: expected a mapping (got 5)"]),
@@ -153,13 +160,15 @@ def test_source_protocol(tmp_path):
 
 def test_proxy_command_beside_proxy_jump(tmp_path):
     path = tmp_path / "pods.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         defaults: {proxy_jump: jump@bastion}
         hosts:
           - {name: a, host: 10.0.0.1}
           - {name: b, host: 10.0.0.2, proxy_command: "ssh -W %h:%p other-bastion"}
           - {name: c, host: 10.0.0.3, proxy_jump: second}
-        """))
+        """)
+    )
     a, b, c = load_inventory(path)
     assert (a.proxy_jump, a.proxy_command) == ("jump@bastion", None)
     # A host's own proxy replaces the default one, whichever kind
@@ -170,13 +179,18 @@ def test_proxy_command_beside_proxy_jump(tmp_path):
         load_inventory(path)
 
 
-@pytest.mark.parametrize("content", [
-    "[gpu]\nnode-1 ansible_host=10.0.0.1\n",
-    "all:\n  children:\n    gpu:\n      hosts:\n        node-1:\n",
-    "gpu:\n  hosts:\n    node-1:\n      ansible_host: 10.0.0.1\n",
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "[gpu]\nnode-1 ansible_host=10.0.0.1\n",
+        "all:\n  children:\n    gpu:\n      hosts:\n        node-1:\n",
+        "gpu:\n  hosts:\n    node-1:\n      ansible_host: 10.0.0.1\n",
+    ],
+)
 def test_an_ansible_inventory_given_to_dash_i_says_which_option_reads_it(tmp_path, content):
     path = tmp_path / "hosts.yml"
     path.write_text(content)
-    with pytest.raises(ConfigError, match=rf"^{path}: this looks like an Ansible inventory: use --ansible-inventory {path}$"):
+    with pytest.raises(
+        ConfigError, match=rf"^{path}: this looks like an Ansible inventory: use --ansible-inventory {path}$"
+    ):
         load_inventory(path)

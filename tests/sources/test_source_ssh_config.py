@@ -104,7 +104,9 @@ def test_include_is_relative_to_dot_ssh(home):
 
 def test_pattern_selects_concrete_host_entries(home):
     assert list(by_name(Parsed(["pod-?"]))) == ["pod-a", "pod-b"]
-    with pytest.raises(ConfigError, match=r"-H 'train-\*': no Host entry .* \(Host entries: gpu-1, gpu-2, bastion, pod-a, pod-b\)"):
+    with pytest.raises(
+        ConfigError, match=r"-H 'train-\*': no Host entry .* \(Host entries: gpu-1, gpu-2, bastion, pod-a, pod-b\)"
+    ):
         Parsed(["train-*"]).targets()
 
 
@@ -192,4 +194,3 @@ def test_agrees_with_openssh(home):
         assert str(target.port) == theirs["port"], alias
         assert (target.user or getpass.getuser()) == theirs["user"], alias
         assert (target.proxy_jump or None) == theirs.get("proxyjump"), alias
-

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import os
-import stat
 
 import pytest
 
@@ -27,8 +25,7 @@ def test_match_exec_runs_as_ssh_runs_it(tmp_path):
 def test_proxy_command_and_first_proxy_wins(tmp_path):
     config = tmp_path / "cfg"
     config.write_text(
-        "Host gpu\n  HostName GPU.Example\n  ProxyCommand ssh -W %h:%p bastion\n"
-        "Host *\n  ProxyJump fallback\n"
+        "Host gpu\n  HostName GPU.Example\n  ProxyCommand ssh -W %h:%p bastion\nHost *\n  ProxyJump fallback\n"
     )
     gpu, other = SshConfigSource(["gpu", "other"], str(config)).targets()
     assert (gpu.host, gpu.proxy_command, gpu.proxy_jump) == ("gpu.example", "ssh -W %h:%p bastion", None)
@@ -92,8 +89,10 @@ def test_identity_tokens_are_expanded_as_ssh_would(tmp_path):
 @pytest.mark.parametrize("use_ssh", [True, False])
 def test_options_that_cannot_be_honoured_are_warnings_naming_host_and_option(tmp_path, use_ssh):
     config = tmp_path / "cfg"
-    config.write_text("Host a b\n  HostKeyAlias shared\nHost c\n  ProxyCommand nc %h %p\n  ProxyUseFdpass yes\n"
-                      "Host *\n  AddressFamily any\n")
+    config.write_text(
+        "Host a b\n  HostKeyAlias shared\nHost c\n  ProxyCommand nc %h %p\n  ProxyUseFdpass yes\n"
+        "Host *\n  AddressFamily any\n"
+    )
     source = SshConfigSource(["a", "b", "c", "d"], str(config), use_ssh=use_ssh)
     source.targets()
     assert source.warnings == [

@@ -169,7 +169,9 @@ def test_a_duplicate_key_names_both_lines(tmp_path, prefix):
     path = tmp_path / "pods.yaml"
     path.write_text(prefix + "hosts:\n  - {host: a,\n     host: b}\n")
     shift = prefix.count("\n")
-    with pytest.raises(ConfigError, match=rf"pods.yaml:{3 + shift}: duplicate key 'host' \(first at line {2 + shift}\)"):
+    with pytest.raises(
+        ConfigError, match=rf"pods.yaml:{3 + shift}: duplicate key 'host' \(first at line {2 + shift}\)"
+    ):
         load_yaml_document(path, "test document")
 
 
@@ -196,8 +198,10 @@ def test_deep_nesting_never_reaches_libyamls_composer(tmp_path):
 def test_a_second_document_is_an_error_naming_its_line(tmp_path):
     path = tmp_path / "two.yaml"
     path.write_text("hosts: []\n---\nhosts: []\n")
-    with pytest.raises(ConfigError, match="two.yaml:2: YAML syntax error: expected a single document in the stream, "
-                                          "but found another document"):
+    with pytest.raises(
+        ConfigError,
+        match="two.yaml:2: YAML syntax error: expected a single document in the stream, but found another document",
+    ):
         load_yaml_document(path, "test document")
 
 

@@ -65,15 +65,15 @@ def _redact_runs(text: str, secret: str) -> str:
     if len(secret) < _SECRET_RUN:
         return text
     forms = (secret.lower(), secret.lower()[::-1])
-    starts = {form[i:i + _SECRET_RUN] for form in forms for i in range(len(form) - _SECRET_RUN + 1)}
+    starts = {form[i : i + _SECRET_RUN] for form in forms for i in range(len(form) - _SECRET_RUN + 1)}
     lowered = text.lower()
     out, i, copied = [], 0, 0
     while i <= len(lowered) - _SECRET_RUN:
-        if lowered[i:i + _SECRET_RUN] not in starts:
+        if lowered[i : i + _SECRET_RUN] not in starts:
             i += 1
             continue
         end = i + _SECRET_RUN
-        while end < len(lowered) and any(lowered[i:end + 1] in form for form in forms):
+        while end < len(lowered) and any(lowered[i : end + 1] in form for form in forms):
             end += 1
         out.append(text[copied:i] + "[redacted]")
         i = copied = end
@@ -186,7 +186,9 @@ def raise_for_status(
             f"check that the key may list instances and the account is active; {key_help}"
         )
     if status == 429:
-        raise Retry(f"{provider} API kept rate limiting (HTTP 429)", wait_s=retry_after_seconds(headers.get("Retry-After")))
+        raise Retry(
+            f"{provider} API kept rate limiting (HTTP 429)", wait_s=retry_after_seconds(headers.get("Retry-After"))
+        )
     if status >= 500:
         raise Retry(f"{provider} API failed with HTTP {status}{suffix}")
     raise SourceError(f"{provider} API answered HTTP {status}{suffix}: check the API URL ({base_url})")
@@ -261,7 +263,13 @@ class ApiClient:
             # Spaced from the end of the last request, so arrivals at the API are spaced too.
             self._last_request = time.monotonic()
         raise_for_status(
-            self.provider, response.status_code, response.headers, response.content, self._key, self._key_help, self.base_url
+            self.provider,
+            response.status_code,
+            response.headers,
+            response.content,
+            self._key,
+            self._key_help,
+            self.base_url,
         )
         try:
             return jsontext.loads(response.content)

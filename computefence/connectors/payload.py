@@ -67,11 +67,11 @@ def probe_payload(params: dict) -> str:
 BOOTSTRAP = (
     "import sys,zlib\n"
     "d=sys.stdin.buffer.read()\n"
-    "s=b\"\"\n"
+    's=b""\n'
     "while d:\n"
     " o=zlib.decompressobj();s+=o.decompress(d);d=o.unused_data\n"
-    " if not o.eof:sys.exit(\"computefence: the probe arrived cut short\")\n"
-    "exec(compile(s,\"computefence-probe\",\"exec\"),{\"__name__\":\"__main__\"})\n"
+    ' if not o.eof:sys.exit("computefence: the probe arrived cut short")\n'
+    'exec(compile(s,"computefence-probe","exec"),{"__name__":"__main__"})\n'
 )
 
 
@@ -143,11 +143,15 @@ def _require_probe_shape(facts: Facts) -> None:
     if "probe_schema_version" not in facts.model_fields_set:
         raise ProbeOutputError("probe output has no probe_schema_version: not the probe's answer")
     if facts.probe_schema_version != PROBE_SCHEMA_VERSION:
-        raise ProbeOutputError(f"probe output has probe_schema_version {facts.probe_schema_version}, "
-                               f"this computefence sends version {PROBE_SCHEMA_VERSION}")
-    missing = [name for name in _REQUIRED_SECTIONS
-               if name not in facts.model_fields_set and name not in facts.collectors]
+        raise ProbeOutputError(
+            f"probe output has probe_schema_version {facts.probe_schema_version}, "
+            f"this computefence sends version {PROBE_SCHEMA_VERSION}"
+        )
+    missing = [
+        name for name in _REQUIRED_SECTIONS if name not in facts.model_fields_set and name not in facts.collectors
+    ]
     if missing:
-        raise ProbeOutputError(f"probe output lacks the {', '.join(missing)} section{'s' if len(missing) > 1 else ''}: "
-                               "not the probe's answer")
-
+        raise ProbeOutputError(
+            f"probe output lacks the {', '.join(missing)} section{'s' if len(missing) > 1 else ''}: "
+            "not the probe's answer"
+        )

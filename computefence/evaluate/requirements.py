@@ -8,8 +8,18 @@ import fnmatch
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from computefence.evaluate.context import (Context, block, collector_error, first_path, gb, matches, passed, q,
-                                          training_python, warn)
+from computefence.evaluate.context import (
+    Context,
+    block,
+    collector_error,
+    first_path,
+    gb,
+    matches,
+    passed,
+    q,
+    training_python,
+    warn,
+)
 from computefence.evaluate.torch_builds import choose_build, cuda_text, driver_cuda, install_command, parse_version
 from computefence.models import Facts, Finding, Fix, Severity
 from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, normalize_name
@@ -31,14 +41,26 @@ def _installed(facts: Facts, name: str, versions: dict[str, str | None]) -> tupl
     """(collected, version, why not collected) of a requirement's subject on this host."""
     torch, gpu = facts.torch, facts.gpu
     if name == "python":
-        return torch.python_version is not None, torch.python_version, f"the training interpreter {torch.python} did not run"
+        return (
+            torch.python_version is not None,
+            torch.python_version,
+            f"the training interpreter {torch.python} did not run",
+        )
     if name == "torch-cuda":
         if not torch.importable:
-            return torch.python_found and not torch.timed_out, None, one_line(torch.import_error, 160) or "torch did not import"
+            return (
+                torch.python_found and not torch.timed_out,
+                None,
+                one_line(torch.import_error, 160) or "torch did not import",
+            )
         return True, torch.cuda_build, None
     if name in ("nvidia-driver", "driver-cuda"):
         version = gpu.driver_version if name == "nvidia-driver" else gpu.cuda_version
-        return version is not None or not (gpu.nvidia_smi_found or gpu.device_nodes), version, "nvidia-smi did not answer"
+        return (
+            version is not None or not (gpu.nvidia_smi_found or gpu.device_nodes),
+            version,
+            "nvidia-smi did not answer",
+        )
     if name == "glibc":
         return facts.identity.glibc is not None, facts.identity.glibc, "the glibc version was not found"
     if name == "torch" and torch.importable and torch.version:
@@ -60,27 +82,34 @@ def _satisfies(spec: SpecifierSet, version: str) -> bool | None:
         return None
 
 
-def check_requirement(facts: Facts, name: str, requirement: Requirement, ctx: Context,
-                      versions: dict[str, str | None]) -> Finding:
+def check_requirement(
+    facts: Facts, name: str, requirement: Requirement, ctx: Context, versions: dict[str, str | None]
+) -> Finding:
     """Exactly one finding per requirement: a pass, or why it is not met (`versions`: the
     host's package versions by PEP 503 name)."""
     collected, version, why = _installed(facts, name, versions)
     title = _title(name)
     wanted = "any version" if requirement.any_version else requirement.spec
     if not collected:
-        return warn(REQUIREMENT, f"{title} could not be checked against {wanted}: {why}",
-                    Fix(commands=["computefence doctor --format json"],
-                        advice="on the pod, shows what the probe collected"), subject=name)
+        return warn(
+            REQUIREMENT,
+            f"{title} could not be checked against {wanted}: {why}",
+            Fix(commands=["computefence doctor --format json"], advice="on the pod, shows what the probe collected"),
+            subject=name,
+        )
     if version is None:
-        return block(REQUIREMENT, _missing_message(facts, name, wanted), _fix(facts, name, requirement, ctx), subject=name)
+        return block(
+            REQUIREMENT, _missing_message(facts, name, wanted), _fix(facts, name, requirement, ctx), subject=name
+        )
     if requirement.any_version:
         return passed(REQUIREMENT, f"{title} {version} is installed", subject=name)
     ok = _satisfies(requirement.specifier(), version)
     if ok:
         return passed(REQUIREMENT, f"{title} {version} satisfies {requirement.spec}", subject=name)
     reason = "is not a PEP 440 version" if ok is None else "does not satisfy"
-    return block(REQUIREMENT, f"{title} {version} {reason} {requirement.spec}", _fix(facts, name, requirement, ctx),
-                 subject=name)
+    return block(
+        REQUIREMENT, f"{title} {version} {reason} {requirement.spec}", _fix(facts, name, requirement, ctx), subject=name
+    )
 
 
 def _missing_message(facts: Facts, name: str, wanted: str) -> str:
@@ -110,8 +139,10 @@ def _fix(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> Fix
         requirement_text, tag = choice
         return Fix(commands=[install_command(python, requirement_text, tag, replace=True)])
     if name == "python":
-        return Fix(advice=f"no pip install changes Python: use an image with Python {requirement.spec} "
-                          "(or point --python at one)")
+        return Fix(
+            advice=f"no pip install changes Python: use an image with Python {requirement.spec} "
+            "(or point --python at one)"
+        )
     if name == "glibc":
         return Fix(advice=f"glibc comes with the OS image: use an image whose glibc is {requirement.spec}")
     target = name if requirement.any_version else f"{name}{requirement.spec}"
@@ -122,8 +153,11 @@ def _driver_fix(requirement: Requirement, ctx: Context, cuda: bool = False) -> F
     low = _lowest(requirement.specifier())
     needed = (cuda_text(low) if cuda else driver_cuda(low)) if low else None
     advice = ctx.profile.advice
-    words = (advice.newer_driver.format(cuda=needed) if needed and advice.newer_driver
-             else f"use a machine whose NVIDIA driver satisfies {requirement.spec}")
+    words = (
+        advice.newer_driver.format(cuda=needed)
+        if needed and advice.newer_driver
+        else f"use a machine whose NVIDIA driver satisfies {requirement.spec}"
+    )
     if needed and advice.driver_search:
         return Fix(commands=[advice.driver_search.format(cuda=needed)], advice=words)
     return Fix(advice=words)
@@ -131,8 +165,10 @@ def _driver_fix(requirement: Requirement, ctx: Context, cuda: bool = False) -> F
 
 def check_requirements(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[Finding]:
     versions = {normalize_name(k): v for k, v in facts.packages.versions.items()}
-    return [check_requirement(facts, name, requirement, ctx, versions)
-            for name, requirement in policy.requirement_specs().items()]
+    return [
+        check_requirement(facts, name, requirement, ctx, versions)
+        for name, requirement in policy.requirement_specs().items()
+    ]
 
 
 # ---------------------------------------------------------------- hardware
@@ -166,10 +202,19 @@ def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[
     redeploy = Fix(advice="the GPUs come with the machine: redeploy on one that has what the policy expects")
     if not names and ctx.gpu_present and (hardware.gpu_model is not None or hardware.gpu_count is not None):
         # A GPU is there but nothing could list it: gpu.driver blocks with the cause; say so once.
-        expects = ", ".join(f"{k} {v if k == 'gpu_model' else v.text}" for k, v in
-                            (("gpu_model", hardware.gpu_model), ("gpu_count", hardware.gpu_count)) if v is not None)
-        found.append(block(HARDWARE, f"the GPUs could not be listed (see gpu.driver); the policy expects {expects}",
-                           Fix(commands=["nvidia-smi -L"]), subject="gpus"))
+        expects = ", ".join(
+            f"{k} {v if k == 'gpu_model' else v.text}"
+            for k, v in (("gpu_model", hardware.gpu_model), ("gpu_count", hardware.gpu_count))
+            if v is not None
+        )
+        found.append(
+            block(
+                HARDWARE,
+                f"the GPUs could not be listed (see gpu.driver); the policy expects {expects}",
+                Fix(commands=["nvidia-smi -L"]),
+                subject="gpus",
+            )
+        )
         hardware = hardware.model_copy(update={"gpu_model": None, "gpu_count": None})
     if hardware.gpu_model is not None:
         pattern = hardware.gpu_model.lower()
@@ -178,33 +223,57 @@ def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[
             found.append(passed(HARDWARE, f"GPU model {names[0]} matches {hardware.gpu_model}", subject="gpu_model"))
         else:
             have = ", ".join(odd) if odd else "no GPU"
-            found.append(block(HARDWARE, f"GPU model {have} does not match {hardware.gpu_model}", redeploy,
-                               subject="gpu_model"))
+            found.append(
+                block(HARDWARE, f"GPU model {have} does not match {hardware.gpu_model}", redeploy, subject="gpu_model")
+            )
     if hardware.gpu_count is not None:
         count = len(names)
         if hardware.gpu_count.satisfied_by(count):
             found.append(passed(HARDWARE, f"{count} GPUs (gpu_count {hardware.gpu_count.text})", subject="gpu_count"))
         else:
-            found.append(block(HARDWARE, f"{count} GPU{'' if count == 1 else 's'} here, the policy expects "
-                                         f"gpu_count {hardware.gpu_count.text}", redeploy, subject="gpu_count"))
+            found.append(
+                block(
+                    HARDWARE,
+                    f"{count} GPU{'' if count == 1 else 's'} here, the policy expects "
+                    f"gpu_count {hardware.gpu_count.text}",
+                    redeploy,
+                    subject="gpu_count",
+                )
+            )
     if hardware.gpu_memory_gb is not None:
         memory = _gpu_memory_gb(facts)
-        found.append(_size_check("gpu_memory_gb", "smallest GPU memory", hardware.gpu_memory_gb,
-                                 None if memory is None else int(memory * 1e9), redeploy))
+        found.append(
+            _size_check(
+                "gpu_memory_gb",
+                "smallest GPU memory",
+                hardware.gpu_memory_gb,
+                None if memory is None else int(memory * 1e9),
+                redeploy,
+            )
+        )
     if hardware.disk_free_gb is not None:
         place = first_path(facts, "output_dir") or first_path(facts, "workspace") or first_path(facts, "volume")
         where = f"free on {place.path}" if place is not None else "free space where checkpoints go (no output_dir set)"
         grow = ctx.profile.advice.grow_volume
-        fix = Fix(commands=[f"du -xh -d 2 {q(place.path)} 2>/dev/null | sort -h | tail -n 15" if place else
-                            "computefence doctor --output-dir /path/to/checkpoints"],
-                  advice="delete what is not needed" + (f" {grow}" if grow else ""))
-        found.append(_size_check("disk_free_gb", where, hardware.disk_free_gb,
-                                 place.free_bytes if place is not None else None, fix))
+        fix = Fix(
+            commands=[
+                f"du -xh -d 2 {q(place.path)} 2>/dev/null | sort -h | tail -n 15"
+                if place
+                else "computefence doctor --output-dir /path/to/checkpoints"
+            ],
+            advice="delete what is not needed" + (f" {grow}" if grow else ""),
+        )
+        found.append(
+            _size_check(
+                "disk_free_gb", where, hardware.disk_free_gb, place.free_bytes if place is not None else None, fix
+            )
+        )
     if hardware.shm_gb is not None:
         shm = first_path(facts, "shm")
         fix = Fix(advice="recreate the container with a larger --shm-size (or --ipc=host)")
-        found.append(_size_check("shm_gb", "/dev/shm size", hardware.shm_gb,
-                                 shm.total_bytes if shm is not None else None, fix))
+        found.append(
+            _size_check("shm_gb", "/dev/shm size", hardware.shm_gb, shm.total_bytes if shm is not None else None, fix)
+        )
     return found
 
 
@@ -230,8 +299,14 @@ def check_custom(facts: Facts, policy: EffectivePolicy) -> list[Finding]:
             found.append(fail(cid, f"`{one_line(check.run, 80)}` failed to run: {one_line(result.error, 160)}", fix))
             continue
         if result.timed_out:
-            found.append(fail(cid, f"`{one_line(check.run, 80)}` did not finish within its {result.timeout_s or check.timeout:g} s "
-                                   "timeout and was killed", fix))
+            found.append(
+                fail(
+                    cid,
+                    f"`{one_line(check.run, 80)}` did not finish within its {result.timeout_s or check.timeout:g} s "
+                    "timeout and was killed",
+                    fix,
+                )
+            )
             continue
         problems = []
         if result.signal is not None:
@@ -243,7 +318,9 @@ def check_custom(facts: Facts, policy: EffectivePolicy) -> list[Finding]:
             problems.append(f"printed nothing matching /{pattern}/")
         if problems:
             tail = one_line(result.stderr or result.stdout, 120)
-            found.append(fail(cid, f"`{one_line(check.run, 80)}` {' and '.join(problems)}" + (f": {tail}" if tail else ""), fix))
+            found.append(
+                fail(cid, f"`{one_line(check.run, 80)}` {' and '.join(problems)}" + (f": {tail}" if tail else ""), fix)
+            )
         else:
             found.append(passed(cid, f"`{one_line(check.run, 80)}` passed"))
     return found

@@ -75,7 +75,7 @@ class History:
             when = max(when, newest + timedelta(seconds=1))
         path = self.directory / f"{when.strftime(_STAMP)}.json"
         write_output(render_chunks(report), path, flag="--history")
-        for old in self.entries()[:-self.keep]:
+        for old in self.entries()[: -self.keep]:
             old.unlink(missing_ok=True)
         return path
 

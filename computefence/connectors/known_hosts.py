@@ -126,8 +126,9 @@ class HostKeyStore:
                 with os.fdopen(fd, "a", encoding="utf-8") as fh:
                     fh.write(line)
             except OSError as exc:
-                raise ConfigError(f"cannot record the host key of {host_pattern(host, port)} in "
-                                  f"{self.own_file}: {exc.strerror}") from None
+                raise ConfigError(
+                    f"cannot record the host key of {host_pattern(host, port)} in {self.own_file}: {exc.strerror}"
+                ) from None
             self._recorded.add(line)
             # The next lookup must see the new key.
             self._loaded.pop(self.own_file, None)

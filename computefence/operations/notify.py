@@ -63,14 +63,24 @@ def wanted(report: Report, on: str) -> bool:
     return report.changes is not None and newsworthy(report.changes)
 
 
-def notify(report: Report, hooks: Sequence[Webhook], fmt: str, *, timeout_s: float = TIMEOUT_S,
-           sleep: Callable[[float], None] | None = None) -> list[str]:
+def notify(
+    report: Report,
+    hooks: Sequence[Webhook],
+    fmt: str,
+    *,
+    timeout_s: float = TIMEOUT_S,
+    sleep: Callable[[float], None] | None = None,
+) -> list[str]:
     """POST the payload to every hook; returns one warning line per hook that failed."""
-    from computefence.sources.http import RetryPolicy
+    from computefence.http import RetryPolicy
 
     body = json.dumps(PAYLOADS[fmt](report)).encode()
-    policy = RetryPolicy(attempts=RETRIES + 1, timeout_s=timeout_s, max_retry_after_s=MAX_RETRY_AFTER_S,
-                         **({"sleep": sleep} if sleep is not None else {}))
+    policy = RetryPolicy(
+        attempts=RETRIES + 1,
+        timeout_s=timeout_s,
+        max_retry_after_s=MAX_RETRY_AFTER_S,
+        **({"sleep": sleep} if sleep is not None else {}),
+    )
     return [warning for hook in hooks if (warning := _deliver(hook, body, policy))]
 
 
@@ -80,7 +90,7 @@ def _deliver(hook: Webhook, body: bytes, policy) -> str | None:
     # httpx logs each request's URL at INFO: keep it out of any logging setup around us.
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
-    from computefence.sources.http import Retry, call_with_retries, retry_after_seconds
+    from computefence.http import Retry, call_with_retries, retry_after_seconds
 
     where = f"webhook at {hook.host}"
 
@@ -96,7 +106,10 @@ def _deliver(hook: Webhook, body: bytes, policy) -> str | None:
         if 200 <= status < 300:
             return
         if status == 429:
-            raise Retry(f"{where} kept rate limiting (HTTP 429)", wait_s=retry_after_seconds(response.headers.get("Retry-After")))
+            raise Retry(
+                f"{where} kept rate limiting (HTTP 429)",
+                wait_s=retry_after_seconds(response.headers.get("Retry-After")),
+            )
         if status >= 500:
             raise Retry(f"{where} failed with HTTP {status}")
         if 300 <= status < 400:
@@ -104,8 +117,11 @@ def _deliver(hook: Webhook, body: bytes, policy) -> str | None:
         raise SourceError(f"{where} refused the message (HTTP {status}): check the URL")
 
     try:
-        with httpx.Client(timeout=policy.timeout_s, follow_redirects=False,
-                          headers={"Content-Type": "application/json", "User-Agent": f"computefence/{__version__}"}) as client:
+        with httpx.Client(
+            timeout=policy.timeout_s,
+            follow_redirects=False,
+            headers={"Content-Type": "application/json", "User-Agent": f"computefence/{__version__}"},
+        ) as client:
             call_with_retries(where, policy, once)
     except SourceError as exc:
         return f"computefence: warning: notification not delivered: {exc}"
@@ -125,8 +141,9 @@ class Alerts:
                 print(warning, file=sys.stderr)
 
 
-def alert_settings(urls: Sequence[str], on: str | None, fmt: str | None, policy: NotifySettings | None,
-                   *, history: bool) -> Alerts | None:
+def alert_settings(
+    urls: Sequence[str], on: str | None, fmt: str | None, policy: NotifySettings | None, *, history: bool
+) -> Alerts | None:
     """The run's alerts from --notify* over the policy's `notify:`; None without any URL.
     ConfigError (before connecting) for a bad URL or `change` without a history to compare with."""
     settings = policy or NotifySettings()
@@ -135,6 +152,7 @@ def alert_settings(urls: Sequence[str], on: str | None, fmt: str | None, policy:
         return None
     on = on or settings.when or ("change" if history else "block")
     if on == "change" and not history:
-        raise ConfigError("--notify-on change compares with the last run: add --history DIR, "
-                          "or use --notify-on block or always")
+        raise ConfigError(
+            "--notify-on change compares with the last run: add --history DIR, or use --notify-on block or always"
+        )
     return Alerts(tuple(hooks), on, fmt or settings.format or "slack")

@@ -7,7 +7,7 @@ to phrase fixes the provider's way.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -83,14 +83,14 @@ class Profile(_Strict):
 
 def profiles_dir() -> Path:
     """The installed profiles (computefence/_providers) or, in a source checkout, providers/."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent
     installed = package / "_providers"
     if installed.is_dir():
         return installed
     return package.parent / "providers"
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_profiles(directory: Path | None = None) -> dict[str, Profile]:
     """All profiles by name; a malformed one is a ConfigError naming the file."""
     folder = directory or profiles_dir()
