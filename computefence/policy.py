@@ -253,6 +253,135 @@ class CustomCheck(_Strict):
         return f"custom.{self.id}"
 
 
+_PARAMS = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*([kKmMbBtT])?\s*$")
+_PARAM_SCALE = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+# Hugging Face repo ids: [ORG/]NAME of letters, digits, '-', '_', '.'; no '--' or '..' (the Hub refuses them).
+_REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+# The largest published models are ~2e12 parameters; far past that is a typo.
+MAX_PARAMS = 10**15
+
+
+def _params(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f'must be a parameter count such as 8.03e9 or "8B", not {value!r}')
+    if isinstance(value, (int, float)):
+        count = float(value)
+    elif isinstance(value, str):
+        # YAML reads `8.03e9` (no sign in the exponent) as text, so text is the usual case.
+        match = _PARAMS.match(value.replace("_", ""))
+        if not match:
+            raise ValueError(f'{value!r} is not a parameter count (e.g. 8.03e9, 8030261248, "8B", "350M")')
+        count = float(match.group(1)) * _PARAM_SCALE[(match.group(2) or "").lower()]
+    else:
+        raise ValueError(f'must be a parameter count such as 8.03e9 or "8B", not {type(value).__name__}')
+    if not 1 <= count <= MAX_PARAMS:
+        raise ValueError(f"{value!r} is not a parameter count between 1 and 1e15")
+    return round(count)
+
+
+def _model_ref(value: Any) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a Hugging Face repo id (ORG/NAME) or a path on the pod")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError(f"{value!r} has a control character")
+    if value.startswith(("/", "~", "./", "../")):
+        return value
+    if _REPO_ID.match(value) and "--" not in value and ".." not in value:
+        return value
+    raise ValueError(
+        f"{value!r} is neither a Hugging Face repo id (ORG/NAME, e.g. meta-llama/Llama-3.1-8B) "
+        "nor a path on the pod (/..., ~/..., ./...)"
+    )
+
+
+def _pod_path(value: Any) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a path on the pod")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError(f"{value!r} has a control character")
+    return value
+
+
+def _regex(value: Any) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ValueError("must be a non-empty regular expression")
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"{value!r} is not a valid regular expression: {exc}") from None
+    return value
+
+
+ParamCount = typing.Annotated[int | None, BeforeValidator(_params)]
+ModelRef = typing.Annotated[str | None, BeforeValidator(_model_ref)]
+PodPath = typing.Annotated[str | None, BeforeValidator(_pod_path)]
+Regex = typing.Annotated[str | None, BeforeValidator(_regex)]
+
+
+class Lora(_Strict):
+    """The adapter: rank and the modules it wraps (PEFT's LoraConfig r and target_modules)."""
+
+    r: int = Field(8, ge=1, le=65536)  # PEFT LoraConfig's default
+    # None: PEFT's default for the architecture; "all-linear": every linear layer but the head.
+    target_modules: list[str] | Literal["all-linear"] | None = None
+
+    @field_validator("target_modules")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("is empty; name the modules (e.g. [q_proj, v_proj]) or leave it out")
+            for name in value:
+                if not re.match(r"^[A-Za-z0-9_.]+$", name):
+                    raise ValueError(f"{name!r} is not a module name (e.g. q_proj)")
+        return value
+
+
+class Job(_Strict):
+    """`job:` what the run will train and save, so disk and GPU memory can be sized from it.
+
+    The output dir is `checks.output_dir` (one key for the storage checks and the budget)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    model: ModelRef = None
+    params: ParamCount = None
+    method: Literal["full", "lora", "qlora"] = "full"
+    precision: Literal["bf16", "fp16", "fp32", "bf16-pure"] = "bf16"
+    optimizer: Literal["adamw", "adamw-8bit", "adafactor", "sgd"] = "adamw"
+    sharding: Literal["none", "zero1", "zero2", "zero3", "fsdp"] = "none"
+    # HF Trainer's defaults: keep every checkpoint, save every 500 steps.
+    save_total_limit: int | None = Field(None, ge=1)
+    save_steps: int | None = Field(500, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+    save_only_model: bool = False
+    lora: Lora | None = None
+    # A non-default HF hub cache on the pod (from_pretrained's cache_dir); else HF_HUB_CACHE/HF_HOME.
+    cache_dir: PodPath = None
+    # An axolotl or LLaMA-Factory config on the pod to read the same fields from.
+    from_: PodPath = Field(None, alias="from")
+    # For `fleet watch`: the classification head's size, the training process, its log and loss line.
+    num_labels: int | None = Field(None, ge=1)
+    process: Regex = None
+    log: PodPath = None
+    loss_regex: Regex = None
+
+    @property
+    def checkpoints_written(self) -> int | None:
+        """How many checkpoints the run writes (max_steps // save_steps), if both are known."""
+        if self.max_steps is None or self.save_steps is None:
+            return None
+        return self.max_steps // self.save_steps
+
+
 SpecifierText = typing.Annotated[str, BeforeValidator(_requirement)]
 CheckPattern = typing.Annotated[str, AfterValidator(lambda key: _check_known(key))]
 
@@ -266,6 +395,7 @@ class _Rules(_Strict):
     severity: dict[CheckPattern, SeverityName] = Field(default_factory=dict)
     skip: list[CheckPattern] = Field(default_factory=list)
     checks: Checks = Field(default_factory=Checks)
+    job: Job | None = None
     # Each sends back at most a short tail of its output; 32 keep a probe's answer small.
     custom: list[CustomCheck] = Field(default_factory=list, max_length=32)
 
@@ -380,6 +510,13 @@ class EffectivePolicy(_Rules):
             thresholds = Thresholds(
                 **{**base.model_dump(), **{k: getattr(over.thresholds, k) for k in over.thresholds.model_fields_set}}
             )
+        job = self.job
+        if "job" in set_fields and over.job is not None:
+            job = (
+                over.job
+                if job is None
+                else job.model_copy(update={k: getattr(over.job, k) for k in over.job.model_fields_set})
+            )
         custom = {check.id: check for check in self.custom}
         custom.update({check.id: check for check in over.custom})
         return EffectivePolicy(
@@ -389,6 +526,7 @@ class EffectivePolicy(_Rules):
             severity={**self.severity, **over.severity},
             skip=self.skip + [s for s in over.skip if s not in self.skip],
             checks=checks,
+            job=job,
             custom=list(custom.values()),
         )
 
@@ -506,7 +644,9 @@ def _valid_keys(loc: tuple) -> list[str]:
     for part in loc:
         model = _field_type(model, part)
     model = _unwrap(model)
-    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return []
+    return [field.alias or name for name, field in model.model_fields.items()]
 
 
 def _unwrap(tp: Any) -> Any:
@@ -523,8 +663,10 @@ def _field_type(model: Any, part: Any) -> Any:
         return typing.get_args(model)[0]
     if origin is dict:
         return typing.get_args(model)[1]
-    if isinstance(model, type) and issubclass(model, BaseModel) and part in model.model_fields:
-        return model.model_fields[part].annotation
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        for name, field in model.model_fields.items():
+            if part in (name, field.alias):
+                return field.annotation
     return None
 
 

@@ -165,7 +165,7 @@ def _spec_text(value: Any) -> Any:
 
 def effective_document(policy: EffectivePolicy) -> dict:
     """The effective policy as a user would write it (only what is set)."""
-    data = policy.model_dump(exclude_defaults=True, exclude={"hardware", "custom"})
+    data = policy.model_dump(exclude_defaults=True, exclude={"hardware", "custom", "job"})
     hardware = {
         k: _spec_text(getattr(policy.hardware, k))
         for k in type(policy.hardware).model_fields
@@ -177,6 +177,8 @@ def effective_document(policy: EffectivePolicy) -> dict:
         data["checks"] = policy.checks.model_dump(exclude_defaults=True)
     elif "checks" in data:
         del data["checks"]
+    if policy.job is not None:
+        data["job"] = policy.job.model_dump(by_alias=True, exclude_none=True)
     if policy.custom:
         data["custom"] = [c.model_dump(exclude_defaults=True) | {"id": c.id, "run": c.run} for c in policy.custom]
     return data
