@@ -493,6 +493,14 @@ class Severity(str, Enum):
         return {"skip": -1, "pass": 0, "warn": 1, "block": 2}[self.value]
 
 
+class Remedy(str, Enum):
+    """What a blocker calls for: a command on the pod, the user's own setting, or another machine."""
+
+    FIX = "fix"
+    CONFIG = "config"
+    REPLACE = "replace"
+
+
 class _WithFix(_Model):
     """For models with a `fix: Fix | None` field. In JSON, `fix` stays the schema-1 string
     for one more schema version, beside `fix_commands` and `fix_advice`; reading accepts
@@ -532,6 +540,8 @@ class Finding(_WithFix):
     # What the finding is about on this host (a path, a filesystem, a GPU index), so
     # the same check on the same subject groups across pods.
     subject: str | None = None
+    # The check's remedy class (evaluate/spec.py); None in reports saved before it existed.
+    remedy: Remedy | None = None
 
 
 class HostStatus(str, Enum):

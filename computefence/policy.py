@@ -233,6 +233,9 @@ class CustomCheck(_Strict):
     # Plain words for when no command helps; shown apart from `fix`.
     advice: str | None = None
     timeout: float = Field(10.0, gt=0, le=600)
+    # What a failure calls for (the built-in checks' remedy classes): "replace" lets
+    # `fleet release` give the pod back.
+    remedy: Literal["fix", "config", "replace"] = "fix"
 
     @field_validator("id")
     @classmethod

@@ -3,7 +3,8 @@ a fleet verdict. Thresholds, provider knowledge and fix commands live here, so c
 policy never needs a new probe on the pods.
 
 Every rule is a function (facts, checks, ctx) -> list[Finding]; each area module lists its
-rules in RULES and its check ids in CHECKS.
+rules in RULES and its checks in CHECKS, each id with a CheckSpec (what it verifies, and its
+remedy: fix, config or replace). Every finding leaves here carrying its check's remedy.
 """
 
 from __future__ import annotations
@@ -14,7 +15,18 @@ from computefence.evaluate import requirements as policy_rules
 from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context, matches
 from computefence.evaluate.fleet import build_report, exit_code
-from computefence.models import BaselineLock, CheckOptions, Facts, Finding, Fix, HostReport, HostStatus, ProviderInfo
+from computefence.evaluate.spec import CheckSpec, Remedy
+from computefence.models import (
+    BaselineLock,
+    CheckOptions,
+    Facts,
+    Finding,
+    Fix,
+    HostReport,
+    HostStatus,
+    ProviderInfo,
+    Report,
+)
 from computefence.policy import EffectivePolicy
 from computefence.text import one_line
 
@@ -29,8 +41,8 @@ RULES: list[Rule] = [
     *dataset.RULES,
 ]
 
-# Every check id the rules can emit, with what it verifies (for --only/--skip and listings).
-CHECKS: dict[str, str] = {
+# Every check id the rules can emit, with what it verifies and what a blocker calls for.
+CHECKS: dict[str, CheckSpec] = {
     **storage.CHECKS,
     **system.CHECKS,
     **gpu.CHECKS,
@@ -48,13 +60,17 @@ __all__ = [
     "CHECKS",
     "CHECK_IDS",
     "RULES",
+    "CheckSpec",
+    "Remedy",
     "build_report",
     "evaluate_host",
     "exit_code",
     "finish_hosts",
     "reapply_policy",
+    "remedy_of",
     "select_findings",
     "status_fix",
+    "with_remedies",
 ]
 
 
@@ -75,7 +91,7 @@ def evaluate_host(
         findings.extend(rule(facts, checks, ctx))
     if policy is not None:
         findings.extend(policy_rules.policy_findings(facts, policy, ctx))
-    return [_single_line(f) for f in findings]
+    return [_finish(f) for f in findings]
 
 
 def finish_hosts(
@@ -94,7 +110,7 @@ def finish_hosts(
         if host.status is not HostStatus.OK or host.facts is None:
             finished.append(host)
             continue
-        findings = [*host.findings, *(_single_line(f) for f in extra.get(host.name, []))]
+        findings = [*host.findings, *(_finish(f) for f in extra.get(host.name, []))]
         policy = policies.get(host.name)
         if policy is not None:
             findings = policy_rules.apply_policy(findings, policy)
@@ -102,9 +118,34 @@ def finish_hosts(
     return finished
 
 
-def _single_line(finding: Finding) -> Finding:
+def remedy_of(finding: Finding) -> Remedy:
+    """The finding's own remedy, else its check's; a check the registry does not know (a
+    custom.* check of a report saved before remedies) calls for a fix."""
+    if finding.remedy is not None:
+        return finding.remedy
+    spec = CHECKS.get(finding.check)
+    return spec.remedy if spec is not None else Remedy.FIX
+
+
+def with_remedies(report: Report) -> Report:
+    """A saved report whose findings all carry a remedy (those saved before remedies existed
+    get their check's)."""
+    if all(f.remedy is not None for h in report.hosts for f in h.findings):
+        return report
+    hosts = [
+        h.model_copy(
+            update={"findings": [f if f.remedy else f.model_copy(update={"remedy": remedy_of(f)}) for f in h.findings]}
+        )
+        for h in report.hosts
+    ]
+    return report.model_copy(update={"hosts": hosts})
+
+
+def _finish(finding: Finding) -> Finding:
     # Paths and names come from the pod; a newline in one must not break a report line
-    # (or turn one fix command into two).
+    # (or turn one fix command into two). Every finding gets its check's remedy here too.
+    if finding.remedy is None:
+        finding = finding.model_copy(update={"remedy": remedy_of(finding)})
     fix = finding.fix
     texts = [finding.message, *(fix.commands if fix else []), (fix.advice if fix else None) or ""]
     if not any("\n" in text for text in texts):
@@ -125,7 +166,7 @@ def reapply_policy(host: HostReport, policy: EffectivePolicy) -> HostReport:
         return host
     ctx = build_context(host.facts, CheckOptions(), host.provider, policy.thresholds)
     kept = [f for f in host.findings if not f.check.startswith(("policy.", "custom."))]
-    findings = [*kept, *(_single_line(f) for f in policy_rules.policy_findings(host.facts, policy, ctx))]
+    findings = [*kept, *(_finish(f) for f in policy_rules.policy_findings(host.facts, policy, ctx))]
     return host.model_copy(update={"findings": policy_rules.apply_policy(findings, policy)})
 
 

@@ -7,10 +7,15 @@ num_processes / num_machines of them, and each needs a GPU of its own.
 from __future__ import annotations
 
 from computefence.evaluate.context import Context, block, passed, q, skipped, warn
+from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix
 from computefence.text import one_line
 
-CHECKS = {"accelerate.num-processes": "accelerate starts one process per visible GPU on each machine"}
+CHECKS: dict[str, CheckSpec] = {
+    "accelerate.num-processes": CheckSpec(
+        "accelerate starts one process per visible GPU on each machine", Remedy.CONFIG
+    ),
+}
 
 # Launch modes that do not put processes on NVIDIA GPUs.
 NOT_GPU = {"MULTI_CPU", "XLA", "TPU", "MULTI_NPU", "MULTI_XPU", "MULTI_MLU", "MULTI_MUSA", "MULTI_HPU", "MULTI_SDAA"}

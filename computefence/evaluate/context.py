@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from computefence.evaluate.mounts import StorageMap
 from computefence.evaluate.profiles import Profile, detect_provider, get_profile
-from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts, ProviderInfo, Severity
+from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts, ProviderInfo, Remedy, Severity
 from computefence.policy import NumberSpec, Thresholds
 
 
@@ -121,8 +121,8 @@ def matches(check: str, pattern: str) -> bool:
     return any(ch in pattern for ch in "*?[") and fnmatch.fnmatchcase(check, pattern)
 
 
-def passed(check: str, message: str, subject: str | None = None) -> Finding:
-    return Finding(check=check, severity=Severity.PASS, message=message, subject=subject)
+def passed(check: str, message: str, subject: str | None = None, remedy: Remedy | None = None) -> Finding:
+    return Finding(check=check, severity=Severity.PASS, message=message, subject=subject, remedy=remedy)
 
 
 def skipped(check: str, reason: str, subject: str | None = None) -> Finding:
@@ -130,14 +130,18 @@ def skipped(check: str, reason: str, subject: str | None = None) -> Finding:
     return Finding(check=check, severity=Severity.SKIP, message=reason, subject=subject)
 
 
-def warn(check: str, message: str, fix: str | Fix, subject: str | None = None) -> Finding:
-    """`fix` is a Fix, or one command as a plain string."""
-    return Finding(check=check, severity=Severity.WARN, message=message, fix=fix, subject=subject)
+def warn(check: str, message: str, fix: str | Fix, subject: str | None = None, remedy: Remedy | None = None) -> Finding:
+    """`fix` is a Fix, or one command as a plain string. `remedy` overrides the check's own
+    (CHECKS) for this finding only."""
+    return Finding(check=check, severity=Severity.WARN, message=message, fix=fix, subject=subject, remedy=remedy)
 
 
-def block(check: str, message: str, fix: str | Fix, subject: str | None = None) -> Finding:
-    """`fix` is a Fix, or one command as a plain string."""
-    return Finding(check=check, severity=Severity.BLOCK, message=message, fix=fix, subject=subject)
+def block(
+    check: str, message: str, fix: str | Fix, subject: str | None = None, remedy: Remedy | None = None
+) -> Finding:
+    """`fix` is a Fix, or one command as a plain string. `remedy` overrides the check's own
+    (CHECKS) for this finding only."""
+    return Finding(check=check, severity=Severity.BLOCK, message=message, fix=fix, subject=subject, remedy=remedy)
 
 
 def q(text: str) -> str:

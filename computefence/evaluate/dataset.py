@@ -24,16 +24,19 @@ import math
 import posixpath
 
 from computefence.evaluate.context import Context, block, collector_error, passed, q, skipped, warn
+from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, DatasetFacts, Facts, Finding, Fix
 from computefence.text import one_line
 
-CHECKS = {
-    "dataset.unreadable": "the dataset exists, has a known format and its rows parse",
-    "dataset.columns": "the named input and label columns exist",
-    "dataset.duplicates": "no row is an exact duplicate of an earlier row",
-    "dataset.conflicting-labels": "no input carries more than one label",
-    "dataset.missing-values": "no row lacks its input or label",
-    "dataset.label-skew": "the labels are not so skewed that predicting the majority looks like learning",
+CHECKS: dict[str, CheckSpec] = {
+    "dataset.unreadable": CheckSpec("the dataset exists, has a known format and its rows parse", Remedy.CONFIG),
+    "dataset.columns": CheckSpec("the named input and label columns exist", Remedy.CONFIG),
+    "dataset.duplicates": CheckSpec("no row is an exact duplicate of an earlier row", Remedy.CONFIG),
+    "dataset.conflicting-labels": CheckSpec("no input carries more than one label", Remedy.CONFIG),
+    "dataset.missing-values": CheckSpec("no row lacks its input or label", Remedy.CONFIG),
+    "dataset.label-skew": CheckSpec(
+        "the labels are not so skewed that predicting the majority looks like learning", Remedy.CONFIG
+    ),
 }
 
 # Above this share of unparsable rows the file is broken, not just untidy.

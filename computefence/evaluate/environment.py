@@ -10,12 +10,13 @@ from computefence import __version__
 from computefence.errors import ConfigError
 from computefence.evaluate.context import block, passed, q, training_python, warn
 from computefence.evaluate.fingerprint import NOT_INSTALLED, fingerprint, is_package, label, outlier_fields
+from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import install_command, parse_version
 from computefence.models import BaselineLock, Facts, Finding, Fix, HostReport, HostStatus
 
-CHECKS = {
-    "env.drift": "the pod's versions and hardware match the baseline lock",
-    "env.outlier": "the pod's torch, Python and packages match the fleet's majority",
+CHECKS: dict[str, CheckSpec] = {
+    "env.drift": CheckSpec("the pod's versions and hardware match the baseline lock", Remedy.FIX),
+    "env.outlier": CheckSpec("the pod's torch, Python and packages match the fleet's majority", Remedy.FIX),
 }
 DRIFT, OUTLIER = "env.drift", "env.outlier"
 # Fields a lock leaves out: derived from another one.

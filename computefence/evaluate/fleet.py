@@ -10,8 +10,10 @@ from computefence.evaluate import gpu_perf
 from computefence.models import (
     DriftRow,
     Facts,
+    Finding,
     HostReport,
     HostStatus,
+    Remedy,
     Report,
     Severity,
     SourceStatus,
@@ -108,6 +110,16 @@ def ready_hosts(report: Report) -> list[HostReport]:
         for host in report.hosts
         if host.status is HostStatus.OK and not any(fails(f.severity, report.fail_on) for f in host.findings)
     ]
+
+
+def replace_blockers(host: HostReport) -> list[Finding]:
+    """The host's blockers whose remedy is `replace`: the machine is at fault, only another helps."""
+    return [f for f in host.blocking_findings if f.remedy is Remedy.REPLACE]
+
+
+def give_back(report: Report) -> list[HostReport]:
+    """Checked pods blocked by a `replace` finding: those to stop paying for."""
+    return [h for h in report.hosts if h.status is HostStatus.OK and replace_blockers(h)]
 
 
 # ---------------------------------------------------------------- drift

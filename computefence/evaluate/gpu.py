@@ -23,9 +23,11 @@ from computefence.evaluate.context import (
     warn,
 )
 from computefence.evaluate.cuda_errors import CudaError, read_cuda_error
+from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import (
     ARCH_MIN_CUDA,
     build_fix,
+    choose_build,
     cuda_text,
     parse_capability,
     parse_version,
@@ -33,14 +35,14 @@ from computefence.evaluate.torch_builds import (
 from computefence.models import CheckOptions, Facts, Finding, Fix, TorchFacts
 from computefence.text import one_line
 
-CHECKS = {
-    "gpu.driver": "nvidia-smi answers and lists the GPUs",
-    "gpu.cuda-unavailable": "torch can use CUDA where the driver sees GPUs",
-    "gpu.torch-cpu-build": "torch is a CUDA build on a GPU machine",
-    "gpu.driver-too-old": "the driver's CUDA version runs torch's CUDA build",
-    "gpu.arch-unsupported": "torch has kernels for every GPU's compute capability",
-    "gpu.memory-in-use": "no GPU memory is already held by other processes",
-    "gpu.count-mismatch": "torch sees as many GPUs as the driver",
+CHECKS: dict[str, CheckSpec] = {
+    "gpu.driver": CheckSpec("nvidia-smi answers and lists the GPUs", Remedy.FIX),
+    "gpu.cuda-unavailable": CheckSpec("torch can use CUDA where the driver sees GPUs", Remedy.FIX),
+    "gpu.torch-cpu-build": CheckSpec("torch is a CUDA build on a GPU machine", Remedy.FIX),
+    "gpu.driver-too-old": CheckSpec("the driver's CUDA version runs torch's CUDA build", Remedy.FIX),
+    "gpu.arch-unsupported": CheckSpec("torch has kernels for every GPU's compute capability", Remedy.FIX),
+    "gpu.memory-in-use": CheckSpec("no GPU memory is already held by other processes", Remedy.FIX),
+    "gpu.count-mismatch": CheckSpec("torch sees as many GPUs as the driver", Remedy.FIX),
 }
 
 NO_GPU = "no NVIDIA GPU on this machine; GPU checks skipped"
@@ -264,7 +266,9 @@ def check_driver_too_old(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         f"supports CUDA {cuda_text(driver)} only: {effect}"
     )
     fix = _install_fix(facts, replace=True, advice=f"or use a machine whose driver supports CUDA {cuda_text(build)}")
-    return [block(cid, message, fix)]
+    # A driver older than every published torch build leaves nothing to install: only another machine helps.
+    no_build = choose_build(torch.version, facts.gpu.cuda_version, _min_cuda_for_gpus(facts)) is None
+    return [block(cid, message, fix, remedy=Remedy.REPLACE if no_build else None)]
 
 
 def check_cuda_unavailable(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:

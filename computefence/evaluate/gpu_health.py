@@ -11,17 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from computefence.evaluate.context import Context, block, passed, skipped, sudo, warn
+from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, GpuHealth
 
-CHECKS = {
-    "gpu.ecc": "no uncorrectable memory errors, pending or failed row remaps, or pages pending retirement",
-    "gpu.pcie-link": "every GPU's PCIe link runs at its full width",
-    "gpu.throttle": "no hardware slowdown, thermal or power-brake throttling on an idle GPU",
-    "gpu.power-limit": "the enforced power limit is at least 85% of the default",
-    "gpu.mig": "MIG is off, so the job gets whole GPUs",
-    "gpu.compute-mode": "the compute mode lets the job's processes use the GPUs",
-    "gpu.fabric-manager": "an NVSwitch system's fabric is initialised by a running fabric manager",
-    "gpu.xid": "no Xid errors of failing hardware in the recent kernel log",
+CHECKS: dict[str, CheckSpec] = {
+    "gpu.ecc": CheckSpec(
+        "no uncorrectable memory errors, pending or failed row remaps, or pages pending retirement", Remedy.REPLACE
+    ),
+    "gpu.pcie-link": CheckSpec("every GPU's PCIe link runs at its full width", Remedy.REPLACE),
+    "gpu.throttle": CheckSpec("no hardware slowdown, thermal or power-brake throttling on an idle GPU", Remedy.REPLACE),
+    "gpu.power-limit": CheckSpec("the enforced power limit is at least 85% of the default", Remedy.REPLACE),
+    "gpu.mig": CheckSpec("MIG is off, so the job gets whole GPUs", Remedy.REPLACE),
+    "gpu.compute-mode": CheckSpec("the compute mode lets the job's processes use the GPUs", Remedy.REPLACE),
+    "gpu.fabric-manager": CheckSpec(
+        "an NVSwitch system's fabric is initialised by a running fabric manager", Remedy.REPLACE
+    ),
+    "gpu.xid": CheckSpec("no Xid errors of failing hardware in the recent kernel log", Remedy.REPLACE),
 }
 
 # An enforced power limit under this share of the default is a capped card.

@@ -18,12 +18,19 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from computefence.errors import ConfigError
 from computefence.evaluate.context import Context, passed, q, skipped, warn
 from computefence.evaluate.profiles import profiles_dir
+from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, GpuPerf, HostReport, HostStatus, PerfFacts
 
-CHECKS = {
-    "gpu.perf-compute": "--perf: bf16 matmul reaches 60% of what the GPU model should deliver",
-    "gpu.perf-pcie": "--perf: pinned host-device copies reach 50% of what the PCIe link should carry",
-    "gpu.perf-interconnect": "--perf: GPU-to-GPU bandwidth (NCCL all-reduce or P2P) reaches 50% of the expected",
+CHECKS: dict[str, CheckSpec] = {
+    "gpu.perf-compute": CheckSpec(
+        "--perf: bf16 matmul reaches 60% of what the GPU model should deliver", Remedy.REPLACE
+    ),
+    "gpu.perf-pcie": CheckSpec(
+        "--perf: pinned host-device copies reach 50% of what the PCIe link should carry", Remedy.REPLACE
+    ),
+    "gpu.perf-interconnect": CheckSpec(
+        "--perf: GPU-to-GPU bandwidth (NCCL all-reduce or P2P) reaches 50% of the expected", Remedy.REPLACE
+    ),
 }
 COMPUTE_SHARE = 0.6
 PCIE_SHARE = 0.5

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from computefence.errors import ConfigError
-from computefence.evaluate import _single_line
+from computefence.evaluate import _finish
 from computefence.evaluate.environment import OUTLIER, outlier_findings
 from computefence.evaluate.fleet import drift, summarize
 from computefence.models import Changes, HostReport, HostStatus, Report, SourceStatus
@@ -64,7 +64,7 @@ def _outliers_across(hosts: list[HostReport]) -> list[HostReport]:
         host.model_copy(
             update={
                 "findings": [f for f in host.findings if f.check != OUTLIER]
-                + [_single_line(f) for f in outliers.get(host.name, [])]
+                + [_finish(f) for f in outliers.get(host.name, [])]
             }
         )
         if host.status is HostStatus.OK and host.facts is not None

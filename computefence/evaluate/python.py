@@ -8,11 +8,14 @@ gets a pass saying so, never a blocker.
 from __future__ import annotations
 
 from computefence.evaluate.context import Context, block, collector_error, passed, q, skipped, warn
+from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import build_fix, reinstall_command
 from computefence.models import CheckOptions, Facts, Finding, Fix
 from computefence.text import one_line
 
-CHECKS = {"python.torch-missing": "torch imports in the training interpreter"}
+CHECKS: dict[str, CheckSpec] = {
+    "python.torch-missing": CheckSpec("torch imports in the training interpreter", Remedy.FIX),
+}
 
 DEFAULT_PYTHON = "python3"
 

@@ -4,6 +4,7 @@ then the policy's severities and skips over every finding. Pure: facts and polic
 from __future__ import annotations
 
 import fnmatch
+import functools
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -20,14 +21,17 @@ from computefence.evaluate.context import (
     training_python,
     warn,
 )
+from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import choose_build, cuda_text, driver_cuda, install_command, parse_version
 from computefence.models import Facts, Finding, Fix, Severity
 from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, normalize_name
 from computefence.text import one_line
 
-CHECKS = {
-    "policy.requirement": "every version the policy requires is installed and satisfies its specifier",
-    "policy.hardware": "the GPUs, disk and shared memory are what the policy expects",
+CHECKS: dict[str, CheckSpec] = {
+    "policy.requirement": CheckSpec(
+        "every version the policy requires is installed and satisfies its specifier", Remedy.FIX
+    ),
+    "policy.hardware": CheckSpec("the GPUs, disk and shared memory are what the policy expects", Remedy.REPLACE),
 }
 REQUIREMENT = "policy.requirement"
 HARDWARE = "policy.hardware"
@@ -286,7 +290,7 @@ def check_custom(facts: Facts, policy: EffectivePolicy) -> list[Finding]:
     for check in policy.custom:
         cid = check.check
         result = results.get(check.id)
-        fail = block if check.severity == "block" else warn
+        fail = functools.partial(block if check.severity == "block" else warn, remedy=Remedy(check.remedy))
         if check.fix or check.advice:
             fix = Fix(commands=[check.fix] if check.fix else [], advice=check.advice)
         else:
@@ -322,7 +326,7 @@ def check_custom(facts: Facts, policy: EffectivePolicy) -> list[Finding]:
                 fail(cid, f"`{one_line(check.run, 80)}` {' and '.join(problems)}" + (f": {tail}" if tail else ""), fix)
             )
         else:
-            found.append(passed(cid, f"`{one_line(check.run, 80)}` passed"))
+            found.append(passed(cid, f"`{one_line(check.run, 80)}` passed", remedy=Remedy(check.remedy)))
     return found
 
 

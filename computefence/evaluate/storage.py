@@ -25,15 +25,18 @@ from computefence.evaluate.context import (
     warn,
 )
 from computefence.evaluate.mounts import Level, Storage, normalize
+from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts
 from computefence.policy import Thresholds
 from computefence.text import one_line
 
-CHECKS = {
-    "storage.hf-cache": "the HF cache is on storage that survives a restart, set where SSH sessions see it",
-    "storage.output-dir": "the output dir exists, is writable and survives a restart",
-    "storage.no-volume": "some storage outlives the pod",
-    "storage.disk-headroom": "enough free space on the filesystems the job writes to",
+CHECKS: dict[str, CheckSpec] = {
+    "storage.hf-cache": CheckSpec(
+        "the HF cache is on storage that survives a restart, set where SSH sessions see it", Remedy.FIX
+    ),
+    "storage.output-dir": CheckSpec("the output dir exists, is writable and survives a restart", Remedy.CONFIG),
+    "storage.no-volume": CheckSpec("some storage outlives the pod", Remedy.CONFIG),
+    "storage.disk-headroom": CheckSpec("enough free space on the filesystems the job writes to", Remedy.FIX),
 }
 
 # The defaults; a policy's `thresholds` change them per host (ctx.thresholds).

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from computefence.evaluate.context import Context, first_path, passed, skipped, sudo, warn
+from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix
 
-CHECKS = {"system.shm": "/dev/shm is large enough for DataLoader workers"}
+CHECKS: dict[str, CheckSpec] = {
+    "system.shm": CheckSpec("/dev/shm is large enough for DataLoader workers", Remedy.CONFIG),
+}
 
 
 def _size(n_bytes: int) -> str:

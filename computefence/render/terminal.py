@@ -203,6 +203,8 @@ def _fleet(report: Report, width: int, group_by: str) -> list[RenderableType]:
         out.append(_drift_table(report))
         out.append(Text())
 
+    out.extend(_give_back(report))
+
     money = views.money_line(report)
     if money:
         out.append(Text.assemble(("Money at risk: ", "bold"), (money, "bold red" if s.cost_per_hour_at_risk else "")))
@@ -372,6 +374,29 @@ def _not_ok_rows(hosts: list[HostReport]) -> list[RenderableType]:
         out.append(grid)
         if host.fix:
             out.extend(_fix(host.fix))
+    return out
+
+
+def _give_back(report: Report) -> list[RenderableType]:
+    rows = views.give_back_rows(report)
+    if not rows:
+        return []
+    out: list[RenderableType] = [Text(clean(views.give_back_title(report)), style="bold underline")]
+    shown = rows[: views.GIVE_BACK_NAMED]
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(no_wrap=True, justify="right", style="bold red")
+    grid.add_column(ratio=1, overflow="fold", style="cyan")
+    for row in shown:
+        grid.add_row(Text(clean(row.name)), Text(row.cost), Text(clean(row.checks)))
+    out.append(grid)
+    if len(rows) > len(shown):
+        out.append(Text(f"and {len(rows) - len(shown)} more", style="dim"))
+    note = Table.grid()
+    note.add_column(no_wrap=True)
+    note.add_column(ratio=1)
+    note.add_row(Text(_NOTE_LABEL, style="dim"), Text(views.GIVE_BACK_NOTE))
+    out += [note, Text()]
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from computefence.evaluate.fleet import fails
+from computefence.evaluate.fleet import fails, give_back, replace_blockers
 from computefence.models import (
     Changes,
     DatasetFacts,
@@ -341,6 +341,43 @@ def money_line(report: Report) -> str | None:
     if s.cost_per_hour_total is not None:
         line += f" (of ${s.cost_per_hour_total:.2f}/h for the fleet)"
     return line
+
+
+@dataclass
+class GiveBackRow:
+    """A pod blocked by a machine fault: what it costs and which checks condemn it."""
+
+    name: str
+    cost: str
+    checks: str
+
+
+def give_back_rows(report: Report) -> list[GiveBackRow]:
+    """'Give these pods back': the pods only another machine helps, priciest first."""
+    hosts = sorted(give_back(report), key=lambda h: -((h.provider.cost_per_hour if h.provider else None) or 0.0))
+    rows = []
+    for host in hosts:
+        cost = host.provider.cost_per_hour if host.provider is not None else None
+        checks = ", ".join(dict.fromkeys(f.check for f in replace_blockers(host)))
+        rows.append(GiveBackRow(host.name, f"${cost:.2f}/h" if cost is not None else "-", checks))
+    return rows
+
+
+def give_back_title(report: Report) -> str:
+    """'Give these pods back · 5 pods · $6.45/h'."""
+    hosts = give_back(report)
+    prices = [
+        h.provider.cost_per_hour for h in hosts if h.provider is not None and h.provider.cost_per_hour is not None
+    ]
+    return f"Give these pods back · {plural(len(hosts), 'pod')}" + (f" · ${sum(prices):.2f}/h" if prices else "")
+
+
+GIVE_BACK_NOTE = (
+    "the machine itself is at fault, no command on the pod helps: "
+    "`computefence fleet release --from REPORT.json` stops them (REPORT.json from fleet check --format json -o)"
+)
+# Up to this many pods to give back are listed; the rest are counted (fleet release lists all).
+GIVE_BACK_NAMED = 20
 
 
 # Up to this many ready pods are named in the summary; more are for --healthy-out.

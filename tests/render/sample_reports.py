@@ -14,6 +14,7 @@ from computefence.models import (
     HostStatus,
     IdentityFacts,
     ProviderInfo,
+    Remedy,
     Report,
     Severity,
     SourceStatus,
@@ -98,6 +99,7 @@ def fleet_report() -> Report:
         message=OUTPUT_DIR_MSG,
         fix=OUTPUT_DIR_FIX,
         subject="/root/out",
+        remedy=Remedy.CONFIG,
     )
     hosts = [
         HostReport(

@@ -28,6 +28,7 @@ def test_json_carries_the_documented_fields(fleet_report):
         "fix_commands": [OUTPUT_DIR_FIX],
         "fix_advice": None,
         "subject": "/root/out",
+        "remedy": "config",
     }
     # Schema 1's one-line `fix` stays for one more version: commands joined, advice as a comment.
     hf = host["findings"][1]

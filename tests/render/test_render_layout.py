@@ -92,7 +92,7 @@ def test_the_summary_names_few_ready_pods_and_points_at_healthy_out_for_many():
 def test_group_by_pod_lists_each_pods_verdict_and_its_fixes_in_order():
     text = render(recorded_fleet(6), "rich", width=80, group_by="pod")
     assert text == _snapshot("fleet-6-pods-80-columns-by-pod.txt", text)
-    pods = text[text.index("\nPods\n") :]
+    pods = text[text.index("\nPods\n") : text.index("\nGive these pods back")]
     # Worst first, ready pods not repeated, each pod's fixes right under its findings.
     heads = [line.split(" · ")[0] for line in pods.splitlines() if " · " in line and not line.startswith(" ")]
     assert heads == ["pod-cpu-torch", "pod-driver-broken", "pod-ephemeral-ckpt", "pod-old-driver", "pod-unreachable"]
