@@ -152,7 +152,8 @@ def check(
     healthy_format: HealthyFormat = typer.Option(
         "names",
         "--healthy-format",
-        help="names (one a line), ssh (user@host -p port), inventory (YAML of just those pods) or json.",
+        help="names (one a line), names0 (NUL-ended, for xargs -0), ssh (user@host -p port), "
+        "inventory (YAML of just those pods) or json.",
         rich_help_panel=_OPS,
     ),
     history: Path | None = typer.Option(

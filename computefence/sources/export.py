@@ -9,6 +9,7 @@ inventory's, shared by all its hosts).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -16,11 +17,21 @@ import yaml
 
 from computefence.errors import ConfigError
 from computefence.models import Target
+from computefence.safe_words import (
+    comment_text,
+    shown,
+    unprintable,
+    unsafe_host,
+    unsafe_proxy_jump,
+    unsafe_user,
+    unsafe_word,
+)
 from computefence.sources.inventory import NAME_RE, safe_name
 
 
-def _exportable(targets: Sequence[Target]) -> tuple[list[tuple[str, Target]], list[Target]]:
-    """(unique safe name, target) for checkable targets, and the targets left out."""
+def _exportable(targets: Sequence[Target], strict: bool = False) -> tuple[list[tuple[str, Target]], list[Target]]:
+    """(unique safe name, target) for checkable targets, and the targets left out. `strict`: names
+    that are plain words (safe_words), as an ssh_config Host line and `ssh -- NAME` need them."""
     names: set[str] = set()
     kept, skipped = [], []
     for target in targets:
@@ -28,6 +39,8 @@ def _exportable(targets: Sequence[Target]) -> tuple[list[tuple[str, Target]], li
             skipped.append(target)
             continue
         base = target.name if NAME_RE.match(target.name) else safe_name(target.name)
+        if strict and unsafe_word("name", base):
+            base = re.sub(r"[^A-Za-z0-9_.+=-]+", "-", base).strip("-.+=") or "host"
         name, n = base, 1
         while name in names:
             n += 1
@@ -38,6 +51,8 @@ def _exportable(targets: Sequence[Target]) -> tuple[list[tuple[str, Target]], li
 
 
 def _describe(name: str, target: Target) -> str:
+    # Provider strings (a pod name, a GPU type) reach a comment only through comment_text:
+    # a line break in one would end the comment and add a host to the file.
     parts = []
     if name != target.name:
         parts.append(f"was {target.name!r}")
@@ -49,13 +64,13 @@ def _describe(name: str, target: Target) -> str:
         parts.extend(x for x in (gpu, cost) if x)
     elif target.source:
         parts.append(f"from {target.source}")
-    return "# " + ", ".join(parts) + "\n" if parts else ""
+    return "# " + comment_text(", ".join(parts)) + "\n" if parts else ""
 
 
 def _header(kind: str, kept: list, skipped: list[Target], written_by: str = "computefence inventory export") -> str:
-    lines = [f"# {kind} written by `{written_by}` ({len(kept)} hosts)."]
+    lines = [f"# {kind} written by `{written_by}` ({len(kept)} host{'' if len(kept) == 1 else 's'})."]
     for target in skipped:
-        lines.append(f"# Left out, not checkable: {target.name}: {target.unreachable_reason}")
+        lines.append("# " + comment_text(f"Left out, not checkable: {target.name}: {target.unreachable_reason}"))
     return "\n".join(lines) + "\n"
 
 
@@ -94,37 +109,66 @@ def export_yaml(targets: Sequence[Target], written_by: str = "computefence inven
     return "".join(out)
 
 
-def _ssh_value(value: str) -> str:
-    return f'"{value}"' if any(c.isspace() for c in value) else value
+def _ssh_path(what: str, path: str) -> str:
+    """A file path as one ssh_config argument, in double quotes with `\\` and `"` escaped (the
+    rules of OpenSSH's argv_split) and `%` doubled (ssh expands %-tokens in these paths)."""
+    bad = unprintable(path)
+    if bad:
+        raise _Unwritable(f"{what} {shown(path)} holds {bad}")
+    if "${" in path:
+        raise _Unwritable(f"{what} {shown(path)} holds '${{', which ssh would expand as an environment variable")
+    escaped = path.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    return f'"{escaped}"' if any(c in path for c in " \t#'\"\\") else escaped
+
+
+class _Unwritable(Exception):
+    """A value that ssh_config cannot hold as the same value."""
+
+
+def _ssh_lines(name: str, target: Target) -> list[str]:
+    problem = (
+        unsafe_word("name", name)
+        or unsafe_host("host", target.host)
+        or (target.user is not None and unsafe_user("user", target.user))
+        or (target.proxy_jump is not None and unsafe_proxy_jump(target.proxy_jump))
+    )
+    if problem:
+        raise _Unwritable(problem)
+    lines = [f"Host {name}", f"HostName {target.host}", f"Port {target.port}"]
+    if target.user:
+        lines.append(f"User {target.user}")
+    lines.extend(f"IdentityFile {_ssh_path('identity_file', _absolute(p))}" for p in target.identity_files)
+    if target.proxy_jump:
+        lines.append(f"ProxyJump {target.proxy_jump}")
+    if target.proxy_command:
+        # ssh takes the rest of the line as the command, %-tokens and all: it only has to stay one line.
+        command = target.proxy_command
+        bad = unprintable(command)
+        if bad or command != command.strip():
+            raise _Unwritable(f"proxy_command {shown(command)} holds {bad or 'leading or trailing blanks'}")
+        lines.append(f"ProxyCommand {command}")
+    if target.known_hosts:
+        # UserKnownHostsFile replaces ssh's default file; keep it first, as ComputeFence does.
+        default = "~/.ssh/known_hosts"
+        extra = [p for p in dict.fromkeys(_absolute(p) for p in target.known_hosts) if p != _absolute(default)]
+        lines.append("UserKnownHostsFile " + " ".join([default, *(_ssh_path("known_hosts", f) for f in extra)]))
+    return lines
 
 
 def export_ssh_config(targets: Sequence[Target]) -> str:
-    """An ssh_config block with one `Host` entry per target."""
-    kept, skipped = _exportable(targets)
+    """An ssh_config block with one `Host` entry per target. A value ssh_config cannot hold as
+    itself (a line break, a Host pattern character, a user or host that is not a plain word)
+    is a ConfigError and nothing is exported: ssh would read another host or option from it."""
+    kept, skipped = _exportable(targets, strict=True)
     out = [_header("ssh_config block", kept, skipped)]
     for name, target in kept:
+        try:
+            lines = _ssh_lines(name, target)
+        except _Unwritable as exc:
+            raise ConfigError(
+                f"{target.source or name}: host {name!r}: {exc}; an ssh_config cannot hold it safely, nothing exported"
+            ) from None
         out.append("\n" + _describe(name, target))
-        lines = [f"Host {name}", f"HostName {target.host}", f"Port {target.port}"]
-        if target.user:
-            lines.append(f"User {target.user}")
-        # ssh expands %-tokens in IdentityFile; a literal % must be doubled.
-        lines.extend(f"IdentityFile {_ssh_value(_absolute(p).replace('%', '%%'))}" for p in target.identity_files)
-        if target.proxy_jump:
-            lines.append(f"ProxyJump {target.proxy_jump}")
-        if target.proxy_command:
-            lines.append(f"ProxyCommand {target.proxy_command}")
-        if target.known_hosts:
-            # UserKnownHostsFile replaces ssh's default file; keep it first, as ComputeFence does.
-            default = "~/.ssh/known_hosts"
-            extra = [p for p in dict.fromkeys(_absolute(p) for p in target.known_hosts) if p != _absolute(default)]
-            lines.append("UserKnownHostsFile " + " ".join(_ssh_value(f) for f in [default, *extra]))
-        for line in lines:
-            if any(c in line for c in "\r\n\0"):
-                # OpenSSH rejects the whole file for such a line, or reads a second option from it.
-                raise ConfigError(
-                    f"{target.source or name}: {line.split()[0]} of {name!r} holds a line break or NUL, "
-                    "which an ssh_config cannot hold; nothing exported"
-                )
         out.append(lines[0] + "\n" + "".join(f"    {line}\n" for line in lines[1:]))
     return "".join(out)
 

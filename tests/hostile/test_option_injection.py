@@ -158,4 +158,7 @@ def test_export_to_ssh_config_refuses_a_value_with_a_line_break(tmp_path, capsys
     )
     code, err = run(capsys, "inventory", "export", "--ansible-inventory", str(path), "-f", "ssh-config")
     assert code == 2, err
-    assert "User of 'a' holds a line break or NUL, which an ssh_config cannot hold; nothing exported" in err
+    assert err.endswith(
+        "host 'a': user 'root\\nProxyCommand touch /tmp/PWN' is not a plain user name (letters, digits and . _ -, "
+        "not starting with '-'); an ssh_config cannot hold it safely, nothing exported\n"
+    )
