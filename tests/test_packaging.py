@@ -57,6 +57,10 @@ def test_wheel_holds_only_the_computefence_package(wheel):
     assert top - {"computefence"} == {name.split("/", 1)[0] for name in names if ".dist-info/" in name}
     assert len(top) == 2
     assert "computefence/probe/core.py" in names
+    # The HTML report's template, style and script travel with the renderer.
+    assert {"report.html.j2", "base.html.j2", "page.css", "page.js"} <= {
+        n.rsplit("/", 1)[1] for n in names if n.startswith("computefence/render/templates/")
+    }
     profiles = {n for n in names if n.startswith("computefence/_providers/") and n.endswith(".yaml")}
     assert {
         "computefence/_providers/runpod.yaml",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -319,6 +320,34 @@ def beside_fleet_median(hosts: list[HostReport]) -> list[HostReport]:
             findings.append(f)
         out.append(host.model_copy(update={"findings": findings}))
     return out
+
+
+@dataclass(frozen=True)
+class ModelFigures:
+    """One perf check's figure for each measured pod with one GPU model, and their median:
+    what beside_fleet_median sets a pod beside, for a chart."""
+
+    model: str
+    check: str
+    unit: str
+    pods: dict[str, float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.pods.values())
+
+
+def fleet_figures(hosts: list[HostReport]) -> list[ModelFigures]:
+    """Per GPU model (in the order first met) and perf check, each measured pod's figure."""
+    table: dict[tuple[str, str], dict[str, float]] = {}
+    for host in hosts:
+        perf = _perf(host.facts) if host.status is HostStatus.OK and host.facts is not None else None
+        if perf is None or not perf.gpus:
+            continue
+        model = perf.gpus[0].name or "unknown GPU"
+        for check, figure in _figures(perf).items():
+            table.setdefault((model, check), {})[host.name] = figure
+    return [ModelFigures(model, check, _UNITS[check], pods) for (model, check), pods in table.items()]
 
 
 RULES = [check_perf_compute, check_perf_pcie, check_perf_interconnect]

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from computefence.errors import ConfigError
 from computefence.models import Changes, Report
-from computefence.render import json, junit, markdown, prometheus, terminal
+from computefence.render import html, json, junit, markdown, prometheus, terminal
 from computefence.render.interface import Renderer
 
 FORMATS: dict[str, Renderer] = {
@@ -15,6 +15,7 @@ FORMATS: dict[str, Renderer] = {
     "junit": junit.render,
     "markdown": markdown.render,
     "prometheus": prometheus.render,
+    "html": html.render,
 }
 
 

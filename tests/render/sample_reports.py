@@ -10,9 +10,11 @@ from computefence.models import (
     Fix,
     GpuDevice,
     GpuFacts,
+    GpuPerf,
     HostReport,
     HostStatus,
     IdentityFacts,
+    PerfFacts,
     ProviderInfo,
     Remedy,
     Report,
@@ -215,4 +217,85 @@ def hostile_report() -> Report:
         hosts=[host, down],
         drift=[DriftRow(component="torch", values={HOSTILE_NAME: [HOSTILE_NAME], "2.4.1": ["down|<i>"]})],
         summary=Summary(hosts=2, ok=1, not_ok=1, hosts_blocked=1, blockers=1, warnings=1, verdict=Severity.BLOCK),
+    )
+
+
+# Names that would be markup if pasted into HTML: the page must show them as text.
+SCRIPT_NAME = '<script>alert("pwned")</script>'
+IMG_NAME = '"><img src=x onerror=alert(1)>'
+# A fix command with every HTML special, quotes and a shell quote: shown exactly as pasted.
+PASTE_FIX = "printf '%s\\n' \"<b>&amp;</b>\" 'it'\"'\"'s' | grep -- '-x' > /workspace/out && echo \"$HOME\""
+
+
+def html_hostile_report() -> Report:
+    def pod(name: str, tag: str) -> HostReport:
+        return HostReport(
+            name=name,
+            status=HostStatus.OK,
+            tags=[tag],
+            provider=ProviderInfo(
+                provider="runpod", pod_id=name, gpu_type=IMG_NAME, gpu_count=1, cost_per_hour=1.5, image=SCRIPT_NAME
+            ),
+            facts=_facts(torch=SCRIPT_NAME),
+            findings=[
+                Finding(
+                    check="storage.output-dir",
+                    severity=Severity.BLOCK,
+                    message=f"{name} writes to {IMG_NAME}",
+                    fix=Fix(commands=[PASTE_FIX], advice=SCRIPT_NAME),
+                    subject=name,
+                ),
+                _pass("gpu.driver", IMG_NAME),
+            ],
+        )
+
+    hosts = [pod(SCRIPT_NAME, IMG_NAME), pod(IMG_NAME, SCRIPT_NAME)]
+    return Report(
+        tool_version="0.1.0",
+        kind="fleet",
+        generated_at="2025-06-01T12:00:00+00:00",
+        hosts=hosts,
+        sources=[SourceStatus(name=SCRIPT_NAME, ok=False, error=IMG_NAME)],
+        drift=[DriftRow(component=SCRIPT_NAME, values={IMG_NAME: [SCRIPT_NAME], "2.4.1": [IMG_NAME]})],
+        summary=Summary(hosts=2, ok=2, hosts_blocked=2, blockers=2, passed=2, verdict=Severity.BLOCK),
+    )
+
+
+def _perf_pod(name: str, model: str, tflops: float, copy: float, severity: Severity, median: float) -> HostReport:
+    facts = _facts()
+    facts.perf = PerfFacts(
+        ran=True,
+        gpus=[GpuPerf(index=0, name=model, dtype="bfloat16", matmul_tflops=tflops, h2d_gbps=copy, d2h_gbps=copy + 1)],
+    )
+    return HostReport(
+        name=name,
+        status=HostStatus.OK,
+        facts=facts,
+        findings=[
+            Finding(
+                check="gpu.perf-compute",
+                severity=severity,
+                message=f"bf16 matmul {tflops:.0f} TFLOPS per GPU; this pod {tflops:.1f} TFLOPS, median of 3 pods with {model} {median:.1f}",
+            ),
+            Finding(check="gpu.perf-pcie", severity=Severity.PASS, message=f"pinned copies {copy:.1f} GB/s"),
+        ],
+    )
+
+
+def perf_report() -> Report:
+    """`--perf` on three H100 pods (one slow) and two RTX 4090 pods."""
+    h100, rtx = "NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"
+    hosts = [
+        _perf_pod("h100-a", h100, 742.0, 52.1, Severity.PASS, 738.0),
+        _perf_pod("h100-b", h100, 738.0, 51.8, Severity.PASS, 738.0),
+        _perf_pod("h100-slow", h100, 402.0, 50.9, Severity.WARN, 738.0),
+        _perf_pod("rtx-a", rtx, 148.0, 24.6, Severity.PASS, 146.0),
+        _perf_pod("rtx-b", rtx, 144.0, 25.1, Severity.PASS, 146.0),
+    ]
+    return Report(
+        tool_version="0.1.0",
+        kind="fleet",
+        generated_at="2025-06-01T12:00:00+00:00",
+        hosts=hosts,
+        summary=Summary(hosts=5, ok=5, hosts_warned=1, hosts_clean=4, warnings=1, passed=9, verdict=Severity.WARN),
     )

@@ -89,6 +89,6 @@ def test_no_cost_metric_without_prices(doctor_report):
 
 
 def test_unknown_format_is_a_config_error(doctor_report):
-    assert set(FORMATS) == {"rich", "json", "junit", "markdown", "prometheus"}
+    assert set(FORMATS) == {"rich", "json", "junit", "markdown", "prometheus", "html"}
     with pytest.raises(ConfigError, match="unknown format 'yaml'"):
         render(doctor_report, "yaml")
