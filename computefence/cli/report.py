@@ -108,15 +108,34 @@ def merge_command(
     return evaluate.exit_code(merged)
 
 
+@report_app.command("history")
+def history_command(
+    directory: Path = typer.Argument(..., metavar="DIR", help="A `fleet check --history DIR` directory."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write the page here (atomically) instead of stdout."
+    ),
+    runs: int = typer.Option(96, "--runs", min=1, help="Draw the newest N runs (96: a day of 15-minute runs)."),
+) -> int:
+    """One HTML page of a pool's history: each pod in each run, blocked and ready pods over
+    time, the newest changes and the pods that failed most. Exits 0 once it is written."""
+    from computefence.operations.history import read_runs
+    from computefence.render.html import render_history
+
+    page = render_history(read_runs(directory, runs))
+    emit_text(lambda **_: page, "html", output, what="the history page")
+    return 0
+
+
 # A 1000-pod report with full facts is a few MiB; anything far larger is not one.
 MAX_REPORT_BYTES = 256 * 2**20
 
 
-def load_report(path: Path) -> Report:
-    """A saved report, validated, or ConfigError naming the file and what is wrong."""
+def load_report(path: Path, model: type[Report] = Report) -> Report:
+    """A saved report, validated, or ConfigError naming the file and what is wrong. `model`:
+    a Report subclass that reads less of it (the history page drops the facts)."""
     raw = read_config_bytes(path, "computefence JSON report", limit=MAX_REPORT_BYTES)
     try:
-        report = Report.model_validate_json(raw)
+        report = model.model_validate_json(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))

@@ -17,13 +17,17 @@ import stat
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
+
+from pydantic import Field
 
 from computefence.errors import ComputeFenceError, ConfigError
 from computefence.evaluate.changes import compare_reports
 from computefence.files import write_output
-from computefence.models import Report
+from computefence.models import Changes, HostReport, HostStatus, HostVerdict, Report, Severity, Summary
 from computefence.render.json import render_chunks
 
 ENTRY_RE = re.compile(r"^\d{8}T\d{6}Z\.json$")
@@ -129,3 +133,77 @@ def _lock(fd: int, lock_path: Path, wait: float) -> None:
                     "(raise --history-wait to wait longer)"
                 ) from None
             time.sleep(_POLL_S)
+
+
+# ---------------------------------------------------------------- reading a pool's history back
+
+
+@dataclass(frozen=True)
+class PodRun:
+    """One pod in one run, as the history page draws it."""
+
+    verdict: HostVerdict
+    status: HostStatus
+    # Its blockers, then its warnings: (check, severity).
+    problems: tuple[tuple[str, Severity], ...]
+    reason: str | None
+    provider_id: str | None
+
+
+@dataclass(frozen=True)
+class RunDigest:
+    """What the history page needs of one saved run; its facts are read and dropped."""
+
+    name: str  # the entry's file name
+    generated_at: str
+    summary: Summary
+    fail_on: Severity
+    pods: dict[str, PodRun]  # in the run's order
+    changes: Changes | None
+
+
+class _HostSeen(HostReport):
+    # Read as plain JSON and dropped: a 1,000-pod run's facts are most of its size.
+    facts: Any = None
+
+
+class _RunSeen(Report):
+    hosts: list[_HostSeen] = Field(default_factory=list)
+
+
+def read_runs(directory: Path, last: int) -> list[RunDigest]:
+    """The newest `last` runs in a --history directory, oldest first; an unreadable entry is
+    skipped with a warning, and a directory with no readable run is a ConfigError."""
+    from computefence.cli.report import load_report
+
+    if not directory.is_dir():
+        raise ConfigError(f"{directory}: not a directory (a --history DIR of fleet check)")
+    try:
+        entries = History(directory, keep=0).entries()
+    except OSError as exc:
+        raise ConfigError(f"{directory}: {exc.strerror or exc}") from None
+    runs = []
+    for path in entries[-last:]:
+        try:
+            run = load_report(path, model=_RunSeen)
+        except ConfigError as exc:
+            print(f"computefence: warning: history: skipping {exc}", file=sys.stderr)
+            continue
+        runs.append(_digest(path.name, run))
+    if not runs:
+        raise ConfigError(f"{directory} holds no readable computefence run (YYYYmmddTHHMMSSZ.json)")
+    return runs
+
+
+def _digest(name: str, run: Report) -> RunDigest:
+    pods = {}
+    for host in run.hosts:
+        problems = tuple((f.check, f.severity) for f in host.blocking_findings + host.warning_findings)
+        pods[host.name] = PodRun(
+            verdict=host.verdict,
+            status=host.status,
+            problems=problems,
+            reason=host.reason if host.status is not HostStatus.OK else None,
+            provider_id=host.provider.pod_id if host.provider is not None else None,
+        )
+    return RunDigest(name, run.generated_at, run.summary, run.fail_on, pods, run.changes)

@@ -392,3 +392,286 @@ def _page(report: Report) -> Page:
         page.changes_count = views.changes_count_line(report.changes)
         page.changes = change_views(report.changes)
     return page
+
+
+# ---------------------------------------------------------------- a pool's history
+
+# Status matrix geometry (SVG user units): a row per pod, a column per run.
+CELL_W = 14
+CELL_W_MAX = 40
+CELL_H = 16
+TICK_W = 56
+CELL_GAP = 2
+LABEL_CHAR_W = 7.2
+_CELL_MARK = {"blocked": "✖", "warnings": "!", "not-checked": "⊘", "ready": "", "absent": ""}
+
+
+@dataclass
+class Cell:
+    x: int
+    css: str  # ready, warnings, blocked, not-checked, absent
+    mark: str
+    title: str
+
+
+@dataclass
+class MatrixRow:
+    pod: str
+    y: int
+    cells: list[Cell]
+
+
+@dataclass
+class Matrix:
+    width: int
+    height: int
+    label_w: int
+    top: int
+    cell_w: int
+    rows: list[MatrixRow]
+    ticks: list[tuple[int, str]]  # (x, label) under some columns
+
+
+@dataclass
+class TrendPoint:
+    x: float
+    blocked_y: float
+    ready_y: float
+    when: str
+    blocked: int
+    ready: int
+    not_checked: int
+    warned: int
+    total: int
+    verdict: str
+
+
+@dataclass
+class Trend:
+    width: int
+    height: int
+    top: float
+    bottom: float
+    left: float
+    right: float
+    y_ticks: list[tuple[float, int]]
+    points: list[TrendPoint]
+    blocked_path: str
+    ready_path: str
+
+
+@dataclass
+class FailingPod:
+    pod: str
+    provider_id: str | None
+    seen: int
+    blocked: int
+    not_checked: int
+    warned: int
+    last_verdict: str
+    last_mark: str
+    last_failed: str | None
+    top_checks: list[tuple[str, int]]
+
+
+@dataclass
+class RunChanges:
+    when: str
+    count: str
+    changes: list[ChangeView]
+
+
+@dataclass
+class HistoryPage:
+    title: str
+    runs: int
+    first: str
+    last: str
+    verdict: str
+    verdict_word: str
+    verdict_mark: str
+    counts: list[tuple[str, int, str]]
+    ready: list[str]
+    matrix: Matrix
+    trend: Trend
+    newest_changes: list[RunChanges]
+    failing: list[FailingPod]
+
+
+def render_history(runs: list) -> str:
+    """`report history DIR`: the saved runs (operations.history.RunDigest, oldest first)."""
+    return _environment().get_template("history.html.j2").render(page=_history_page(runs), assets=_assets())
+
+
+def _when(generated_at: str) -> str:
+    """'2026-12-01 20:45Z': the run's time as its title says it, short."""
+    text = one_line(generated_at)
+    return text[:16].replace("T", " ") + ("Z" if text.endswith(("Z", "+00:00")) else "") if len(text) >= 16 else text
+
+
+def _pod_order(runs: list) -> list[str]:
+    """The newest run's pods in its order, then pods only earlier runs had, newest gone first."""
+    order = list(runs[-1].pods)
+    seen = set(order)
+    for run in reversed(runs[:-1]):
+        for name in run.pods:
+            if name not in seen:
+                seen.add(name)
+                order.append(name)
+    return order
+
+
+def _cell_title(pod: str, when: str, state, verdict: str) -> str:
+    if state is None:
+        return f"{pod} · {when}: not in this run"
+    if state.status is not HostStatus.OK:
+        return f"{pod} · {when}: not checked ({state.status.value}){': ' + one_line(state.reason, 120) if state.reason else ''}"
+    if not state.problems:
+        return f"{pod} · {when}: ready"
+    findings = ", ".join(f"{check} ({severity.value})" for check, severity in state.problems)
+    return f"{pod} · {when}: {verdict}: {findings}"
+
+
+def _matrix(runs: list, pods: list[str]) -> Matrix:
+    label_w = int(min(260, max(80, max(len(one_line(p)) for p in pods) * LABEL_CHAR_W)) + 10)
+    top = 8
+    # A few runs get wide cells, a day of them narrow ones: about 640 units of runs either way.
+    cell_w = min(CELL_W_MAX, max(CELL_W, 640 // len(runs) - CELL_GAP))
+    step = cell_w + CELL_GAP
+    rows = []
+    for index, pod in enumerate(pods):
+        cells = []
+        for column, run in enumerate(runs):
+            state = run.pods.get(pod)
+            css = "absent" if state is None else _verdict_class(state.verdict)
+            cells.append(
+                Cell(
+                    x=label_w + column * step,
+                    css=css,
+                    mark=_CELL_MARK[css],
+                    title=_cell_title(pod, _when(run.generated_at), state, css.replace("-", " ")),
+                )
+            )
+        rows.append(MatrixRow(pod=pod, y=top + index * (CELL_H + CELL_GAP), cells=cells))
+    # Time labels under the columns, at least TICK_W apart; the newest run's always.
+    ticks: list[tuple[int, str]] = []
+    for column in reversed(range(len(runs))):
+        x = label_w + column * step
+        if not ticks or ticks[-1][0] - x >= TICK_W:
+            ticks.append((x, _when(runs[column].generated_at)[11:] or _when(runs[column].generated_at)))
+    height = top + len(pods) * (CELL_H + CELL_GAP) + 34
+    return Matrix(label_w + len(runs) * step + 60, height, label_w, top, cell_w, rows, ticks)
+
+
+TREND_W = 760
+TREND_H = 220
+
+
+def _trend(runs: list) -> Trend:
+    left, right, top, bottom = 44.0, TREND_W - 120.0, 14.0, TREND_H - 30.0
+    highest = max(max(r.summary.hosts for r in runs), 1)
+    span = max(len(runs) - 1, 1)
+
+    def y(value: int) -> float:
+        return round(bottom - (bottom - top) * value / highest, 1)
+
+    points = []
+    for index, run in enumerate(runs):
+        s = run.summary
+        x = round(left + (right - left) * (index / span if len(runs) > 1 else 0.5), 1)
+        points.append(
+            TrendPoint(
+                x=x,
+                blocked_y=y(s.hosts_blocked),
+                ready_y=y(s.hosts_clean),
+                when=_when(run.generated_at),
+                blocked=s.hosts_blocked,
+                ready=s.hosts_clean,
+                not_checked=s.not_ok,
+                warned=s.hosts_warned,
+                total=s.hosts,
+                verdict=_RUN_VERDICT[s.verdict],
+            )
+        )
+    ticks = sorted({0, highest // 2, highest})
+    return Trend(
+        width=TREND_W,
+        height=TREND_H,
+        top=top,
+        bottom=bottom,
+        left=left,
+        right=right,
+        y_ticks=[(y(t), t) for t in ticks],
+        points=points,
+        blocked_path=" ".join(f"{p.x},{p.blocked_y}" for p in points),
+        ready_path=" ".join(f"{p.x},{p.ready_y}" for p in points),
+    )
+
+
+# The history page names this many of the pods that failed most, and of the runs with changes.
+FAILING_NAMED = 20
+CHANGED_RUNS = 5
+
+
+def _failing(runs: list, pods: list[str]) -> list[FailingPod]:
+    out = []
+    for pod in pods:
+        states = [(run, run.pods[pod]) for run in runs if pod in run.pods]
+        blocked = [run for run, st in states if st.verdict is HostVerdict.BLOCKED]
+        unchecked = [run for run, st in states if st.verdict is HostVerdict.NOT_CHECKED]
+        if not blocked and not unchecked:
+            continue
+        checks: dict[str, int] = {}
+        for _, st in states:
+            for check, severity in st.problems:
+                if severity is Severity.BLOCK:
+                    checks[check] = checks.get(check, 0) + 1
+        _, last = states[-1]
+        failed = [run for run, st in states if st.verdict in (HostVerdict.BLOCKED, HostVerdict.NOT_CHECKED)]
+        out.append(
+            FailingPod(
+                pod=pod,
+                provider_id=last.provider_id,
+                seen=len(states),
+                blocked=len(blocked),
+                not_checked=len(unchecked),
+                warned=sum(1 for _, st in states if st.verdict is HostVerdict.WARNINGS),
+                last_verdict=_verdict_class(last.verdict),
+                last_mark=VERDICT_MARK[last.verdict],
+                last_failed=_when(failed[-1].generated_at) if failed else None,
+                top_checks=sorted(checks.items(), key=lambda kv: (-kv[1], kv[0]))[:3],
+            )
+        )
+    out.sort(key=lambda f: (-(f.blocked + f.not_checked), -f.blocked, f.pod))
+    return out[:FAILING_NAMED]
+
+
+def _history_page(runs: list) -> HistoryPage:
+    newest = runs[-1]
+    s = newest.summary
+    pods = _pod_order(runs)
+    verdict = _RUN_VERDICT[s.verdict]
+    changed = [run for run in reversed(runs) if run.changes is not None and not run.changes.empty][:CHANGED_RUNS]
+    return HistoryPage(
+        title="ComputeFence pool history",
+        runs=len(runs),
+        first=_when(runs[0].generated_at),
+        last=_when(newest.generated_at),
+        verdict=verdict,
+        verdict_word=views.run_verdict_word(s.verdict, newest.fail_on),
+        verdict_mark={"blocked": "✖", "warnings": "⚠", "ready": "✔"}[verdict],
+        counts=[
+            ("blocked", s.hosts_blocked, "blocked"),
+            ("not checked", s.not_ok, "not-checked"),
+            ("with warnings", s.hosts_warned, "warnings"),
+            ("ready", s.hosts_clean, "ready"),
+        ],
+        ready=[name for name, st in newest.pods.items() if st.verdict is HostVerdict.READY],
+        matrix=_matrix(runs, pods),
+        trend=_trend(runs),
+        newest_changes=[
+            RunChanges(_when(run.generated_at), views.changes_count_line(run.changes), change_views(run.changes))
+            for run in changed
+        ],
+        failing=_failing(runs, pods),
+    )

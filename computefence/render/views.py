@@ -304,11 +304,14 @@ def dataset_line(data: DatasetFacts) -> str:
 
 
 def verdict_word(report: Report) -> str:
-    verdict = report.summary.verdict
+    return run_verdict_word(report.summary.verdict, report.fail_on)
+
+
+def run_verdict_word(verdict: Severity, fail_on: Severity) -> str:
     if verdict is Severity.BLOCK:
         return "BLOCKED"
     if verdict is Severity.WARN:
-        return "FAILED ON WARNINGS" if fails(verdict, report.fail_on) else "READY WITH WARNINGS"
+        return "FAILED ON WARNINGS" if fails(verdict, fail_on) else "READY WITH WARNINGS"
     return "READY"
 
 
