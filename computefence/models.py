@@ -367,6 +367,57 @@ class CustomCheckResult(_Fact):
     error: str | None = None
 
 
+class ShardFacts(_Fact):
+    """One .safetensors file of the model, from its header (counts and bytes, no weights read)."""
+
+    name: str
+    present: bool = False
+    params: int | None = None
+    data_bytes: int | None = None
+    file_bytes: int | None = None
+    header_bytes: int | None = None
+    dtypes: dict[str, int] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class SafetensorsIndex(_Fact):
+    total_size: int | None = None
+    tensors: int = 0
+    shards: list[str] = Field(default_factory=list)
+
+
+class ModelVolume(_Fact):
+    """The hub cache folder the model is (or will be) downloaded to, and its filesystem."""
+
+    path: str
+    origin: str | None = None
+    resolved: str | None = None
+    exists: bool = False
+    free_bytes: int | None = None
+    total_bytes: int | None = None
+    mount_point: str | None = None
+    fs_type: str | None = None
+    error: str | None = None
+
+
+class ModelFacts(_Fact):
+    """The policy's job.model as found on the pod (probe part `model`)."""
+
+    ref: str
+    source: str | None = None  # "hf_cache" or "path"
+    found: bool = False
+    location: str | None = None
+    snapshot: str | None = None
+    cache: ModelVolume | None = None
+    files: list[str] = Field(default_factory=list)
+    # config.json's scalar keys (sizes, dtype, tying), its quantization_config and text_config.
+    config: dict[str, Any] | None = None
+    index: SafetensorsIndex | None = None
+    shards: list[ShardFacts] = Field(default_factory=list)
+    incomplete_bytes: int = 0
+    errors: list[str] = Field(default_factory=list)
+
+
 class Facts(_Fact):
     """Everything the probe reports about one machine."""
 
@@ -382,6 +433,7 @@ class Facts(_Fact):
     accelerate: AccelerateFacts = Field(default_factory=AccelerateFacts)
     dataset: DatasetFacts | None = None
     perf: PerfFacts | None = None
+    model: ModelFacts | None = None
     custom: list[CustomCheckResult] = Field(default_factory=list)
 
 

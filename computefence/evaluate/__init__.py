@@ -10,7 +10,18 @@ remedy: fix, config or replace). Every finding leaves here carrying its check's 
 from __future__ import annotations
 
 from computefence.errors import ConfigError
-from computefence.evaluate import accelerate, dataset, environment, gpu, gpu_health, gpu_perf, python, storage, system
+from computefence.evaluate import (
+    accelerate,
+    dataset,
+    environment,
+    gpu,
+    gpu_health,
+    gpu_perf,
+    job,
+    python,
+    storage,
+    system,
+)
 from computefence.evaluate import requirements as policy_rules
 from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context, matches
@@ -39,6 +50,7 @@ RULES: list[Rule] = [
     *accelerate.RULES,
     *python.RULES,
     *dataset.RULES,
+    *job.RULES,
 ]
 
 # Every check id the rules can emit, with what it verifies and what a blocker calls for.
@@ -51,6 +63,7 @@ CHECKS: dict[str, CheckSpec] = {
     **accelerate.CHECKS,
     **python.CHECKS,
     **dataset.CHECKS,
+    **job.CHECKS,
     **policy_rules.CHECKS,
     **environment.CHECKS,
 }
@@ -85,6 +98,7 @@ def evaluate_host(
         provider,
         policy.thresholds if policy is not None else None,
         policy.hardware.gpu_count if policy is not None else None,
+        policy.job if policy is not None else None,
     )
     findings: list[Finding] = []
     for rule in RULES:
@@ -164,10 +178,18 @@ def reapply_policy(host: HostReport, policy: EffectivePolicy) -> HostReport:
     and checks that need the pod again are not re-run."""
     if host.status is not HostStatus.OK or host.facts is None:
         return host
-    ctx = build_context(host.facts, CheckOptions(), host.provider, policy.thresholds)
-    kept = [f for f in host.findings if not f.check.startswith(("policy.", "custom."))]
-    findings = [*kept, *(_finish(f) for f in policy_rules.policy_findings(host.facts, policy, ctx))]
+    ctx = build_context(host.facts, CheckOptions(), host.provider, policy.thresholds, job=policy.job)
+    kept = [f for f in host.findings if not f.check.startswith(("policy.", "custom.")) and f.check not in job.CHECKS]
+    sized = [f for rule in job.RULES for f in rule(host.facts, _saved_checks(host, policy), ctx)]
+    findings = [*kept, *(_finish(f) for f in [*sized, *policy_rules.policy_findings(host.facts, policy, ctx)])]
     return host.model_copy(update={"findings": policy_rules.apply_policy(findings, policy)})
+
+
+def _saved_checks(host: HostReport, policy: EffectivePolicy) -> CheckOptions:
+    # The job checks need the output dir the pod was probed with: the policy's, as the saved
+    # facts' output_dir path shows it.
+    saved = next((p.path for p in host.facts.storage.paths if p.role == "output_dir"), None) if host.facts else None
+    return CheckOptions(output_dir=saved or policy.checks.output_dir)
 
 
 def select_findings(

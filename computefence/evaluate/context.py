@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from computefence.evaluate.mounts import StorageMap
 from computefence.evaluate.profiles import Profile, detect_provider, get_profile
 from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts, ProviderInfo, Remedy, Severity
-from computefence.policy import NumberSpec, Thresholds
+from computefence.policy import Job, NumberSpec, Thresholds
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class Context:
     thresholds: Thresholds = Thresholds()
     # The policy's hardware.gpu_count: how many GPUs the job is meant to see, if it says.
     gpu_count: NumberSpec | None = None
+    # The policy's `job:`: what the run trains and saves (storage.budget, gpu.memory-budget).
+    job: Job | None = None
 
     @property
     def on_provider(self) -> bool:
@@ -56,6 +58,7 @@ def build_context(
     provider: ProviderInfo | None,
     thresholds: Thresholds | None = None,
     gpu_count: NumberSpec | None = None,
+    job: Job | None = None,
 ) -> Context:
     name = provider.provider if provider is not None else detect_provider(facts.identity.provider_hints)
     profile = get_profile(name)
@@ -81,6 +84,7 @@ def build_context(
         ml_host=ml_host,
         thresholds=thresholds or Thresholds(),
         gpu_count=gpu_count,
+        job=job,
     )
 
 

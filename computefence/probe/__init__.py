@@ -23,5 +23,6 @@ PARTS = (
     "accelerate",
     "dataset",
     "custom",
+    "model",
     "collectors",
 )

@@ -8,6 +8,7 @@ from .dataset import collect_dataset
 from .environment import collect_environment
 from .gpu import collect_gpu
 from .identity import collect_identity
+from .model import collect_model
 from .packages import collect_packages
 from .perf import collect_perf
 from .storage import collect_storage
@@ -24,6 +25,7 @@ COLLECTORS = [
     ("accelerate", collect_accelerate),
     ("custom", collect_custom),
     ("dataset", collect_dataset),
+    ("model", collect_model),
 ]
 
 

@@ -52,6 +52,8 @@ DEFAULT_TIMEOUTS = {
     "packages": 10.0,
     "torch": 25.0,
     "accelerate": 5.0,
+    # Reads JSON and safetensors headers only: a few hundred KB for a 70B model.
+    "model": 8.0,
     "dataset": 600.0,
     # The canary measures for 20 s at most; its own `import torch` comes on top.
     "perf": 30.0,

@@ -92,8 +92,12 @@ def test_registry_lists_every_check_of_the_issue():
         "policy.hardware",
         "env.drift",
         "env.outlier",
+        # issue #23: sized from the policy's job:
+        "storage.budget",
+        "storage.model-download",
+        "gpu.memory-budget",
     }
-    assert len(RULES) == 26
+    assert len(RULES) == 29
 
 
 FINDINGS = [
