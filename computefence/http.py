@@ -1,6 +1,9 @@
-"""A small bounded-retry JSON client for provider APIs.
+"""A small bounded-retry JSON client for provider APIs, and the bounded read webhooks share.
 
 Every failure becomes a one-line SourceError that names the provider and says what to do.
+Every request has a total deadline (connecting, sending, headers and body together, not
+per read: a server trickling a byte a second costs its timeout and no more) and reads at
+most MAX_BODY_BYTES of body (a server sending 200 MB costs 1 MiB of memory).
 The API key travels only in the Authorization header: it is never part of a URL, a message,
 a repr or a log line, and any text a server echoes back is scrubbed of it before it is shown.
 """
@@ -9,8 +12,10 @@ from __future__ import annotations
 
 import email.utils
 import json
+import threading
 import time
-from collections.abc import Callable, Mapping
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -25,6 +30,111 @@ T = TypeVar("T")
 
 # Longest server-provided text quoted in an error message.
 _QUOTE_CHARS = 160
+# The most body any API or webhook answer may hold; a provider's pod list is far below it.
+MAX_BODY_BYTES = 1 << 20
+
+
+class DeadlinePassed(Exception):
+    """The request's total time ran out (raised in the caller's thread)."""
+
+
+class BodyTooLarge(Exception):
+    """The server sent more than the cap."""
+
+
+def within_deadline(seconds: float, work: Callable[[Callable[[], bool]], T]) -> T:
+    """`work(expired)` in a daemon thread, its result or exception; DeadlinePassed after `seconds`.
+
+    Socket timeouts count per read, so a trickling server would never trip them: the caller
+    waits for the whole exchange instead. A worker left behind stops at its next chunk
+    (`expired()` is true) or at its own socket timeout, and holds at most the body cap."""
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work(done.is_set)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="computefence-http", daemon=True).start()
+    if not done.wait(seconds):
+        done.set()
+        raise DeadlinePassed(f"no complete answer within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def read_capped(
+    chunks: Iterable[bytes], expired: Callable[[], bool], cap: int = MAX_BODY_BYTES, *, truncate: bool = False
+) -> bytes:
+    """The chunks joined; past `cap` bytes BodyTooLarge (or, with `truncate`, the first `cap`
+    bytes and no more reading); DeadlinePassed once `expired()`."""
+    body = bytearray()
+    for chunk in chunks:
+        if expired():
+            raise DeadlinePassed("deadline passed while reading the body")
+        body += chunk
+        if len(body) > cap:
+            if truncate:
+                return bytes(body[:cap])
+            raise BodyTooLarge(f"more than {cap // 1024} KiB")
+    return bytes(body)
+
+
+def decoded_body(body: bytes, encoding: str | None, cap: int = MAX_BODY_BYTES) -> bytes:
+    """`body` decoded by its Content-Encoding (we ask for identity; a server may gzip anyway),
+    never to more than `cap` bytes: a 1 MiB gzip bomb is not 1 GB of memory."""
+    encoding = (encoding or "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    if encoding not in ("gzip", "deflate", "x-gzip"):
+        raise BodyTooLarge(f"a body in the {encoding!r} encoding, which is not read")
+    try:
+        out = zlib.decompressobj(zlib.MAX_WBITS | 32).decompress(body, cap + 1)
+    except zlib.error:
+        raise BodyTooLarge(f"a {encoding} body that does not decode") from None
+    if len(out) > cap:
+        raise BodyTooLarge(f"more than {cap // 1024} KiB once decoded")
+    return out
+
+
+def bounded_request(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    deadline_s: float,
+    cap: int = MAX_BODY_BYTES,
+    truncate: bool = False,
+    **kwargs: Any,
+) -> tuple[int, httpx.Headers, bytes]:
+    """(status, headers, body) of one request done within `deadline_s` in all, body capped.
+    httpx.TimeoutException when the deadline passes, BodyTooLarge past the cap (with
+    `truncate`, for a caller that needs only the status: the first `cap` bytes)."""
+
+    def work(expired: Callable[[], bool]) -> tuple[int, httpx.Headers, bytes]:
+        with client.stream(method, url, **kwargs) as response:
+            # A transport that hands over a body already in memory (httpx.MockTransport) has no stream left.
+            chunks = [response.content] if response.is_stream_consumed else response.iter_raw()
+            raw = read_capped(chunks, expired, cap, truncate=truncate)
+            if truncate:
+                return response.status_code, response.headers, raw
+            return response.status_code, response.headers, decoded_body(raw, response.headers.get("Content-Encoding"))
+
+    try:
+        return within_deadline(deadline_s, work)
+    except DeadlinePassed as exc:
+        raise httpx.ReadTimeout(str(exc)) from None
+
+
+def iter_chunks(read: Callable[[int], bytes], size: int = 65536) -> Iterator[bytes]:
+    """A file-like `read` as chunks up to its end."""
+    while chunk := read(size):
+        yield chunk
 
 
 @dataclass(frozen=True)
@@ -222,6 +332,7 @@ class ApiClient:
             headers={
                 "Authorization": f"Bearer {api_key}",
                 "Accept": "application/json",
+                "Accept-Encoding": "identity",
                 "User-Agent": f"computefence/{__version__}",
             },
             follow_redirects=False,
@@ -254,27 +365,23 @@ class ApiClient:
                 policy.sleep(gap)
         where = f"{self.provider} API at {self.base_url}"
         try:
-            response = self._client.get(url, params=params)
+            status, headers, body = bounded_request(
+                self._client, "GET", url, deadline_s=policy.timeout_s, params=params
+            )
         except httpx.TimeoutException:
             raise Retry(f"{where} did not answer within {policy.timeout_s:g} s") from None
         except httpx.TransportError as exc:
             raise Retry(f"cannot reach {where} ({scrub(str(exc) or type(exc).__name__, self._key)})") from None
+        except BodyTooLarge as exc:
+            raise SourceError(f"{where} sent {exc} of answer: check the API URL") from None
         finally:
             # Spaced from the end of the last request, so arrivals at the API are spaced too.
             self._last_request = time.monotonic()
-        raise_for_status(
-            self.provider,
-            response.status_code,
-            response.headers,
-            response.content,
-            self._key,
-            self._key_help,
-            self.base_url,
-        )
+        raise_for_status(self.provider, status, headers, body, self._key, self._key_help, self.base_url)
         try:
-            return jsontext.loads(response.content)
+            return jsontext.loads(body)
         except ValueError:
-            kind = response.headers.get("Content-Type", "no content type").split(";")[0]
+            kind = headers.get("Content-Type", "no content type").split(";")[0]
             raise SourceError(
                 f"{where} returned a body that is not JSON ({kind}): check the API URL or retry later"
             ) from None

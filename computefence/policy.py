@@ -483,6 +483,17 @@ class NotifySettings(_Strict):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @field_validator("url")
+    @classmethod
+    def _posted_to(cls, urls: list[str]) -> list[str]:
+        from computefence.operations.notify import url_problem  # notify reads this module
+
+        for position, url in enumerate(urls, 1):
+            problem = url_problem(url)
+            if problem:
+                raise ValueError(f"URL #{position} {problem}")
+        return urls
+
 
 class Policy(_Rules):
     overrides: list[Override] = Field(default_factory=list)

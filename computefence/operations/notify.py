@@ -42,13 +42,32 @@ class Webhook:
         return f"Webhook(host={self.host!r})"
 
 
-def webhooks(urls: Sequence[str], origin: str = "--notify") -> list[Webhook]:
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be posted to, in words that never quote it (it may be a secret); None if it can.
+    Checked by both parsers a delivery meets (urllib's and httpx's), so none fails later."""
+    import httpx
+
+    url = url.strip()
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        return "holds a blank or control character"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises for a port that is not a number in 0-65535)
+        parsed = httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        return "is not a valid URL"
+    if parts.scheme not in ("http", "https") or not parts.hostname or not parsed.host:
+        return "is not an http:// or https:// URL"
+    return None
+
+
+def webhooks(urls: Sequence[str], origin: str = "--notify (or COMPUTEFENCE_NOTIFY)") -> list[Webhook]:
     """Checked URLs; ConfigError naming only the position of a bad one (its text may be a secret)."""
     hooks = []
     for position, url in enumerate(urls, 1):
-        parts = urlsplit(url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"{origin} URL #{position} is not an http:// or https:// URL")
+        problem = url_problem(url)
+        if problem:
+            raise ConfigError(f"{origin} URL #{position} {problem}")
         hooks.append(Webhook(url.strip()))
     return hooks
 
@@ -90,25 +109,27 @@ def _deliver(hook: Webhook, body: bytes, policy) -> str | None:
     # httpx logs each request's URL at INFO: keep it out of any logging setup around us.
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
-    from computefence.http import Retry, call_with_retries, retry_after_seconds
+    from computefence.http import Retry, bounded_request, call_with_retries, retry_after_seconds
 
     where = f"webhook at {hook.host}"
 
     def once() -> None:
         try:
-            response = client.post(hook.url, content=body)
+            # Only the status matters: a webhook's body is read no further than 64 KiB.
+            status, headers, _ = bounded_request(
+                client, "POST", hook.url, deadline_s=policy.timeout_s, cap=1 << 16, truncate=True, content=body
+            )
         except httpx.TimeoutException:
             raise Retry(f"{where} did not answer within {policy.timeout_s:g} s") from None
         except httpx.TransportError as exc:
             # The exception's text may quote the URL: only its kind is shown.
             raise Retry(f"cannot reach {where} ({type(exc).__name__})") from None
-        status = response.status_code
         if 200 <= status < 300:
             return
         if status == 429:
             raise Retry(
                 f"{where} kept rate limiting (HTTP 429)",
-                wait_s=retry_after_seconds(response.headers.get("Retry-After")),
+                wait_s=retry_after_seconds(headers.get("Retry-After")),
             )
         if status >= 500:
             raise Retry(f"{where} failed with HTTP {status}")
@@ -120,7 +141,11 @@ def _deliver(hook: Webhook, body: bytes, policy) -> str | None:
         with httpx.Client(
             timeout=policy.timeout_s,
             follow_redirects=False,
-            headers={"Content-Type": "application/json", "User-Agent": f"computefence/{__version__}"},
+            headers={
+                "Content-Type": "application/json",
+                "Accept-Encoding": "identity",
+                "User-Agent": f"computefence/{__version__}",
+            },
         ) as client:
             call_with_retries(where, policy, once)
     except SourceError as exc:

@@ -16,12 +16,25 @@ import os
 import re
 import shlex
 import threading
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 from computefence import jsontext
 from computefence.errors import ConfigError, SourceError
-from computefence.http import Retry, RetryPolicy, call_with_retries, raise_for_status, scrub
+from computefence.http import (
+    BodyTooLarge,
+    DeadlinePassed,
+    Retry,
+    RetryPolicy,
+    call_with_retries,
+    decoded_body,
+    iter_chunks,
+    raise_for_status,
+    read_capped,
+    scrub,
+    within_deadline,
+)
 from computefence.models import Fix, ProviderInfo, Target
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, target_names
 
@@ -107,14 +120,27 @@ class _Transport:
         return getattr(self._requests, name)
 
     def post(self, url: str, **kwargs: Any) -> Any:
-        kwargs["timeout"] = self._timeout_s
-        response = self._requests.post(url, **kwargs)
+        # requests' timeout counts per read: the whole exchange gets the deadline instead, and
+        # the body is read raw (identity asked for) up to the cap.
+        kwargs.update(timeout=self._timeout_s, stream=True)
+        kwargs["headers"] = {**(kwargs.get("headers") or {}), "Accept-Encoding": "identity"}
+
+        def work(expired: Callable[[], bool]) -> Any:
+            response = self._requests.post(url, **kwargs)
+            with response:
+                raw = read_capped(iter_chunks(lambda n: response.raw.read(n, decode_content=False)), expired)
+            return response, decoded_body(raw, response.headers.get("Content-Encoding"))
+
+        try:
+            response, body = within_deadline(self._timeout_s, work)
+        except DeadlinePassed:
+            raise self._requests.Timeout(f"no complete answer within {self._timeout_s:g} s") from None
+        except BodyTooLarge as exc:
+            raise SourceError(f"{PROVIDER} API at {self._base} sent {exc} of answer: check the API URL") from None
+        response._content, response._content_consumed = body, True
         if response.status_code != 401:  # the SDK's own AuthenticationError covers 401
-            raise_for_status(
-                PROVIDER, response.status_code, response.headers, response.content, self._key, KEY_HELP, self._base
-            )
+            raise_for_status(PROVIDER, response.status_code, response.headers, body, self._key, KEY_HELP, self._base)
         # The SDK parses the body itself; lone surrogates go before they reach a model.
-        body = response.content
         response.json = lambda **_: jsontext.loads(body)
         return response
 
