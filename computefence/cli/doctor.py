@@ -9,22 +9,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from computefence import evaluate
+from computefence import evaluate, run
 from computefence.cli.app import app
 from computefence.cli.output import QUIET_HELP, FailOn, OutputFormat, emit
-from computefence.cli.policy import (
-    BaselineOpt,
-    NoPolicyOpt,
-    PolicyOpt,
-    applied,
-    custom_ids,
-    merge_checks,
-    probe_extra,
-    resolve_baseline,
-    write_lock,
-)
-from computefence.connectors.local import LocalConnector
-from computefence.connectors.payload import probe_params
+from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt, write_lock
+from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.errors import ConfigError, ProbeOutputError
 from computefence.evaluate.environment import build_lock
 from computefence.models import CheckOptions, HostStatus, Target
@@ -103,8 +92,7 @@ def doctor(
     """
     # Checked before the probe runs: a typo in --only or the policy should not cost a 30 s probe first.
     loaded = resolve_policy(policy, no_policy)
-    lock, lock_file = resolve_baseline(baseline, loaded)
-    evaluate.select_findings([], only=only, skip=skip, extra_checks=custom_ids(loaded))
+    rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
     # `--output-dir "$CKPT"` with CKPT unset must not silently skip the check it asked for.
     for flag, value in (
         ("--output-dir", output_dir),
@@ -123,34 +111,27 @@ def doctor(
         expect_gpu=expect_gpu,
         perf=perf,
     )
-    name = socket.gethostname()
-    effective = loaded.policy.for_target(name, []) if loaded is not None else None
-    if effective is not None:
-        checks = merge_checks(checks, effective)
-    params = probe_params(checks, python=python, deadline_s=timeout, **(probe_extra(effective) if effective else {}))
-    connector = LocalConnector(
-        timeout
+    target = Target(name=socket.gethostname() or "localhost", host="localhost", python=python, checks=checks)
+    plan = run.plan([target], rules)
+    settings = ConnectSettings(
+        deadline=timeout
         + _GRACE_S
         + (DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
         + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0)
     )
-    target = Target(name=name or "localhost", host="localhost", python=python, checks=checks)
-
-    status_console = Console(stderr=True)
-    if status_console.is_terminal:
-        with status_console.status("probing this machine..."):
-            host = asyncio.run(connector.check(target, params))
-    else:
-        host = asyncio.run(connector.check(target, params))
+    with open_connector("local", settings) as session:
+        probe = run.probe_targets(plan, session.connect(plan.targets), {"deadline_s": timeout})
+        status_console = Console(stderr=True)
+        if status_console.is_terminal:
+            with status_console.status("probing this machine..."):
+                [host] = asyncio.run(probe)
+        else:
+            [host] = asyncio.run(probe)
     if host.status is not HostStatus.OK or host.facts is None:
         raise ProbeOutputError(host.reason or "the probe gave no facts")
-
-    host = host.model_copy(update={"findings": evaluate.evaluate_host(host.facts, checks, policy=effective)})
-    policies = {host.name: effective} if effective is not None else {}
-    [host] = evaluate.finish_hosts([host], policies, lock, only=only, skip=skip)
+    hosts = run.evaluate_hosts(plan, [host])
     if snapshot is not None:
-        write_lock(build_lock([host]), snapshot)
-    report = evaluate.build_report([host], kind="doctor", fail_on=fail_on.severity)
-    report = report.model_copy(update={"policy": applied(loaded), "baseline": lock_file})
+        write_lock(build_lock(hosts), snapshot)
+    report = run.report_for(plan, hosts, kind="doctor", fail_on=fail_on.severity)
     emit(report, fmt.value, output, quiet=quiet)
     return evaluate.exit_code(report)

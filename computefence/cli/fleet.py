@@ -5,44 +5,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import signal
 import sys
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from computefence import evaluate
+from computefence import evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED, app
 from computefence.cli.output import GROUP_BY_HELP, QUIET_HELP, FailOn, GroupBy, OutputFormat, emit
-from computefence.cli.policy import (
-    BaselineOpt,
-    NoPolicyOpt,
-    PolicyOpt,
-    applied,
-    apply_to_targets,
-    custom_ids,
-    resolve_baseline,
-)
-from computefence.cli.targets import gather_targets, source_options, target_options
-from computefence.connectors.interface import Connector, check_targets
+from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
+from computefence.cli.progress import ProgressLine, stop_on_sigint
+from computefence.cli.targets import own_pods_connector, session_targets, target_options
+from computefence.connectors.interface import Connector
+from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.errors import ConfigError
 from computefence.files import write_output
-from computefence.models import HostReport, HostStatus, SourceStatus, Target
+from computefence.models import HostReport, HostStatus
 from computefence.operations.gate import HEALTHY_FORMATS, check_gate_path, healthy_file
 from computefence.operations.notify import NOTIFY_FORMATS, NOTIFY_ON, alert_settings
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
 from computefence.sources import TargetSelection
 from computefence.sources.selection import parse_shard, select_shard
-
-if TYPE_CHECKING:
-    from computefence.connectors.ssh import RunOptions
-
 
 fleet_app = typer.Typer(
     name="fleet",
@@ -213,28 +199,28 @@ def check(
     """
     # The policy, the baseline and a typo in --only/--skip fail here, before any pod is contacted.
     loaded = resolve_policy(policy, no_policy)
-    lock, lock_file = resolve_baseline(baseline, loaded)
-    evaluate.select_findings([], only=only, skip=skip, extra_checks=custom_ids(loaded))
+    rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
     if accept_new and insecure_no_host_key_check:
         raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")
     for path in known_hosts:
         if not path.is_file():
             raise ConfigError(f"--known-hosts {path}: no such file")
-    # asyncssh loads only when a fleet is checked, not for every other command.
-    from computefence.connectors.ssh import INSECURE_WARNING, RunOptions
-
     if insecure_no_host_key_check:
+        # asyncssh loads only when a fleet is checked, not for every other command.
+        from computefence.connectors.ssh import INSECURE_WARNING
+
         print(INSECURE_WARNING, file=sys.stderr)
     ensure_open_files(concurrency)
     ctx.with_resource(_collect_less_often())
-    options = RunOptions(
+    settings = ConnectSettings(
         concurrency=concurrency,
         connect_timeout=connect_timeout,
         # The canary runs after the machine checks, on its own budget.
         deadline=timeout + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0),
-        known_hosts=[str(p) for p in known_hosts],
+        known_hosts=tuple(str(p) for p in known_hosts),
         accept_new=accept_new,
         insecure_no_host_key_check=insecure_no_host_key_check,
+        recording=replay,
     )
     if healthy_out is not None:
         check_gate_path(healthy_out)
@@ -250,29 +236,23 @@ def check(
         from computefence.operations.history import open_history  # fcntl: POSIX only
 
         run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
-    with _targets(demo, replay, selection) as (targets, sources):
+    with open_connector(_connector_name(demo, replay, selection), settings) as session:
+        targets, sources = session_targets(session, selection)
         if not targets and all(source.ok for source in sources):
             raise ConfigError("no targets to check")
         if shard is not None:
             targets = select_shard(targets, *shard)
-        targets, policies = apply_to_targets(targets, loaded)
-        if perf:
-            targets = [t.model_copy(update={"checks": t.checks.model_copy(update={"perf": True})}) for t in targets]
-        hosts, interrupted = asyncio.run(
-            _probe_all(targets, _connector(targets, options, replay), options.probe_params, quiet=quiet)
-        )
-    if not interrupted and not demo and replay is None:
-        hosts = _mark_vanished(targets, hosts, selection.api_url)
-
-    for index, (target, host) in enumerate(zip(targets, hosts)):
-        if host.status is HostStatus.OK and host.facts is not None:
-            findings = evaluate.evaluate_host(host.facts, target.checks, target.provider, policies.get(target.name))
-            hosts[index] = host.model_copy(update={"findings": findings})
-    hosts = evaluate.finish_hosts(hosts, policies, lock, only=only, skip=skip)
-    report = evaluate.build_report(
-        hosts, kind="fleet", sources=sources, fail_on=fail_on.severity, allow_unreachable=allow_unreachable
+        plan = run.plan(targets, rules, perf=perf, sources=sources)
+        hosts, interrupted = asyncio.run(probe_with_progress(plan, session.connect(plan.targets), quiet=quiet))
+    if not interrupted and session.live:
+        hosts = run.mark_vanished(plan.targets, hosts, selection.api_url)
+    report = run.report_for(
+        plan,
+        run.evaluate_hosts(plan, hosts),
+        kind="fleet",
+        fail_on=fail_on.severity,
+        allow_unreachable=allow_unreachable,
     )
-    report = report.model_copy(update={"policy": applied(loaded), "baseline": lock_file})
     if run_history is not None and not interrupted:
         report = run_history.with_changes(report)
     if interrupted:
@@ -283,7 +263,7 @@ def check(
     else:
         emit(report, fmt.value, output, group_by=group_by.value, quiet=quiet)
         if healthy_out is not None:
-            write_output(healthy_file(report, targets, healthy_format.value), healthy_out, flag="--healthy-out")
+            write_output(healthy_file(report, plan.targets, healthy_format.value), healthy_out, flag="--healthy-out")
         if run_history is not None:
             run_history.save(report)
         if alerts is not None:
@@ -303,101 +283,21 @@ def check(
     return evaluate.exit_code(report)
 
 
-_MAYBE_GONE = {HostStatus.UNREACHABLE, HostStatus.TIMEOUT, HostStatus.CONNECTION_LOST, HostStatus.HOST_KEY_MISMATCH}
-
-
-def _mark_vanished(targets: list[Target], hosts: list[HostReport], api_url: str | None) -> list[HostReport]:
-    """Provider pods that failed to answer are re-listed: one stopped or terminated since
-    discovery is reported as vanished, not as a broken pod."""
-    suspects = [t for t, h in zip(targets, hosts) if t.provider is not None and h.status in _MAYBE_GONE]
-    if not suspects:
-        return hosts
-    from computefence.sources.registry import recheck_vanished
-
-    gone = recheck_vanished(suspects, api_url)
-    return [
-        host.model_copy(
-            update={
-                "status": HostStatus.VANISHED,
-                "reason": gone[target.name],
-                "fix": evaluate.status_fix(target, HostStatus.VANISHED),
-            }
-        )
-        if target.name in gone
-        else host
-        for target, host in zip(targets, hosts)
-    ]
-
-
-@contextlib.contextmanager
-def _targets(
-    demo: bool, replay: Path | None, selection: TargetSelection
-) -> Iterator[tuple[list[Target], list[SourceStatus]]]:
-    if not demo and replay is None:
-        yield gather_targets(selection)
-        return
-    own = "--demo" if demo else "--replay"
-    picked = source_options(selection) + (["--replay"] if demo and replay is not None else [])
-    if picked:
-        raise ConfigError(f"{own} checks its own {'simulated' if demo else 'recorded'} pods; drop {', '.join(picked)}")
-    from computefence.sources import select_targets
-
+def _connector_name(demo: bool, replay: Path | None, selection: TargetSelection) -> str:
+    if demo:
+        return own_pods_connector("demo", "--demo", selection, ["--replay"] if replay is not None else [])
     if replay is not None:
-        from computefence.connectors.replay import load_recordings
-
-        recorded = [recording.target for recording in load_recordings(replay)]
-        yield (
-            select_targets(recorded, limit=selection.limit, tags=selection.tags),
-            [SourceStatus(name="replay", targets=len(recorded))],
-        )
-        return
-    from computefence.demo.fleet import demo_fleet
-
-    with demo_fleet() as fleet:
-        targets = select_targets(fleet.targets, limit=selection.limit, tags=selection.tags)
-        yield targets, [SourceStatus(name="demo", targets=len(fleet.targets))]
+        return own_pods_connector("replay", "--replay", selection)
+    return "ssh"
 
 
-def _connector(targets: list[Target], options: RunOptions, replay: Path | None) -> Connector:
-    if replay is not None:
-        from computefence.connectors.replay import ReplayConnector, load_recordings
-
-        return ReplayConnector(load_recordings(replay))
-    from computefence.connectors.ssh import SshConnector
-    from computefence.sources import check_before_connecting
-
-    # A missing key, an unknown -H alias or an unreadable known_hosts file is a configuration
-    # error for the whole run, found before connecting.
-    check_before_connecting([t for t in targets if not t.unreachable_reason])
-    connector = SshConnector(options)
-    connector.read_known_hosts(targets)
-    return connector
-
-
-async def _probe_all(
-    targets: list[Target], connector: Connector, extra_params: dict, quiet: bool = False
+async def probe_with_progress(
+    plan: run.Plan, connector: Connector, quiet: bool = False
 ) -> tuple[list[HostReport], bool]:
     """Probe with a live progress line (per-pod lines when not on a terminal, none when
-    quiet); Ctrl-C stops the run and keeps what finished."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-
-    def on_sigint() -> None:
-        stop.set()
-        # A second Ctrl-C ends the program at once.
-        loop.remove_signal_handler(signal.SIGINT)
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-        handled = True
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-        handled = False
-    try:
-        with _ProgressLine(len(targets), quiet) as progress:
-            hosts = await check_targets(connector, targets, extra_params, on_progress=progress.update, stop=stop)
-    finally:
-        if handled:
-            loop.remove_signal_handler(signal.SIGINT)
+    quiet); Ctrl-C stops the run and keeps what finished. True when it was interrupted."""
+    with stop_on_sigint() as stop, ProgressLine(len(plan.targets), quiet) as progress:
+        hosts = await run.probe_targets(plan, connector, on_progress=progress.update, stop=stop)
     return hosts, stop.is_set()
 
 
@@ -427,48 +327,3 @@ def ensure_open_files(concurrency: int) -> None:
         resource.setrlimit(
             resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard)
         )
-
-
-class _ProgressLine:
-    """done/total and failures so far, on stderr: a live line on a terminal, plain lines otherwise."""
-
-    def __init__(self, total: int, quiet: bool = False):
-        self.total, self.done, self.failed = total, 0, 0
-        self.console = Console(stderr=True)
-        self.live = self.console.is_terminal and not quiet
-        self.quiet = quiet
-        self._progress: Progress | None = None
-        self._task = None
-
-    def __enter__(self) -> _ProgressLine:
-        if self.live:
-            self._progress = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}"),
-                TimeElapsedColumn(),
-                console=self.console,
-                transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task(self._text(), total=self.total)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-
-    def _text(self) -> str:
-        failed = f", {self.failed} failed" if self.failed else ""
-        return f"checking pods: {self.done}/{self.total} done{failed}"
-
-    def update(self, host: HostReport) -> None:
-        self.done += 1
-        if host.status is not HostStatus.OK:
-            self.failed += 1
-        if self._progress is not None:
-            self._progress.update(self._task, description=self._text(), completed=self.done)
-            return
-        if self.quiet:
-            return
-        outcome = "checked" if host.status is HostStatus.OK else f"{host.status.value}: {host.reason}"
-        print(f"computefence: [{self.done}/{self.total}] {host.name}: {outcome}", file=sys.stderr, flush=True)

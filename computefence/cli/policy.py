@@ -1,58 +1,32 @@
-"""`computefence policy init|show`, and the --policy/--no-policy/--baseline options that
-`doctor`, `fleet check` and `report` share."""
+"""`computefence policy init|show`."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 import yaml
 
 from computefence.cli.app import app
 from computefence.cli.output import write_stdout
+from computefence.cli.policy_options import PolicyOpt
 from computefence.cli.targets import gather_targets, source_options, target_options
 from computefence.errors import ConfigError
-from computefence.files import read_config_bytes, write_output
-from computefence.models import BASELINE_SCHEMA_VERSION, AppliedFile, BaselineLock, CheckOptions, Facts, Target
+from computefence.files import write_output
+from computefence.models import CheckOptions, Facts, Target
 from computefence.policy import (
-    ENV_VAR,
     POLICY_FILE,
     SPECIAL_REQUIREMENTS,
     EffectivePolicy,
-    LoadedPolicy,
     parse_policy_text,
     resolve_policy,
 )
+from computefence.render.json import load_report
 from computefence.sources import TargetSelection
-
-_PANEL = "Policy"
-PolicyOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--policy",
-        metavar="FILE",
-        envvar=ENV_VAR,
-        rich_help_panel=_PANEL,
-        help=f"The job's policy (default: {POLICY_FILE} here or in a parent folder, up to the repository root or $HOME).",
-    ),
-]
-NoPolicyOpt = Annotated[bool, typer.Option("--no-policy", rich_help_panel=_PANEL, help=f"Ignore any {POLICY_FILE}.")]
-BaselineOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--baseline",
-        metavar="FILE",
-        rich_help_panel=_PANEL,
-        help="A lock from `fleet snapshot`: each pod gets an env.drift finding naming what moved (default: the policy's `baseline:`).",
-    ),
-]
-# A lock of 1000 pods' disagreements is well under this.
-MAX_LOCK_BYTES = 16 * 2**20
 
 policy_app = typer.Typer(
     name="policy",
@@ -61,101 +35,6 @@ policy_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(policy_app, name="policy")
-
-
-# ---------------------------------------------------------------- shared by the checking commands
-
-
-def applied(loaded: LoadedPolicy | None) -> AppliedFile | None:
-    return AppliedFile(path=loaded.path, sha256=loaded.sha256) if loaded is not None else None
-
-
-def merge_checks(checks: CheckOptions, policy: EffectivePolicy) -> CheckOptions:
-    """The policy's `checks` where the inventory or command line left a value unset (None, or
-    False for a switch); its extra paths are added to theirs."""
-    update: dict[str, Any] = {}
-    for key, wanted in policy.checks.model_dump(exclude_defaults=True).items():
-        have = getattr(checks, key)
-        if isinstance(have, list):
-            update[key] = have + [item for item in wanted if item not in have]
-        elif have is None or have is False:
-            update[key] = wanted
-    return checks.model_copy(update=update) if update else checks
-
-
-def probe_extra(policy: EffectivePolicy) -> dict:
-    """What the probe needs from the policy: the packages it names and its custom checks."""
-    extra: dict[str, Any] = {}
-    if policy.package_names():
-        extra["packages"] = policy.package_names()
-    if policy.job is not None and policy.job.model:
-        extra["job_model"] = {"ref": policy.job.model, "cache_dir": policy.job.cache_dir}
-    if policy.custom:
-        extra["custom"] = [
-            {"id": c.id, "run": c.run, "timeout": c.timeout, "stdout_matches": c.expect.stdout_matches}
-            for c in policy.custom
-        ]
-    return extra
-
-
-def apply_to_targets(
-    targets: list[Target], loaded: LoadedPolicy | None
-) -> tuple[list[Target], dict[str, EffectivePolicy]]:
-    """Targets with the policy's checks and probe parameters, and each one's effective policy."""
-    if loaded is None:
-        return targets, {}
-    policies = {t.name: loaded.policy.for_target(t.name, t.tags) for t in targets}
-    prepared = [
-        t.model_copy(
-            update={"checks": merge_checks(t.checks, policies[t.name]), "probe_extra": probe_extra(policies[t.name])}
-        )
-        for t in targets
-    ]
-    return prepared, policies
-
-
-def custom_ids(loaded: LoadedPolicy | None) -> frozenset[str]:
-    """custom.<id> of every custom check the policy and its overrides define (for --only/--skip)."""
-    if loaded is None:
-        return frozenset()
-    checks = [*loaded.policy.custom, *(c for o in loaded.policy.overrides for c in o.custom)]
-    return frozenset(c.check for c in checks)
-
-
-def load_baseline(path: Path) -> tuple[BaselineLock, AppliedFile]:
-    raw = read_config_bytes(path, "baseline lock", limit=MAX_LOCK_BYTES)
-    try:
-        lock = BaselineLock.model_validate_json(raw)
-    except ValueError as exc:
-        errors = getattr(exc, "errors", None)
-        first = errors()[0]["msg"] if callable(errors) else str(exc)
-        raise ConfigError(f"{path}: not a computefence baseline lock ({' '.join(str(first).split())})") from None
-    if lock.schema_version > BASELINE_SCHEMA_VERSION:
-        raise ConfigError(
-            f"{path} has schema_version {lock.schema_version}; this computefence reads up to "
-            f"{BASELINE_SCHEMA_VERSION} (upgrade it)"
-        )
-    return lock, AppliedFile(path=str(path), sha256=hashlib.sha256(raw).hexdigest())
-
-
-def resolve_baseline(path: Path | None, loaded: LoadedPolicy | None) -> tuple[BaselineLock | None, AppliedFile | None]:
-    """--baseline, else the policy's `baseline:` (relative to the policy file)."""
-    if path is None and loaded is not None:
-        path = loaded.baseline_path
-        if path is not None and not path.exists():
-            raise ConfigError(
-                f"{loaded.path}: baseline {loaded.policy.baseline} not found at {path} "
-                "(take one with `computefence fleet snapshot -o FILE`)"
-            )
-    if path is None:
-        return None, None
-    return load_baseline(path)
-
-
-def write_lock(lock: BaselineLock, path: Path) -> None:
-    """The lock as stable, indented JSON (fields in schema order), so it diffs cleanly in git."""
-    write_output(lock.model_dump_json(indent=2) + "\n", path)
-    print(f"computefence: wrote the baseline of {len(lock.pods)} pod(s) to {path}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------- policy show
@@ -316,8 +195,6 @@ def _valid_requirement(name: str, spec: str) -> bool:
 
 
 def _report_facts(path: Path, pod: str | None) -> tuple[Facts, str]:
-    from computefence.cli.report import load_report
-
     report = load_report(path)
     checked = [h for h in report.hosts if h.facts is not None]
     if pod is not None:

@@ -7,21 +7,17 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-from pydantic import ValidationError
 from typer.core import TyperGroup
 
-from computefence import evaluate
+from computefence import evaluate, run
 from computefence.cli.app import app
 from computefence.cli.output import GROUP_BY_HELP, QUIET_HELP, GroupBy, OutputFormat, emit, emit_text
-from computefence.cli.policy import NoPolicyOpt, PolicyOpt, applied
-from computefence.errors import ConfigError
+from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt
 from computefence.evaluate.changes import compare_reports, worsened
-from computefence.evaluate.fleet import summarize
 from computefence.evaluate.merge import merge_reports
-from computefence.files import read_config_bytes
-from computefence.models import SCHEMA_VERSION, Report
 from computefence.policy import resolve_policy
 from computefence.render import CHANGES_FORMATS, render_changes
+from computefence.render.json import load_report
 
 
 class _ShowByDefault(TyperGroup):
@@ -63,14 +59,7 @@ def report_command(
     loaded = resolve_policy(policy, no_policy)
     report = load_report(path)
     if loaded is not None and (report.policy is None or report.policy.sha256 != loaded.sha256):
-        hosts = [evaluate.reapply_policy(h, loaded.policy.for_target(h.name, h.tags)) for h in report.hosts]
-        report = report.model_copy(
-            update={
-                "hosts": hosts,
-                "policy": applied(loaded),
-                "summary": summarize(hosts, report.sources, allow_unreachable=report.allow_unreachable),
-            }
-        )
+        report = run.reevaluate(report, loaded)
     emit(report, fmt.value, output, group_by=group_by.value, quiet=quiet)
     return evaluate.exit_code(report)
 
@@ -124,25 +113,3 @@ def history_command(
     page = render_history(read_runs(directory, runs))
     emit_text(lambda **_: page, "html", output, what="the history page")
     return 0
-
-
-# A 1000-pod report with full facts is a few MiB; anything far larger is not one.
-MAX_REPORT_BYTES = 256 * 2**20
-
-
-def load_report(path: Path, model: type[Report] = Report) -> Report:
-    """A saved report, validated, or ConfigError naming the file and what is wrong. `model`:
-    a Report subclass that reads less of it (the history page drops the facts)."""
-    raw = read_config_bytes(path, "computefence JSON report", limit=MAX_REPORT_BYTES)
-    try:
-        report = model.model_validate_json(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        detail = f"{where}: {first['msg']}" if where else first["msg"]
-        raise ConfigError(f"{path} is not a computefence JSON report ({' '.join(detail.split())})") from None
-    if report.schema_version > SCHEMA_VERSION:
-        raise ConfigError(
-            f"{path} has schema_version {report.schema_version}; this computefence reads up to {SCHEMA_VERSION} (upgrade it)"
-        )
-    return report

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import typer
 
+from computefence import run
 from computefence.cli.app import EXIT_INTERRUPTED
-from computefence.cli.fleet import _connector, _probe_all, _targets, ensure_open_files, fleet_app
-from computefence.cli.policy import NoPolicyOpt, PolicyOpt, apply_to_targets, write_lock
-from computefence.cli.targets import target_options
+from computefence.cli.fleet import ensure_open_files, fleet_app, probe_with_progress
+from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt, write_lock
+from computefence.cli.targets import own_pods_connector, session_targets, target_options
+from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.errors import ConfigError
 from computefence.evaluate.environment import build_lock, differing_lines
 from computefence.models import HostStatus
@@ -50,17 +52,17 @@ def snapshot(
     for path in known_hosts:
         if not path.is_file():
             raise ConfigError(f"--known-hosts {path}: no such file")
-    from computefence.connectors.ssh import RunOptions
-
     ensure_open_files(concurrency)
-    options = RunOptions(
-        concurrency=concurrency, deadline=timeout, known_hosts=[str(p) for p in known_hosts], accept_new=accept_new
+    settings = ConnectSettings(
+        concurrency=concurrency, deadline=timeout, known_hosts=tuple(str(p) for p in known_hosts), accept_new=accept_new
     )
-    with _targets(demo, None, selection) as (targets, _sources):
+    name = own_pods_connector("demo", "--demo", selection) if demo else "ssh"
+    with open_connector(name, settings) as session:
+        targets, _sources = session_targets(session, selection)
         if not targets:
             raise ConfigError("no targets to snapshot")
-        targets, _ = apply_to_targets(targets, loaded)
-        hosts, interrupted = asyncio.run(_probe_all(targets, _connector(targets, options, None), options.probe_params))
+        plan = run.plan(targets, run.Rules(policy=loaded))
+        hosts, interrupted = asyncio.run(probe_with_progress(plan, session.connect(plan.targets)))
     if interrupted:
         print("computefence: interrupted; no baseline written", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -20,8 +20,10 @@ from typing import Annotated, Any
 
 import typer
 
+from computefence.connectors.registry import Session
+from computefence.errors import ConfigError
 from computefence.models import SourceStatus, Target
-from computefence.sources import TargetSelection, collect_targets
+from computefence.sources import TargetSelection, collect_targets, select_targets
 
 _PANEL = "Targets"
 
@@ -176,3 +178,20 @@ def gather_targets(selection: TargetSelection) -> tuple[list[Target], list[Sourc
         for warning in status.warnings:
             print(f"computefence: warning: {warning}", file=sys.stderr)
     return targets, statuses
+
+
+def own_pods_connector(name: str, flag: str, selection: TargetSelection, conflicting: list[str] = ()) -> str:
+    """`name` for a connector that brings its own pods (--demo, --replay), checked before it
+    starts: no source option may be given besides it (--limit and --tag narrow its pods)."""
+    picked = source_options(selection) + list(conflicting)
+    if picked:
+        what = "simulated" if name == "demo" else "recorded"
+        raise ConfigError(f"{flag} checks its own {what} pods; drop {', '.join(picked)}")
+    return name
+
+
+def session_targets(session: Session, selection: TargetSelection) -> tuple[list[Target], list[SourceStatus]]:
+    """The connector's own pods narrowed by --limit/--tag, or else the selection's targets."""
+    if session.targets is None:
+        return gather_targets(selection)
+    return select_targets(session.targets, limit=selection.limit, tags=selection.tags), list(session.sources)

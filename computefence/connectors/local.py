@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 
+from computefence.connectors.interface import Outcome, host_report
 from computefence.connectors.payload import parse_probe_output, probe_payload
 from computefence.errors import ProbeOutputError
 from computefence.models import Facts, HostReport, HostStatus, Target
@@ -28,19 +29,14 @@ class LocalConnector:
         try:
             facts = await probe_local(params, self.timeout)
         except ProbeOutputError as exc:
-            return HostReport(
-                name=target.name,
-                status=HostStatus.PROBE_FAILED,
-                reason=str(exc),
-                host=target.host,
-                duration_s=round(time.monotonic() - started, 3),
-            )
-        return HostReport(
-            name=facts.identity.hostname or target.name,
-            status=HostStatus.OK,
-            host=target.host,
-            duration_s=round(time.monotonic() - started, 3),
-            facts=facts,
+            outcome = Outcome(HostStatus.PROBE_FAILED, str(exc))
+        else:
+            outcome = Outcome(HostStatus.OK, "probe completed", facts=facts)
+            target = target.model_copy(update={"name": facts.identity.hostname or target.name})
+        report = host_report(target, outcome, time.monotonic() - started)
+        # No SSH port here: this machine is not reached through one; a finished probe needs no reason.
+        return report.model_copy(
+            update={"port": None, "reason": report.reason if outcome.status is not HostStatus.OK else None}
         )
 
 

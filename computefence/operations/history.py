@@ -28,7 +28,7 @@ from computefence.errors import ComputeFenceError, ConfigError
 from computefence.evaluate.changes import compare_reports
 from computefence.files import write_output
 from computefence.models import Changes, HostReport, HostStatus, HostVerdict, Report, Severity, Summary
-from computefence.render.json import render_chunks
+from computefence.render.json import load_report, render_chunks
 
 ENTRY_RE = re.compile(r"^\d{8}T\d{6}Z\.json$")
 _STAMP = "%Y%m%dT%H%M%SZ"
@@ -53,8 +53,6 @@ class History:
 
     def latest(self) -> Report | None:
         """The newest readable run; an unreadable entry is skipped with a warning."""
-        from computefence.cli.report import load_report
-
         for path in reversed(self.entries()):
             try:
                 return load_report(path)
@@ -174,8 +172,6 @@ class _RunSeen(Report):
 def read_runs(directory: Path, last: int) -> list[RunDigest]:
     """The newest `last` runs in a --history directory, oldest first; an unreadable entry is
     skipped with a warning, and a directory with no readable run is a ConfigError."""
-    from computefence.cli.report import load_report
-
     if not directory.is_dir():
         raise ConfigError(f"{directory}: not a directory (a --history DIR of fleet check)")
     try:

@@ -1,15 +1,23 @@
 """The machine-readable report: the Report model itself, schema_version included, and its
 JSON Schema (`computefence schema`; a copy is kept in schema/report.schema.json).
 
-`computefence report FILE.json` reads this back through models.Report.
+`load_report` reads one back (`computefence report FILE.json`, `--history`, `policy init --from`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
+from pydantic import ValidationError
+
+from computefence.errors import ConfigError
+from computefence.files import read_config_bytes
 from computefence.models import SCHEMA_VERSION, Report
+
+# A 1000-pod report with full facts is a few MiB; anything far larger is not one.
+MAX_REPORT_BYTES = 256 * 2**20
 
 # The hosts list in Report.model_dump_json(indent=2) of a report without hosts. JSON strings
 # hold no raw line break, so this text at this indent is only ever the top-level key.
@@ -38,3 +46,21 @@ def report_schema() -> str:
     }
     schema["title"] = f"ComputeFence report, schema_version {SCHEMA_VERSION}"
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def load_report(path: Path, model: type[Report] = Report) -> Report:
+    """A saved report, validated, or ConfigError naming the file and what is wrong. `model`:
+    a Report subclass that reads less of it (the history page drops the facts)."""
+    raw = read_config_bytes(path, "computefence JSON report", limit=MAX_REPORT_BYTES)
+    try:
+        report = model.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        detail = f"{where}: {first['msg']}" if where else first["msg"]
+        raise ConfigError(f"{path} is not a computefence JSON report ({' '.join(detail.split())})") from None
+    if report.schema_version > SCHEMA_VERSION:
+        raise ConfigError(
+            f"{path} has schema_version {report.schema_version}; this computefence reads up to {SCHEMA_VERSION} (upgrade it)"
+        )
+    return report

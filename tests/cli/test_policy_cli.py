@@ -138,8 +138,8 @@ def test_init_on_this_machine_writes_a_policy_that_this_machine_passes(cli, tmp_
 
 
 def test_the_policys_checks_fill_what_the_inventory_left_unset_and_never_override_it():
-    from computefence.cli.policy import merge_checks
     from computefence.models import CheckOptions
+    from computefence.run import merge_checks
 
     policy = parse_policy_text(
         textwrap.dedent("""\

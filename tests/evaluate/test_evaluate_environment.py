@@ -114,7 +114,7 @@ def test_no_outlier_without_three_pods_or_a_strict_majority():
 
 
 def test_a_lock_from_a_newer_computefence_is_refused(tmp_path):
-    from computefence.cli.policy import load_baseline
+    from computefence.baseline import load_baseline
 
     path = tmp_path / "computefence.lock.json"
     path.write_text(BaselineLock(schema_version=99, tool_version="9", generated_at="x").model_dump_json())

@@ -67,9 +67,9 @@ def test_a_device_is_refused_unread(capsys, argv, name):
 @pytest.mark.parametrize("argv,name", READERS, ids=[r[1] for r in READERS])
 def test_a_file_over_the_cap_is_refused(tmp_path, capsys, monkeypatch, argv, name):
     monkeypatch.setattr(files, "MAX_CONFIG_BYTES", 4096)
-    from computefence.cli import report as report_cli
+    from computefence.render import json as report_json
 
-    monkeypatch.setattr(report_cli, "MAX_REPORT_BYTES", 4096)
+    monkeypatch.setattr(report_json, "MAX_REPORT_BYTES", 4096)
     big = tmp_path / name
     big.write_text("# padding\n" * 1000)
     err = one_line_error(*run(capsys, *argv, str(big)))

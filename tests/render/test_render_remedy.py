@@ -8,10 +8,10 @@ import json
 from recorded_fleets import recorded_fleet
 
 from computefence import evaluate
-from computefence.cli.report import load_report
 from computefence.evaluate import CHECKS, Remedy
 from computefence.evaluate.fleet import give_back
 from computefence.render import render
+from computefence.render.json import load_report
 
 
 def test_every_finding_of_a_recorded_fleet_carries_its_checks_remedy():

@@ -1,0 +1,396 @@
+"""The run as a library: targets, the policy applied to them, a connector's probes, the
+evaluator per host and across the fleet, one Report.
+
+One call:
+
+    report = computefence.check(TargetSelection(inventories=("pods.yaml",)), "ssh", policy=Path("computefence.yaml"))
+
+or the same steps one by one, for a command that needs to act between them (`fleet check`
+re-lists provider pods that failed to answer; a fix re-probes a few pods and judges again):
+
+    rules = run.rules(policy=..., only=[...])          # a typo or a bad file fails here
+    plan = run.plan(targets, rules, perf=False)        # the policy's checks on each target
+    hosts = await run.probe_targets(plan, connector)   # facts, or a status saying why not
+    report = run.report_for(plan, run.evaluate_hosts(plan, hosts), kind="fleet")
+
+Nothing here prints, reads the terminal or installs signal handlers: progress goes to
+`on_progress`, and setting `stop` cancels the pods still in flight (they are reported as
+cancelled).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from computefence import evaluate
+from computefence.baseline import load_baseline, resolve_baseline
+from computefence.connectors.interface import Connector, check_targets
+from computefence.connectors.registry import ConnectSettings, open_connector
+from computefence.errors import ConfigError
+from computefence.evaluate.fleet import summarize
+from computefence.models import (
+    AppliedFile,
+    BaselineLock,
+    CheckOptions,
+    HostReport,
+    HostStatus,
+    Report,
+    Severity,
+    SourceStatus,
+    Target,
+)
+from computefence.policy import EffectivePolicy, LoadedPolicy, load_policy
+from computefence.sources import TargetSelection, collect_targets
+
+__all__ = [
+    "Plan",
+    "ProgressCallback",
+    "Rules",
+    "applied",
+    "apply_policy",
+    "check",
+    "check_async",
+    "custom_ids",
+    "evaluate_hosts",
+    "mark_vanished",
+    "merge_checks",
+    "plan",
+    "probe_extra",
+    "probe_targets",
+    "reevaluate",
+    "report_for",
+    "rules",
+]
+
+ProgressCallback = Callable[[HostReport], None]
+
+
+# ---------------------------------------------------------------- the rules a run judges by
+
+
+@dataclass(frozen=True)
+class Rules:
+    """How a run judges: the job's policy, the baseline lock and --only/--skip."""
+
+    policy: LoadedPolicy | None = None
+    lock: BaselineLock | None = None
+    lock_file: AppliedFile | None = None
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+
+
+def rules(
+    *,
+    policy: LoadedPolicy | Path | None = None,
+    baseline: BaselineLock | Path | None = None,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+) -> Rules:
+    """The run's rules, checked now: a policy or baseline file that does not load, or an
+    --only/--skip pattern that names no check, is a ConfigError before any pod is contacted.
+
+    `policy` is a loaded policy or a computefence.yaml to load (nothing is searched for);
+    `baseline` a lock or a lock file, else the policy's `baseline:`."""
+    loaded = load_policy(policy) if isinstance(policy, Path) else policy
+    if isinstance(baseline, BaselineLock):
+        lock, lock_file = baseline, None
+    elif isinstance(baseline, Path):
+        lock, lock_file = load_baseline(baseline)
+    else:
+        lock, lock_file = resolve_baseline(None, loaded)
+    evaluate.select_findings([], only=list(only), skip=list(skip), extra_checks=custom_ids(loaded))
+    return Rules(policy=loaded, lock=lock, lock_file=lock_file, only=tuple(only), skip=tuple(skip))
+
+
+def applied(loaded: LoadedPolicy | None) -> AppliedFile | None:
+    """The policy file as a report records it."""
+    return AppliedFile(path=loaded.path, sha256=loaded.sha256) if loaded is not None else None
+
+
+def custom_ids(loaded: LoadedPolicy | None) -> frozenset[str]:
+    """custom.<id> of every custom check the policy and its overrides define (for --only/--skip)."""
+    if loaded is None:
+        return frozenset()
+    checks = [*loaded.policy.custom, *(c for o in loaded.policy.overrides for c in o.custom)]
+    return frozenset(c.check for c in checks)
+
+
+def merge_checks(checks: CheckOptions, policy: EffectivePolicy) -> CheckOptions:
+    """The policy's `checks` where the inventory or command line left a value unset (None, or
+    False for a switch); its extra paths are added to theirs."""
+    update: dict[str, Any] = {}
+    for key, wanted in policy.checks.model_dump(exclude_defaults=True).items():
+        have = getattr(checks, key)
+        if isinstance(have, list):
+            update[key] = have + [item for item in wanted if item not in have]
+        elif have is None or have is False:
+            update[key] = wanted
+    return checks.model_copy(update=update) if update else checks
+
+
+def probe_extra(policy: EffectivePolicy) -> dict[str, Any]:
+    """What the probe needs from the policy: the packages it names and its custom checks."""
+    extra: dict[str, Any] = {}
+    if policy.package_names():
+        extra["packages"] = policy.package_names()
+    if policy.job is not None and policy.job.model:
+        extra["job_model"] = {"ref": policy.job.model, "cache_dir": policy.job.cache_dir}
+    if policy.custom:
+        extra["custom"] = [
+            {"id": c.id, "run": c.run, "timeout": c.timeout, "stdout_matches": c.expect.stdout_matches}
+            for c in policy.custom
+        ]
+    return extra
+
+
+def apply_policy(
+    targets: Sequence[Target], loaded: LoadedPolicy | None
+) -> tuple[list[Target], dict[str, EffectivePolicy]]:
+    """Targets with the policy's checks and probe parameters, and each one's effective policy."""
+    if loaded is None:
+        return list(targets), {}
+    policies = {t.name: loaded.policy.for_target(t.name, t.tags) for t in targets}
+    prepared = [
+        t.model_copy(
+            update={"checks": merge_checks(t.checks, policies[t.name]), "probe_extra": probe_extra(policies[t.name])}
+        )
+        for t in targets
+    ]
+    return prepared, policies
+
+
+# ---------------------------------------------------------------- what a run checks
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run checks, settled before any pod is contacted: the targets with the policy's
+    checks and probe parameters merged in, each one's effective policy, and the rules."""
+
+    targets: list[Target]
+    rules: Rules = field(default_factory=Rules)
+    policies: dict[str, EffectivePolicy] = field(default_factory=dict)
+    # How each target source fared, for the report.
+    sources: list[SourceStatus] = field(default_factory=list)
+
+    def subset(self, names: Collection[str]) -> Plan:
+        """The same plan for only the targets named (a re-probe of a few pods)."""
+        return replace(self, targets=[t for t in self.targets if t.name in names])
+
+
+def plan(
+    targets: Sequence[Target] | TargetSelection,
+    run_rules: Rules | None = None,
+    *,
+    perf: bool = False,
+    sources: Sequence[SourceStatus] = (),
+) -> Plan:
+    """The plan for `targets` (or the targets a selection reads, with their sources'
+    statuses) under `run_rules`; `perf` adds the GPU measurements to every target."""
+    run_rules = run_rules if run_rules is not None else Rules()
+    if isinstance(targets, TargetSelection):
+        listed, statuses = collect_targets(targets)
+        sources = [*sources, *statuses]
+    else:
+        listed = list(targets)
+    prepared, policies = apply_policy(listed, run_rules.policy)
+    if perf:
+        prepared = [t.model_copy(update={"checks": t.checks.model_copy(update={"perf": True})}) for t in prepared]
+    return Plan(targets=prepared, rules=run_rules, policies=policies, sources=list(sources))
+
+
+# ---------------------------------------------------------------- the steps of a run
+
+
+async def probe_targets(
+    run_plan: Plan | Sequence[Target],
+    connector: Connector,
+    probe_params: dict[str, Any] | None = None,
+    *,
+    on_progress: ProgressCallback | None = None,
+    stop: asyncio.Event | None = None,
+) -> list[HostReport]:
+    """One HostReport per target, in the plan's order: facts, or the status saying why not.
+    `probe_params` are added to every target's (e.g. per-collector "timeouts")."""
+    targets = run_plan.targets if isinstance(run_plan, Plan) else list(run_plan)
+    return await check_targets(connector, targets, probe_params, on_progress=on_progress, stop=stop)
+
+
+_MAYBE_GONE = {HostStatus.UNREACHABLE, HostStatus.TIMEOUT, HostStatus.CONNECTION_LOST, HostStatus.HOST_KEY_MISMATCH}
+
+
+def mark_vanished(targets: Sequence[Target], hosts: Sequence[HostReport], api_url: str | None) -> list[HostReport]:
+    """Provider pods that failed to answer are re-listed: one stopped or terminated since
+    discovery is reported as vanished, not as a broken pod. For live runs only: a recorded
+    or simulated pod's provider does not know it."""
+    suspects = [t for t, h in zip(targets, hosts) if t.provider is not None and h.status in _MAYBE_GONE]
+    if not suspects:
+        return list(hosts)
+    from computefence.sources.registry import recheck_vanished
+
+    gone = recheck_vanished(suspects, api_url)
+    return [
+        host.model_copy(
+            update={
+                "status": HostStatus.VANISHED,
+                "reason": gone[target.name],
+                "fix": evaluate.status_fix(target, HostStatus.VANISHED),
+            }
+        )
+        if target.name in gone
+        else host
+        for target, host in zip(targets, hosts)
+    ]
+
+
+def evaluate_hosts(run_plan: Plan, hosts: Sequence[HostReport]) -> list[HostReport]:
+    """Each checked host's findings (its target's checks and policy), then the fleet-wide
+    ones, the policies' severities and skips, and --only/--skip. A host is matched to its
+    target by name, so the hosts of a re-probed subset can be judged with the whole plan."""
+    by_name = {t.name: t for t in run_plan.targets}
+    judged = []
+    for host in hosts:
+        target = by_name.get(host.name)
+        if target is not None and host.status is HostStatus.OK and host.facts is not None:
+            findings = evaluate.evaluate_host(
+                host.facts, target.checks, target.provider, run_plan.policies.get(target.name)
+            )
+            host = host.model_copy(update={"findings": findings})
+        judged.append(host)
+    rules_ = run_plan.rules
+    return evaluate.finish_hosts(judged, run_plan.policies, rules_.lock, only=list(rules_.only), skip=list(rules_.skip))
+
+
+def report_for(
+    run_plan: Plan,
+    hosts: Sequence[HostReport],
+    *,
+    kind: str = "fleet",
+    fail_on: Severity | str = Severity.BLOCK,
+    allow_unreachable: bool = False,
+) -> Report:
+    """The report of judged hosts: summary, verdict, and the policy and baseline files used."""
+    report = evaluate.build_report(
+        list(hosts),
+        kind=kind,
+        sources=run_plan.sources,
+        fail_on=Severity(fail_on),
+        allow_unreachable=allow_unreachable,
+    )
+    return report.model_copy(update={"policy": applied(run_plan.rules.policy), "baseline": run_plan.rules.lock_file})
+
+
+def reevaluate(report: Report, loaded: LoadedPolicy) -> Report:
+    """A saved report judged under another policy, from its saved facts (`report FILE`)."""
+    hosts = [evaluate.reapply_policy(h, loaded.policy.for_target(h.name, h.tags)) for h in report.hosts]
+    return report.model_copy(
+        update={
+            "hosts": hosts,
+            "policy": applied(loaded),
+            "summary": summarize(hosts, report.sources, allow_unreachable=report.allow_unreachable),
+        }
+    )
+
+
+# ---------------------------------------------------------------- one call
+
+
+async def check_async(
+    targets: Sequence[Target] | TargetSelection | None = None,
+    connector: Connector | str = "ssh",
+    *,
+    settings: ConnectSettings | None = None,
+    policy: LoadedPolicy | Path | None = None,
+    baseline: BaselineLock | Path | None = None,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    fail_on: Severity | str = Severity.BLOCK,
+    allow_unreachable: bool = False,
+    perf: bool = False,
+    probe_params: dict[str, Any] | None = None,
+    on_progress: ProgressCallback | None = None,
+    stop: asyncio.Event | None = None,
+    kind: str = "fleet",
+) -> Report:
+    """`check` inside a running event loop."""
+    run_rules = rules(policy=policy, baseline=baseline, only=only, skip=skip)
+    if not isinstance(connector, str):
+        if targets is None:
+            raise ConfigError("no targets: give targets, or a connector name whose connector has its own pods")
+        run_plan = plan(targets, run_rules, perf=perf)
+        hosts = await probe_targets(run_plan, connector, probe_params, on_progress=on_progress, stop=stop)
+    else:
+        with open_connector(connector, settings) as session:
+            if targets is None:
+                if session.targets is None:
+                    raise ConfigError(f"no targets: the {connector} connector has no pods of its own")
+                run_plan = plan(session.targets, run_rules, perf=perf, sources=session.sources)
+            else:
+                run_plan = plan(targets, run_rules, perf=perf)
+            hosts = await probe_targets(
+                run_plan, session.connect(run_plan.targets), probe_params, on_progress=on_progress, stop=stop
+            )
+        if session.live and not (stop is not None and stop.is_set()):
+            api_url = targets.api_url if isinstance(targets, TargetSelection) else None
+            hosts = mark_vanished(run_plan.targets, hosts, api_url)
+    return report_for(
+        run_plan, evaluate_hosts(run_plan, hosts), kind=kind, fail_on=fail_on, allow_unreachable=allow_unreachable
+    )
+
+
+def check(
+    targets: Sequence[Target] | TargetSelection | None = None,
+    connector: Connector | str = "ssh",
+    *,
+    settings: ConnectSettings | None = None,
+    policy: LoadedPolicy | Path | None = None,
+    baseline: BaselineLock | Path | None = None,
+    only: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    fail_on: Severity | str = Severity.BLOCK,
+    allow_unreachable: bool = False,
+    perf: bool = False,
+    probe_params: dict[str, Any] | None = None,
+    on_progress: ProgressCallback | None = None,
+    stop: asyncio.Event | None = None,
+    kind: str = "fleet",
+) -> Report:
+    """Check `targets` and return the judged Report, as `fleet check --format json` writes it.
+
+    targets: Target objects, or a TargetSelection (inventories, ssh_config, Ansible,
+    providers) to read them from; None: the connector's own pods (demo, replay).
+    connector: a name in computefence.connectors.registry.CONNECTORS ("ssh", "demo",
+    "replay", "local"), opened with `settings`, or any Connector object. A provider pod that
+    fails to answer a live connector is re-listed and may end as vanished.
+    policy: a LoadedPolicy or a computefence.yaml path (nothing is searched for); baseline:
+    a lock or a lock file (default: the policy's `baseline:`); only/skip: check-id patterns
+    as --only/--skip; fail_on ("block" or "warn") and allow_unreachable: as the CLI flags;
+    perf: also measure the GPUs; probe_params: added to every target's probe parameters;
+    on_progress: called with each host as it finishes; stop: set it to cancel what is still
+    in flight (those pods are reported as cancelled); kind: "fleet" or "doctor".
+
+    A bad file, pattern or target list raises ConfigError before any pod is contacted; a
+    pod's own failure is its HostReport's status, never an exception. Inside a running
+    event loop, await check_async instead."""
+    return asyncio.run(
+        check_async(
+            targets,
+            connector,
+            settings=settings,
+            policy=policy,
+            baseline=baseline,
+            only=only,
+            skip=skip,
+            fail_on=fail_on,
+            allow_unreachable=allow_unreachable,
+            perf=perf,
+            probe_params=probe_params,
+            on_progress=on_progress,
+            stop=stop,
+            kind=kind,
+        )
+    )
