@@ -52,7 +52,7 @@ def emit_text(render_text: Callable[..., str | Iterable[str]], fmt: str, output:
         print(f"computefence: wrote {what} to {output}", file=sys.stderr)
         return
     console = Console()
-    color = fmt == "rich" and console.is_terminal and not console.no_color
+    color = FORMATS[fmt].colors and console.is_terminal and not console.no_color
     # Into a pipe or file: COLUMNS where the user set it (as rich does), else 100.
     wide = console.is_terminal or os.environ.get("COLUMNS", "").strip().isdigit()
     write_stdout(render_text(color=color, width=console.width if wide else 100))

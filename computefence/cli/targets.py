@@ -24,6 +24,7 @@ from computefence.connectors.registry import Session
 from computefence.errors import ConfigError
 from computefence.models import SourceStatus, Target
 from computefence.sources import TargetSelection, collect_targets, select_targets
+from computefence.sources.registry import PROVIDERS
 
 _PANEL = "Targets"
 
@@ -89,7 +90,7 @@ ProviderOpt = Annotated[
     typer.Option(
         "--provider",
         metavar="NAME[,NAME]",
-        help="Discover running pods through a provider API: runpod, vast, lambda (repeatable or comma-separated).",
+        help=f"Discover running pods through a provider API: {', '.join(PROVIDERS)} (repeatable or comma-separated).",
         rich_help_panel=_PANEL,
     ),
 ]

@@ -9,6 +9,8 @@ remedy: fix, config or replace). Every finding leaves here carrying its check's 
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from computefence.errors import ConfigError
 from computefence.evaluate import (
     accelerate,
@@ -41,35 +43,31 @@ from computefence.models import (
 from computefence.policy import EffectivePolicy
 from computefence.text import one_line
 
-RULES: list[Rule] = [
-    *storage.RULES,
-    *system.RULES,
-    *gpu.RULES,
-    *gpu_health.RULES,
-    *gpu_perf.RULES,
-    *accelerate.RULES,
-    *python.RULES,
-    *dataset.RULES,
-    *job.RULES,
-]
+# The check areas by name, each a module with its CHECKS (id -> CheckSpec) and, where it
+# judges one host's facts alone, its RULES. Rules run in this order. A new area is one
+# module and one row here.
+AREAS: dict[str, ModuleType] = {
+    "storage": storage,
+    "system": system,
+    "gpu": gpu,
+    "gpu_health": gpu_health,
+    "gpu_perf": gpu_perf,
+    "accelerate": accelerate,
+    "python": python,
+    "dataset": dataset,
+    "job": job,
+    "policy": policy_rules,
+    "environment": environment,
+}
+
+RULES: list[Rule] = [rule for area in AREAS.values() for rule in getattr(area, "RULES", ())]
 
 # Every check id the rules can emit, with what it verifies and what a blocker calls for.
-CHECKS: dict[str, CheckSpec] = {
-    **storage.CHECKS,
-    **system.CHECKS,
-    **gpu.CHECKS,
-    **gpu_health.CHECKS,
-    **gpu_perf.CHECKS,
-    **accelerate.CHECKS,
-    **python.CHECKS,
-    **dataset.CHECKS,
-    **job.CHECKS,
-    **policy_rules.CHECKS,
-    **environment.CHECKS,
-}
+CHECKS: dict[str, CheckSpec] = {check: spec for area in AREAS.values() for check, spec in area.CHECKS.items()}
 CHECK_IDS: frozenset[str] = frozenset(CHECKS)
 
 __all__ = [
+    "AREAS",
     "CHECKS",
     "CHECK_IDS",
     "RULES",

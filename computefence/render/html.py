@@ -21,6 +21,7 @@ from typing import Any
 from computefence.evaluate.gpu_perf import fleet_figures
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, HostVerdict, Report, Severity
 from computefence.render import views
+from computefence.render.interface import Renderer
 from computefence.text import clean, one_line
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -675,3 +676,10 @@ def _history_page(runs: list) -> HistoryPage:
         ],
         failing=_failing(runs, pods),
     )
+
+
+class HtmlRenderer(Renderer):
+    """`--format html`: one self-contained page."""
+
+    def render(self, report: Report) -> str:
+        return render(report)

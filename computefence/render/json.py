@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from computefence.errors import ConfigError
 from computefence.files import read_config_bytes
-from computefence.models import SCHEMA_VERSION, Report
+from computefence.models import SCHEMA_VERSION, Changes, Report
+from computefence.render.interface import Renderer
 
 # A 1000-pod report with full facts is a few MiB; anything far larger is not one.
 MAX_REPORT_BYTES = 256 * 2**20
@@ -64,3 +65,18 @@ def load_report(path: Path, model: type[Report] = Report) -> Report:
             f"{path} has schema_version {report.schema_version}; this computefence reads up to {SCHEMA_VERSION} (upgrade it)"
         )
     return report
+
+
+class JsonRenderer(Renderer):
+    """`--format json`: the Report model itself, written a host at a time."""
+
+    shows_changes = True
+
+    def render(self, report: Report) -> str:
+        return render(report)
+
+    def render_chunks(self, report: Report) -> Iterator[str]:
+        return render_chunks(report)
+
+    def render_changes(self, changes: Changes) -> str:
+        return changes.model_dump_json(indent=2) + "\n"

@@ -24,6 +24,7 @@ import xml.etree.ElementTree as ET
 from computefence.evaluate.fleet import fails
 from computefence.models import Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
+from computefence.render.interface import Renderer
 from computefence.text import clean, one_line
 
 
@@ -138,3 +139,10 @@ def _total(root: ET.Element, suites: list[ET.Element]) -> None:
 
 def _time(seconds: float | None) -> str:
     return f"{seconds or 0.0:.3f}"
+
+
+class JunitRenderer(Renderer):
+    """`--format junit`: one testcase a pod and check, for CI."""
+
+    def render(self, report: Report) -> str:
+        return render(report)

@@ -12,6 +12,7 @@ import textwrap
 
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
+from computefence.render.interface import Renderer
 from computefence.text import clean, one_line
 
 _ICON = {Severity.BLOCK: "🛑", Severity.WARN: "⚠️", Severity.PASS: "✅", Severity.SKIP: "⏭️"}
@@ -225,3 +226,15 @@ def _generated(report: Report) -> list[str]:
         + (f" · {md(applied)}" if applied else "")
         + "</sub>"
     ]
+
+
+class MarkdownRenderer(Renderer):
+    """`--format markdown`: for a PR comment or a wiki page."""
+
+    shows_changes = True
+
+    def render(self, report: Report) -> str:
+        return render(report, group_by=self.group_by)
+
+    def render_changes(self, changes: Changes) -> str:
+        return "\n".join(changes_section(changes)).rstrip() + "\n"

@@ -11,6 +11,7 @@ from datetime import datetime
 from computefence.evaluate.fleet import ready_hosts
 from computefence.models import HostStatus, Report, Severity
 from computefence.render import views
+from computefence.render.interface import Renderer
 from computefence.text import clean
 
 _VERDICT_VALUE = {Severity.PASS: 0, Severity.WARN: 1, Severity.BLOCK: 2}
@@ -148,3 +149,10 @@ def _epoch(generated_at: str) -> float | None:
         return datetime.fromisoformat(generated_at).timestamp()
     except ValueError:
         return None
+
+
+class PrometheusRenderer(Renderer):
+    """`--format prometheus`: the text exposition format, for node_exporter's textfile collector."""
+
+    def render(self, report: Report) -> str:
+        return render(report)

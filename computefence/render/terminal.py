@@ -17,6 +17,7 @@ from rich.text import Text
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.columns import Column, fit_table, wrap
+from computefence.render.interface import Renderer
 from computefence.text import clean, one_line
 
 # From this width on, a finding's message sits beside its check id.
@@ -422,3 +423,16 @@ def _verdict(report: Report) -> Text:
     if report.kind != "fleet" and verdict is Severity.BLOCK:
         text.append(". Fix the blockers above before starting the job.")
     return text
+
+
+class TerminalRenderer(Renderer):
+    """`--format rich`: the report for a person at a terminal."""
+
+    colors = True
+    shows_changes = True
+
+    def render(self, report: Report) -> str:
+        return render(report, color=self.color, width=self.width, group_by=self.group_by, quiet=self.quiet)
+
+    def render_changes(self, changes: Changes) -> str:
+        return render_changes(changes, color=self.color, width=self.width)

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from computefence.errors import ConfigError, SourceError
 from computefence.models import Fix, SourceStatus, Target
+from computefence.sources import registry
 from computefence.sources.ansible import AnsibleSource
 from computefence.sources.interface import TargetSource
 from computefence.sources.inventory import INVENTORY_SUFFIXES, InventorySource, inventory_files
@@ -84,16 +85,14 @@ def build_sources(selection: TargetSelection) -> list[TargetSource]:
     if selection.api_url and not names:
         raise ConfigError("--api-url needs --provider")
     if names:
-        from computefence.sources.registry import provider_source
-
-        sources.extend(provider_source(name, api_url=selection.api_url) for name in names)
+        sources.extend(registry.provider_source(name, api_url=selection.api_url) for name in names)
     if not sources:
         directory = selection.default_inventory_dir
         found = sorted(p for p in directory.glob("*") if p.suffix in INVENTORY_SUFFIXES and p.is_file())
         if not found:
             raise ConfigError(
                 f"no targets: no inventory files ({directory}/*.yaml) here; pass -i FILE, -H SSH_ALIAS, "
-                "--ansible-inventory FILE or --provider runpod|vast|lambda "
+                f"--ansible-inventory FILE or --provider {'|'.join(registry.PROVIDERS)} "
                 "(or try `computefence fleet check --demo`)"
             )
         sources.extend(InventorySource(path) for path in found)

@@ -7,32 +7,35 @@ Each provider module is imported when its source is asked for, so the runpod SDK
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from computefence.errors import ConfigError, SourceError
-from computefence.http import RetryPolicy
 from computefence.models import Target
 from computefence.sources.interface import TargetSource
 
-PROVIDER_NAMES: tuple[str, ...] = ("runpod", "vast", "lambda")
+if TYPE_CHECKING:
+    from computefence.http import RetryPolicy
+
+# The providers by name: where each one's TargetSource class lives ("module:Class"). The
+# class takes (api_url=None, *, policy=None). A new provider is one module and one row here.
+PROVIDERS: dict[str, str] = {
+    "runpod": "computefence.sources.runpod:RunPodSource",
+    "vast": "computefence.sources.vast:VastSource",
+    "lambda": "computefence.sources.lambda_cloud:LambdaSource",
+}
+PROVIDER_NAMES: tuple[str, ...] = tuple(PROVIDERS)
 
 
 def provider_source(name: str, api_url: str | None = None, *, policy: RetryPolicy | None = None) -> TargetSource:
     """The discovery source for one provider; `api_url` overrides the API base URL."""
-    key = name.strip().lower()
-    if key == "runpod":
-        from computefence.sources.runpod import RunPodSource
-
-        return RunPodSource(api_url=api_url, policy=policy)
-    if key == "vast":
-        from computefence.sources.vast import VastSource
-
-        return VastSource(api_url=api_url, policy=policy)
-    if key == "lambda":
-        from computefence.sources.lambda_cloud import LambdaSource
-
-        return LambdaSource(api_url=api_url, policy=policy)
-    raise ConfigError(f"unknown provider {name!r}: choose from {', '.join(PROVIDER_NAMES)}")
+    where = PROVIDERS.get(name.strip().lower())
+    if where is None:
+        raise ConfigError(f"unknown provider {name!r}: choose from {', '.join(PROVIDERS)}")
+    module, _, cls = where.partition(":")
+    source: TargetSource = getattr(importlib.import_module(module), cls)(api_url=api_url, policy=policy)
+    return source
 
 
 def recheck_vanished(
