@@ -1,7 +1,7 @@
 """dataset.*: is the training file fit to train on?
 
 The probe streams the file on the pod and counts (see the "dataset scan" section of
-computefence/probe/dataset.py for the exact definitions); the verdicts are made here:
+computefence/probe/dataset_counts.py for the exact definitions); the verdicts are made here:
 
 - dataset.unreadable: a missing file, an unknown format or unparsable rows above 1% block; a
   few unparsable rows warn (pandas and datasets' loaders stop at the first one).

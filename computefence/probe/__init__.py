@@ -9,6 +9,11 @@ So a part may only import from parts before it, and top-level names must not cla
 
 A new collector area: a module with collect_<area>(params), its place in PARTS (before
 "collectors"), its row in collectors.COLLECTORS and its timeout in core.DEFAULT_TIMEOUTS.
+
+Parts are sent by need: a part listed in connectors.payload.PART_NEEDS goes into the script
+only when the probe parameters ask for it (the dataset scanner's four parts only with a
+dataset). In a script without it, the names the collectors part imports from it are None, and
+COLLECTORS leaves that collector out.
 """
 
 PARTS = (
@@ -21,6 +26,9 @@ PARTS = (
     "torch",
     "perf",
     "accelerate",
+    "dataset_counts",
+    "dataset_rows",
+    "dataset_arrow",
     "dataset",
     "custom",
     "model",

@@ -14,18 +14,25 @@ from .perf import collect_perf
 from .storage import collect_storage
 from .torch import collect_torch
 
+# A collector whose part was not sent (connectors/payload.PART_NEEDS: these parameters do not
+# ask for it) is None in the script, and left out, as the runner leaves out a collector whose
+# parameter is not set.
 COLLECTORS = [
-    ("identity", collect_identity),
-    ("environment", collect_environment),
-    ("storage", collect_storage),
-    ("gpu", collect_gpu),
-    ("packages", collect_packages),
-    ("torch", collect_torch),
-    ("perf", collect_perf),
-    ("accelerate", collect_accelerate),
-    ("custom", collect_custom),
-    ("dataset", collect_dataset),
-    ("model", collect_model),
+    (name, collect)
+    for name, collect in (
+        ("identity", collect_identity),
+        ("environment", collect_environment),
+        ("storage", collect_storage),
+        ("gpu", collect_gpu),
+        ("packages", collect_packages),
+        ("torch", collect_torch),
+        ("perf", collect_perf),
+        ("accelerate", collect_accelerate),
+        ("custom", collect_custom),
+        ("dataset", collect_dataset),
+        ("model", collect_model),
+    )
+    if collect is not None
 ]
 
 

@@ -208,6 +208,22 @@ def _run_command(argv, timeout):
     return result
 
 
+def _read_until(fd, deadline):
+    """Everything `fd` gives until its end, or until `deadline` (time.time(); None: no limit).
+    Returns (bytes, whether the end came)."""
+    pieces = []
+    while True:
+        wait = None if deadline is None else deadline - time.time()
+        if wait is not None and wait <= 0:
+            return b"".join(pieces), False
+        ready, _, _ = select.select([fd], [], [], wait)
+        if ready:
+            piece = os.read(fd, 1 << 16)
+            if not piece:
+                return b"".join(pieces), True
+            pieces.append(piece)
+
+
 # ---------------------------------------------------------------- runner
 
 

@@ -111,11 +111,11 @@ def json_lines(draw):
     small_blocks=st.booleans(),
 )
 def test_json_lines_facts_equal_the_stdlib_path(data, columns, gz, small_blocks):
-    from computefence.probe import dataset
+    from computefence.probe import dataset_arrow
 
     # Small blocks: lines cut across reads, and lines longer than Arrow's block read again.
     sizes = (
-        mock.patch.multiple(dataset, _DS_ARROW_READ=256, _DS_ARROW_PARSE_BLOCK=64)
+        mock.patch.multiple(dataset_arrow, _DS_ARROW_READ=256, _DS_ARROW_PARSE_BLOCK=64)
         if small_blocks
         else contextlib.nullcontext()
     )
@@ -174,12 +174,12 @@ def csv_files(draw):
     small_blocks=st.booleans(),
 )
 def test_csv_facts_equal_the_stdlib_path(csv_file, columns, gz, small_blocks):
-    from computefence.probe import dataset
+    from computefence.probe import dataset_arrow
 
     text, delimiter = csv_file
     name = ("train.tsv" if delimiter == "\t" else "train.csv") + (".gz" if gz else "")
     # Small blocks: records longer than one are read again from the start in larger ones.
-    sizes = mock.patch.object(dataset, "_DS_ARROW_PARSE_BLOCK", 32) if small_blocks else contextlib.nullcontext()
+    sizes = mock.patch.object(dataset_arrow, "_DS_ARROW_PARSE_BLOCK", 32) if small_blocks else contextlib.nullcontext()
     with tempfile.TemporaryDirectory() as tmp, sizes:
         facts = _same_facts(write(Path(tmp) / name, text, gz=gz), *columns)
     event(f"engine: {facts['engine']}")
@@ -253,7 +253,7 @@ def test_what_pyarrow_cannot_show_equal_is_counted_by_the_stdlib_path(tmp_path, 
 
 
 def test_json_lines_read_in_pieces_count_as_read_whole(tmp_path, monkeypatch, capfd):
-    from computefence.probe import dataset
+    from computefence.probe import dataset_arrow
 
     rows = _rows(300)
     rows[7]["text"] = "long " * 40  # longer than Arrow's block below: that block is parsed again in larger ones
@@ -261,8 +261,8 @@ def test_json_lines_read_in_pieces_count_as_read_whole(tmp_path, monkeypatch, ca
         tmp_path / "train.jsonl", "\ufeff" + jsonl_text(rows[:100]) + "\n" + jsonl_text(rows[100:]).rstrip("\n")
     )
     whole = scan(path)
-    monkeypatch.setattr(dataset, "_DS_ARROW_READ", 1000)  # a few lines a read, most cut in two
-    monkeypatch.setattr(dataset, "_DS_ARROW_PARSE_BLOCK", 48)
+    monkeypatch.setattr(dataset_arrow, "_DS_ARROW_READ", 1000)  # a few lines a read, most cut in two
+    monkeypatch.setattr(dataset_arrow, "_DS_ARROW_PARSE_BLOCK", 48)
     facts = _same_facts(path)
     assert facts["engine"] == "pyarrow" and facts["rows"] == 300
     whole.pop("duration_s")
@@ -271,13 +271,13 @@ def test_json_lines_read_in_pieces_count_as_read_whole(tmp_path, monkeypatch, ca
 
 
 def test_a_csv_record_longer_than_a_block_is_read_again_in_larger_ones(tmp_path, monkeypatch):
-    from computefence.probe import dataset
+    from computefence.probe import dataset_arrow
 
     cells = [list(row.values()) for row in _rows(300)]
     cells[250][0] = "long, with a\nline break " * 20
     path = write(tmp_path / "train.csv", csv_text(["text", "label", "source"], cells))
     whole = scan(path)
-    monkeypatch.setattr(dataset, "_DS_ARROW_PARSE_BLOCK", 256)
+    monkeypatch.setattr(dataset_arrow, "_DS_ARROW_PARSE_BLOCK", 256)
     facts = _same_facts(path)
     assert facts["engine"] == "pyarrow" and facts["rows"] == 300
     whole.pop("duration_s")
@@ -285,9 +285,9 @@ def test_a_csv_record_longer_than_a_block_is_read_again_in_larger_ones(tmp_path,
 
 
 def test_a_json_line_longer_than_the_read_buffer_goes_to_the_stdlib_path(tmp_path, monkeypatch):
-    from computefence.probe import dataset
+    from computefence.probe import dataset_arrow
 
-    monkeypatch.setattr(dataset, "_DS_ARROW_READ", 1000)
+    monkeypatch.setattr(dataset_arrow, "_DS_ARROW_READ", 1000)
     facts = _same_facts(write(tmp_path / "train.jsonl", jsonl_text(_rows(20) + [{"text": "x" * 1000}] + _rows(20))))
     assert (
         facts["engine"] == "stdlib"
@@ -296,7 +296,7 @@ def test_a_json_line_longer_than_the_read_buffer_goes_to_the_stdlib_path(tmp_pat
 
 
 def test_groupings_also_run_on_a_pyarrow_without_use_threads():
-    from computefence.probe import dataset
+    from computefence.probe import dataset_arrow
 
     class TableOfPyarrow12:  # group_by(keys) only: use_threads came with pyarrow 13
         def __init__(self, table):
@@ -306,7 +306,7 @@ def test_groupings_also_run_on_a_pyarrow_without_use_threads():
             return self.table.group_by(keys)
 
     table = pa.table({"i": [1, 1, 2], "l": [0, 1, 1]})
-    groups = dataset._ds_arrow_grouped(TableOfPyarrow12(table), "i", [("l", "min_max")])
+    groups = dataset_arrow._ds_arrow_grouped(TableOfPyarrow12(table), "i", [("l", "min_max")])
     assert sorted(groups.to_pylist(), key=lambda g: g["i"]) == [
         {"i": 1, "l_min_max": {"min": 0, "max": 1}},
         {"i": 2, "l_min_max": {"min": 1, "max": 1}},
@@ -320,9 +320,11 @@ def test_csv_rows_pyarrow_rejects_go_to_the_stdlib_path(tmp_path):
 
 
 def test_more_labels_than_the_stdlib_tracks_go_to_the_stdlib_path(tmp_path, monkeypatch):
-    from computefence.probe import dataset
+    from computefence.probe import dataset_arrow, dataset_counts
 
-    monkeypatch.setattr(dataset, "_DS_LABELS_TRACKED", 20)
+    # The fast path's limit, and the stdlib path's that it follows.
+    for part in (dataset_arrow, dataset_counts):
+        monkeypatch.setattr(part, "_DS_LABELS_TRACKED", 20)
     facts = _same_facts(write(tmp_path / "train.jsonl", jsonl_text([{"text": "x", "label": i} for i in range(30)])))
     assert facts["engine_note"] == "more than 20 distinct labels"
 
@@ -354,17 +356,17 @@ def test_without_pyarrow_the_probe_counts_with_the_stdlib(tmp_path, monkeypatch)
 
 
 def test_a_crash_in_pyarrow_leaves_the_scan_standing(tmp_path, monkeypatch):
-    from computefence.probe import dataset
+    from computefence.probe import dataset_arrow
 
-    monkeypatch.setattr(dataset, "_ds_arrow_counts", lambda scan, source: os.kill(os.getpid(), signal.SIGSEGV))
+    monkeypatch.setattr(dataset_arrow, "_ds_arrow_counts", lambda scan, source: os.kill(os.getpid(), signal.SIGSEGV))
     facts = _same_facts(write(tmp_path / "train.jsonl", jsonl_text(_rows())))
     assert facts["engine"] == "stdlib" and facts["engine_note"] == f"pyarrow crashed (signal {signal.SIGSEGV})"
 
 
 def test_pyarrow_past_the_time_budget_is_stopped_and_the_scan_is_partial(tmp_path, monkeypatch):
-    from computefence.probe import dataset
+    from computefence.probe import dataset_arrow
 
-    monkeypatch.setattr(dataset, "_ds_arrow_counts", lambda scan, source: time.sleep(60))
+    monkeypatch.setattr(dataset_arrow, "_ds_arrow_counts", lambda scan, source: time.sleep(60))
     path = write(tmp_path / "train.jsonl", jsonl_text(_rows(20000)))
     started = time.monotonic()
     facts = scan(path, max_seconds=0.5)

@@ -12,6 +12,7 @@ from dataset_helpers import counts_of, csv_text, jsonl_text, reference, scan, wr
 
 from computefence.models import DatasetFacts
 from computefence.probe import dataset as scanner
+from computefence.probe import dataset_arrow, dataset_counts, dataset_rows
 
 ROWS = [
     {"text": "good film", "label": "pos"},
@@ -57,7 +58,7 @@ def test_json_lines_plain_and_gzip_detected_by_magic(tmp_path, name, gz):
 
 @pytest.mark.parametrize("gz", [False, True])
 def test_json_array_streamed_across_small_chunks(tmp_path, monkeypatch, gz):
-    monkeypatch.setattr(scanner, "_DS_CHUNK", 16)  # elements straddle every chunk boundary
+    monkeypatch.setattr(dataset_rows, "_DS_CHUNK", 16)  # elements straddle every chunk boundary
     text = "[\n" + ",\n".join(json.dumps(row, indent=2) for row in ROWS) + "\n]\n"
     facts = scan(write(tmp_path / "train.json", text, gz=gz))
     assert facts["error"] is None and facts["format"] == "json-array"
@@ -215,7 +216,7 @@ def test_empty_files(tmp_path, content):
 
 
 def test_huge_single_line_is_unreadable_and_the_rest_is_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(scanner, "_DS_LINE_CAP", 4096)
+    monkeypatch.setattr(dataset_rows, "_DS_LINE_CAP", 4096)
     huge = json.dumps({"text": "x" * 50000, "label": 1})
     text = jsonl_text(ROWS[:1]) + huge + "\n" + jsonl_text(ROWS[1:])
     facts = scan(write(tmp_path / "train.jsonl", text))
@@ -225,7 +226,7 @@ def test_huge_single_line_is_unreadable_and_the_rest_is_read(tmp_path, monkeypat
 
 
 def test_the_real_line_cap_is_64_mib():
-    assert scanner._DS_LINE_CAP == 64 * 1024 * 1024
+    assert dataset_rows._DS_LINE_CAP == 64 * 1024 * 1024
 
 
 def test_lines_that_are_not_objects(tmp_path):
@@ -308,7 +309,8 @@ def test_label_counts_keep_the_top_50_and_say_how_many(tmp_path, monkeypatch):
     facts = scan(write(tmp_path / "train.jsonl", jsonl_text(rows)))
     assert facts["distinct_labels"] == 60 and len(facts["label_counts"]) == 50
     assert facts["label_counts"]["l0"] == 11 and not facts["distinct_labels_capped"]
-    monkeypatch.setattr(scanner, "_DS_LABELS_TRACKED", 20)
+    for part in (dataset_counts, dataset_arrow):  # the stdlib path's limit, and the fast path's that follows it
+        monkeypatch.setattr(part, "_DS_LABELS_TRACKED", 20)
     capped = scan(tmp_path / "train.jsonl")
     assert capped["distinct_labels_capped"] and capped["distinct_labels"] == 20
     assert capped["conflicting_inputs"] == 0 and capped["rows"] == 601
@@ -319,17 +321,17 @@ def test_row_and_time_budgets_give_a_partial_scan(tmp_path):
     by_rows = scan(path, max_rows=10, row_by_row=True)
     assert by_rows["partial"] and by_rows["rows"] == 10 and "row budget of 10" in by_rows["partial_reason"]
     by_time = scan(path, max_seconds=1e-9, row_by_row=True)
-    assert by_time["partial"] and by_time["rows"] == scanner._DS_CHECK_EVERY
+    assert by_time["partial"] and by_time["rows"] == dataset_counts._DS_CHECK_EVERY
     # How far it got, of how much: the estimate comes from the first 64 KiB and the file size.
     assert 9000 <= by_time["estimated_rows"] <= 11000
     assert by_time["partial_reason"] == (
-        f"stopped at the time budget after {scanner._DS_CHECK_EVERY} rows of about {by_time['estimated_rows']}"
+        f"stopped at the time budget after {dataset_counts._DS_CHECK_EVERY} rows of about {by_time['estimated_rows']}"
     )
 
 
 def test_the_pyarrow_path_keeps_the_row_and_time_budgets(tmp_path, monkeypatch):
     pytest.importorskip("pyarrow")
-    monkeypatch.setattr(scanner, "_DS_ARROW_READ", 4096)  # read in blocks of about 4 KiB of lines
+    monkeypatch.setattr(dataset_arrow, "_DS_ARROW_READ", 4096)  # read in blocks of about 4 KiB of lines
     path = write(tmp_path / "train.jsonl", jsonl_text([{"text": str(i), "label": i % 2} for i in range(10000)]))
     by_rows = scan(path, max_rows=10)
     assert by_rows["engine"] == "pyarrow"
@@ -369,7 +371,7 @@ def test_collect_dataset_keeps_within_the_collector_timeout(tmp_path):
 
 
 def test_table_growth_keeps_counts_exact():
-    scan_ = scanner._DatasetScan("synthetic", "text", "label", None, float("inf"))
+    scan_ = dataset_counts._DatasetScan("synthetic", "text", "label", None, float("inf"))
     scan_.facts["input_column"], scan_.facts["label_column"] = "text", "label"
     n = 20000  # far beyond the initial 4096 slots
     rows = [(i + 1, hash(("row", i)), f"input {i}", str(i % 3), None) for i in range(n)]

@@ -106,13 +106,13 @@ def jsonl_lines(draw):
 )
 @given(data=jsonl_lines(), batch_bytes=st.sampled_from([64, 300, 65536]))
 def test_lines_parsed_in_batches_count_exactly_as_one_at_a_time(monkeypatch, data, batch_bytes):
-    from computefence.probe import dataset
+    from computefence.probe import dataset_rows
 
     with tempfile.TemporaryDirectory() as tmp:
         path = write(Path(tmp) / "train.jsonl", data)
-        monkeypatch.setattr(dataset, "_DS_BATCH_BYTES", 1)
+        monkeypatch.setattr(dataset_rows, "_DS_BATCH_BYTES", 1)
         one_at_a_time = scan(path, "text", "label")
-        monkeypatch.setattr(dataset, "_DS_BATCH_BYTES", batch_bytes)
+        monkeypatch.setattr(dataset_rows, "_DS_BATCH_BYTES", batch_bytes)
         batched = scan(path, "text", "label")
     for facts in (one_at_a_time, batched):
         facts.pop("duration_s")

@@ -10,7 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from computefence.connectors import payload
+from computefence.models import CheckOptions
 from computefence.probe import PARTS
 
 PARTS_DIR = Path(payload.__file__).parent.parent / "probe"
@@ -60,12 +63,15 @@ def test_top_level_names_of_parts_do_not_clash():
             owner[defined] = name
 
 
-def test_assembled_script_has_no_imports_between_parts():
-    tree = ast.parse(payload.probe_source(), feature_version=(3, 8))
+@pytest.mark.parametrize("dataset", [None, "/data/train.jsonl"])
+def test_assembled_script_has_no_imports_between_parts(dataset):
+    parts = payload.probe_parts(payload.probe_params(CheckOptions(dataset=dataset)))
+    source = payload.probe_source(parts)
+    tree = ast.parse(source, feature_version=(3, 8))
     relative = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
     assert relative == []
     for name in PARTS:
-        assert f"# ---- computefence/probe/{name}.py\n" in payload.probe_source()
+        assert (f"# ---- computefence/probe/{name}.py\n" in source) == (name in parts)
 
 
 def test_assembled_script_is_byte_identical_across_builds():
@@ -85,3 +91,65 @@ def test_importing_the_dataset_part_registers_no_codec_handler():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "none"
+
+
+DATASET_PARTS = ("dataset_counts", "dataset_rows", "dataset_arrow", "dataset")
+
+
+def _part_imports(name: str) -> set[str]:
+    return {node.module for node in _part_tree(name).body if isinstance(node, ast.ImportFrom) and node.level}
+
+
+def test_no_probe_part_is_longer_than_700_lines():
+    # #20: the dataset scanner was one part of 1,790 lines, half the probe, shipped to every pod.
+    lengths = {name: len((PARTS_DIR / f"{name}.py").read_text().splitlines()) for name in PARTS}
+    assert {name: n for name, n in lengths.items() if n > 700} == {}
+
+
+def test_a_check_without_a_dataset_sends_no_dataset_code():
+    without = payload.probe_payload(payload.probe_params(CheckOptions()))
+    with_dataset = payload.probe_payload(payload.probe_params(CheckOptions(dataset="/data/train.jsonl")))
+    for name in DATASET_PARTS:
+        assert f"# ---- computefence/probe/{name}.py\n" not in without
+        assert f"# ---- computefence/probe/{name}.py\n" in with_dataset
+    assert "def _ds_" not in without and "def run_dataset_scan(" in with_dataset
+    assert "collect_dataset = None  # part dataset not sent" in without
+    assert len(payload.probe_wire(payload.probe_params(CheckOptions()))) < len(
+        payload.probe_wire(payload.probe_params(CheckOptions(dataset="/data/train.jsonl")))
+    )
+
+
+def test_parts_left_out_are_imported_only_by_the_entry_part_or_parts_sent_with_them():
+    # Else a part that is sent would find None for a name it uses (probe_source refuses that).
+    assert set(payload.PART_NEEDS) <= set(PARTS) and PARTS[-1] not in payload.PART_NEEDS
+    for name in PARTS[:-1]:
+        for source in _part_imports(name) & set(payload.PART_NEEDS):
+            assert payload.PART_NEEDS.get(name) is payload.PART_NEEDS[source], (name, source)
+
+
+def test_a_script_that_leaves_out_a_part_another_part_uses_is_refused():
+    parts = tuple(name for name in PARTS if name != "dataset_counts")
+    with pytest.raises(RuntimeError, match="probe part dataset_rows imports from dataset_counts"):
+        payload.probe_source(parts)
+
+
+# What differs between two runs on the same pod: times taken, and the real disk's free space.
+_VARYING = ("duration_s", "probe_duration_s", "free_bytes")
+
+
+def _steady(value):
+    if isinstance(value, dict):
+        return {k: _steady(v) for k, v in value.items() if k not in _VARYING}
+    if isinstance(value, list):
+        return [_steady(v) for v in value]
+    return value
+
+
+def test_the_script_without_the_dataset_parts_answers_as_the_whole_probe(pod, monkeypatch):
+    # Leaving a part out changes nothing but the bytes sent: the same pod, the same facts.
+    pod.nvidia("h100x8")
+    trimmed = pod.run()
+    assert "dataset" not in trimmed.document and "dataset" not in trimmed.document["collectors"]
+    monkeypatch.setattr(payload, "probe_parts", lambda params, parts=PARTS: PARTS)
+    assert payload.probe_payload({}).count("# ---- computefence/probe/") == len(PARTS)
+    assert _steady(pod.run().document) == _steady(trimmed.document)
