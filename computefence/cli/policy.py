@@ -65,6 +65,15 @@ def effective_document(policy: EffectivePolicy) -> dict:
     return data
 
 
+def _derived(policy: EffectivePolicy) -> dict:
+    """The job's figures the policy alone implies (bytes per parameter, checkpoints kept)."""
+    if policy.job is None:
+        return {}
+    from computefence.evaluate.job import derived_figures
+
+    return {"job_derived": derived_figures(policy.job)}
+
+
 @policy_app.command("show")
 @target_options
 def show(
@@ -95,7 +104,9 @@ def show(
         document = {
             "policy": loaded.path,
             "sha256": loaded.sha256,
-            "targets": [{"name": n, "tags": tags, "policy": effective_document(p)} for n, tags, p in entries],
+            "targets": [
+                {"name": n, "tags": tags, "policy": effective_document(p)} | _derived(p) for n, tags, p in entries
+            ],
         }
         write_stdout(json.dumps(document, indent=2) + "\n")
         return 0
@@ -107,6 +118,8 @@ def show(
             f"# --- {name}{tag_text}",
             yaml.safe_dump(effective_document(effective), sort_keys=False, allow_unicode=True).rstrip(),
         ]
+        for key, value in _derived(effective).get("job_derived", {}).items():
+            lines.append(f"# job {key}: {value}")
     write_stdout("\n".join(lines) + "\n")
     return 0
 

@@ -578,7 +578,8 @@ def check_model_download(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     if remaining == 0:
         return [passed(cid, f"{job.model} is in the HF cache ({gb(total)} per {basis}) at {where}", subject=job.model)]
     free = cache.free_bytes if cache is not None else None
-    so_far = f"{gb(present + model.incomplete_bytes)} of {gb(total)} ({basis}) downloaded"
+    done = present + model.incomplete_bytes
+    so_far = f"{gb(done)} of {gb(total)} ({basis}) downloaded" if done else f"none of {gb(total)} ({basis}) downloaded"
     if free is None:
         why = cache.error if cache is not None and cache.error else "no free space reported"
         return [skipped(cid, f"{job.model}: {so_far}; free space of the cache is not known: {one_line(why, 120)}")]
@@ -657,3 +658,39 @@ def size_needed(size: ModelSize, job: Job, gpus: int, table: TrainingMemory) -> 
 
 
 RULES = [check_storage_budget, check_model_download, check_gpu_memory_budget]
+
+
+def derived_figures(job: Job) -> dict[str, Any]:
+    """What the policy alone says about the run (`policy show`): bytes per parameter of a
+    checkpoint and of the model states, checkpoints on disk at most, and with job.params the
+    sizes; the pod's own files (`fleet check`) can change the parameter count."""
+    table = load_training_memory()
+    figures: dict[str, Any] = {"checkpoints_on_disk": checkpoints_on_disk(job)}
+    if job.checkpoints_written is not None:
+        figures["checkpoints_written"] = job.checkpoints_written
+    if job.method != "full":
+        figures["checkpoint"] = "the adapter and its optimizer states: sized from the pod's config.json"
+        return figures
+    unit = ModelSize(1, "per parameter", 2.0)
+    estimate = checkpoint_estimate(unit, job, table)
+    memory = gpu_estimate(unit, job, 1, table)
+    assert estimate is not None and memory is not None
+    figures["checkpoint_bytes_per_param"] = estimate.per_checkpoint
+    figures["checkpoint_makeup"] = estimate.makeup
+    figures["final_model_bytes_per_param"] = estimate.final
+    figures["model_states_bytes_per_param"] = memory.per_gpu
+    if job.sharding != "none":
+        figures["model_states_note"] = (
+            f"{job.sharding} divides {', '.join(table.sharding[job.sharding].divides)} by the GPU count"
+        )
+    if job.params:
+        figures["params"] = job.params
+        sized = checkpoint_estimate(ModelSize(job.params, "job.params", 2.0), job, table)
+        assert sized is not None
+        figures["checkpoint_gb"] = round(sized.per_checkpoint / 1e9, 1)
+        figures["final_model_gb"] = round(sized.final / 1e9, 1)
+        count = checkpoints_on_disk(job)
+        if count is not None:
+            figures["output_dir_needs_gb"] = round(budget_bytes(sized, count) / 1e9, 1)
+        figures["model_states_gb_on_one_gpu"] = round(job.params * memory.per_gpu / 1e9, 1)
+    return figures

@@ -149,3 +149,33 @@ def test_policy_show_prints_the_job_with_its_from_key(cli, tmp_path):
     assert code == 0, err
     job = json.loads(out)["targets"][0]["policy"]["job"]
     assert job["from"] == "/workspace/axolotl.yaml" and job["params"] == 8_030_000_000 and "from_" not in job
+
+
+def test_policy_show_prints_the_derived_figures_per_target(cli, tmp_path):
+    policy = tmp_path / "computefence.yaml"
+    policy.write_text(
+        "job: {params: 8.03e9, save_total_limit: 3, save_steps: 500, max_steps: 6000}\n"
+        "overrides:\n  - match: {name: 'lora-*'}\n    job: {method: lora}\n"
+    )
+    inventory = tmp_path / "pods.yaml"
+    inventory.write_text("hosts:\n  - {name: full-1, host: 192.0.2.1}\n  - {name: lora-1, host: 192.0.2.2}\n")
+    code, out, err = cli("policy", "show", "--policy", str(policy), "-i", str(inventory), "--format", "json")
+    assert code == 0, err
+    derived = {t["name"]: t["job_derived"] for t in json.loads(out)["targets"]}
+    # 12 checkpoints written, 3 kept + the one being written; 8.03e9 × 12 B = 96.4 GB each.
+    assert derived["full-1"] == {
+        "checkpoints_on_disk": 4,
+        "checkpoints_written": 12,
+        "checkpoint_bytes_per_param": 12.0,
+        "checkpoint_makeup": "model 4 B + optimizer 8 B",
+        "final_model_bytes_per_param": 4.0,
+        "model_states_bytes_per_param": 18.0,
+        "params": 8_030_000_000,
+        "checkpoint_gb": 96.4,
+        "final_model_gb": 32.1,
+        "output_dir_needs_gb": 417.6,
+        "model_states_gb_on_one_gpu": 144.5,
+    }
+    assert derived["lora-1"]["checkpoint"].startswith("the adapter and its optimizer states")
+    code, out, _ = cli("policy", "show", "--policy", str(policy))
+    assert code == 0 and "# job checkpoint_gb: 96.4" in out and "# job output_dir_needs_gb: 417.6" in out
