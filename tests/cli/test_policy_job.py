@@ -179,3 +179,20 @@ def test_policy_show_prints_the_derived_figures_per_target(cli, tmp_path):
     assert derived["lora-1"]["checkpoint"].startswith("the adapter and its optimizer states")
     code, out, _ = cli("policy", "show", "--policy", str(policy))
     assert code == 0 and "# job checkpoint_gb: 96.4" in out and "# job output_dir_needs_gb: 417.6" in out
+
+
+def test_the_readme_job_example_loads_and_gives_its_stated_figures():
+    from pathlib import Path
+
+    from computefence.evaluate.job import derived_figures
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("### The run's size: `job:`") :]
+    example = section[section.index("```yaml\n") + 8 : section.index("```\n", section.index("```yaml\n") + 8)]
+    figures = derived_figures(parse_policy_text(example, "README.md").job)
+    # The README's storage.budget example: 4 × 96.4 GB + 32.1 GB.
+    assert (figures["checkpoints_on_disk"], figures["checkpoint_gb"], figures["final_model_gb"]) == (4, 96.4, 32.1)
+    assert (
+        round(figures["output_dir_needs_gb"]) == 418
+        and "4 × 96.4 GB checkpoints + 32.1 GB final model = 418 GB" in section
+    )
