@@ -400,10 +400,22 @@ class ModelVolume(_Fact):
     error: str | None = None
 
 
+class JobFromFile(_Fact):
+    """job.from: an axolotl or LLaMA-Factory config on the pod, as text (YAML is read here)."""
+
+    path: str
+    text: str | None = None
+    # Its top-level base_model / model_name_or_path, read by the probe to look the model up.
+    model: str | None = None
+    error: str | None = None
+
+
 class ModelFacts(_Fact):
     """The policy's job.model as found on the pod (probe part `model`)."""
 
+    # "" when only job.from was given and it names no model.
     ref: str
+    from_file: JobFromFile | None = None
     source: str | None = None  # "hf_cache" or "path"
     found: bool = False
     location: str | None = None

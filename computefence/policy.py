@@ -335,8 +335,10 @@ class Lora(_Strict):
     r: int = Field(8, ge=1, le=65536)  # PEFT LoraConfig's default
     # None: PEFT's default for the architecture; "all-linear": every linear layer but the head.
     target_modules: list[str] | Literal["all-linear"] | None = None
+    # Modules trained and saved whole beside the adapter (PEFT modules_to_save), e.g. embed_tokens.
+    modules_to_save: list[str] = Field(default_factory=list)
 
-    @field_validator("target_modules")
+    @field_validator("target_modules", "modules_to_save")
     @classmethod
     def _names(cls, value: Any) -> Any:
         if isinstance(value, list):

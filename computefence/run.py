@@ -137,8 +137,8 @@ def probe_extra(policy: EffectivePolicy) -> dict[str, Any]:
     extra: dict[str, Any] = {}
     if policy.package_names():
         extra["packages"] = policy.package_names()
-    if policy.job is not None and policy.job.model:
-        extra["job_model"] = {"ref": policy.job.model, "cache_dir": policy.job.cache_dir}
+    if policy.job is not None and (policy.job.model or policy.job.from_):
+        extra["job_model"] = {"ref": policy.job.model, "cache_dir": policy.job.cache_dir, "from": policy.job.from_}
     if policy.custom:
         extra["custom"] = [
             {"id": c.id, "run": c.run, "timeout": c.timeout, "stdout_matches": c.expect.stdout_matches}

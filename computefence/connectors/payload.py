@@ -34,6 +34,12 @@ def _dataset_asked(params: Mapping[str, Any]) -> bool:
     return bool(params.get("dataset"))
 
 
+def _job_model_asked(params: Mapping[str, Any]) -> bool:
+    # The policy's job names a model or a training config to read (probe part `model`).
+    job = params.get("job_model")
+    return isinstance(job, Mapping) and bool(job.get("ref") or job.get("from"))
+
+
 # Parts sent only when the probe parameters need them: part -> the test of the parameters
 # that says so. Every part not listed is always sent. A part left out must be one whose
 # collector would find nothing to do with these parameters; only the script's last part (the
@@ -44,6 +50,7 @@ PART_NEEDS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     "dataset_rows": _dataset_asked,
     "dataset_arrow": _dataset_asked,
     "dataset": _dataset_asked,
+    "model": _job_model_asked,
 }
 
 

@@ -96,7 +96,7 @@ def evaluate_host(
         provider,
         policy.thresholds if policy is not None else None,
         policy.hardware.gpu_count if policy is not None else None,
-        policy.job if policy is not None else None,
+        job.host_job(policy.job if policy is not None else None, facts),
     )
     findings: list[Finding] = []
     for rule in RULES:
@@ -176,7 +176,9 @@ def reapply_policy(host: HostReport, policy: EffectivePolicy) -> HostReport:
     and checks that need the pod again are not re-run."""
     if host.status is not HostStatus.OK or host.facts is None:
         return host
-    ctx = build_context(host.facts, CheckOptions(), host.provider, policy.thresholds, job=policy.job)
+    ctx = build_context(
+        host.facts, CheckOptions(), host.provider, policy.thresholds, job=job.host_job(policy.job, host.facts)
+    )
     kept = [f for f in host.findings if not f.check.startswith(("policy.", "custom.")) and f.check not in job.CHECKS]
     sized = [f for rule in job.RULES for f in rule(host.facts, _saved_checks(host, policy), ctx)]
     findings = [*kept, *(_finish(f) for f in [*sized, *policy_rules.policy_findings(host.facts, policy, ctx)])]

@@ -35,8 +35,10 @@ class Context:
     thresholds: Thresholds = Thresholds()
     # The policy's hardware.gpu_count: how many GPUs the job is meant to see, if it says.
     gpu_count: NumberSpec | None = None
-    # The policy's `job:`: what the run trains and saves (storage.budget, gpu.memory-budget).
+    # The policy's `job:` with what its `from:` file adds: what the run trains and saves
+    # (storage.budget, gpu.memory-budget), and why that file could not be used, if so.
     job: Job | None = None
+    job_note: str | None = None
 
     @property
     def on_provider(self) -> bool:
@@ -58,7 +60,7 @@ def build_context(
     provider: ProviderInfo | None,
     thresholds: Thresholds | None = None,
     gpu_count: NumberSpec | None = None,
-    job: Job | None = None,
+    job: tuple[Job | None, str | None] | Job | None = None,
 ) -> Context:
     name = provider.provider if provider is not None else detect_provider(facts.identity.provider_hints)
     profile = get_profile(name)
@@ -84,7 +86,8 @@ def build_context(
         ml_host=ml_host,
         thresholds=thresholds or Thresholds(),
         gpu_count=gpu_count,
-        job=job,
+        job=job[0] if isinstance(job, tuple) else job,
+        job_note=job[1] if isinstance(job, tuple) else None,
     )
 
 

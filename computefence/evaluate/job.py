@@ -297,7 +297,12 @@ def adapter_params(shape: Shape | None, lora: Lora) -> int | None:
         return None
     per_layer = sum(lora.r * sum(shapes[name]) for name in names)
     experts = shape.experts if any(n in ("gate_proj", "up_proj", "down_proj") for n in names) else 1
-    return per_layer * shape.layers * max(1, experts)
+    # modules_to_save are trained and saved whole: the embeddings and the head are vocab × hidden.
+    whole = {"embed_tokens": shape.vocab * shape.hidden, "lm_head": shape.vocab * shape.hidden}
+    saved = [name.rsplit(".", 1)[-1] for name in lora.modules_to_save]
+    if any(name not in whole for name in saved):
+        return None
+    return per_layer * shape.layers * max(1, experts) + sum(whole[name] for name in set(saved))
 
 
 # ---------------------------------------------------------------- estimates
@@ -407,6 +412,16 @@ def gpu_estimate(size: ModelSize, job: Job, gpus: int, table: TrainingMemory) ->
 
 # ---------------------------------------------------------------- findings
 
+
+def host_job(job: Job | None, facts: Facts) -> tuple[Job | None, str | None]:
+    """The policy's job for this host: with its `from:` file's fields, and why not, if not."""
+    if job is None:
+        return None, None
+    from computefence.evaluate.job_from import job_with_file
+
+    return job_with_file(job, facts.model.from_file if facts.model is not None else None)
+
+
 NO_SIZE = "no job.model found on the pod and no job.params in computefence.yaml: nothing to size the run from"
 
 
@@ -415,7 +430,8 @@ def _size_or_skip(facts: Facts, ctx: Context, cid: str) -> ModelSize | Finding |
     if job is None:
         return None
     if not job.model and not job.params:
-        return skipped(cid, "no job.model or job.params in computefence.yaml: the run's size is not known")
+        note = f" ({ctx.job_note})" if ctx.job_note else ""
+        return skipped(cid, f"no job.model or job.params in computefence.yaml{note}: the run's size is not known")
     size = model_size(facts.model, job, load_training_memory())
     return size if size is not None else skipped(cid, NO_SIZE)
 
@@ -481,10 +497,12 @@ def check_storage_budget(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         f"{gb(int(need))} ({estimate.makeup} per param, {_trained(estimate, size)}); "
         f"{gb(free)} free on {point}"
     )
+    if ctx.job_note:
+        arithmetic += f"; {ctx.job_note} (sized from the policy's job: alone)"
     if free < need:
         return [block(cid, arithmetic, _budget_fix(size, job, table, ctx, point, need, free), subject=point)]
-    if free < need * (1 + table.budget_warn_margin):
-        message = f"{arithmetic}: within {table.budget_warn_margin:.0%} of the need"
+    if free < need * (1 + table.budget_warn_margin) or ctx.job_note:
+        message = arithmetic if ctx.job_note else f"{arithmetic}: within {table.budget_warn_margin:.0%} of the need"
         return [warn(cid, message, _budget_fix(size, job, table, ctx, point, need, free), subject=point)]
     return [passed(cid, arithmetic, subject=point)]
 

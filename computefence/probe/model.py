@@ -9,6 +9,7 @@
 import glob
 import json
 import os
+import re
 import struct
 
 from .core import _process_env, _read_text, _root, _text, _time_left
@@ -178,14 +179,43 @@ def _md_files(folder, facts, params):
     facts["shards"] = shards
 
 
+# An axolotl or LLaMA-Factory config is YAML, which the standard library cannot read: its text
+# goes back whole (the evaluator parses it), and only its top-level model key is read here.
+_MD_FROM_LIMIT = 256 << 10
+_MD_MODEL_KEY = re.compile(r"^(?:base_model|model_name_or_path)[ \t]*:[ \t]*['\"]?([^'\"#\s]+)", re.MULTILINE)
+
+
+def _md_from_file(path):
+    found = {"path": _text(path, 300)}
+    try:
+        with open(os.path.expanduser(path), "rb") as handle:
+            raw = handle.read(_MD_FROM_LIMIT + 1)
+    except OSError as exc:
+        found["error"] = _text("%s: %s" % (path, exc.strerror or exc), 300)
+        return found
+    if len(raw) > _MD_FROM_LIMIT:
+        found["error"] = "over %d KiB: not a training config" % (_MD_FROM_LIMIT >> 10)
+        return found
+    found["text"] = _text(raw, _MD_FROM_LIMIT)
+    match = _MD_MODEL_KEY.search(found["text"])
+    if match:
+        found["model"] = _text(match.group(1), 300)
+    return found
+
+
 def collect_model(params):
     job = params.get("job_model")
-    if not isinstance(job, dict) or not job.get("ref"):
+    if not isinstance(job, dict) or not (job.get("ref") or job.get("from")):
         return None
-    ref = str(job["ref"])
+    from_file = _md_from_file(str(job["from"])) if job.get("from") else None
+    ref = str(job.get("ref") or (from_file or {}).get("model") or "")
+    facts = {"ref": _text(ref, 300), "errors": [], "found": False}
+    if from_file is not None:
+        facts["from_file"] = from_file
+    if not ref:
+        return facts
     env = _process_env()
     home = env.get("HOME") or os.path.expanduser("~")
-    facts = {"ref": _text(ref, 300), "errors": [], "found": False}
     if ref.startswith(("/", "~", ".")):
         folder = os.path.expanduser(ref)
         facts["source"] = "path"

@@ -10,6 +10,8 @@ import struct
 import pytest
 from model_cache import FIXTURES, put_blob, repo_folder, write_cache
 
+from computefence.connectors.payload import probe_payload
+
 torch = pytest.importorskip("torch")
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
@@ -90,8 +92,12 @@ def test_a_model_not_in_the_cache_and_no_model_asked_for(pod):
     model = pod.run(job_model={"ref": "meta-llama/Llama-3.1-8B"}).facts.model
     assert model.found is False and model.location.endswith("/empty-hub/models--meta-llama--Llama-3.1-8B")
     assert model.cache.exists is False and model.cache.free_bytes > 0  # the nearest existing folder's filesystem
+    # No job model: the part is not even sent (connectors/payload.PART_NEEDS).
     document = pod.run().document
-    assert "model" not in document and document["collectors"]["model"]["ok"]
+    assert "model" not in document and "model" not in document["collectors"]
+    assert "def collect_model" not in probe_payload({}) and "def collect_model" in probe_payload(
+        {"job_model": {"ref": "gpt2"}}
+    )
 
 
 def test_the_index_json_of_a_real_model_parses_as_the_probe_reads_it():
@@ -103,3 +109,17 @@ def test_the_index_json_of_a_real_model_parses_as_the_probe_reads_it():
             index = _md_index(str(folder / "model.safetensors.index.json"))
             raw = json.loads((folder / "model.safetensors.index.json").read_text())
             assert index["total_size"] == raw["metadata"]["total_size"] and index["tensors"] == len(raw["weight_map"])
+
+
+def test_a_from_file_comes_back_as_text_and_names_the_model_to_look_up(pod):
+    config = pod.root / "work" / "lora-8b.yml"
+    text = (FIXTURES.parent / "training-configs" / "axolotl-lora-8b.yml").read_text()
+    config.write_text(text)
+    pod.env["HF_HUB_CACHE"] = str(pod.root / "hub")
+    model = pod.run(job_model={"from": str(config)}).facts.model
+    assert model.from_file.text == text and model.from_file.model == "NousResearch/Meta-Llama-3-8B"
+    assert model.ref == "NousResearch/Meta-Llama-3-8B" and model.location.endswith(
+        "models--NousResearch--Meta-Llama-3-8B"
+    )
+    missing = pod.run(job_model={"from": str(pod.root / "nope.yaml")}).facts.model
+    assert missing.ref == "" and "No such file" in missing.from_file.error and missing.found is False
