@@ -274,6 +274,9 @@ def _run_collector(name, func, params, timeout):
 
 
 _LATER = ("perf", "dataset")
+# Collectors with nothing to do unless their parameter is set: then they answer None and leave
+# no status, as when their part is not sent at all.
+_ON_REQUEST = ("model",)
 
 
 def run(params, collectors):
@@ -295,6 +298,8 @@ def run(params, collectors):
             running.append((name, _start_collector(name, func, params, timeout)))
     for name, box in running:
         value, status = _finish_collector(box)
+        if value is None and status["ok"] and name in _ON_REQUEST:
+            continue
         facts["collectors"][name] = status
         if value is not None:
             facts[name] = value
