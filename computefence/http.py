@@ -355,9 +355,23 @@ class ApiClient:
 
     def get_json(self, path: str, params: Mapping[str, str] | None = None) -> Any:
         url = self.base_url + path
-        return call_with_retries(self.provider, self.policy, lambda: self._once(url, params))
+        return call_with_retries(self.provider, self.policy, lambda: self._once("GET", url, params)[1])
 
-    def _once(self, url: str, params: Mapping[str, str] | None) -> Any:
+    def send_json(self, method: str, path: str, body: Any = None, *, answered: tuple[int, ...] = ()) -> tuple[int, Any]:
+        """(status, parsed body) of a request that changes something, with the same retries
+        (every call made through here is idempotent: stop, destroy, terminate). A status in
+        `answered` (a 404 meaning "gone") comes back instead of raising; its body may be None."""
+        url = self.base_url + path
+        return call_with_retries(self.provider, self.policy, lambda: self._once(method, url, None, body, answered))
+
+    def _once(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, str] | None,
+        body: Any = None,
+        answered: tuple[int, ...] = (),
+    ) -> tuple[int, Any]:
         policy = self.policy
         if self._last_request is not None and policy.min_interval_s > 0:
             gap = self._last_request + policy.min_interval_s - time.monotonic()
@@ -365,8 +379,8 @@ class ApiClient:
                 policy.sleep(gap)
         where = f"{self.provider} API at {self.base_url}"
         try:
-            status, headers, body = bounded_request(
-                self._client, "GET", url, deadline_s=policy.timeout_s, params=params
+            status, headers, content = bounded_request(
+                self._client, method, url, deadline_s=policy.timeout_s, params=params, json=body
             )
         except httpx.TimeoutException:
             raise Retry(f"{where} did not answer within {policy.timeout_s:g} s") from None
@@ -377,9 +391,14 @@ class ApiClient:
         finally:
             # Spaced from the end of the last request, so arrivals at the API are spaced too.
             self._last_request = time.monotonic()
-        raise_for_status(self.provider, status, headers, body, self._key, self._key_help, self.base_url)
+        if status in answered:
+            try:
+                return status, jsontext.loads(content)
+            except ValueError:
+                return status, None
+        raise_for_status(self.provider, status, headers, content, self._key, self._key_help, self.base_url)
         try:
-            return jsontext.loads(body)
+            return status, jsontext.loads(content)
         except ValueError:
             kind = headers.get("Content-Type", "no content type").split(";")[0]
             raise SourceError(

@@ -486,6 +486,10 @@ class ProviderInfo(_Model):
     container_disk_gb: float | None = None
     persistent_paths: list[str] = Field(default_factory=list)
     network_volume: bool | None = None
+    # The physical machine behind the pod (RunPod machineId, Vast machine_id) and, on Vast,
+    # the host who rents it out; None where the provider does not say (Lambda).
+    machine_id: str | None = None
+    host_id: str | None = None
 
 
 class Fix(_Model):
@@ -810,3 +814,37 @@ class Report(_Model):
     changes: Changes | None = None
     policy: AppliedFile | None = None
     baseline: AppliedFile | None = None
+
+
+# ---------------------------------------------------------------- fleet release
+
+RELEASE_OUTCOMES = ("would_release", "released", "already_stopped", "gone", "changed", "refused", "failed")
+
+
+class ReleasePod(_Model):
+    """One pod `fleet release` selected: what condemns it, what it does or would do, and how that went."""
+
+    name: str
+    provider: str | None = None
+    pod_id: str | None = None
+    machine_id: str | None = None
+    # "stop" or "terminate"; None where no action applies (refused).
+    action: str | None = None
+    # Check ids of the findings that select it, and "unreachable" for --unreachable-runs.
+    selected_by: list[str] = Field(default_factory=list)
+    cost_per_hour: float | None = None
+    # One of RELEASE_OUTCOMES.
+    outcome: str
+    # The exact API call (dry run), the provider's answer, or why it was refused or failed.
+    detail: str = ""
+    # "check: message" of each condemning finding, for the terminal (not part of the JSON).
+    reasons: list[str] = Field(default_factory=list, exclude=True)
+
+
+class ReleaseReport(_Model):
+    """What `fleet release --format json` prints."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: str = "release"
+    dry_run: bool = True
+    pods: list[ReleasePod] = Field(default_factory=list)

@@ -22,6 +22,7 @@ from computefence.cli import doctor as _doctor  # noqa: F401,E402
 from computefence.cli import fleet as _fleet  # noqa: F401,E402
 from computefence.cli import inventory as _inventory  # noqa: F401,E402
 from computefence.cli import policy as _policy  # noqa: F401,E402
+from computefence.cli import release as _release  # noqa: F401,E402
 from computefence.cli import report as _report  # noqa: F401,E402
 from computefence.cli import schema as _schema  # noqa: F401,E402
 from computefence.cli import script as _script  # noqa: F401,E402

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from computefence import __version__
-from computefence.evaluate import gpu_perf
+from computefence.evaluate import gpu, gpu_perf
+from computefence.evaluate.context import matches
 from computefence.models import (
     DriftRow,
     Facts,
@@ -120,6 +121,32 @@ def replace_blockers(host: HostReport) -> list[Finding]:
 def give_back(report: Report) -> list[HostReport]:
     """Checked pods blocked by a `replace` finding: those to stop paying for."""
     return [h for h in report.hosts if h.status is HostStatus.OK and replace_blockers(h)]
+
+
+def release_findings(host: HostReport, patterns: list[str]) -> list[Finding]:
+    """The blockers and warnings that would condemn the pod: those of a `replace` check, or
+    with `patterns` (fleet release --checks) those of the checks they name, any remedy."""
+    problems = [f for f in host.findings if f.severity in (Severity.BLOCK, Severity.WARN)]
+    if not patterns:
+        return [f for f in problems if f.remedy is Remedy.REPLACE]
+    return [f for f in problems if any(matches(f.check, p) for p in patterns)]
+
+
+def job_may_be_running(host: HostReport) -> str | None:
+    """Why the report suggests a job runs on the pod (GPU memory held by other processes),
+    or None. Read from gpu.memory-in-use, and from the memory facts where that check was
+    skipped, so `--skip gpu.memory-in-use` cannot hide a running job."""
+    for finding in host.findings:
+        if finding.check == "gpu.memory-in-use" and finding.severity in (Severity.WARN, Severity.BLOCK):
+            return finding.message
+    facts = host.facts
+    if facts is None:
+        return None
+    busy = [g for g in facts.gpu.gpus if g.memory_used_mib is not None and g.memory_used_mib > gpu.BUSY_MIB]
+    if busy:
+        held = ", ".join(f"GPU {g.index} {g.memory_used_mib} MiB" for g in busy)
+        return f"GPU memory already in use ({held})"
+    return None
 
 
 # ---------------------------------------------------------------- drift

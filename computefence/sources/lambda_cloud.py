@@ -7,13 +7,16 @@ Instances carry `jupyter_token` and `jupyter_url`, which are secrets: they are n
 
 from __future__ import annotations
 
+import contextlib
+import re
 from typing import Any
 
 import httpx
 
-from computefence.errors import SourceError
+from computefence.errors import ConfigError, SourceError
 from computefence.http import ApiClient, RetryPolicy
 from computefence.models import Fix, ProviderInfo, Target
+from computefence.sources.interface import ActionAnswer
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, find_api_key, target_names
 
 PROVIDER = "Lambda Cloud"
@@ -22,6 +25,9 @@ URL_ENV = "LAMBDA_API_URL"
 KEY_ENV = "LAMBDA_API_KEY"
 KEY_HELP = "check LAMBDA_API_KEY; keys are at https://cloud.lambda.ai/api-keys"
 RATE_LIMITED = RetryPolicy(min_interval_s=1.0)
+TERMINATE_PATH = "/api/v1/instance-operations/terminate"
+# Instance ids are hex; only those are ever sent.
+INSTANCE_ID = re.compile(r"[A-Za-z0-9-]{1,64}")
 
 _STATE_FIX = {
     "booting": "wait until it is active, then re-run",
@@ -33,6 +39,7 @@ class LambdaSource:
     """Every Lambda Cloud instance of the account; active ones are checkable."""
 
     name = "lambda"
+    title = PROVIDER
 
     def __init__(
         self,
@@ -43,17 +50,67 @@ class LambdaSource:
     ) -> None:
         self.api_url = api_url
         self.transport = transport
+        self._api: ApiClient | None = None
         self.policy = policy or RATE_LIMITED
 
     def __repr__(self) -> str:
         return f"LambdaSource(api_url={self.api_url!r})"
 
-    def targets(self) -> list[Target]:
-        base = base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API)
+    def _base(self) -> str:
+        return base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API)
+
+    def _client(self) -> ApiClient:
+        base = self._base()  # a bad URL is reported before a missing key, as before
         key = find_api_key(
             PROVIDER, KEY_ENV, [], "create one at https://cloud.lambda.ai/api-keys and export LAMBDA_API_KEY"
         )
-        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy, transport=self.transport) as api:
+        return ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy, transport=self.transport)
+
+    # ------------------------------------------------------------ fleet release
+
+    # Lambda Cloud instances cannot be stopped, only terminated.
+    actions = ("terminate",)
+
+    def __enter__(self):
+        # One client for every call until __exit__ (listings included), so the provider's
+        # pacing (Lambda: a request a second) spans them all.
+        self._api = self._client()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._api is not None:
+            self._api.__exit__()
+            self._api = None
+
+    def _session(self) -> contextlib.AbstractContextManager[ApiClient]:
+        return contextlib.nullcontext(self._api) if self._api is not None else self._client()
+
+    def accepts(self, pod_id: str) -> bool:
+        return INSTANCE_ID.fullmatch(pod_id) is not None
+
+    def describe(self, pod_id: str, action: str) -> str:
+        return f'POST {self._base()}{TERMINATE_PATH} {{"instance_ids": ["{pod_id}"]}}'
+
+    def release(self, pod_id: str, action: str) -> ActionAnswer:
+        if not self.accepts(pod_id):
+            return ActionAnswer("failed", f"{pod_id!r} is not a Lambda Cloud instance id; nothing sent")
+        try:
+            with self._session() as api:
+                status, body = api.send_json("POST", TERMINATE_PATH, {"instance_ids": [pod_id]}, answered=(404,))
+                detail = api.error_text(body)
+        except (SourceError, ConfigError) as exc:
+            return ActionAnswer("failed", str(exc))
+        if status == 404:
+            return ActionAnswer("gone", f"{PROVIDER}: no such instance (HTTP 404{f', {detail}' if detail else ''})")
+        done = as_dict(as_dict(body).get("data")).get("terminated_instances")
+        ids = [as_str(as_dict(i).get("id")) for i in done] if isinstance(done, list) else []
+        if pod_id not in ids:
+            return ActionAnswer("failed", f"{PROVIDER} answered, but its terminated_instances does not list {pod_id}")
+        return ActionAnswer("released", f"{PROVIDER}: terminate accepted")
+
+    def targets(self) -> list[Target]:
+        base = self._base()
+        with self._session() as api:
             body = api.get_json("/api/v1/instances")
         if not isinstance(body, dict) or not isinstance(body.get("data"), list):
             raise SourceError(f"{PROVIDER} API returned no `data` list of instances: check the API URL ({base})")

@@ -36,6 +36,7 @@ from computefence.http import (
     within_deadline,
 )
 from computefence.models import Fix, ProviderInfo, Target
+from computefence.sources.interface import ActionAnswer
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, target_names
 
 PROVIDER = "RunPod"
@@ -46,6 +47,8 @@ KEY_HELP = "check RUNPOD_API_KEY or ~/.runpod/config.toml; keys are at https://w
 INSTALL_HINT = "RunPod support needs the runpod extra: pip install 'computefence[runpod]'"
 # get_pods(api_key=...) arrived in 1.8.1; 2.x lists pods through REST v2, in another shape.
 SDK_RANGE = ((1, 8, 1), (2, 0, 0))
+# The SDK pastes a pod id into its GraphQL text: only ids of this shape are ever sent.
+POD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 # The SDK is configured through process-wide state (an env variable, a module global): one call at a time.
 _SDK_LOCK = threading.Lock()
@@ -76,6 +79,7 @@ class RunPodSource:
     """Every pod of the RunPod account; running pods with direct TCP SSH are checkable."""
 
     name = "runpod"
+    title = PROVIDER
 
     def __init__(self, api_url: str | None = None, *, policy: RetryPolicy | None = None) -> None:
         self.api_url = api_url
@@ -84,13 +88,49 @@ class RunPodSource:
     def __repr__(self) -> str:
         return f"RunPodSource(api_url={self.api_url!r})"
 
+    def _base(self) -> str:
+        return base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API).removesuffix("/graphql")
+
     def targets(self) -> list[Target]:
-        base = base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API).removesuffix("/graphql")
+        base = self._base()
         sdk = load_sdk()
         key = api_key(sdk)
         pods = fetch_pods(sdk, key, base, self.policy)
         names = target_names([(as_str(p.get("name")), str(p["id"])) for p in pods], "runpod")
         return [pod_target(pod, name) for pod, name in zip(pods, names)]
+
+    # ------------------------------------------------------------ fleet release
+
+    # stop keeps the pod's volume (it bills for storage only); terminate destroys the pod.
+    actions = ("stop", "terminate")
+
+    def __enter__(self) -> RunPodSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def accepts(self, pod_id: str) -> bool:
+        return POD_ID.fullmatch(pod_id) is not None
+
+    def describe(self, pod_id: str, action: str) -> str:
+        mutation = "podStop" if action == "stop" else "podTerminate"
+        return f'runpod.{action}_pod("{pod_id}"): POST {self._base()}/graphql {mutation}(input: {{podId: "{pod_id}"}})'
+
+    def release(self, pod_id: str, action: str) -> ActionAnswer:
+        if not self.accepts(pod_id):
+            return ActionAnswer("failed", f"{pod_id!r} is not a RunPod pod id; nothing sent")
+        try:
+            sdk = load_sdk()
+            key = api_key(sdk)
+            call = sdk.stop_pod if action == "stop" else sdk.terminate_pod
+            answer = sdk_call(sdk, key, self._base(), self.policy, lambda: call(pod_id))
+        except (SourceError, ConfigError) as exc:
+            return ActionAnswer("failed", str(exc))
+        if action == "stop":
+            status = as_str(as_dict(answer).get("desiredStatus"))
+            return ActionAnswer("released", f"RunPod: podStop accepted, desiredStatus {status or '?'}")
+        return ActionAnswer("released", "RunPod: podTerminate accepted")
 
 
 def api_key(sdk: ModuleType) -> str:
@@ -146,6 +186,21 @@ class _Transport:
 
 
 def fetch_pods(sdk: ModuleType, key: str, base: str, policy: RetryPolicy) -> list[dict[str, Any]]:
+    where = f"{PROVIDER} API at {base}"
+
+    def no_pods() -> SourceError:
+        return SourceError(f"{where} returned no data.myself.pods: check the API URL")
+
+    pods = sdk_call(sdk, key, base, policy, lambda: sdk.get_pods(api_key=key), shape_error=no_pods)
+    if not isinstance(pods, list):
+        raise SourceError(f"{where} returned pods that are not a list: check the API URL")
+    return [p for p in pods if isinstance(p, dict) and as_str(p.get("id"))]
+
+
+def sdk_call(sdk: ModuleType, key: str, base: str, policy: RetryPolicy, call: Any, *, shape_error: Any = None) -> Any:
+    """`call()` (an SDK function) against `base` with `key`, our timeout and retries, and
+    one-line SourceErrors. The SDK's mutations (stop_pod, terminate_pod) take no key
+    argument: they read runpod.api_key, which is set for the call and put back after."""
     import requests
     from runpod.api import graphql
 
@@ -153,7 +208,7 @@ def fetch_pods(sdk: ModuleType, key: str, base: str, policy: RetryPolicy) -> lis
 
     def once() -> Any:
         try:
-            return sdk.get_pods(api_key=key)
+            return call()
         except sdk.error.AuthenticationError:
             raise SourceError(f"{PROVIDER} API rejected the API key (HTTP 401): {KEY_HELP}") from None
         except sdk.error.QueryError as exc:
@@ -165,23 +220,24 @@ def fetch_pods(sdk: ModuleType, key: str, base: str, policy: RetryPolicy) -> lis
         except ValueError:  # requests' JSONDecodeError
             raise SourceError(f"{where} returned a body that is not JSON: check the API URL or retry later") from None
         except (KeyError, TypeError):
-            raise SourceError(f"{where} returned no data.myself.pods: check the API URL") from None
+            raise (
+                shape_error() if shape_error else SourceError(f"{where} answered without data: check the API URL")
+            ) from None
 
     with _SDK_LOCK:
-        saved_url, saved_requests = os.environ.get(URL_ENV), graphql.requests
+        saved_url, saved_requests, saved_key = os.environ.get(URL_ENV), graphql.requests, sdk.api_key
         os.environ[URL_ENV] = base
         graphql.requests = _Transport(saved_requests, policy.timeout_s, key, base)
+        sdk.api_key = key
         try:
-            pods = call_with_retries(PROVIDER, policy, once)
+            return call_with_retries(PROVIDER, policy, once)
         finally:
+            sdk.api_key = saved_key
             graphql.requests = saved_requests
             if saved_url is None:
                 os.environ.pop(URL_ENV, None)
             else:
                 os.environ[URL_ENV] = saved_url
-    if not isinstance(pods, list):
-        raise SourceError(f"{where} returned pods that are not a list: check the API URL")
-    return [p for p in pods if isinstance(p, dict) and as_str(p.get("id"))]
 
 
 def direct_ssh(pod: dict[str, Any]) -> tuple[str, int] | None:
@@ -225,6 +281,7 @@ def pod_target(pod: dict[str, Any], name: str) -> Target:
         container_disk_gb=as_float(pod.get("containerDiskInGb")),
         # A pod volume (volumeInGb > 0) survives stops at its mount path; with 0 there is none.
         persistent_paths=[mount] if mount and volume_gb else [],
+        machine_id=as_str(pod.get("machineId")),
     )
     address = direct_ssh(pod) if running else None
     host, port = address or ("", 22)

@@ -7,16 +7,19 @@ The vastai CLI's conventions: key from VAST_API_KEY, else $XDG_CONFIG_HOME/vasta
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shlex
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from computefence.errors import SourceError
+from computefence.errors import ConfigError, SourceError
 from computefence.http import ApiClient, RetryPolicy
 from computefence.models import Fix, ProviderInfo, Target
+from computefence.sources.interface import ActionAnswer
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, find_api_key, target_names
 
 PROVIDER = "Vast.ai"
@@ -27,6 +30,8 @@ KEY_ENV = "VAST_API_KEY"
 PAGE_SIZE = 25
 # 10,000 instances: beyond any real account; stops a server whose listing never ends.
 MAX_PAGES = 400
+# Contract ids are numbers; only those are ever put into a request path.
+INSTANCE_ID = re.compile(r"[0-9]{1,20}")
 KEY_HELP = (
     "check VAST_API_KEY (or $XDG_CONFIG_HOME/vastai/vast_api_key); keys are at https://cloud.vast.ai/manage-keys/"
 )
@@ -41,6 +46,7 @@ class VastSource:
     """Every Vast.ai instance of the account; running ones are checkable."""
 
     name = "vast"
+    title = PROVIDER
 
     def __init__(
         self,
@@ -51,21 +57,74 @@ class VastSource:
     ) -> None:
         self.api_url = api_url
         self.transport = transport
+        self._api: ApiClient | None = None
         self.policy = policy or RetryPolicy()
 
     def __repr__(self) -> str:
         return f"VastSource(api_url={self.api_url!r})"
 
-    def targets(self) -> list[Target]:
+    def _base(self) -> str:
         url_env = URL_ENV if os.environ.get(URL_ENV) or not os.environ.get(OLD_URL_ENV) else OLD_URL_ENV
-        base = base_url(PROVIDER, self.api_url, url_env, DEFAULT_API)
+        return base_url(PROVIDER, self.api_url, url_env, DEFAULT_API)
+
+    def _client(self) -> ApiClient:
+        base = self._base()  # a bad URL is reported before a missing key, as before
         key = find_api_key(
             PROVIDER, KEY_ENV, key_files(), "create one at https://cloud.vast.ai/manage-keys/ and export VAST_API_KEY"
         )
-        with ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy, transport=self.transport) as api:
+        return ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy, transport=self.transport)
+
+    def targets(self) -> list[Target]:
+        with self._session() as api:
             instances = list_instances(api)
         names = target_names([(as_str(i.get("label")), str(i["id"])) for i in instances], "vast")
         return [instance_target(inst, name) for inst, name in zip(instances, names)]
+
+    # ------------------------------------------------------------ fleet release
+
+    # stop ends GPU billing and keeps the disk (which still bills); terminate destroys the instance.
+    actions = ("stop", "terminate")
+
+    def __enter__(self):
+        # One client for every call until __exit__ (listings included), so the provider's
+        # pacing (Lambda: a request a second) spans them all.
+        self._api = self._client()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._api is not None:
+            self._api.__exit__()
+            self._api = None
+
+    def _session(self) -> contextlib.AbstractContextManager[ApiClient]:
+        return contextlib.nullcontext(self._api) if self._api is not None else self._client()
+
+    def accepts(self, pod_id: str) -> bool:
+        return INSTANCE_ID.fullmatch(pod_id) is not None
+
+    def describe(self, pod_id: str, action: str) -> str:
+        url = f"{self._base()}/api/v0/instances/{pod_id}/"
+        return f'PUT {url} {{"state": "stopped"}}' if action == "stop" else f"DELETE {url}"
+
+    def release(self, pod_id: str, action: str) -> ActionAnswer:
+        if not self.accepts(pod_id):
+            return ActionAnswer("failed", f"{pod_id!r} is not a Vast.ai instance id; nothing sent")
+        path = f"/api/v0/instances/{pod_id}/"
+        try:
+            with self._session() as api:
+                if action == "stop":
+                    status, body = api.send_json("PUT", path, {"state": "stopped"}, answered=(404,))
+                else:
+                    status, body = api.send_json("DELETE", path, answered=(404,))
+                detail = api.error_text(body)
+        except (SourceError, ConfigError) as exc:
+            return ActionAnswer("failed", str(exc))
+        if status == 404:
+            return ActionAnswer("gone", f"{PROVIDER}: no such instance (HTTP 404)")
+        if as_dict(body).get("success") is False:
+            return ActionAnswer("failed", f"{PROVIDER} refused: {detail or 'success: false'}")
+        verb = "stop" if action == "stop" else "destroy"
+        return ActionAnswer("released", f"{PROVIDER}: {verb} accepted" + (f" ({detail})" if detail else ""))
 
 
 def list_instances(api: ApiClient) -> list[dict[str, Any]]:
@@ -122,6 +181,12 @@ def _state_fix(state: str, pod_id: str) -> Fix:
     return Fix(advice=_STATE_ADVICE.get(state, "wait until it is running, then re-run"))
 
 
+def _id_text(value: object) -> str | None:
+    """A numeric id as text ("12345"); None when absent or not a number."""
+    number = as_int(value)
+    return str(number) if number is not None and number >= 0 else None
+
+
 def instance_target(inst: dict[str, Any], name: str) -> Target:
     pod_id = str(inst["id"])
     state = as_str(inst.get("actual_status")) or "starting"
@@ -136,6 +201,8 @@ def instance_target(inst: dict[str, Any], name: str) -> Target:
         image=as_str(inst.get("image_uuid")),
         region=as_str(inst.get("geolocation")),
         container_disk_gb=as_float(inst.get("disk_space")),
+        machine_id=_id_text(inst.get("machine_id")),
+        host_id=_id_text(inst.get("host_id")),
     )
     address = ssh_address(inst)
     host, port = address or ("", 22)

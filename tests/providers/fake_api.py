@@ -2,9 +2,12 @@
 
 One HTTP server serves all three under path prefixes, so each provider's base URL is
 `api.base_url("runpod")` etc.:
-  POST /runpod/graphql          what runpod.get_pods() sends (the SDK appends /graphql)
+  POST /runpod/graphql          what runpod.get_pods() sends (the SDK appends /graphql), and
+                                the SDK's podStop / podTerminate mutations
   GET  /vast/api/v1/instances   keyset-paginated: limit (max 25), after_token -> next_token
+  PUT/DELETE /vast/api/v0/instances/{id}/  {"state": "stopped"} stops, DELETE destroys
   GET  /lambda/api/v1/instances {"data": [...]}
+  POST /lambda/api/v1/instance-operations/terminate {"instance_ids": [...]}
 Responses follow the providers' published schemas (shared/reference/providers/). A request
 without the expected bearer key gets the provider's 401. Faults queued with `fail()` are served
 before normal answers: any status, headers, body, or a delay for timeouts.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,6 +28,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 PROVIDERS = ("runpod", "vast", "lambda")
+# The SDK's podStop / podTerminate mutations (runpod/api/mutations/pods.py).
+RUNPOD_MUTATION = re.compile(r'(podStop|podTerminate)\(input: \{ podId: "([^"]*)" \}\)')
+VAST_INSTANCE = re.compile(r"/api/v0/instances/(\d+)/")
 # Secrets the fake puts into pod data; they must never reach a Target, a report or a log.
 POD_SECRET = "hf_PODSECRETxyz123456789"
 JUPYTER_SECRET = "jupytertoken0123456789abcdef"
@@ -110,15 +117,61 @@ class FakeProviderApi:
             return _json(200, self._runpod(body))
         if provider == "vast" and method == "GET" and path == "/api/v1/instances":
             return self._vast(query)
+        if provider == "vast" and method in ("PUT", "DELETE") and VAST_INSTANCE.fullmatch(path):
+            return self._vast_manage(method, int(VAST_INSTANCE.fullmatch(path).group(1)), body)  # type: ignore[union-attr]
         if provider == "lambda" and method == "GET" and path == "/api/v1/instances":
             return _json(200, {"data": self.lambda_instances})
+        if provider == "lambda" and method == "POST" and path == "/api/v1/instance-operations/terminate":
+            return self._lambda_terminate(body)
         return _json(404, {"error": "not_found", "msg": f"no route {method} {path}"})
 
     def _runpod(self, body: str) -> dict[str, Any]:
         query = json.loads(body)["query"]
+        mutation = RUNPOD_MUTATION.search(query)
+        if mutation is not None:
+            return self._runpod_mutation(mutation.group(1), mutation.group(2))
         if "myself" not in query or "pods" not in query:
             return {"errors": [{"message": "fake: unsupported query"}]}
         return {"data": {"myself": {"pods": self.runpod_pods}}}
+
+    def _runpod_mutation(self, name: str, pod_id: str) -> dict[str, Any]:
+        # As RunPod's GraphQL answers: podStop returns the pod, podTerminate returns null.
+        pod = next((p for p in self.runpod_pods if p.get("id") == pod_id), None)
+        if pod is None:
+            return {"errors": [{"message": "Pod not found"}]}
+        if name == "podStop":
+            pod.update(desiredStatus="EXITED", runtime=None, uptimeSeconds=0)
+            return {"data": {"podStop": {"id": pod_id, "desiredStatus": "EXITED"}}}
+        self.runpod_pods.remove(pod)
+        return {"data": {"podTerminate": None}}
+
+    def _vast_manage(self, method: str, instance_id: int, body: str):
+        inst = next((i for i in self.vast_instances if isinstance(i, dict) and i.get("id") == instance_id), None)
+        if inst is None:
+            return _json(404, {"success": False, "error": "not_found", "msg": "Instance not found"})
+        if method == "DELETE":
+            self.vast_instances.remove(inst)
+            return _json(200, {"success": True, "msg": "Instance destroyed successfully"})
+        state = json.loads(body or "{}").get("state")
+        if state not in ("stopped", "running"):
+            return _json(400, {"success": False, "error": "invalid_args", "msg": "state must be stopped or running"})
+        if state == "stopped":
+            inst.update(actual_status="exited", cur_state="stopped", intended_status="stopped", ports=None)
+        return _json(200, {"success": True})
+
+    def _lambda_terminate(self, body: str):
+        ids = json.loads(body or "{}").get("instance_ids")
+        if not isinstance(ids, list) or not ids:
+            return _json(400, {"error": {"code": "global/invalid-parameters", "message": "Invalid request data."}})
+        found = [i for i in self.lambda_instances if i.get("id") in ids]
+        if len(found) != len(ids):
+            return _json(
+                404,
+                {"error": {"code": "global/object-does-not-exist", "message": "Specified instance does not exist."}},
+            )
+        for inst in found:
+            inst["status"] = "terminating"
+        return _json(200, {"data": {"terminated_instances": found}})
 
     def _vast(self, query: dict[str, str]):
         limit = int(query.get("limit", "25"))
@@ -208,6 +261,12 @@ def _handler(api: FakeProviderApi) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             self._serve("POST")
 
+        def do_PUT(self) -> None:
+            self._serve("PUT")
+
+        def do_DELETE(self) -> None:
+            self._serve("DELETE")
+
     return Handler
 
 
@@ -228,6 +287,7 @@ def runpod_pod(
     volume_gb: int = 50,
     mount: str = "/workspace",
     image: str = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04",
+    machine_id: str | None = None,
 ) -> dict[str, Any]:
     """A pod as runpod.get_pods() returns it. ssh None: no TCP 22 mapping (proxy SSH only)."""
     ports: list[dict[str, Any]] = [
@@ -247,7 +307,7 @@ def runpod_pod(
         "gpuCount": gpu_count,
         "imageName": image,
         "lastStatusChange": "Rented by User: Tue Jun 03 2025 10:00:00 GMT+0000",
-        "machineId": "m-" + pod_id,
+        "machineId": machine_id or "m-" + pod_id,
         "memoryInGb": 62,
         "name": name,
         "podType": "RESERVED",
@@ -273,6 +333,8 @@ def vast_instance(
     gpu: str = "RTX 4090",
     num_gpus: int = 1,
     dph: float = 0.4012,
+    machine_id: int | None = None,
+    host_id: int = 77,
 ) -> dict[str, Any]:
     """An instance as GET /api/v1/instances lists it (HostPort is a string, as Vast sends it)."""
     ports = {"8080/tcp": [{"HostIp": "0.0.0.0", "HostPort": "40080"}]}
@@ -297,7 +359,8 @@ def vast_instance(
         "dph_total": dph,
         "disk_space": 64.0,
         "geolocation": "Texas, US",
-        "machine_id": 1000 + instance_id,
+        "machine_id": machine_id if machine_id is not None else 1000 + instance_id,
+        "host_id": host_id,
     }
 
 

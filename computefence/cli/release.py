@@ -1,0 +1,134 @@
+"""`computefence fleet release`: stop (or terminate) the pods a saved fleet report condemns."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from computefence import evaluate
+from computefence.cli.fleet import fleet_app
+from computefence.cli.output import emit_text
+from computefence.cli.report import load_report
+from computefence.errors import ConfigError
+from computefence.models import Report
+from computefence.operations import release
+from computefence.operations.history import ENTRY_RE
+from computefence.render.release import RELEASE_FORMATS, render_release
+from computefence.sources.interface import ReleasingSource
+from computefence.sources.registry import PROVIDER_NAMES, provider_source
+
+Action = Enum("Action", {name: name for name in release.ACTIONS}, type=str)
+ReleaseFormat = Enum("ReleaseFormat", {name: name for name in RELEASE_FORMATS}, type=str)
+
+
+@fleet_app.command("release")
+def release_command(
+    report_path: Path = typer.Option(
+        ..., "--from", metavar="REPORT.json", help="A report of `fleet check --format json -o REPORT.json`."
+    ),
+    checks: list[str] = typer.Option(
+        [],
+        "--checks",
+        metavar="PATTERN",
+        help="Release pods blocked by these checks (id, area or glob; repeatable) instead of by machine faults.",
+    ),
+    history: Path | None = typer.Option(
+        None, "--history", metavar="DIR", help="The --history DIR of fleet check, for --unreachable-runs."
+    ),
+    unreachable_runs: int | None = typer.Option(
+        None,
+        "--unreachable-runs",
+        min=1,
+        metavar="K",
+        help="Also release pods that were unreachable or timed out in each of the last K runs in --history.",
+    ),
+    action: Action | None = typer.Option(
+        None, "--action", help="stop (keeps the volume; the default where the provider has it) or terminate (destroys)."
+    ),
+    yes: bool = typer.Option(False, "--yes", help="Act. Without it, print what would be done and call nothing."),
+    max_age: str = typer.Option(
+        "1h", "--max-age", metavar="AGE", help="Refuse a report older than this (1h, 30m, 90s): pods change."
+    ),
+    fmt: ReleaseFormat = typer.Option("rich", "--format", "-f", help="Output format."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write the result here (atomically) instead of stdout."
+    ),
+) -> int:
+    """Give back the pods a saved report condemns: stop or terminate them through the provider
+    APIs (RunPod, Vast.ai, Lambda Cloud). A dry run unless --yes.
+
+    Selected: provider pods blocked by a check whose remedy is `replace` (the machine is at
+    fault), or by the --checks named, and with --history/--unreachable-runs pods that did not
+    answer in each of the last K runs. Never touched: a pod whose report shows GPU memory held
+    by other processes, a ready pod, a pod without a provider id, and any pod the provider now
+    lists with another SSH endpoint. Exit 0 when all went as planned (or the dry run found
+    pods), 1 when a provider call failed, 2 for usage.
+    """
+    max_age_delta = release.parse_duration(max_age, "--max-age")
+    if unreachable_runs is not None and history is None:
+        raise ConfigError("--unreachable-runs needs --history DIR (the runs to look at)")
+    if output is not None:
+        _check_output(output)
+    report = evaluate.with_remedies(load_report(report_path))
+    if report.kind != "fleet":
+        raise ConfigError(f"{report_path} is a {report.kind} report; fleet release reads a `fleet check` report")
+    age = release.check_age(report, report_path, max_age_delta, datetime.now(timezone.utc))
+    release.check_patterns(checks, report)
+    unreachable = release.unreachable_in_all(_last_runs(history, unreachable_runs)) if unreachable_runs else set()
+    sources = _sources(report)
+    planned = release.plan(
+        report, sources, patterns=checks, unreachable=unreachable, action=action.value if action else None
+    )
+    pods = release.act(planned, sources) if yes else [p.pod() for p in planned]
+    result = release.release_report(pods, dry_run=not yes)
+    title = f"{report_path.name} of {report.generated_at} ({release.age_text(age)} old)"
+    emit_text(
+        lambda **style: render_release(result, fmt.value, title=title, **style), fmt.value, output, what="the result"
+    )
+    return release.exit_code(result)
+
+
+def _check_output(path: Path) -> None:
+    # Before any provider is called: a result that cannot be written must not follow an action.
+    if path.is_dir():
+        raise ConfigError(f"--output {path} is a directory")
+    if str(path) != "-" and not path.parent.is_dir():
+        raise ConfigError(f"--output {path}: directory {path.parent} does not exist")
+
+
+def _sources(report: Report) -> dict[str, ReleasingSource]:
+    names = {h.provider.provider for h in report.hosts if h.provider is not None} & set(PROVIDER_NAMES)
+    sources = {}
+    for name in sorted(names):
+        source = provider_source(name)
+        assert isinstance(source, ReleasingSource)
+        sources[name] = source
+    return sources
+
+
+def _last_runs(history: Path | None, k: int | None) -> list[Report]:
+    """The newest `k` readable runs of a fleet check --history directory."""
+    assert history is not None and k is not None
+    if not history.is_dir():
+        raise ConfigError(f"--history {history}: not a directory")
+    entries = sorted(p for p in history.iterdir() if ENTRY_RE.match(p.name))
+    runs: list[Report] = []
+    for path in reversed(entries):
+        if len(runs) == k:
+            break
+        try:
+            runs.append(load_report(path))
+        except ConfigError as exc:
+            print(f"computefence: warning: history: skipping {exc}", file=sys.stderr)
+    if len(runs) < k:
+        print(
+            f"computefence: warning: --history {history} holds {len(runs)} run(s), fewer than --unreachable-runs {k}: "
+            "no pod is released for not answering",
+            file=sys.stderr,
+        )
+        return []
+    return runs

@@ -1,0 +1,119 @@
+"""What `fleet release` prints: one entry per selected pod (the dry run's plan, or each
+provider's answer), then the money it saves. Text from reports and APIs goes in cleaned."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from computefence.models import ReleasePod, ReleaseReport
+from computefence.text import clean, one_line
+
+RELEASE_FORMATS = ("rich", "json")
+
+_DONE = {"stop": "stopped", "terminate": "terminated"}
+_LABEL = {
+    "would_release": "would {action}",
+    "released": "{done}",
+    "already_stopped": "already stopped",
+    "gone": "gone",
+    "changed": "changed",
+    "refused": "refused",
+    "failed": "FAILED",
+}
+_STYLE = {
+    "would_release": "bold yellow",
+    "released": "bold green",
+    "already_stopped": "green",
+    "gone": "green",
+    "changed": "bold magenta",
+    "refused": "dim",
+    "failed": "bold red",
+}
+_SAVES = ("would_release", "released")
+
+
+def render_release(result: ReleaseReport, fmt: str, *, color: bool = False, width: int = 100, title: str = "") -> str:
+    if fmt == "json":
+        return json.dumps(result.model_dump(mode="json"), indent=2) + "\n"
+    return _print(_rich(result, title), color=color, width=width)
+
+
+def label(pod: ReleasePod) -> str:
+    action = pod.action or "release"
+    return _LABEL[pod.outcome].format(action=action, done=_DONE.get(action, "released"))
+
+
+def _rich(result: ReleaseReport, title: str) -> list[RenderableType]:
+    head = Text("ComputeFence fleet release", style="bold")
+    head.append(" · dry run" if result.dry_run else " · acting")
+    if title:
+        head.append(f" · {clean(title)}", style="dim")
+    out: list[RenderableType] = [head, Text()]
+    if not result.pods:
+        out.append(Text("No pod to release: no provider pod is blocked by a machine fault (or by the --checks named)."))
+        return out
+    width = max(len(label(p)) for p in result.pods)
+    for pod in result.pods:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, min_width=width)
+        grid.add_column(ratio=1, overflow="fold")
+        where = " ".join(x for x in (pod.provider, pod.pod_id) if x)
+        price = f"${pod.cost_per_hour:.2f}/h" if pod.cost_per_hour is not None else None
+        body = Text.assemble((clean(pod.name), "bold"), f" ({', '.join(x for x in (clean(where), price) if x)})")
+        body.append(f" · {clean(', '.join(pod.selected_by))}", style="cyan")
+        if not (result.dry_run and pod.outcome == "would_release"):
+            body.append(f": {one_line(pod.detail, 400)}")
+        grid.add_row(Text(label(pod), style=_STYLE[pod.outcome]), body)
+        out.append(grid)
+        if result.dry_run and pod.outcome == "would_release":
+            for reason in pod.reasons:
+                why = Table.grid()
+                why.add_column(no_wrap=True)
+                why.add_column(ratio=1, overflow="fold")
+                why.add_row(Text("    "), Text(one_line(reason, 400), style="dim"))
+                out.append(why)
+            # The call is pasted or read as is: never folded.
+            call = Text("    call: ", style="dim", no_wrap=True)
+            call.append(clean(pod.detail))
+            out.append(call)
+    out += [Text(), Text(clean(summary_line(result)), style="bold")]
+    return out
+
+
+def summary_line(result: ReleaseReport) -> str:
+    counts: dict[str, int] = {}
+    for pod in result.pods:
+        counts[pod.outcome] = counts.get(pod.outcome, 0) + 1
+    saved = sum(p.cost_per_hour or 0.0 for p in result.pods if p.outcome in _SAVES)
+    refused = f"; {counts['refused']} refused" if counts.get("refused") else ""
+    if result.dry_run:
+        n = counts.get("would_release", 0)
+        if not n:
+            return f"Dry run: nothing would be released{refused}."
+        pods = "1 pod" if n == 1 else f"{n} pods"
+        return f"Dry run: {pods} would be released, saving ${saved:.2f}/h{refused}. Run again with --yes to act."
+    parts = [f"{n} {outcome.replace('_', ' ')}" for outcome, n in counts.items()]
+    return f"{', '.join(parts)}: ${saved:.2f}/h no longer billed for GPUs."
+
+
+def _print(renderables: list[RenderableType], *, color: bool, width: int) -> str:
+    console = Console(
+        file=io.StringIO(),
+        force_terminal=color,
+        no_color=not color,
+        color_system="auto" if color else None,
+        width=width,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        legacy_windows=False,
+    )
+    for renderable in renderables:
+        console.print(renderable, soft_wrap=isinstance(renderable, Text) and bool(renderable.no_wrap))
+    text = console.file.getvalue()
+    return text if color else "\n".join(line.rstrip() for line in text.split("\n"))

@@ -1,0 +1,439 @@
+"""`fleet release` against the fake provider APIs on loopback (RunPod through the real SDK):
+the exact requests it sends, what it refuses, and what it never sends."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from fake_api import Fault, lambda_instance, runpod_pod, vast_instance
+
+from computefence.cli import main
+from computefence.models import (
+    Facts,
+    Finding,
+    GpuDevice,
+    GpuFacts,
+    HostReport,
+    HostStatus,
+    Remedy,
+    Report,
+    Severity,
+    Target,
+)
+from computefence.operations import release
+from computefence.sources.lambda_cloud import LambdaSource
+from computefence.sources.runpod import RunPodSource
+from computefence.sources.vast import VastSource
+
+LAMBDA_ID = "0920582c7ff041399e34823a0be62549"
+ECC = "GPU 0 (NVIDIA H100 80GB HBM3): 2 uncorrectable ECC errors since boot"
+JOB_KEYS = {"name", "provider", "pod_id", "machine_id", "action", "selected_by", "cost_per_hour", "outcome", "detail"}
+
+
+def _ecc() -> Finding:
+    return Finding(check="gpu.ecc", severity=Severity.BLOCK, message=ECC, remedy=Remedy.REPLACE, subject="GPU 0")
+
+
+def _gpu_facts(used_mib: int = 3) -> Facts:
+    return Facts(
+        gpu=GpuFacts(
+            nvidia_smi_found=True,
+            exit_code=0,
+            gpus=[GpuDevice(index=0, name="NVIDIA H100 80GB HBM3", memory_used_mib=used_mib, memory_total_mib=81559)],
+        )
+    )
+
+
+def _host(target: Target, findings: list[Finding], *, status=HostStatus.OK, used_mib: int = 3) -> HostReport:
+    return HostReport(
+        name=target.name,
+        status=status,
+        host=target.host,
+        port=target.port,
+        provider=target.provider,
+        facts=_gpu_facts(used_mib) if status is HostStatus.OK else None,
+        findings=findings,
+    )
+
+
+def _report(hosts: list[HostReport], age: timedelta = timedelta(minutes=5)) -> Report:
+    when = (datetime.now(timezone.utc) - age).isoformat(timespec="seconds")
+    return Report(tool_version="test", kind="fleet", generated_at=when, hosts=hosts)
+
+
+@pytest.fixture
+def fleet(api, monkeypatch):
+    """One RunPod pod, one Vast instance and one Lambda instance with ECC errors, and the
+    targets discovery makes of them (their report entries are built from those)."""
+    for provider, var in (("runpod", "RUNPOD_API_BASE_URL"), ("vast", "VAST_URL"), ("lambda", "LAMBDA_API_URL")):
+        monkeypatch.setenv(var, api.base_url(provider))
+    api.runpod_pods = [runpod_pod("rp1ecc", "rp-ecc", ssh=("203.0.113.10", 22101), cost=2.99, machine_id="m9x")]
+    api.vast_instances = [vast_instance(4242, "vast-ecc", dph=0.4012, machine_id=31337, host_id=77)]
+    api.lambda_instances = [lambda_instance(LAMBDA_ID, "lambda-ecc")]
+    targets = {}
+    for source in (RunPodSource(), VastSource(), LambdaSource()):
+        for target in source.targets():
+            targets[target.name] = target
+    api.requests.clear()
+    return targets
+
+
+def _save(tmp_path, report: Report) -> str:
+    path = tmp_path / "report.json"
+    path.write_text(report.model_dump_json())
+    return str(path)
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["fleet", "release", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _writes(api) -> list:
+    return [r for r in api.requests if r.method != "GET" and not (r.method == "POST" and "myself" in r.body)]
+
+
+# ---------------------------------------------------------------- the dry run
+
+
+def test_the_dry_run_prints_each_pod_its_finding_the_exact_call_and_the_money_and_sends_nothing(
+    api, fleet, tmp_path, capsys
+):
+    report = _report([_host(fleet["rp-ecc"], [_ecc()]), _host(fleet["vast-ecc"], [_ecc()])])
+    code, out, _ = _run(capsys, "--from", _save(tmp_path, report))
+    assert code == 0
+    assert api.requests == []  # not even a listing
+    runpod = api.base_url("runpod")
+    assert f'call: runpod.stop_pod("rp1ecc"): POST {runpod}/graphql podStop(input: {{podId: "rp1ecc"}})' in out
+    assert f'call: PUT {api.base_url("vast")}/api/v0/instances/4242/ {{"state": "stopped"}}' in out
+    assert "would stop rp-ecc (runpod rp1ecc, $2.99/h) · gpu.ecc" in out
+    assert "Dry run: 2 pods would be released, saving $3.39/h. Run again with --yes to act." in out
+
+
+def test_the_dry_run_as_json_has_the_documented_shape(api, fleet, tmp_path, capsys):
+    report = _report([_host(fleet["vast-ecc"], [_ecc()])])
+    code, out, _ = _run(capsys, "--from", _save(tmp_path, report), "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and api.requests == []
+    assert set(doc) == {"schema_version", "kind", "dry_run", "pods"}
+    assert doc["kind"] == "release" and doc["dry_run"] is True
+    [pod] = doc["pods"]
+    assert set(pod) == JOB_KEYS
+    assert pod == {
+        "name": "vast-ecc",
+        "provider": "vast",
+        "pod_id": "4242",
+        "machine_id": "31337",
+        "action": "stop",
+        "selected_by": ["gpu.ecc"],
+        "cost_per_hour": 0.4012,
+        "outcome": "would_release",
+        "detail": f'PUT {api.base_url("vast")}/api/v0/instances/4242/ {{"state": "stopped"}}',
+    }
+
+
+# ---------------------------------------------------------------- acting: the exact requests
+
+
+def test_yes_stops_a_runpod_pod_through_the_sdk_and_a_vast_instance_with_the_exact_requests(
+    api, fleet, tmp_path, capsys
+):
+    report = _report([_host(fleet["rp-ecc"], [_ecc()]), _host(fleet["vast-ecc"], [_ecc()])])
+    code, out, _ = _run(capsys, "--from", _save(tmp_path, report), "--yes", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["dry_run"] is False
+    assert [(p["name"], p["outcome"]) for p in doc["pods"]] == [("rp-ecc", "released"), ("vast-ecc", "released")]
+    [rp_write] = _writes(api)[:1]
+    assert rp_write.provider == "runpod" and rp_write.method == "POST" and rp_write.path == "/graphql"
+    assert rp_write.authorization == "Bearer test-runpod-key"
+    # The SDK's own mutation text (runpod/api/mutations/pods.py), whitespace aside.
+    query = " ".join(json.loads(rp_write.body)["query"].split())
+    assert query == 'mutation { podStop(input: { podId: "rp1ecc" }) { id desiredStatus } }'
+    vast_writes = [r for r in _writes(api) if r.provider == "vast"]
+    assert [(r.method, r.path, json.loads(r.body), r.authorization) for r in vast_writes] == [
+        ("PUT", "/api/v0/instances/4242/", {"state": "stopped"}, "Bearer test-vast-key")
+    ]
+    # Listed again before (and after) acting.
+    assert [r.method for r in api.seen("vast")] == ["GET", "PUT", "GET"]
+    assert "listed now as exited" in doc["pods"][1]["detail"]
+    assert api.vast_instances[0]["actual_status"] == "exited"
+    assert api.runpod_pods[0]["desiredStatus"] == "EXITED"
+
+
+def test_terminate_destroys_a_vast_instance_with_delete_and_a_lambda_instance_with_its_operation(
+    api, fleet, tmp_path, capsys
+):
+    report = _report([_host(fleet["vast-ecc"], [_ecc()]), _host(fleet["lambda-ecc"], [_ecc()])])
+    code, out, _ = _run(capsys, "--from", _save(tmp_path, report), "--yes", "--action", "terminate", "--format", "json")
+    assert code == 0
+    assert [p["outcome"] for p in json.loads(out)["pods"]] == ["released", "released"]
+    writes = [(r.provider, r.method, r.path, json.loads(r.body or "null"), r.authorization) for r in _writes(api)]
+    assert writes == [
+        ("vast", "DELETE", "/api/v0/instances/4242/", None, "Bearer test-vast-key"),
+        (
+            "lambda",
+            "POST",
+            "/api/v1/instance-operations/terminate",
+            {"instance_ids": [LAMBDA_ID]},
+            "Bearer test-lambda-key",
+        ),
+    ]
+    assert api.vast_instances == [] and api.lambda_instances[0]["status"] == "terminating"
+
+
+def test_lambda_has_no_stop_so_it_is_refused_without_action_terminate(api, fleet, tmp_path, capsys):
+    report = _report([_host(fleet["lambda-ecc"], [_ecc()])])
+    code, out, _ = _run(capsys, "--from", _save(tmp_path, report), "--yes", "--format", "json")
+    [pod] = json.loads(out)["pods"]
+    assert code == 0 and pod["outcome"] == "refused" and pod["action"] is None
+    assert pod["detail"] == "Lambda Cloud has no stop: pass --action terminate to destroy it"
+    assert _writes(api) == []
+
+
+# ---------------------------------------------------------------- refusals
+
+
+def test_every_refusal_is_listed_with_its_reason_and_nothing_is_sent(api, fleet, tmp_path, capsys):
+    throttled = Finding(check="gpu.throttle", severity=Severity.WARN, message="clocked down", remedy=Remedy.REPLACE)
+    inventory_pod = HostReport(
+        name="box-from-inventory", status=HostStatus.OK, host="10.0.0.5", port=22, facts=_gpu_facts(), findings=[_ecc()]
+    )
+    report = _report(
+        [
+            _host(fleet["rp-ecc"], [_ecc()], used_mib=30000),  # a job holds 30 GB
+            _host(fleet["vast-ecc"], [throttled]),  # warnings only
+            inventory_pod,
+        ]
+    )
+    code, out, _ = _run(capsys, "--from", _save(tmp_path, report), "--yes", "--format", "json")
+    pods = {p["name"]: p for p in json.loads(out)["pods"]}
+    assert code == 0
+    assert {name: p["outcome"] for name, p in pods.items()} == dict.fromkeys(pods, "refused")
+    assert pods["rp-ecc"]["detail"] == "a job may be running: GPU memory already in use (GPU 0 30000 MiB)"
+    assert pods["vast-ecc"]["detail"] == "warnings only (gpu.throttle), no blocker"
+    assert pods["box-from-inventory"]["detail"].startswith("not from a provider API")
+    assert api.requests == []
+
+
+def test_the_memory_in_use_finding_refuses_a_pod_even_below_the_facts_threshold(api, fleet, tmp_path, capsys):
+    busy = Finding(
+        check="gpu.memory-in-use", severity=Severity.WARN, message="GPU memory already in use (GPU 0 2048 MiB)"
+    )
+    report = _report([_host(fleet["vast-ecc"], [_ecc(), busy])])
+    code, out, _ = _run(capsys, "--from", _save(tmp_path, report), "--yes", "--format", "json")
+    [pod] = json.loads(out)["pods"]
+    assert code == 0
+    assert pod["outcome"] == "refused" and pod["detail"].startswith("a job may be running: GPU memory already in use")
+    assert api.requests == []
+
+
+def test_a_report_older_than_max_age_is_refused_with_one_line(api, fleet, tmp_path, capsys):
+    report = _report([_host(fleet["vast-ecc"], [_ecc()])], age=timedelta(hours=2))
+    code, out, err = _run(capsys, "--from", _save(tmp_path, report), "--yes")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "older than --max-age 1h00m" in err
+    assert api.requests == []
+    code, _, _ = _run(capsys, "--from", _save(tmp_path, report), "--max-age", "3h")
+    assert code == 0
+
+
+def test_a_checks_pattern_that_names_no_check_is_a_usage_error(api, fleet, tmp_path, capsys):
+    report = _report([_host(fleet["vast-ecc"], [_ecc()])])
+    code, _, err = _run(capsys, "--from", _save(tmp_path, report), "--checks", "gpu.eccc")
+    assert code == 2 and "--checks 'gpu.eccc' names no check" in err
+
+
+def test_checks_widens_to_a_fix_blocker_and_narrows_away_the_machine_faults(api, fleet, tmp_path, capsys):
+    cpu_torch = Finding(check="gpu.torch-cpu-build", severity=Severity.BLOCK, message="CPU torch", remedy=Remedy.FIX)
+    report = _report([_host(fleet["rp-ecc"], [cpu_torch]), _host(fleet["vast-ecc"], [_ecc()])])
+    path = _save(tmp_path, report)
+    _, out, _ = _run(capsys, "--from", path, "--format", "json")
+    assert [p["name"] for p in json.loads(out)["pods"]] == ["vast-ecc"]
+    _, out, _ = _run(capsys, "--from", path, "--format", "json", "--checks", "gpu.torch-cpu-build")
+    assert [(p["name"], p["selected_by"]) for p in json.loads(out)["pods"]] == [("rp-ecc", ["gpu.torch-cpu-build"])]
+
+
+# ---------------------------------------------------------------- the provider changed since the report
+
+
+def test_a_recycled_id_a_gone_pod_and_a_stopped_one_are_reported_and_not_touched(api, fleet, tmp_path, capsys):
+    api.runpod_pods.append(runpod_pod("rp2gone", "rp-gone", cost=1.0))
+    api.vast_instances.append(vast_instance(4343, "vast-stopped", dph=0.3))
+    targets = {t.name: t for s in (RunPodSource(), VastSource()) for t in s.targets()}
+    report = _report([_host(targets[n], [_ecc()]) for n in ("rp-ecc", "rp-gone", "vast-ecc", "vast-stopped")])
+    # Since the report: rp1ecc restarted on another port, rp2gone was terminated, 4343 stopped.
+    api.runpod_pods[0] = runpod_pod("rp1ecc", "rp-ecc", ssh=("203.0.113.10", 22999), cost=2.99, machine_id="m9x")
+    del api.runpod_pods[1]
+    api.vast_instances[1].update(actual_status="exited", ports=None)
+    api.requests.clear()
+    code, out, _ = _run(capsys, "--from", _save(tmp_path, report), "--yes", "--format", "json")
+    pods = {p["name"]: p for p in json.loads(out)["pods"]}
+    assert code == 0
+    assert {n: p["outcome"] for n, p in pods.items()} == {
+        "rp-ecc": "changed",
+        "rp-gone": "gone",
+        "vast-ecc": "released",
+        "vast-stopped": "already_stopped",
+    }
+    assert pods["rp-ecc"]["detail"] == (
+        "changed since the report, not touched: SSH endpoint now 203.0.113.10:22999, the report saw 203.0.113.10:22101"
+    )
+    assert [(r.provider, r.method, r.path) for r in _writes(api)] == [("vast", "PUT", "/api/v0/instances/4242/")]
+
+
+def test_a_pod_now_on_another_machine_is_changed(api, fleet, tmp_path, capsys):
+    report = _report([_host(fleet["vast-ecc"], [_ecc()])])
+    api.vast_instances[0]["machine_id"] = 99
+    code, out, _ = _run(capsys, "--from", _save(tmp_path, report), "--yes", "--format", "json")
+    [pod] = json.loads(out)["pods"]
+    assert code == 0
+    assert pod["outcome"] == "changed" and "now on machine 99, the report saw 31337" in pod["detail"]
+    assert _writes(api) == []
+
+
+# ---------------------------------------------------------------- failing APIs
+
+
+def _plan_and_act(report: Report, sources) -> list:
+    planned = release.plan(report, sources)
+    return release.act(planned, sources, progress=lambda line: None)
+
+
+def test_a_429_with_retry_after_is_waited_for_and_the_stop_then_sent(api, fleet, fast, sleeps):
+    source = VastSource(policy=fast)
+    report = _report([_host(fleet["vast-ecc"], [_ecc()])])
+    # The listing goes through; the PUT is rate limited once.
+    api.fail(
+        "vast", Fault(200, json.dumps({"success": True, "instances": api.vast_instances, "next_token": None}).encode())
+    )
+    api.fail(
+        "vast", Fault(429, b'{"detail": "API requests too frequent endpoint threshold=1.0"}', {"Retry-After": "3"})
+    )
+    [pod] = _plan_and_act(report, {"vast": source})
+    assert pod.outcome == "released"
+    assert sleeps.waits == [3.0]
+    assert [(r.method, r.path) for r in api.seen("vast")] == [
+        ("GET", "/api/v1/instances"),
+        ("PUT", "/api/v0/instances/4242/"),
+        ("PUT", "/api/v0/instances/4242/"),
+        ("GET", "/api/v1/instances"),
+    ]
+
+
+def test_a_500_on_every_try_fails_that_pod_with_exit_1_and_the_key_echoed_in_it_is_redacted(
+    api, fleet, fast, sleeps, tmp_path
+):
+    key = api.keys["lambda"]
+    source = LambdaSource(policy=fast)
+    report = _report([_host(fleet["lambda-ecc"], [_ecc()])])
+    listing = json.dumps({"data": api.lambda_instances}).encode()
+    api.fail("lambda", Fault(200, listing))
+    echo = json.dumps({"error": {"code": "global/unknown", "message": f"backend failed for key {key}"}}).encode()
+    api.fail("lambda", Fault(500, echo), times=3)
+    planned = release.plan(report, {"lambda": source}, action="terminate")
+    [pod] = release.act(planned, {"lambda": source}, progress=lambda line: None)
+    assert pod.outcome == "failed"
+    assert (
+        pod.detail
+        == "Lambda Cloud API failed with HTTP 500 (backend failed for key [redacted]) after 3 tries: retry later"
+    )
+    assert key not in pod.model_dump_json()
+    assert release.exit_code(release.release_report([pod], dry_run=False)) == 1
+    assert len([r for r in api.seen("lambda") if r.method == "POST"]) == 3
+
+
+def test_a_vast_refusal_in_a_200_body_is_a_failure_and_a_key_in_it_is_redacted(api, fleet, fast):
+    key = api.keys["vast"]
+    source = VastSource(policy=fast)
+    report = _report([_host(fleet["vast-ecc"], [_ecc()])])
+    api.fail(
+        "vast", Fault(200, json.dumps({"success": True, "instances": api.vast_instances, "next_token": None}).encode())
+    )
+    api.fail("vast", Fault(200, json.dumps({"success": False, "msg": f"key {key[::-1]} may not stop 4242"}).encode()))
+    [pod] = _plan_and_act(report, {"vast": source})
+    assert pod.outcome == "failed" and key[::-1] not in pod.detail and "[redacted]" in pod.detail
+
+
+def test_a_listing_that_fails_before_acting_sends_nothing(api, fleet, tmp_path, capsys):
+    api.fail("vast", Fault(403, b'{"success": false, "error": "forbidden", "msg": "account suspended"}'))
+    report = _report([_host(fleet["vast-ecc"], [_ecc()])])
+    code, out, _ = _run(capsys, "--from", _save(tmp_path, report), "--yes", "--format", "json")
+    [pod] = json.loads(out)["pods"]
+    assert code == 1 and pod["outcome"] == "failed"
+    assert pod["detail"].startswith("could not list Vast.ai pods again, so nothing was sent: ")
+    assert _writes(api) == []
+
+
+def test_a_key_from_the_environment_is_never_printed(api, fleet, tmp_path, capsys):
+    report = _report([_host(fleet["rp-ecc"], [_ecc()]), _host(fleet["vast-ecc"], [_ecc()])])
+    path = _save(tmp_path, report)
+    for argv in ((), ("--yes",), ("--format", "json"), ("--yes", "--format", "json")):
+        _, out, err = _run(capsys, "--from", path, *argv)
+        for key in api.keys.values():
+            assert key not in out and key not in err
+
+
+# ---------------------------------------------------------------- --unreachable-runs
+
+
+def _history(tmp_path, runs: list[Report]):
+    directory = tmp_path / "history"
+    directory.mkdir()
+    for i, run in enumerate(runs):
+        (directory / f"20261201T20{i:02d}00Z.json").write_text(run.model_dump_json())
+    return directory
+
+
+def test_a_pod_unreachable_in_each_of_the_last_k_runs_is_released(api, fleet, tmp_path, capsys):
+    rp, vast = fleet["rp-ecc"], fleet["vast-ecc"]
+    down = HostStatus.UNREACHABLE
+
+    def run(rp_status, vast_status):
+        return _report([_host(rp, [], status=rp_status), _host(vast, [], status=vast_status)])
+
+    history = _history(
+        tmp_path, [run(down, HostStatus.OK), run(down, HostStatus.TIMEOUT), run(HostStatus.TIMEOUT, down)]
+    )
+    current = _save(tmp_path, run(HostStatus.TIMEOUT, down))
+    _, out, _ = _run(
+        capsys, "--from", current, "--history", str(history), "--unreachable-runs", "3", "--format", "json"
+    )
+    assert [(p["name"], p["selected_by"]) for p in json.loads(out)["pods"]] == [("rp-ecc", ["unreachable"])]
+    _, out, _ = _run(
+        capsys, "--from", current, "--history", str(history), "--unreachable-runs", "2", "--format", "json"
+    )
+    assert [p["name"] for p in json.loads(out)["pods"]] == ["rp-ecc", "vast-ecc"]
+    # Fewer runs than asked: nobody is released for not answering.
+    code, out, err = _run(
+        capsys, "--from", current, "--history", str(history), "--unreachable-runs", "4", "--format", "json"
+    )
+    assert code == 0 and json.loads(out)["pods"] == [] and "fewer than --unreachable-runs 4" in err
+    assert api.requests == []
+
+
+def test_a_pod_unreachable_before_but_ready_in_the_report_is_refused(api, fleet, tmp_path, capsys):
+    rp = fleet["rp-ecc"]
+    history = _history(tmp_path, [_report([_host(rp, [], status=HostStatus.UNREACHABLE)])] * 2)
+    current = _save(tmp_path, _report([_host(rp, [])]))
+    _, out, _ = _run(
+        capsys, "--from", current, "--history", str(history), "--unreachable-runs", "2", "--format", "json"
+    )
+    [pod] = json.loads(out)["pods"]
+    assert pod["outcome"] == "refused" and pod["detail"] == "answered in this report and is ready"
+
+
+def test_unreachable_runs_without_history_is_a_usage_error(api, fleet, tmp_path, capsys):
+    code, _, err = _run(capsys, "--from", _save(tmp_path, _report([])), "--unreachable-runs", "2")
+    assert code == 2 and "--unreachable-runs needs --history DIR" in err
+
+
+def test_discovery_records_the_machine_behind_each_pod(fleet):
+    assert (fleet["rp-ecc"].provider.machine_id, fleet["rp-ecc"].provider.host_id) == ("m9x", None)
+    assert (fleet["vast-ecc"].provider.machine_id, fleet["vast-ecc"].provider.host_id) == ("31337", "77")
+    # Lambda Cloud does not say which machine an instance runs on.
+    assert fleet["lambda-ecc"].provider.machine_id is None
