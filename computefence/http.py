@@ -19,12 +19,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
-from computefence import __version__, jsontext
+from computefence import jsontext
 from computefence.errors import ConfigError, SourceError
 from computefence.text import one_line
+from computefence.version import __version__
 
 T = TypeVar("T")
 
@@ -404,3 +406,20 @@ class ApiClient:
             raise SourceError(
                 f"{where} returned a body that is not JSON ({kind}): check the API URL or retry later"
             ) from None
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be posted to, in words that never quote it (it may be a secret); None if it can.
+    Checked by both parsers a delivery meets (urllib's and httpx's), so none fails later."""
+    url = url.strip()
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        return "holds a blank or control character"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises for a port that is not a number in 0-65535)
+        parsed = httpx.URL(url)
+    except (ValueError, httpx.InvalidURL):
+        return "is not a valid URL"
+    if parts.scheme not in ("http", "https") or not parts.hostname or not parsed.host:
+        return "is not an http:// or https:// URL"
+    return None

@@ -16,6 +16,7 @@ import os
 import re
 import types
 import typing
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal, Union
 
@@ -29,6 +30,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -388,7 +390,7 @@ class Job(_Strict):
 
 
 SpecifierText = typing.Annotated[str, BeforeValidator(_requirement)]
-CheckPattern = typing.Annotated[str, AfterValidator(lambda key: _check_known(key))]
+CheckPattern = typing.Annotated[str, AfterValidator(lambda key, info: _check_known(key, info))]
 
 
 class _Rules(_Strict):
@@ -433,17 +435,27 @@ class _Rules(_Strict):
         return _requirement_specs(tuple(self.requirements.items()))
 
 
-def _check_known(key: str) -> str:
-    """A check id, area or glob the evaluator knows, `custom.<id>`, or `<check>.<subject>`
-    (env.drift.torch-cuda, policy.requirement.transformers)."""
-    from computefence.evaluate import CHECKS
-    from computefence.evaluate.context import matches
+def matches(check: str, pattern: str) -> bool:
+    """Whether a check id matches a pattern of --only/--skip or a policy's severity/skip: an
+    exact id, an area ('gpu' matches every gpu.* check) or a glob ('storage.*')."""
+    if check == pattern or check.split(".", 1)[0] == pattern:
+        return True
+    return any(ch in pattern for ch in "*?[") and fnmatch.fnmatchcase(check, pattern)
 
+
+def _check_known(key: str, info: ValidationInfo) -> str:
+    """A check id, area or glob the evaluator knows, `custom.<id>`, or `<check>.<subject>`
+    (env.drift.torch-cuda, policy.requirement.transformers). The known ids come in the
+    validation context ({"checks": ...}, from the evaluator's registry); without them a
+    pattern is taken as written."""
     if key.startswith("custom.") and _CHECK_ID.match(key.removeprefix("custom.")):
         return key
-    if any(matches(check, key) for check in CHECKS) or (".".join(key.split(".")[:2]) in CHECKS and key.count(".") >= 2):
+    known = (info.context or {}).get("checks")
+    if known is None:
         return key
-    close = difflib.get_close_matches(key, list(CHECKS), n=1, cutoff=0.6)
+    if any(matches(check, key) for check in known) or (".".join(key.split(".")[:2]) in known and key.count(".") >= 2):
+        return key
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else " (`computefence doctor --format json` lists the check ids)"
     raise ValueError(f"{key!r} names no check{hint}")
 
@@ -488,7 +500,7 @@ class NotifySettings(_Strict):
     @field_validator("url")
     @classmethod
     def _posted_to(cls, urls: list[str]) -> list[str]:
-        from computefence.operations.notify import url_problem  # notify reads this module
+        from computefence.http import url_problem  # httpx: loaded only when a policy names a URL
 
         for position, url in enumerate(urls, 1):
             problem = url_problem(url)
@@ -598,8 +610,9 @@ def _to_python(node: yaml.Node, loader: _LineLoader, path: tuple, lines: dict, s
     return loader.construct_object(node)
 
 
-def parse_policy_text(text: str, filename: str) -> Policy:
-    """The policy in `text`, or ConfigError `filename:LINE: ...`."""
+def parse_policy_text(text: str, filename: str, checks: Collection[str] | None = None) -> Policy:
+    """The policy in `text`, or ConfigError `filename:LINE: ...`. `checks`: the check ids its
+    severity and skip may name (evaluate.CHECKS); None takes their patterns as written."""
     loader = _LineLoader(text)
     lines: dict[tuple, int] = {}
     try:
@@ -621,7 +634,7 @@ def parse_policy_text(text: str, filename: str) -> Policy:
             f"{filename}:1: a policy is a mapping of keys (requirements, hardware, ...), not {type(data).__name__}"
         )
     try:
-        return Policy.model_validate(data)
+        return Policy.model_validate(data, context={"checks": checks})
     except ValidationError as exc:
         raise ConfigError(_first_error(exc, lines, filename)) from None
 
@@ -686,15 +699,16 @@ def _field_type(model: Any, part: Any) -> Any:
     return None
 
 
-def load_policy(path: Path) -> LoadedPolicy:
-    """Read and validate the policy file at `path` (ConfigError on any problem)."""
+def load_policy(path: Path, checks: Collection[str] | None) -> LoadedPolicy:
+    """Read and validate the policy file at `path` (ConfigError on any problem); `checks`
+    as for parse_policy_text."""
     raw = read_config_bytes(path, "policy file", limit=MAX_POLICY_BYTES)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{path}:{line}: not UTF-8 text") from None
-    policy = parse_policy_text(text, str(path))
+    policy = parse_policy_text(text, str(path), checks)
     return LoadedPolicy(policy=policy, path=str(path), sha256=hashlib.sha256(raw).hexdigest())
 
 
@@ -712,9 +726,9 @@ def find_policy(start: Path | None = None) -> Path | None:
     return None
 
 
-def resolve_policy(path: Path | None, no_policy: bool) -> LoadedPolicy | None:
+def resolve_policy(path: Path | None, no_policy: bool, checks: Collection[str] | None) -> LoadedPolicy | None:
     """The policy a command applies: --policy (or $COMPUTEFENCE_POLICY), else the one found
-    from the current folder up; none with --no-policy."""
+    from the current folder up; none with --no-policy. `checks` as for parse_policy_text."""
     if no_policy:
         if path is not None:
             raise ConfigError("--policy and --no-policy exclude each other")
@@ -722,6 +736,6 @@ def resolve_policy(path: Path | None, no_policy: bool) -> LoadedPolicy | None:
     if path is not None:
         if not Path(path).is_file():
             raise ConfigError(f"--policy {path}: no such file")
-        return load_policy(Path(path))
+        return load_policy(Path(path), checks)
     found = find_policy()
-    return load_policy(found) if found is not None else None
+    return load_policy(found, checks) if found is not None else None

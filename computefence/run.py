@@ -95,7 +95,7 @@ def rules(
 
     `policy` is a loaded policy or a computefence.yaml to load (nothing is searched for);
     `baseline` a lock or a lock file, else the policy's `baseline:`."""
-    loaded = load_policy(policy) if isinstance(policy, Path) else policy
+    loaded = load_policy(policy, evaluate.CHECKS) if isinstance(policy, Path) else policy
     if isinstance(baseline, BaselineLock):
         lock, lock_file = baseline, None
     elif isinstance(baseline, Path):

@@ -20,3 +20,92 @@ def test_no_cli_module_imports_a_private_name_from_another_module():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("computefence"):
                 borrowed += [f"{path.name}: {node.module}.{a.name}" for a in node.names if _private(a.name)]
     assert borrowed == []
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement, in functions too, except those under `if TYPE_CHECKING:`
+    (read by type checkers only, never run)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the computefence modules it imports by name. The probe's parts are left out:
+    they are joined into one script and never import each other as modules."""
+    paths = [p for p in PACKAGE.rglob("*.py") if "probe" not in p.relative_to(PACKAGE).parts]
+    modules = {_module_name(p): p for p in paths}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges: set[str] = set()
+        for node in _runtime_imports(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names if a.name in modules)
+            elif node.module and node.level == 0:
+                for alias in node.names:
+                    # `from computefence.render import views` imports the module render.views.
+                    submodule = f"{node.module}.{alias.name}"
+                    edges.add(submodule if submodule in modules else node.module)
+        graph[name] = {edge for edge in edges if edge in modules and edge != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle through each strongly connected group of modules (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def strongconnect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for edge in sorted(graph[node]):
+            if edge not in index:
+                strongconnect(edge)
+                low[node] = min(low[node], low[edge])
+            elif edge in on_stack:
+                low[node] = min(low[node], index[edge])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            strongconnect(node)
+    return groups
+
+
+def test_the_import_graph_has_no_circle_function_level_imports_included():
+    graph = import_graph()
+    assert len(graph) > 80 and graph["computefence.run"] >= {"computefence.evaluate", "computefence.policy"}
+    assert _cycles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from computefence import __version__
+from computefence.version import __version__
 
 # Exit codes shared by every command (see cli/__init__.py).
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130

@@ -91,7 +91,7 @@ def doctor(
     Use it as a gate: `computefence doctor --output-dir /workspace/ckpt && python train.py`.
     """
     # Checked before the probe runs: a typo in --only or the policy should not cost a 30 s probe first.
-    loaded = resolve_policy(policy, no_policy)
+    loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
     rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
     # `--output-dir "$CKPT"` with CKPT unset must not silently skip the check it asked for.
     for flag, value in (

@@ -198,7 +198,7 @@ def check(
     unless --allow-unreachable; 2 usage or inventory error; 130 interrupted.
     """
     # The policy, the baseline and a typo in --only/--skip fail here, before any pod is contacted.
-    loaded = resolve_policy(policy, no_policy)
+    loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
     rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
     if accept_new and insecure_no_host_key_check:
         raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")

@@ -11,6 +11,7 @@ from typing import Any
 import typer
 import yaml
 
+from computefence import evaluate
 from computefence.cli.app import app
 from computefence.cli.output import write_stdout
 from computefence.cli.policy_options import PolicyOpt
@@ -88,7 +89,7 @@ def show(
     """
     if fmt not in ("yaml", "json"):
         raise ConfigError(f"--format {fmt}: use yaml or json")
-    loaded = resolve_policy(policy, no_policy=False)
+    loaded = resolve_policy(policy, no_policy=False, checks=evaluate.CHECKS)
     if loaded is None:
         raise ConfigError(f"no {POLICY_FILE} here or in a parent folder (write one with `computefence policy init`)")
     selected = bool(source_options(selection)) or Path("inventory").is_dir()
@@ -201,7 +202,7 @@ def starter_policy(facts: Facts, source: str) -> str:
 def _valid_requirement(name: str, spec: str) -> bool:
     # A version or name from a pod that no specifier can hold is left out, not written broken.
     try:
-        parse_policy_text(f"requirements: {{{_q(name)}: {_q(spec)}}}", "-")
+        parse_policy_text(f"requirements: {{{_q(name)}: {_q(spec)}}}", "-", evaluate.CHECKS)
     except ConfigError:
         return False
     return True
@@ -250,7 +251,7 @@ def init(
         facts = asyncio.run(probe_local(probe_params(CheckOptions(), python=python, deadline_s=30.0), 40.0))
         source = f"this machine ({facts.identity.hostname or 'localhost'})"
     text = starter_policy(facts, source)
-    parse_policy_text(text, str(output))  # what it writes must load
+    parse_policy_text(text, str(output), evaluate.CHECKS)  # what it writes must load
     write_output(text, output)
     if str(output) != "-":
         print(f"computefence: wrote {output}; `computefence policy show` prints what applies", file=sys.stderr)

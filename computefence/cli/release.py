@@ -12,11 +12,11 @@ import typer
 from computefence import evaluate
 from computefence.cli.fleet import fleet_app
 from computefence.cli.output import emit_text
-from computefence.cli.report import load_report
 from computefence.errors import ConfigError
 from computefence.models import Report
 from computefence.operations import release
 from computefence.operations.history import ENTRY_RE
+from computefence.render.json import load_report
 from computefence.render.release import RELEASE_FORMATS, render_release
 from computefence.sources.interface import ReleasingSource
 from computefence.sources.registry import PROVIDER_NAMES, provider_source

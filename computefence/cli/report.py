@@ -56,7 +56,7 @@ def report_command(
     With a policy (computefence.yaml found here, or --policy) its requirements, hardware and
     custom checks are judged again from the saved facts, with its severities and skips.
     """
-    loaded = resolve_policy(policy, no_policy)
+    loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
     report = load_report(path)
     if loaded is not None and (report.policy is None or report.policy.sha256 != loaded.sha256):
         report = run.reevaluate(report, loaded)

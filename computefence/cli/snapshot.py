@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from computefence import run
+from computefence import evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
 from computefence.cli.fleet import ensure_open_files, fleet_app, probe_with_progress
 from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt, write_lock
@@ -48,7 +48,7 @@ def snapshot(
     The lock holds torch and its CUDA build, cuDNN, NCCL, the driver, Python, glibc, OS,
     kernel, GPUs and packages (the fixed list plus the policy's). Where pods disagree, the lock keeps the majority value and the pods that differ are printed.
     """
-    loaded = resolve_policy(policy, no_policy)
+    loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
     for path in known_hosts:
         if not path.is_file():
             raise ConfigError(f"--known-hosts {path}: no such file")

@@ -26,7 +26,7 @@ from computefence.evaluate import (
 )
 from computefence.evaluate import requirements as policy_rules
 from computefence.evaluate.connection import status_fix
-from computefence.evaluate.context import Rule, build_context, matches
+from computefence.evaluate.context import Rule, build_context
 from computefence.evaluate.fleet import build_report, exit_code
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import (
@@ -40,7 +40,7 @@ from computefence.models import (
     ProviderInfo,
     Report,
 )
-from computefence.policy import EffectivePolicy
+from computefence.policy import EffectivePolicy, matches
 from computefence.text import one_line
 
 # The check areas by name, each a module with its CHECKS (id -> CheckSpec) and, where it

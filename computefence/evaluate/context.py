@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -119,13 +118,6 @@ def env_by_source(facts: Facts, name: str) -> dict[str, str | None]:
 
 
 # ---------------------------------------------------------------- finding helpers
-
-
-def matches(check: str, pattern: str) -> bool:
-    """An exact id, an area ('gpu' matches every gpu.* check) or a glob ('storage.*')."""
-    if check == pattern or check.split(".", 1)[0] == pattern:
-        return True
-    return any(ch in pattern for ch in "*?[") and fnmatch.fnmatchcase(check, pattern)
 
 
 def passed(check: str, message: str, subject: str | None = None, remedy: Remedy | None = None) -> Finding:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timezone
 
-from computefence import __version__
 from computefence.errors import ConfigError
 from computefence.evaluate.context import block, passed, q, training_python, warn
 from computefence.evaluate.fingerprint import NOT_INSTALLED, fingerprint, is_package, label, outlier_fields
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import install_command, parse_version
 from computefence.models import BaselineLock, Facts, Finding, Fix, HostReport, HostStatus
+from computefence.version import __version__
 
 CHECKS: dict[str, CheckSpec] = {
     "env.drift": CheckSpec("the pod's versions and hardware match the baseline lock", Remedy.FIX),

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
-from computefence import __version__
 from computefence.evaluate import gpu, gpu_perf
-from computefence.evaluate.context import matches
 from computefence.models import (
     DriftRow,
     Facts,
@@ -20,6 +18,8 @@ from computefence.models import (
     SourceStatus,
     Summary,
 )
+from computefence.policy import matches
+from computefence.version import __version__
 
 NOT_INSTALLED = "(not installed)"
 NONE = "(none)"

@@ -15,7 +15,6 @@ from computefence.evaluate.context import (
     collector_error,
     first_path,
     gb,
-    matches,
     passed,
     q,
     training_python,
@@ -24,7 +23,7 @@ from computefence.evaluate.context import (
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import choose_build, cuda_text, driver_cuda, install_command, parse_version
 from computefence.models import Facts, Finding, Fix, Severity
-from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, normalize_name
+from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, matches, normalize_name
 from computefence.text import one_line
 
 CHECKS: dict[str, CheckSpec] = {

@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from computefence import __version__
 from computefence.errors import ConfigError, SourceError
 from computefence.evaluate.changes import newsworthy
 from computefence.evaluate.fleet import fails
 from computefence.models import Report
 from computefence.policy import POLICY_FILE, NotifySettings
 from computefence.render.webhook import PAYLOADS
+from computefence.version import __version__
 
 NOTIFY_ON = ("change", "always", "block")
 NOTIFY_FORMATS = tuple(PAYLOADS)
@@ -42,27 +42,10 @@ class Webhook:
         return f"Webhook(host={self.host!r})"
 
 
-def url_problem(url: str) -> str | None:
-    """Why `url` cannot be posted to, in words that never quote it (it may be a secret); None if it can.
-    Checked by both parsers a delivery meets (urllib's and httpx's), so none fails later."""
-    import httpx
-
-    url = url.strip()
-    if any(ch.isspace() or not ch.isprintable() for ch in url):
-        return "holds a blank or control character"
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 (raises for a port that is not a number in 0-65535)
-        parsed = httpx.URL(url)
-    except (ValueError, httpx.InvalidURL):
-        return "is not a valid URL"
-    if parts.scheme not in ("http", "https") or not parts.hostname or not parsed.host:
-        return "is not an http:// or https:// URL"
-    return None
-
-
 def webhooks(urls: Sequence[str], origin: str = "--notify (or COMPUTEFENCE_NOTIFY)") -> list[Webhook]:
     """Checked URLs; ConfigError naming only the position of a bad one (its text may be a secret)."""
+    from computefence.http import url_problem  # httpx: loaded only when there is a URL
+
     hooks = []
     for position, url in enumerate(urls, 1):
         problem = url_problem(url)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from computefence import evaluate
 from computefence.errors import ConfigError, SourceError
-from computefence.evaluate.context import matches
 from computefence.evaluate.fleet import job_may_be_running, release_findings
 from computefence.models import Finding, HostReport, HostStatus, HostVerdict, ReleasePod, ReleaseReport, Report, Target
+from computefence.policy import matches
 from computefence.sources.interface import ReleasingSource
 from computefence.text import one_line
 
