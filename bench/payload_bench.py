@@ -29,18 +29,24 @@ def main() -> int:
         lines = len((PARTS_DIR / f"{name}.py").read_text(encoding="utf-8").splitlines())
         print(f"{name:<16} {lines:>6}")
     print()
-    checks = {
-        "no dataset": CheckOptions(output_dir="/workspace/checkpoints"),
-        "with a dataset": CheckOptions(output_dir="/workspace/checkpoints", dataset="/workspace/data/train.jsonl"),
+    plain = CheckOptions(output_dir="/workspace/checkpoints")
+    with_dataset = CheckOptions(output_dir="/workspace/checkpoints", dataset="/workspace/data/train.jsonl")
+    # What a policy's `job: {model: ...}` adds to the parameters (computefence/run.py).
+    model = {"job_model": {"ref": "Qwen/Qwen2.5-7B"}}
+    kinds = {
+        "no dataset": (plain, {}),
+        "with a dataset": (with_dataset, {}),
+        "with a job model": (plain, model),
+        "dataset + model": (with_dataset, model),
     }
     print(f"{'check':<16} {'parts':>5} {'script bytes':>13} {'wire bytes/pod':>15}")
-    for label, options in checks.items():
-        params = payload.probe_params(options, "python3", deadline_s=60.0)
+    for label, (options, extra) in kinds.items():
+        params = payload.probe_params(options, "python3", deadline_s=60.0, **extra)
         parts = payload.probe_parts(params)
         script = payload.probe_payload(params).encode("utf-8")
         print(f"{label:<16} {len(parts):>5} {len(script):>13,} {len(payload.probe_wire(params)):>15,}")
     # The whole probe with the no-dataset parameters, as probe_wire sends it: what every pod got before.
-    params = payload.probe_params(checks["no dataset"], "python3", deadline_s=60.0)
+    params = payload.probe_params(plain, "python3", deadline_s=60.0)
     line = payload._params_line(params)
     head, tail = payload._compressed_source(PARTS)
     wire = head + zlib.compress(line.encode("utf-8"), 9) + tail
