@@ -479,6 +479,16 @@ def check_storage_budget(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         ]
     point = out.mount_point or out.path
     free = out.free_bytes
+    # A download still to come into an HF cache on this same filesystem takes its room first.
+    cache = facts.model.cache if facts.model is not None else None
+    pending = (
+        download_pending(facts.model, job, table)
+        if cache is not None and cache.mount_point is not None and cache.mount_point == out.mount_point
+        else 0
+    )
+    shared = f" ({gb(pending)} of it for the model download still to come)" if pending else ""
+    free_text = f"{gb(free)} free on {point}{shared}"
+    free = max(0, free - pending)
     count = checkpoints_on_disk(job)
     what = "adapter" if job.method != "full" else "final model"
     if count is None:
@@ -486,7 +496,7 @@ def check_storage_budget(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         message = (
             f"save_total_limit is unset and max_steps unknown, so every checkpoint is kept; each is "
             f"{gb(int(estimate.per_checkpoint))} ({estimate.makeup} per param, {_trained(estimate, size)}), so "
-            f"{gb(free)} free on {point} holds {_count_text(fits)} + the {gb(int(estimate.final))} {what}"
+            f"{free_text} holds {_count_text(fits)} + the {gb(int(estimate.final))} {what}"
         )
         if fits >= table.unbounded_warn_below:
             return [passed(cid, message, subject=point)]
@@ -494,8 +504,7 @@ def check_storage_budget(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     need = budget_bytes(estimate, count)
     arithmetic = (
         f"needs {count} × {gb(int(estimate.per_checkpoint))} checkpoints + {gb(int(estimate.final))} {what} = "
-        f"{gb(int(need))} ({estimate.makeup} per param, {_trained(estimate, size)}); "
-        f"{gb(free)} free on {point}"
+        f"{gb(int(need))} ({estimate.makeup} per param, {_trained(estimate, size)}); {free_text}"
     )
     if ctx.job_note:
         arithmetic += f"; {ctx.job_note} (sized from the policy's job: alone)"
@@ -538,6 +547,32 @@ def _budget_fix(
     return Fix(commands=[f"df -h {q(point)}"], advice=advice)
 
 
+def _download(model: ModelFacts, job: Job, table: TrainingMemory) -> tuple[int, str] | None:
+    """The bytes the model's weights take once downloaded, and how that is known; None when
+    there is no index and nothing says (a complete download without an index needs none)."""
+    if model.found and model.index is not None and model.index.total_size:
+        return model.index.total_size, "its index"
+    if model.found and model.shards and all(s.present for s in model.shards):
+        return None
+    size = model_size(model, job, table)
+    if size is None:
+        return None
+    return int(
+        size.params * size.dtype_bytes
+    ), f"{size.params / 1e9:.2f}B params × {size.dtype_bytes:g} B ({size.basis})"
+
+
+def download_pending(model: ModelFacts | None, job: Job, table: TrainingMemory) -> int:
+    """Bytes of the model still to come into the HF cache (0 when none or not known)."""
+    if model is None or model.source != "hf_cache":
+        return 0
+    download = _download(model, job, table)
+    if download is None:
+        return 0
+    present = sum(s.data_bytes or 0 for s in model.shards if s.present)
+    return max(0, download[0] - present - model.incomplete_bytes)
+
+
 def check_model_download(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
     cid = "storage.model-download"
     job = ctx.job
@@ -575,22 +610,13 @@ def check_model_download(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         ]
     cache = model.cache
     present = sum(s.data_bytes or 0 for s in model.shards if s.present)
-    if model.found and model.index is not None and model.index.total_size:
-        total, basis = model.index.total_size, "its index"
-    elif model.found and model.shards and all(s.present for s in model.shards) and not model.index:
-        return [
-            passed(
-                cid,
-                f"{job.model} is in the HF cache ({gb(present)} in {len(model.shards)} safetensors file(s))",
-                subject=job.model,
-            )
-        ]
-    else:
-        size = model_size(model, job, table)
-        if size is None:
-            return [skipped(cid, f"{job.model} is not in the HF cache and no job.params says how large it is")]
-        total = int(size.params * size.dtype_bytes)
-        basis = f"{size.params / 1e9:.2f}B params × {size.dtype_bytes:g} B ({size.basis})"
+    download = _download(model, job, table)
+    if download is None:
+        if model.found and model.shards and all(s.present for s in model.shards):
+            where = f"{gb(present)} in {len(model.shards)} safetensors file(s)"
+            return [passed(cid, f"{job.model} is in the HF cache ({where})", subject=job.model)]
+        return [skipped(cid, f"{job.model} is not in the HF cache and no job.params says how large it is")]
+    total, basis = download
     remaining = max(0, total - present - model.incomplete_bytes)
     where = cache.mount_point or cache.path if cache is not None else "?"
     if remaining == 0:

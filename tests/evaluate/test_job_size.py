@@ -4,6 +4,7 @@ published sizes (errors stated), the arithmetic in each message, and the skips."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from evaluate_builders import GB, mount, only, path, runpod_pod
@@ -171,7 +172,10 @@ def test_a_full_fine_tune_on_a_200_gb_volume_blocks_with_its_arithmetic():
     assert budget.message.startswith(
         "needs 4 × 177 GB checkpoints + 59.1 GB final model = 768 GB (model 4 B + optimizer 8 B"
     )
-    assert "14.77B params from index total_size); 180 GB free on /workspace" in budget.message
+    assert (
+        "14.77B params from index total_size); 180 GB free on /workspace (29.5 GB of it for the model download"
+        in budget.message
+    )
     assert budget.fix.commands == ["df -h /workspace"]
     assert "save_total_limit: 1 needs 413 GB (still over)" in budget.fix.advice
     assert "method: lora needs" in budget.fix.advice and "(fits)" in budget.fix.advice
@@ -196,7 +200,7 @@ def test_the_same_pod_under_lora_passes():
         ),
         "storage.budget",
     )
-    assert unbounded.severity is Severity.PASS and "holds 2383 checkpoints + the 25 MB adapter" in unbounded.message
+    assert unbounded.severity is Severity.PASS and "holds 1992 checkpoints + the 25 MB adapter" in unbounded.message
 
 
 def test_within_20_percent_of_the_need_warns():
@@ -272,3 +276,42 @@ def test_without_a_model_or_params_every_sizing_check_skips_with_the_reason():
     # No `job:` at all: no run is described, so these checks say nothing.
     no_policy = evaluate_host(_facts(volume_free=100 * GB), CheckOptions())
     assert not [f for f in no_policy if f.check in ("storage.budget", "storage.model-download", "gpu.memory-budget")]
+
+
+def test_a_download_still_to_come_on_the_same_volume_takes_its_room_first():
+    # 1.5B × 12 B = 18 GB a checkpoint, 2 on disk + 6 GB final = 42 GB; 52 GB free passes alone.
+    job = "job: {model: org/not-cached, params: 1.5B, save_total_limit: 1, max_steps: 5000}\n"
+
+    def nowhere(mount_point: str) -> ModelFacts:
+        cache = ModelVolume(path=f"{mount_point}/hf/hub", free_bytes=52 * GB, mount_point=mount_point)
+        return ModelFacts(ref="org/not-cached", source="hf_cache", found=False, cache=cache)
+
+    elsewhere = only(_judge(job, _facts(volume_free=52 * GB, model=nowhere("/"))), "storage.budget")
+    assert elsewhere.severity is Severity.PASS and elsewhere.message.endswith("52.0 GB free on /workspace")
+    # The same 3 GB download (1.5B × 2 B) into a cache on /workspace leaves 49 GB: within 20% of 42.
+    shared = only(_judge(job, _facts(volume_free=52 * GB, model=nowhere("/workspace"))), "storage.budget")
+    assert shared.severity is Severity.WARN
+    assert shared.message.endswith(
+        "52.0 GB free on /workspace (3.0 GB of it for the model download still to come): within 20% of the need"
+    )
+
+
+def test_a_broken_formula_file_is_a_one_line_error_naming_it(tmp_path):
+    from computefence.errors import ConfigError
+
+    broken = tmp_path / "training-memory.yaml"
+    text = (Path(__file__).resolve().parents[2] / "providers" / "hardware" / "training-memory.yaml").read_text()
+    broken.write_text(text.replace("source: [hf_anatomy, zero_paper]", "source: [hf_anatomy, a_paper_nobody_named]", 1))
+    with pytest.raises(
+        ConfigError, match=r"training-memory.yaml: source 'a_paper_nobody_named' is not under `sources`"
+    ):
+        load_training_memory(broken)
+    broken.write_text(text.replace("gpu_warn_share: 0.9", "gpu_warn_share: lots"))
+    with pytest.raises(ConfigError, match=r"training memory data .*: gpu_warn_share: "):
+        load_training_memory(broken)
+
+
+def test_every_formula_row_names_a_source_the_file_spells_out():
+    named = {s for row in TABLE.precision.values() for s in row.source}
+    named |= {row.source for row in TABLE.optimizer.values()} | {row.source for row in TABLE.sharding.values()}
+    assert named <= set(TABLE.sources) and all(len(TABLE.sources[s]) > 60 for s in named)

@@ -40,3 +40,24 @@ def test_report_reapplies_a_policy_to_saved_facts(cli, tmp_path):
     assert again.policy is not None and again.policy.path == str(policy) and len(again.policy.sha256) == 64
     [finding] = [f for f in again.hosts[0].findings if f.check == "policy.requirement"]
     assert finding.message == "transformers 4.44.2 does not satisfy >=4.48"
+
+
+def test_report_sizes_a_saved_pod_against_a_policys_job(cli, tmp_path):
+    from evaluate_builders import GB, mount, path
+
+    facts = runpod_pod(volume_free=180 * GB)
+    out = path("output_dir", "/workspace/ckpt", mount("/workspace", "ext4", "/dev/sdb"), free=180 * GB)
+    facts = facts.model_copy(
+        update={"storage": facts.storage.model_copy(update={"paths": [*facts.storage.paths, out]})}
+    )
+    report = build_report([HostReport(name="p", status=HostStatus.OK, facts=facts)], kind="fleet")
+    saved = tmp_path / "report.json"
+    saved.write_text(report.model_dump_json())
+    policy = tmp_path / "computefence.yaml"
+    policy.write_text("job: {params: 8B, save_total_limit: 3, max_steps: 6000}\n")
+    code, out_text, err = cli("report", str(saved), "--policy", str(policy), "--format", "json")
+    assert code == 1, err
+    (budget,) = [f for f in Report.model_validate_json(out_text).hosts[0].findings if f.check == "storage.budget"]
+    # The saved output dir's free space against 4 × 96 GB + 32 GB.
+    assert budget.severity.value == "block" and budget.message.startswith("needs 4 × 96.0 GB checkpoints + 32.0 GB")
+    assert budget.message.endswith("180 GB free on /workspace")

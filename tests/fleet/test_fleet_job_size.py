@@ -51,7 +51,8 @@ def test_a_full_fine_tune_of_a_cached_14b_model_blocks_on_a_200_gb_volume(pods, 
     budget = found["storage.budget"]
     assert budget.severity is Severity.BLOCK
     assert budget.message.startswith("needs 4 × 177 GB checkpoints + 59.1 GB final model = 768 GB")
-    assert budget.message.endswith("free on /workspace") and budget.fix.commands == ["df -h /workspace"]
+    assert budget.message.endswith("free on /workspace (29.5 GB of it for the model download still to come)")
+    assert budget.fix.commands == ["df -h /workspace"]
     # The shards are not downloaded yet, and the volume has room for them.
     assert found["storage.model-download"].severity is Severity.PASS
     assert "29.5 GB still to download" in found["storage.model-download"].message
