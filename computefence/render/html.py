@@ -25,15 +25,12 @@ from computefence.render.interface import Renderer
 from computefence.text import clean, one_line
 
 TEMPLATES = Path(__file__).with_name("templates")
+# Above this many pods the page lays out off-screen sections only when they are scrolled to.
+LARGE_FLEET = 100
 
-# The verdict is told by a symbol and a word, the colour only repeats them.
+# The verdict is told by a symbol and a word, the colour only repeats them (the page's CSS
+# puts the same symbols before each state and severity word).
 SEVERITY_MARK = {Severity.BLOCK: "✖", Severity.WARN: "⚠", Severity.PASS: "✔", Severity.SKIP: "–"}
-VERDICT_MARK = {
-    HostVerdict.BLOCKED: "✖",
-    HostVerdict.WARNINGS: "⚠",
-    HostVerdict.READY: "✔",
-    HostVerdict.NOT_CHECKED: "⊘",
-}
 VERDICT_WORD = {
     HostVerdict.BLOCKED: "blocked",
     HostVerdict.WARNINGS: "warnings",
@@ -48,7 +45,8 @@ def _finalize(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, str) and not hasattr(value, "__html__"):
-        return clean(value)
+        # isprintable() (in C) is False for every character clean() would replace.
+        return value if value.isprintable() else clean(value)
     return value
 
 
@@ -64,7 +62,9 @@ def _environment():
         lstrip_blocks=True,
         finalize=_finalize,
     )
-    env.globals.update(SEVERITY_MARK=SEVERITY_MARK, plural=views.plural)
+    env.globals.update(
+        plural=views.plural, LARGE_FLEET=LARGE_FLEET, SEVERITY_MARK={s.value: mark for s, mark in SEVERITY_MARK.items()}
+    )
     return env
 
 
@@ -76,7 +76,6 @@ class PodRow:
     anchor: str
     name: str
     verdict: str  # css class and filter value: ready, warnings, blocked, not-checked
-    mark: str
     state: str  # "ready", "blocked", or the connection status ("unreachable")
     provider: str
     gpu: str
@@ -99,7 +98,6 @@ class FixBlock:
 class FindingRow:
     check: str
     severity: str
-    mark: str
     message: str
     fix: FixBlock | None
 
@@ -113,6 +111,8 @@ class PodSection:
     fix: FixBlock | None
     problems: list[FindingRow]
     others: list[FindingRow]  # passes and skips
+    passed: int
+    skipped: int
 
 
 @dataclass
@@ -126,7 +126,6 @@ class VariantView:
 class CheckGroup:
     check: str
     severity: str
-    mark: str
     pod_count: int
     variants: list[VariantView]
 
@@ -229,7 +228,6 @@ def _row(host: HostReport, anchor: str) -> PodRow:
         anchor=anchor,
         name=host.name,
         verdict=_verdict_class(host.verdict),
-        mark=VERDICT_MARK[host.verdict],
         state=views.host_state(host).replace("_", " "),
         provider=views.provider_cell(host),
         gpu=views.gpu_cell(host),
@@ -245,7 +243,6 @@ def _finding(finding: Finding) -> FindingRow:
     return FindingRow(
         check=finding.check,
         severity=finding.severity.value,
-        mark=SEVERITY_MARK[finding.severity],
         message=finding.message,
         fix=_fix(finding.fix) if views.has_fix(finding) else None,
     )
@@ -274,6 +271,8 @@ def _section(host: HostReport, row: PodRow) -> PodSection:
         fix=_fix(host.fix),
         problems=[_finding(f) for f in ordered if f.severity in (Severity.BLOCK, Severity.WARN)],
         others=[_finding(f) for f in ordered if f.severity in (Severity.PASS, Severity.SKIP)],
+        passed=sum(1 for f in ordered if f.severity is Severity.PASS),
+        skipped=sum(1 for f in ordered if f.severity is Severity.SKIP),
     )
 
 
@@ -289,7 +288,6 @@ def _groups(report: Report, anchors: dict[str, str]) -> list[CheckGroup]:
             CheckGroup(
                 check=group.check,
                 severity=group.severity.value,
-                mark=SEVERITY_MARK[group.severity],
                 pod_count=len(group.host_names),
                 variants=variants,
             )
@@ -470,7 +468,6 @@ class FailingPod:
     not_checked: int
     warned: int
     last_verdict: str
-    last_mark: str
     last_failed: str | None
     top_checks: list[tuple[str, int]]
 
@@ -638,7 +635,6 @@ def _failing(runs: list, pods: list[str]) -> list[FailingPod]:
                 not_checked=len(unchecked),
                 warned=sum(1 for _, st in states if st.verdict is HostVerdict.WARNINGS),
                 last_verdict=_verdict_class(last.verdict),
-                last_mark=VERDICT_MARK[last.verdict],
                 last_failed=_when(failed[-1].generated_at) if failed else None,
                 top_checks=sorted(checks.items(), key=lambda kv: (-kv[1], kv[0]))[:3],
             )

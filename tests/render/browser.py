@@ -48,6 +48,9 @@ class Loaded:
     width: int
     text: str  # document.body.innerText: what is shown (closed <details> left out)
     content: str  # document.body.textContent: all the text in the DOM
+    # The text outside closed <details>: what a reader sees without opening anything (innerText
+    # would also leave out sections that content-visibility has not laid out yet).
+    unfolded: str
     dom: str  # document.documentElement.outerHTML after scripts ran
     requests: list[str] = field(default_factory=list)  # every URL other than the page itself
     errors: list[str] = field(default_factory=list)  # console errors and uncaught exceptions
@@ -72,7 +75,7 @@ class Browser:
         context = self._browser.new_context(viewport={"width": width, "height": 900}, java_script_enabled=javascript)
         page = context.new_page()
         url = path.resolve().as_uri()
-        loaded = Loaded(width=width, text="", content="", dom="")
+        loaded = Loaded(width=width, text="", content="", unfolded="", dom="")
 
         def route(route):
             if route.request.url == url:
@@ -89,6 +92,13 @@ class Browser:
             loaded.result = actions(page)
         loaded.text = page.evaluate("document.body.innerText")
         loaded.content = page.evaluate("document.body.textContent")
+        loaded.unfolded = page.evaluate(
+            """() => {
+                const body = document.body.cloneNode(true);
+                body.querySelectorAll('details:not([open]) > :not(summary)').forEach(e => e.remove());
+                return body.textContent;
+            }"""
+        )
         loaded.dom = page.evaluate("document.documentElement.outerHTML")
         loaded.scroll_width = page.evaluate("document.documentElement.scrollWidth")
         if screenshot is not None:

@@ -13,12 +13,11 @@
     try { document.execCommand("copy"); } catch (e) { /* nothing else to try */ }
     area.remove();
   }
-  document.querySelectorAll(".fix pre").forEach(function (pre) {
-    var button = document.createElement("button");
-    button.type = "button"; button.className = "copy"; button.textContent = "Copy";
-    button.setAttribute("aria-label", "Copy these commands");
-    button.addEventListener("click", function () { copyText(pre.textContent, button); });
-    pre.parentNode.insertBefore(button, pre);
+  // One listener for every copy button; the buttons show only where this script runs.
+  document.documentElement.classList.add("js");
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest(".fix .copy");
+    if (button) copyText(button.parentNode.querySelector("pre").textContent, button);
   });
 
   var table = document.getElementById("pod-table");
