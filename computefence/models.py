@@ -848,3 +848,53 @@ class ReleaseReport(_Model):
     kind: str = "release"
     dry_run: bool = True
     pods: list[ReleasePod] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- the host ledger
+
+
+class PerfFigure(_Model):
+    """One perf check's figure for a machine, beside the median of that run's pods with its GPU model."""
+
+    value: float
+    unit: str
+    fleet_median: float
+    # Measured pods with that GPU model in the run (the machine's included).
+    pods: int
+    share: float | None = None
+    at: str
+
+
+class LedgerMachine(_Model):
+    """One physical machine seen in a history of fleet runs (`computefence hosts`)."""
+
+    provider: str
+    # The provider's machine id; the pod id where the provider names no machine (Lambda).
+    machine_id: str
+    host_id: str | None = None
+    gpu_model: str | None = None
+    runs: int = 0
+    blocked_runs: int = 0
+    # Runs in which a pod on it could not be checked (unreachable, timeout, ...).
+    unanswered_runs: int = 0
+    # Check id -> runs in which it blocked a pod on this machine.
+    checks: dict[str, int] = Field(default_factory=dict)
+    # Runs in which a `replace` check blocked it, and those checks.
+    replace_runs: int = 0
+    replace_checks: list[str] = Field(default_factory=list)
+    last_xid: str | None = None
+    last_seen: str | None = None
+    # Perf check -> the newest measured figure.
+    perf: dict[str, PerfFigure] = Field(default_factory=dict)
+    # Blocked by a `replace` check in at least --min-runs runs.
+    avoid: bool = False
+
+
+class HostLedger(_Model):
+    """What `computefence hosts --format json` prints."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: str = "hosts"
+    runs: int = 0
+    min_runs: int = 1
+    hosts: list[LedgerMachine] = Field(default_factory=list)

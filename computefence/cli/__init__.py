@@ -20,6 +20,7 @@ SHOWN_CHARS = 200
 from computefence.cli import dataset as _dataset  # noqa: F401,E402
 from computefence.cli import doctor as _doctor  # noqa: F401,E402
 from computefence.cli import fleet as _fleet  # noqa: F401,E402
+from computefence.cli import hosts as _hosts  # noqa: F401,E402
 from computefence.cli import inventory as _inventory  # noqa: F401,E402
 from computefence.cli import policy as _policy  # noqa: F401,E402
 from computefence.cli import release as _release  # noqa: F401,E402

@@ -3,14 +3,14 @@ provider's answer), then the money it saves. Text from reports and APIs goes in 
 
 from __future__ import annotations
 
-import io
 import json
 
-from rich.console import Console, RenderableType
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from computefence.models import ReleasePod, ReleaseReport
+from computefence.render.console import console_text
 from computefence.text import clean, one_line
 
 RELEASE_FORMATS = ("rich", "json")
@@ -40,7 +40,7 @@ _SAVES = ("would_release", "released")
 def render_release(result: ReleaseReport, fmt: str, *, color: bool = False, width: int = 100, title: str = "") -> str:
     if fmt == "json":
         return json.dumps(result.model_dump(mode="json"), indent=2) + "\n"
-    return _print(_rich(result, title), color=color, width=width)
+    return console_text(_rich(result, title), color=color, width=width)
 
 
 def label(pod: ReleasePod) -> str:
@@ -99,21 +99,3 @@ def summary_line(result: ReleaseReport) -> str:
         return f"Dry run: {pods} would be released, saving ${saved:.2f}/h{refused}. Run again with --yes to act."
     parts = [f"{n} {outcome.replace('_', ' ')}" for outcome, n in counts.items()]
     return f"{', '.join(parts)}: ${saved:.2f}/h no longer billed for GPUs."
-
-
-def _print(renderables: list[RenderableType], *, color: bool, width: int) -> str:
-    console = Console(
-        file=io.StringIO(),
-        force_terminal=color,
-        no_color=not color,
-        color_system="auto" if color else None,
-        width=width,
-        highlight=False,
-        emoji=False,
-        markup=False,
-        legacy_windows=False,
-    )
-    for renderable in renderables:
-        console.print(renderable, soft_wrap=isinstance(renderable, Text) and bool(renderable.no_wrap))
-    text = console.file.getvalue()
-    return text if color else "\n".join(line.rstrip() for line in text.split("\n"))

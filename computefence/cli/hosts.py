@@ -1,0 +1,109 @@
+"""`computefence hosts --history DIR`: the machines behind the pods of a fleet check history;
+`hosts avoid` prints the ones to leave out of the next rental."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+
+import typer
+from typer.core import TyperGroup
+
+from computefence import evaluate
+from computefence.cli.app import app
+from computefence.cli.output import emit_text, write_stdout
+from computefence.cli.report import load_report
+from computefence.errors import ConfigError
+from computefence.evaluate.ledger import avoid_list, build_ledger
+from computefence.models import HostLedger, Report
+from computefence.operations.history import ENTRY_RE
+from computefence.render.hosts import AVOID_FORMATS, HOSTS_FORMATS, render_avoid, render_hosts, vast_ids
+
+
+class _ListByDefault(TyperGroup):
+    """`hosts --history DIR` means `hosts list --history DIR`; `avoid` is a subcommand."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["list", *args]
+        return super().parse_args(ctx, args)
+
+
+hosts_app = typer.Typer(
+    name="hosts",
+    cls=_ListByDefault,
+    help="The machines behind your pods, from a fleet check --history: which failed you, and which to avoid.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(hosts_app, name="hosts")
+
+HostsFormat = Enum("HostsFormat", {name: name for name in HOSTS_FORMATS}, type=str)
+AvoidFormat = Enum("AvoidFormat", {name: name for name in AVOID_FORMATS}, type=str)
+HistoryOpt = typer.Option(..., "--history", metavar="DIR", help="The --history DIR of fleet check.")
+MinRunsOpt = typer.Option(
+    1,
+    "--min-runs",
+    min=1,
+    metavar="N",
+    help="Avoid a machine only when a machine fault (a replace check) blocked it in at least N runs.",
+)
+
+
+@hosts_app.command("list")
+def hosts_command(
+    history: Path = HistoryOpt,
+    min_runs: int = MinRunsOpt,
+    fmt: HostsFormat = typer.Option("rich", "--format", "-f", help="Output format."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write it here (atomically) instead of stdout."
+    ),
+) -> int:
+    """Every machine seen in the history: its provider and id, GPU model, runs seen and blocked
+    (by which checks), last Xid, perf against the fleet median, last seen."""
+    ledger = _ledger(history, min_runs)
+    title = f"{history}"
+    emit_text(
+        lambda **style: render_hosts(ledger, fmt.value, title=title, **style), fmt.value, output, what="the hosts"
+    )
+    return 0
+
+
+@hosts_app.command("avoid")
+def avoid_command(
+    history: Path = HistoryOpt,
+    min_runs: int = MinRunsOpt,
+    fmt: AvoidFormat = typer.Option(
+        "vast", "--format", "-f", help="vast: a `vastai search offers` query clause; json: the list, any provider."
+    ),
+) -> int:
+    """The machines a machine fault blocked in at least --min-runs runs.
+
+    `vastai search offers "gpu_name=RTX_4090 $(computefence hosts avoid --history DIR)"` leaves
+    out the Vast machines (nothing is printed when there are none); `--format json` lists them
+    for every provider, for scripts and for RunPod users (who cannot filter by machine)."""
+    machines = avoid_list(_ledger(history, min_runs))
+    if fmt.value == "vast":
+        _, odd = vast_ids(machines)
+        for machine_id in odd:
+            print(f"computefence: warning: Vast machine id {machine_id!r} is not a number: left out", file=sys.stderr)
+    write_stdout(render_avoid(machines, fmt.value))
+    return 0
+
+
+def _ledger(history: Path, min_runs: int) -> HostLedger:
+    return build_ledger(_runs(history), min_runs)
+
+
+def _runs(history: Path) -> list[Report]:
+    """The history's readable runs, oldest first, each with its findings' remedies."""
+    if not history.is_dir():
+        raise ConfigError(f"--history {history}: not a directory")
+    runs = []
+    for path in sorted(p for p in history.iterdir() if ENTRY_RE.match(p.name)):
+        try:
+            runs.append(evaluate.with_remedies(load_report(path)))
+        except ConfigError as exc:
+            print(f"computefence: warning: history: skipping {exc}", file=sys.stderr)
+    return runs
