@@ -146,6 +146,8 @@ class PodRun:
     problems: tuple[tuple[str, Severity], ...]
     reason: str | None
     provider_id: str | None
+    # The physical machine behind the pod, where the provider names it: (provider, machine id).
+    machine: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -201,5 +203,8 @@ def _digest(name: str, run: Report) -> RunDigest:
             problems=problems,
             reason=host.reason if host.status is not HostStatus.OK else None,
             provider_id=host.provider.pod_id if host.provider is not None else None,
+            machine=(host.provider.provider, host.provider.machine_id)
+            if host.provider is not None and host.provider.machine_id
+            else None,
         )
     return RunDigest(name, run.generated_at, run.summary, run.fail_on, pods, run.changes)

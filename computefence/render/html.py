@@ -63,7 +63,10 @@ def _environment():
         finalize=_finalize,
     )
     env.globals.update(
-        plural=views.plural, LARGE_FLEET=LARGE_FLEET, SEVERITY_MARK={s.value: mark for s, mark in SEVERITY_MARK.items()}
+        plural=views.plural,
+        LARGE_FLEET=LARGE_FLEET,
+        READY_NAMED=views.READY_NAMED,
+        SEVERITY_MARK={s.value: mark for s, mark in SEVERITY_MARK.items()},
     )
     return env
 
@@ -473,6 +476,17 @@ class FailingPod:
 
 
 @dataclass
+class FailingMachine:
+    provider: str
+    machine_id: str
+    pods: list[str]  # the pods seen on it, newest first
+    pod_runs: int  # runs of any pod on it
+    failed: int  # of those, blocked or not checked
+    top_checks: list[tuple[str, int]]
+    last_failed: str | None
+
+
+@dataclass
 class RunChanges:
     when: str
     count: str
@@ -494,6 +508,8 @@ class HistoryPage:
     trend: Trend
     newest_changes: list[RunChanges]
     failing: list[FailingPod]
+    machines: list[FailingMachine]
+    machine_ids_seen: bool
 
 
 def render_history(runs: list) -> str:
@@ -608,6 +624,7 @@ def _trend(runs: list) -> Trend:
 
 # The history page names this many of the pods that failed most, and of the runs with changes.
 FAILING_NAMED = 20
+_FAILED = (HostVerdict.BLOCKED, HostVerdict.NOT_CHECKED)
 CHANGED_RUNS = 5
 
 
@@ -615,31 +632,61 @@ def _failing(runs: list, pods: list[str]) -> list[FailingPod]:
     out = []
     for pod in pods:
         states = [(run, run.pods[pod]) for run in runs if pod in run.pods]
-        blocked = [run for run, st in states if st.verdict is HostVerdict.BLOCKED]
-        unchecked = [run for run, st in states if st.verdict is HostVerdict.NOT_CHECKED]
-        if not blocked and not unchecked:
+        failed = [run for run, st in states if st.verdict in _FAILED]
+        if not failed:
             continue
-        checks: dict[str, int] = {}
-        for _, st in states:
-            for check, severity in st.problems:
-                if severity is Severity.BLOCK:
-                    checks[check] = checks.get(check, 0) + 1
-        _, last = states[-1]
-        failed = [run for run, st in states if st.verdict in (HostVerdict.BLOCKED, HostVerdict.NOT_CHECKED)]
+        last = states[-1][1]
         out.append(
             FailingPod(
                 pod=pod,
                 provider_id=last.provider_id,
                 seen=len(states),
-                blocked=len(blocked),
-                not_checked=len(unchecked),
+                blocked=sum(1 for _, st in states if st.verdict is HostVerdict.BLOCKED),
+                not_checked=sum(1 for _, st in states if st.verdict is HostVerdict.NOT_CHECKED),
                 warned=sum(1 for _, st in states if st.verdict is HostVerdict.WARNINGS),
                 last_verdict=_verdict_class(last.verdict),
-                last_failed=_when(failed[-1].generated_at) if failed else None,
-                top_checks=sorted(checks.items(), key=lambda kv: (-kv[1], kv[0]))[:3],
+                last_failed=_when(failed[-1].generated_at),
+                top_checks=_top_blockers([st for _, st in states]),
             )
         )
     out.sort(key=lambda f: (-(f.blocked + f.not_checked), -f.blocked, f.pod))
+    return out[:FAILING_NAMED]
+
+
+def _top_blockers(states: list) -> list[tuple[str, int]]:
+    checks: dict[str, int] = {}
+    for st in states:
+        for check, severity in st.problems:
+            if severity is Severity.BLOCK:
+                checks[check] = checks.get(check, 0) + 1
+    return sorted(checks.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+
+
+def _failing_machines(runs: list) -> list[FailingMachine]:
+    """Per provider machine id (RunPod machineId, Vast machine_id): every run of every pod on
+    it, so a host that fails whichever pod lands there stands out."""
+    seen: dict[tuple[str, str], list] = {}
+    for run in runs:
+        for pod, st in run.pods.items():
+            if st.machine is not None:
+                seen.setdefault(st.machine, []).append((run, pod, st))
+    out = []
+    for (provider, machine_id), visits in seen.items():
+        failed = [(run, st) for run, _, st in visits if st.verdict in _FAILED]
+        if not failed:
+            continue
+        out.append(
+            FailingMachine(
+                provider=provider,
+                machine_id=machine_id,
+                pods=list(dict.fromkeys(pod for _, pod, _ in reversed(visits))),
+                pod_runs=len(visits),
+                failed=len(failed),
+                top_checks=_top_blockers([st for _, _, st in visits]),
+                last_failed=_when(failed[-1][0].generated_at),
+            )
+        )
+    out.sort(key=lambda m: (-m.failed, -m.failed / m.pod_runs, m.provider, m.machine_id))
     return out[:FAILING_NAMED]
 
 
@@ -671,6 +718,8 @@ def _history_page(runs: list) -> HistoryPage:
             for run in changed
         ],
         failing=_failing(runs, pods),
+        machines=_failing_machines(runs),
+        machine_ids_seen=any(st.machine is not None for run in runs for st in run.pods.values()),
     )
 
 

@@ -197,3 +197,46 @@ def test_readme_cron_recipe_writes_the_page_next_to_latest_md(tmp_path):
     page = (state / "pool.html").read_text()
     strict_parse(page)
     assert "3 runs" in page
+
+
+def _on_machines(report: Report, machines: dict[str, str]) -> Report:
+    hosts = [
+        h.model_copy(update={"provider": h.provider.model_copy(update={"machine_id": machines[h.name]})})
+        if h.name in machines
+        else h
+        for h in report.hosts
+    ]
+    return report.model_copy(update={"hosts": hosts})
+
+
+def test_machines_that_failed_most_follow_the_provider_machine_id(history, tmp_path):
+    saved = history[2][-1]
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    # pod-cpu-torch moves from m-2 to m-3; pod-old-driver stays on m-2; pod-healthy on m-1 never fails.
+    placements = (
+        {"pod-healthy": "m-1", "pod-cpu-torch": "m-2", "pod-old-driver": "m-2"},
+        {"pod-healthy": "m-1", "pod-cpu-torch": "m-3", "pod-old-driver": "m-2"},
+    )
+    for stamp, machines in zip(("20250601T120000Z", "20250601T121500Z"), placements):
+        (runs / f"{stamp}.json").write_text(_on_machines(saved, machines).model_dump_json())
+    result = computefence("report", "history", str(runs))
+    assert result.returncode == 0, result.stderr
+    tree = strict_parse(result.stdout)
+    section = next(s for s in tree.iter("section") if s.get("aria-labelledby") == "machines-title")
+    rows = [
+        ["".join(td.itertext()).strip() for td in tr.iter("td")]
+        for tr in section.iter("tr")
+        if tr.find("td") is not None
+    ]
+    assert [row[:4] for row in rows] == [
+        ["runpod m-2", "3", "3", "pod-old-driverpod-cpu-torch"],
+        ["runpod m-3", "1", "1", "pod-cpu-torch"],
+    ]
+    assert rows[0][4] == "gpu.driver-too-old ×2, gpu.torch-cpu-build ×1"
+
+
+def test_without_machine_ids_the_page_says_so(history):
+    tree = strict_parse(history[1].read_text())
+    section = next(s for s in tree.iter("section") if s.get("aria-labelledby") == "machines-title")
+    assert "hold no provider machine id" in "".join(section.itertext())
