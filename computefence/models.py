@@ -430,6 +430,171 @@ class ModelFacts(_Fact):
     errors: list[str] = Field(default_factory=list)
 
 
+# ---------------------------------------------------------------- the watch probe (fleet watch)
+
+
+class WatchGpu(_Fact):
+    """One GPU in one `nvidia-smi --query-gpu` sample; None where the driver says [N/A]."""
+
+    index: int | None = None
+    uuid: str | None = None
+    utilization_pct: float | None = None
+    memory_used_mib: float | None = None
+    memory_total_mib: float | None = None
+
+
+class WatchGpuSample(_Fact):
+    t: float = 0.0  # seconds into the window
+    gpus: list[WatchGpu] = Field(default_factory=list)
+
+
+class ComputeApp(_Fact):
+    """A row of `nvidia-smi --query-compute-apps`."""
+
+    gpu_uuid: str | None = None
+    pid: int | None = None
+    used_memory_mib: float | None = None
+
+
+class WatchGpuFacts(_Fact):
+    nvidia_smi_found: bool = False
+    error: str | None = None
+    window_s: float = 0.0
+    samples: list[WatchGpuSample] = Field(default_factory=list)
+    apps: list[ComputeApp] = Field(default_factory=list)
+
+
+class TrainingProcess(_Fact):
+    """A training job's top process (torchrun and its workers are one)."""
+
+    pid: int
+    ppid: int | None = None
+    # "torchrun", "accelerate", "deepspeed", "python", "python -m" or "job.process".
+    matched_by: str | None = None
+    # Secret values already replaced by *** on the pod.
+    argv: list[str] = Field(default_factory=list)
+    elapsed_s: float | None = None
+    # CPU cores its process tree kept busy over the sampling window (1.0: one core).
+    cpu_cores: float | None = None
+    processes: int = 1
+    cwd: str | None = None
+    output_dir: str | None = None
+    # Its stdout, when that is a regular file (nohup ... > train.log).
+    stdout: str | None = None
+
+
+class WatchProcessesFacts(_Fact):
+    processes: list[TrainingProcess] = Field(default_factory=list)
+    scanned: int = 0
+    cpu_window_s: float | None = None
+
+
+class Checkpoint(_Fact):
+    path: str
+    name: str
+    mtime: float
+    size_bytes: int | None = None
+    # The size stopped counting (too many files, time budget): at least this large.
+    size_partial: bool = False
+    step: int | None = None
+    is_dir: bool = True
+
+
+# A loss as the probe sends it: a number, or "nan" / "inf" / "-inf".
+LossValue = float | str
+
+
+class LogHistoryEntry(_Fact):
+    step: int | None = None
+    epoch: float | str | None = None
+    loss: LossValue | None = None
+    learning_rate: LossValue | None = None
+    grad_norm: LossValue | None = None
+    eval_loss: LossValue | None = None
+
+
+class TrainerState(_Fact):
+    """The newest trainer_state.json (Hugging Face Trainer) under an output dir."""
+
+    path: str
+    mtime: float | None = None
+    error: str | None = None
+    global_step: int | None = None
+    max_steps: int | None = None
+    save_steps: float | None = None
+    logging_steps: float | None = None
+    train_batch_size: int | None = None
+    num_train_epochs: float | None = None
+    epoch: float | str | None = None
+    log_history: list[LogHistoryEntry] = Field(default_factory=list)
+
+
+class OutputDirFacts(_Fact):
+    path: str
+    # "output_dir" (policy or inventory), "--output_dir of pid N", "cwd of pid N".
+    origin: str | None = None
+    resolved: str | None = None
+    exists: bool = False
+    error: str | None = None
+    mount_point: str | None = None
+    fs_type: str | None = None
+    mount_source: str | None = None
+    free_bytes: int | None = None
+    total_bytes: int | None = None
+    # Free space again at the end of the window, and how long after the first reading.
+    free_bytes_later: int | None = None
+    growth_window_s: float | None = None
+    # The newest few, newest first; checkpoint_count is all of them.
+    checkpoints: list[Checkpoint] = Field(default_factory=list)
+    checkpoint_count: int = 0
+    # The largest of the newest ten: what one checkpoint takes (a save cut short is smaller).
+    largest_checkpoint: Checkpoint | None = None
+    trainer_state: TrainerState | None = None
+
+
+class WatchOutputsFacts(_Fact):
+    # The pod's clock when the outputs were read (mtimes are judged against it).
+    now: float | None = None
+    dirs: list[OutputDirFacts] = Field(default_factory=list)
+    mounts: list[MountFacts] = Field(default_factory=list)
+    error: str | None = None
+
+
+class LogProgress(_Fact):
+    """The last tqdm progress bar in the log."""
+
+    step: int
+    total: int | None = None
+    seconds_per_step: float | None = None
+
+
+class WatchLogFacts(_Fact):
+    path: str
+    # "job.log" or "stdout of pid N".
+    origin: str | None = None
+    exists: bool = False
+    error: str | None = None
+    regex_error: str | None = None
+    mtime: float | None = None
+    size_bytes: int | None = None
+    # In the order they were logged, the last 200 of the tail.
+    losses: list[LossValue] = Field(default_factory=list)
+    progress: LogProgress | None = None
+    # The last lines and the last error-looking line, secrets replaced by *** on the pod.
+    tail: list[str] = Field(default_factory=list)
+    error_line: str | None = None
+
+
+class WatchFacts(_Fact):
+    """What the watch probe saw of a training run."""
+
+    identity: IdentityFacts = Field(default_factory=IdentityFacts)
+    gpu: WatchGpuFacts = Field(default_factory=WatchGpuFacts)
+    processes: WatchProcessesFacts = Field(default_factory=WatchProcessesFacts)
+    outputs: WatchOutputsFacts = Field(default_factory=WatchOutputsFacts)
+    log: WatchLogFacts | None = None
+
+
 class Facts(_Fact):
     """Everything the probe reports about one machine."""
 
@@ -447,6 +612,8 @@ class Facts(_Fact):
     perf: PerfFacts | None = None
     model: ModelFacts | None = None
     custom: list[CustomCheckResult] = Field(default_factory=list)
+    # Only from the watch probe (`fleet watch`), which sends nothing else.
+    watch: WatchFacts | None = None
 
 
 # ---------------------------------------------------------------- what to check
@@ -801,7 +968,7 @@ class AppliedFile(_Model):
 class Report(_Model):
     schema_version: int = SCHEMA_VERSION
     tool_version: str
-    kind: str = "fleet"  # "doctor", "fleet" or "dataset"
+    kind: str = "fleet"  # "doctor", "fleet", "dataset" or "watch"
     generated_at: str
     hosts: list[HostReport] = Field(default_factory=list)
     sources: list[SourceStatus] = Field(default_factory=list)

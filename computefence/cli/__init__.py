@@ -28,6 +28,7 @@ from computefence.cli import report as _report  # noqa: F401,E402
 from computefence.cli import schema as _schema  # noqa: F401,E402
 from computefence.cli import script as _script  # noqa: F401,E402
 from computefence.cli import snapshot as _snapshot  # noqa: F401,E402
+from computefence.cli import watch as _watch  # noqa: F401,E402
 
 # An error quotes the value it is about; a 1 MB host name is shown by its start.
 _LONG_WORD = re.compile(r"\S{%d,}" % (SHOWN_CHARS + 1))

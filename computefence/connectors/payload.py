@@ -16,7 +16,7 @@ from computefence import jsontext
 from computefence.errors import ProbeOutputError
 from computefence.evaluate.gpu import BUSY_MIB
 from computefence.models import PROBE_SCHEMA_VERSION, CheckOptions, Facts
-from computefence.probe import PARTS
+from computefence.probe import PARTS, WATCH_PARTS
 from computefence.text import one_line
 
 _PARAMS_LINE = 'EMBEDDED_PARAMS = "{}"\n'
@@ -51,6 +51,14 @@ PART_NEEDS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     "dataset_arrow": _dataset_asked,
     "dataset": _dataset_asked,
     "model": _job_model_asked,
+}
+
+
+# Each probe a command can send: its parts, and the sections an answer must have (fail
+# closed: `{}` validates as facts, every field has a default).
+PROBES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "check": (PARTS, ("identity", "storage", "gpu")),
+    "watch": (WATCH_PARTS, ("watch",)),
 }
 
 
@@ -100,10 +108,10 @@ def probe_params(checks: CheckOptions, python: str = "python3", **extra) -> dict
     return params
 
 
-def probe_payload(params: dict) -> str:
-    """The probe script with `params` embedded as a string literal (never shell-spliced),
-    made of the parts these parameters need."""
-    head, tail = _split_source(probe_parts(params))
+def probe_payload(params: dict, probe: str = "check") -> str:
+    """The probe script (`probe`, of PROBES) with `params` embedded as a string literal
+    (never shell-spliced), made of the parts these parameters need."""
+    head, tail = _split_source(probe_parts(params, PROBES[probe][0]))
     return head + _params_line(params) + tail
 
 
@@ -121,11 +129,11 @@ BOOTSTRAP = (
 )
 
 
-def probe_wire(params: dict) -> bytes:
+def probe_wire(params: dict, probe: str = "check") -> bytes:
     """probe_payload(params) as it travels to BOOTSTRAP: three zlib streams, of which only the
     small middle one (the parameters) is compressed per pod; the script around it once per run
     and choice of parts."""
-    head, tail = _compressed_source(probe_parts(params))
+    head, tail = _compressed_source(probe_parts(params, PROBES[probe][0]))
     return head + zlib.compress(_params_line(params).encode("utf-8"), 9) + tail
 
 
@@ -147,7 +155,7 @@ def _compressed_source(parts: tuple[str, ...]) -> tuple[bytes, bytes]:
     return zlib.compress(head.encode("utf-8"), 9), zlib.compress(tail.encode("utf-8"), 9)
 
 
-def parse_probe_output(raw: bytes | str) -> Facts:
+def parse_probe_output(raw: bytes | str, probe: str = "check") -> Facts:
     """Facts from the probe's stdout, or ProbeOutputError with a one-line reason."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "replace")
@@ -176,15 +184,11 @@ def parse_probe_output(raw: bytes | str) -> Facts:
             raise ProbeOutputError(f"probe output is not a JSON object: {one_line(line, 80)}") from None
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise ProbeOutputError(f"probe output does not match the facts schema at {where}: {first.get('msg')}") from None
-    _require_probe_shape(facts)
+    _require_probe_shape(facts, PROBES[probe][1])
     return facts
 
 
-# Sections every probe answer has, as facts or as the collector's own account of why not.
-_REQUIRED_SECTIONS = ("identity", "storage", "gpu")
-
-
-def _require_probe_shape(facts: Facts) -> None:
+def _require_probe_shape(facts: Facts, required: tuple[str, ...]) -> None:
     """Fail closed: `{}` or any answer without the probe's stamp and its core sections is not
     a probe's answer, however well it validates (every field has a default)."""
     if "probe_schema_version" not in facts.model_fields_set:
@@ -194,9 +198,8 @@ def _require_probe_shape(facts: Facts) -> None:
             f"probe output has probe_schema_version {facts.probe_schema_version}, "
             f"this computefence sends version {PROBE_SCHEMA_VERSION}"
         )
-    missing = [
-        name for name in _REQUIRED_SECTIONS if name not in facts.model_fields_set and name not in facts.collectors
-    ]
+    # Each required section is there, or the collector's own account of why not.
+    missing = [name for name in required if name not in facts.model_fields_set and name not in facts.collectors]
     if missing:
         raise ProbeOutputError(
             f"probe output lacks the {', '.join(missing)} section{'s' if len(missing) > 1 else ''}: "

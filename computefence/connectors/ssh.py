@@ -128,6 +128,8 @@ class RunOptions:
     retry_backoff: float = 1.0
     # Extra probe parameters (e.g. per-collector "timeouts"), added to every pod's.
     probe_params: dict = field(default_factory=dict)
+    # Which probe to send (payload.PROBES): "check" (fleet check) or "watch" (fleet watch).
+    probe: str = "check"
 
 
 class _HostKeyCheck:
@@ -296,7 +298,7 @@ class SshConnector:
             params["timeouts"] = {**params.get("timeouts", {}), "dataset": round(max(0.5, budget * 0.6), 1)}
         else:
             params["deadline_s"] = round(budget, 1)
-        payload = probe_wire(params)
+        payload = probe_wire(params, self.options.probe)
         try:
             proc = await conn.create_process(probe_command(limit), encoding=None)
             try:
@@ -337,10 +339,10 @@ class SshConnector:
             return Outcome(HostStatus.CONNECTION_LOST, f"the connection dropped while the probe ran: {_one_line(exc)}")
         except asyncssh.ChannelOpenError as exc:
             return Outcome(HostStatus.PROBE_FAILED, f"the pod refused a session channel: {_one_line(exc)}")
-        return _judge_exit(completed.exit_status, completed.exit_signal, stdout, stderr, limit)
+        return _judge_exit(completed.exit_status, completed.exit_signal, stdout, stderr, limit, self.options.probe)
 
 
-def _judge_exit(exit_status, exit_signal, stdout: bytes, stderr: bytes, limit: int) -> Outcome:
+def _judge_exit(exit_status, exit_signal, stdout: bytes, stderr: bytes, limit: int, probe: str = "check") -> Outcome:
     if exit_status is None and exit_signal is None:
         # asyncssh's way of saying the connection died before the command finished.
         return Outcome(HostStatus.CONNECTION_LOST, "the connection dropped while the probe ran (no exit status)")
@@ -358,7 +360,7 @@ def _judge_exit(exit_status, exit_signal, stdout: bytes, stderr: bytes, limit: i
             HostStatus.PROBE_FAILED, f"the interpreter exited with status {exit_status}" + (f": {line}" if line else "")
         )
     try:
-        facts = parse_probe_output(stdout)
+        facts = parse_probe_output(stdout, probe)
     except ProbeOutputError as exc:
         return Outcome(HostStatus.PROBE_FAILED, str(exc))
     return Outcome(HostStatus.OK, "probe completed", facts=facts)

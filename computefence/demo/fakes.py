@@ -22,6 +22,9 @@ from importlib import resources
 from pathlib import Path
 
 DRIVER_STATE_FILE = "fake-nvidia-driver.json"
+# Beside the fake nvidia-smi: what the GPUs are doing now (utilisation, memory, compute
+# processes), read on every call so a test can change it while a pod runs. See write_gpu_activity.
+GPU_ACTIVITY_FILE = "fake-nvidia-activity.json"
 
 _RECORDINGS = resources.files("computefence.demo").joinpath("recordings")
 
@@ -89,12 +92,26 @@ def write_fake_nvidia_smi(bin_dir: Path, scenario: str) -> Path:
     script.write_text(
         _NVIDIA_SMI_SCRIPT.replace("@PYTHON@", sys.executable)
         .replace("@SCENARIO@", scenario)
-        .replace("@DATA@", repr(json.dumps(data))),
+        .replace("@DATA@", repr(json.dumps(data)))
+        .replace("@ACTIVITY_FILE@", GPU_ACTIVITY_FILE),
         encoding="utf-8",
     )
     script.chmod(0o755)
     (bin_dir / DRIVER_STATE_FILE).write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
     return script
+
+
+def write_gpu_activity(
+    bin_dir: Path, utilization: list[float | None], apps: list[dict] | None = None, memory_used_mib: list | None = None
+) -> Path:
+    """What the fake driver in bin_dir reports from now on: per GPU its utilisation (None
+    prints [N/A], as MIG slices do) and memory used, and the compute processes, each
+    {"pid": 1234, "gpu": 0, "used_memory_mib": 70000} (None prints [N/A], as WDDM and some
+    containers do). Without the file the GPUs are idle (0 %, no processes)."""
+    path = Path(bin_dir) / GPU_ACTIVITY_FILE
+    document = {"utilization": utilization, "apps": apps or [], "memory_used_mib": memory_used_mib}
+    path.write_text(json.dumps(document) + "\n", encoding="utf-8")
+    return path
 
 
 def write_fake_torch(site_dir: Path, scenario: str, canary: dict | None = None) -> Path:
@@ -147,12 +164,61 @@ def write_fake_torch(site_dir: Path, scenario: str, canary: dict | None = None) 
 _NVIDIA_SMI_SCRIPT = """#!@PYTHON@
 # Fake nvidia-smi (computefence.demo.fakes, scenario @SCENARIO@): replays recorded driver output.
 import json
+import os
 import signal
 import sys
 import time
 
 DATA = json.loads(@DATA@)
-UNITS = {"memory.total": "MiB", "memory.used": "MiB", "memory.free": "MiB"}
+UNITS = {"memory.total": "MiB", "memory.used": "MiB", "memory.free": "MiB", "utilization.gpu": "%"}
+ACTIVITY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "@ACTIVITY_FILE@")
+# --query-compute-apps fields as the driver names them in its header.
+APP_HEADERS = {"pid": "pid", "used_memory": "used_gpu_memory [MiB]", "gpu_uuid": "gpu_uuid", "process_name": "process_name"}
+
+
+def activity():
+    try:
+        with open(ACTIVITY) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return {"utilization": [], "apps": [], "memory_used_mib": None}
+
+
+def live_value(field, index, row):
+    # utilization.gpu and memory.used as the activity file has them now; None is [N/A].
+    now = activity()
+    if field == "utilization.gpu":
+        values = now.get("utilization") or []
+        return values[index] if index < len(values) else 0
+    values = now.get("memory_used_mib") or []
+    if index < len(values):
+        return values[index]
+    return row[DATA["fields"].index(field)]
+
+
+def compute_apps(fields, units, header):
+    for field in fields:
+        if field not in APP_HEADERS:
+            sys.stdout.write('Field "%s" is not a valid field to query.\\n\\n' % field)
+            return 2
+    if header:
+        print(", ".join(APP_HEADERS[f] if units or f != "used_memory" else "used_gpu_memory" for f in fields))
+    for app in activity().get("apps") or []:
+        row = DATA["rows"][app.get("gpu", 0)]
+        values = []
+        for field in fields:
+            if field == "pid":
+                values.append(str(app["pid"]))
+            elif field == "gpu_uuid":
+                values.append(row[DATA["fields"].index("uuid")])
+            elif field == "process_name":
+                values.append(app.get("process_name", "python"))
+            elif app.get("used_memory_mib") is None:
+                values.append("[N/A]")
+            else:
+                values.append("%d%s" % (app["used_memory_mib"], " MiB" if units else ""))
+        print(", ".join(values))
+    return 0
 
 
 def wants_xml(argv):
@@ -162,7 +228,7 @@ def wants_xml(argv):
 def parse(argv):
     fields, fmt = None, None
     for arg in argv:
-        if arg.startswith("--query-gpu="):
+        if arg.startswith("--query-gpu=") or arg.startswith("--query-compute-apps="):
             fields = [f.strip() for f in arg.split("=", 1)[1].split(",") if f.strip()]
         elif arg.startswith("--format="):
             fmt = arg.split("=", 1)[1].split(",")
@@ -189,19 +255,28 @@ def main(argv):
         return 0
     fields, fmt = parse(argv)
     if not fields or not fmt or "csv" not in fmt:
-        sys.stderr.write("fake nvidia-smi: only plain `nvidia-smi`, `-q -x` and --query-gpu=... --format=csv[,noheader][,nounits] are recorded\\n")
+        sys.stderr.write("fake nvidia-smi: only plain `nvidia-smi`, `-q -x`, --query-gpu=... and --query-compute-apps=... --format=csv[,noheader][,nounits] are recorded\\n")
         return 2
+    if any(arg.startswith("--query-compute-apps=") for arg in argv):
+        return compute_apps(fields, "nounits" not in fmt, "noheader" not in fmt)
     for field in fields:
-        if field not in DATA["fields"]:
+        if field not in DATA["fields"] and field not in ("utilization.gpu",):
             sys.stdout.write('Field "%s" is not a valid field to query.\\n\\n' % field)
             return 2
     units = "nounits" not in fmt
     if "noheader" not in fmt:
         print(", ".join(f + (" [%s]" % UNITS[f] if units and f in UNITS else "") for f in fields))
-    for row in DATA["rows"]:
+    for number, row in enumerate(DATA["rows"]):
         values = []
         for field in fields:
-            value = row[DATA["fields"].index(field)]
+            if field in ("utilization.gpu", "memory.used"):
+                value = live_value(field, number, row)
+                if value is None:
+                    values.append("[N/A]")
+                    continue
+                value = "%d" % value if isinstance(value, (int, float)) else value
+            else:
+                value = row[DATA["fields"].index(field)]
             values.append(value + " " + UNITS[field] if units and field in UNITS else value)
         print(", ".join(values))
     return 0

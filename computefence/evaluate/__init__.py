@@ -25,6 +25,7 @@ from computefence.evaluate import (
     system,
 )
 from computefence.evaluate import requirements as policy_rules
+from computefence.evaluate import run as run_rules
 from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context
 from computefence.evaluate.fleet import build_report, exit_code
@@ -58,6 +59,9 @@ AREAS: dict[str, ModuleType] = {
     "job": job,
     "policy": policy_rules,
     "environment": environment,
+    # Judged only by `fleet watch` (evaluate_watch), from the watch probe's facts: its rules
+    # are WATCH_RULES, not RULES.
+    "run": run_rules,
 }
 
 RULES: list[Rule] = [rule for area in AREAS.values() for rule in getattr(area, "RULES", ())]
@@ -75,6 +79,7 @@ __all__ = [
     "Remedy",
     "build_report",
     "evaluate_host",
+    "evaluate_watch",
     "exit_code",
     "finish_hosts",
     "reapply_policy",
@@ -104,6 +109,13 @@ def evaluate_host(
     if policy is not None:
         findings.extend(policy_rules.policy_findings(facts, policy, ctx))
     return [_finish(f) for f in findings]
+
+
+def evaluate_watch(
+    facts: Facts, checks: CheckOptions, provider: ProviderInfo | None, settings: run_rules.WatchSettings
+) -> list[Finding]:
+    """The run.* findings for one pod's watch facts; nothing else judges a watch."""
+    return [_finish(f) for f in run_rules.evaluate_watch(facts, checks, provider, settings)]
 
 
 def finish_hosts(

@@ -116,10 +116,12 @@ def worsened(changes: Changes, new: Report) -> bool:
     )
 
 
-def newsworthy(changes: Changes) -> bool:
-    """Worth an alert: new or cleared blockers, pods that stopped or started answering, pods gone."""
+def newsworthy(changes: Changes, warnings: bool = False) -> bool:
+    """Worth an alert: new or cleared blockers, pods that stopped or started answering, pods
+    gone; with `warnings` (fleet watch, where a warning is a run wasting its hours) new
+    warnings too."""
     return (
-        any(c.severity_after is Severity.BLOCK for c in changes.new)
+        any(c.severity_after is Severity.BLOCK or (warnings and c.severity_after is Severity.WARN) for c in changes.new)
         or any(c.severity_before is Severity.BLOCK for c in changes.cleared)
         or any(HostStatus.OK in (s.before, s.after) for s in changes.status)
         or bool(changes.vanished)

@@ -57,12 +57,13 @@ def webhooks(urls: Sequence[str], origin: str = "--notify (or COMPUTEFENCE_NOTIF
 
 def wanted(report: Report, on: str) -> bool:
     """Whether this run is worth a message: `always`; `block` when the run fails;
-    `change` when blockers appeared or cleared, or pods stopped or started answering or vanished."""
+    `change` when blockers appeared or cleared, or pods stopped or started answering or vanished
+    (for fleet watch also when warnings appeared: a stalled or plateaued run costs its hours)."""
     if on == "always":
         return True
     if on == "block":
         return fails(report.summary.verdict, report.fail_on)
-    return report.changes is not None and newsworthy(report.changes)
+    return report.changes is not None and newsworthy(report.changes, warnings=report.kind == "watch")
 
 
 def notify(

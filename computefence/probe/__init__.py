@@ -34,3 +34,16 @@ PARTS = (
     "model",
     "collectors",
 )
+
+# The watch probe (`fleet watch`): the parts it borrows (secret rules, identity, mount
+# lookup), then its own, then its entry point.
+WATCH_PARTS = (
+    "core",
+    "environment",
+    "identity",
+    "storage",
+    "watch_gpu",
+    "watch_jobs",
+    "watch_files",
+    "watch",
+)

@@ -279,16 +279,19 @@ _LATER = ("perf", "dataset")
 _ON_REQUEST = ("model",)
 
 
-def run(params, collectors):
+def run(params, collectors, section=None, timeouts=None):
     """Facts from each (name, collect) in `collectors`; "perf" and "dataset", when asked for,
-    run after the others, one at a time, and see their facts as params["_facts"]."""
+    run after the others, one at a time, and see their facts as params["_facts"]. With
+    `section` (the watch probe), each collector's facts go under facts[section][name];
+    `timeouts` replaces DEFAULT_TIMEOUTS as the defaults params["timeouts"] overrides."""
     started = time.time()
     deadline_s = _number(params.get("deadline_s"), 0.0) or DEFAULT_PARAMS["deadline_s"]
-    timeouts = dict(DEFAULT_TIMEOUTS)
+    timeouts = dict(DEFAULT_TIMEOUTS if timeouts is None else timeouts)
     if isinstance(params.get("timeouts"), dict):
         for name, value in params["timeouts"].items():
             timeouts[name] = _number(value, timeouts.get(name, 10.0))
     facts = {"probe_schema_version": PROBE_SCHEMA_VERSION, "collectors": {}}
+    out = facts.setdefault(section, {}) if section else facts
     # The machine collectors run side by side, so a hung nvidia-smi and a slow torch import
     # overlap instead of adding up; each stops at its own timeout or the total deadline.
     running = []
@@ -302,7 +305,7 @@ def run(params, collectors):
             continue
         facts["collectors"][name] = status
         if value is not None:
-            facts[name] = value
+            out[name] = value
     for name in _LATER:
         func = dict(collectors).get(name)
         if params.get(name) and func is not None:
@@ -348,12 +351,13 @@ def _exit_when_abandoned():
     threading.Thread(target=watch_stdout, daemon=True).start()
 
 
-def main(collectors, embedded=None):
-    """Print the facts as one JSON line and exit; `embedded` stands in for EMBEDDED_PARAMS."""
+def main(collectors, embedded=None, section=None, timeouts=None):
+    """Print the facts as one JSON line and exit; `embedded` stands in for EMBEDDED_PARAMS;
+    `section` and `timeouts` as for run()."""
     _exit_when_abandoned()
     try:
         params = _load_params(EMBEDDED_PARAMS if embedded is None else embedded)
-        facts = run(params, collectors)
+        facts = run(params, collectors, section, timeouts)
         text = json.dumps(facts, default=str, sort_keys=True)
     except BaseException as exc:
         text = json.dumps(

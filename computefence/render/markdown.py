@@ -46,7 +46,7 @@ def code_block(text: str, lang: str = "sh") -> str:
 
 def render(report: Report, *, group_by: str = "check") -> str:
     """`group_by` "pod": each pod that is not ready with its fix commands in one block."""
-    lines = _fleet(report, group_by) if report.kind == "fleet" else _single(report)
+    lines = _fleet(report, group_by) if report.kind in views.FLEET_KINDS else _single(report)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -114,17 +114,8 @@ def _fix_cell(fix: Fix | None) -> str:
 # ---------------------------------------------------------------- fleet
 
 
-def _fleet(report: Report, group_by: str) -> list[str]:
-    lines = _heading(report, "ComputeFence fleet check")
-    if report.changes is not None:
-        lines += changes_section(report.changes)
-    money = views.money_line(report)
-    if money:
-        lines += [f"**Money at risk:** {md(money)}", ""]
-    for source in views.failed_sources(report):
-        lines += [f"🛑 source **{md(source.name)}** failed: {md(source.error or 'unknown error')}", ""]
-
-    lines += [
+def _pod_table(report: Report) -> list[str]:
+    lines = [
         "| Pod | Provider | GPUs | torch / CUDA | Status | Blockers | Warnings |",
         "|---|---|---|---|---|---:|---:|",
     ]
@@ -135,7 +126,31 @@ def _fleet(report: Report, group_by: str) -> list[str]:
             f"{md(views.torch_cell(host))} | {md(views.host_state(host))} | "
             f"{host.blockers if checked else '-'} | {host.warnings if checked else '-'} |"
         )
-    lines.append("")
+    return [*lines, ""]
+
+
+def _watch_table(report: Report) -> list[str]:
+    lines = [
+        "| Pod | Step | Pace | Loss | GPU util | Newest checkpoint | Status |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    for host in report.hosts:
+        cells = " | ".join(md(cell) for cell in views.watch_cells(host))
+        lines.append(f"| {md(host.name)} | {cells} | {md(views.host_state(host))} |")
+    return [*lines, ""]
+
+
+def _fleet(report: Report, group_by: str) -> list[str]:
+    lines = _heading(report, f"ComputeFence fleet {'watch' if report.kind == 'watch' else 'check'}")
+    if report.changes is not None:
+        lines += changes_section(report.changes)
+    money = views.money_line(report)
+    if money:
+        lines += [f"**Money at risk:** {md(money)}", ""]
+    for source in views.failed_sources(report):
+        lines += [f"🛑 source **{md(source.name)}** failed: {md(source.error or 'unknown error')}", ""]
+
+    lines += _watch_table(report) if report.kind == "watch" else _pod_table(report)
 
     groups = views.group_findings(report.hosts) if group_by != "pod" else []
     if group_by == "pod":

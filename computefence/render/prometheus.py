@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from computefence.evaluate.fleet import ready_hosts
+from computefence.evaluate.run import gpu_means, progress
 from computefence.models import HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.interface import Renderer
@@ -28,6 +29,10 @@ def _labels(**labels: object) -> str:
 
 
 def _number(value: float) -> str:
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
     return repr(float(value)) if isinstance(value, float) else str(value)
 
 
@@ -54,11 +59,14 @@ def render(report: Report) -> str:
         "1 if the probe ran on the host and returned facts, 0 if the host could not be checked.",
         [({"host": h.name, "status": h.status.value}, 1 if h.status is HostStatus.OK else 0) for h in hosts],
     )
-    out.family(
-        "computefence_host_info",
-        "Versions found on the host (value is always 1).",
-        [({"host": h.name, **_info(h)}, 1) for h in hosts if h.facts is not None],
-    )
+    if report.kind == "watch":
+        _watch_families(out, report)
+    else:
+        out.family(
+            "computefence_host_info",
+            "Versions found on the host (value is always 1).",
+            [({"host": h.name, **_info(h)}, 1) for h in hosts if h.facts is not None],
+        )
     findings = []
     for h in hosts:
         counts: dict[str, dict[Severity, int]] = {}
@@ -130,6 +138,54 @@ def render(report: Report) -> str:
             [({}, timestamp)],
         )
     return "\n".join(out.lines) + "\n"
+
+
+def _watch_families(out: _Exposition, report: Report) -> None:
+    """`fleet watch`: each pod's run as gauges (step, loss, GPU utilisation, ...)."""
+    runs = [(h, progress(h.facts)) for h in report.hosts if h.status is HostStatus.OK and h.facts is not None]
+    runs = [(h, p) for h, p in runs if p is not None]
+
+    def each(value_of) -> list[tuple[dict, float]]:
+        return [({"host": h.name}, v) for h, p in runs if (v := value_of(h, p)) is not None]
+
+    out.family(
+        "computefence_watch_training_processes",
+        "Training processes found on the host (torchrun, accelerate, deepspeed, python train...).",
+        each(lambda h, p: len(h.facts.watch.processes.processes)),
+    )
+    out.family("computefence_watch_step", "The run's current step.", each(lambda h, p: p.step))
+    out.family("computefence_watch_max_steps", "The run's max_steps.", each(lambda h, p: p.max_steps))
+    out.family(
+        "computefence_watch_seconds_per_step", "Seconds per training step.", each(lambda h, p: p.seconds_per_step)
+    )
+    out.family(
+        "computefence_watch_loss",
+        "The last logged training loss (NaN when the loss is NaN).",
+        each(lambda h, p: _loss(p.last_loss)),
+    )
+    out.family(
+        "computefence_watch_checkpoint_age_seconds",
+        "Seconds since the newest checkpoint was written (pod clock).",
+        each(lambda h, p: p.newest_checkpoint_age_s),
+    )
+    out.family(
+        "computefence_watch_gpu_utilization_percent",
+        "Mean GPU utilisation over the probe's sampling window.",
+        [
+            ({"host": h.name, "gpu": index}, round(value, 1))
+            for h, _ in runs
+            for index, value in gpu_means(h.facts.watch).items()
+        ],
+    )
+
+
+def _loss(value: float | str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
 
 
 def _info(host) -> dict[str, str]:

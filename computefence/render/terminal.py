@@ -45,6 +45,11 @@ def render(
     return _print(_renderables(report, width, group_by, quiet), color=color, width=width)
 
 
+def renderables(report: Report, width: int = 100) -> list[RenderableType]:
+    """The report as rich renderables, for a live display (fleet watch)."""
+    return _renderables(report, width, "check", False)
+
+
 def render_changes(changes: Changes, *, color: bool = False, width: int = 100) -> str:
     """`report diff`: the 'Since the last run' section alone."""
     return _print(changes_section(changes), color=color, width=width)
@@ -73,7 +78,7 @@ def _print(renderables: list[RenderableType], *, color: bool, width: int) -> str
 def _renderables(report: Report, width: int, group_by: str, quiet: bool) -> list[RenderableType]:
     if quiet:
         return _quiet(report)
-    out = _fleet(report, width, group_by) if report.kind == "fleet" else _single(report, width)
+    out = _fleet(report, width, group_by) if report.kind in views.FLEET_KINDS else _single(report, width)
     applied = views.applied_line(report)
     return out + [Text(clean(applied), style="dim")] if applied else out
 
@@ -168,7 +173,7 @@ def _fleet(report: Report, width: int, group_by: str) -> list[RenderableType]:
     s = report.summary
     out: list[RenderableType] = [
         Text.assemble(
-            ("ComputeFence fleet check", "bold"),
+            (f"ComputeFence fleet {'watch' if report.kind == 'watch' else 'check'}", "bold"),
             f" · {views.plural(s.hosts, 'pod')}",
             (f" · {clean(report.generated_at)}", "dim"),
         )
@@ -182,7 +187,7 @@ def _fleet(report: Report, width: int, group_by: str) -> list[RenderableType]:
     for source in report.sources:
         if source.ok and source.resolver:
             out.append(Text(f"{one_line(source.name)}: read by {one_line(source.resolver)}", style="dim"))
-    out.extend(_summary_table(report.hosts, width))
+    out.extend(_watch_table(report.hosts, width) if report.kind == "watch" else _summary_table(report.hosts, width))
 
     if group_by == "pod":
         out.extend(_by_pod(report, width))
@@ -275,6 +280,42 @@ def _summary_table(hosts: list[HostReport], width: int) -> list[RenderableType]:
     return [*(line for host in hosts for line in _stacked_pod(host, width)), Text()]
 
 
+_WATCH_COLUMNS = [
+    Column("Pod"),
+    Column("Step"),
+    Column("Pace", drop=2),
+    Column("Loss"),
+    Column("GPU util", "GPU"),
+    Column("Newest checkpoint", "Checkpoint", breaks=" ", drop=1),
+    Column("Status"),
+]
+
+
+_WATCH_STATE = {"ready": "healthy", "blocked": "failing"}
+
+
+def _watch_table(hosts: list[HostReport], width: int) -> list[RenderableType]:
+    """fleet watch's pod table: step, pace, loss, GPU utilisation, newest checkpoint."""
+    rows = []
+    for host in hosts:
+        state = views.host_state(host)
+        cells = views.watch_cells(host)
+        rows.append(
+            [
+                Text(clean(host.name)),
+                *(Text(clean(cell)) for cell in cells),
+                Text(_WATCH_STATE.get(state, state), style=_STATE_STYLE.get(state, "bold magenta")),
+            ]
+        )
+    table = fit_table(_WATCH_COLUMNS, rows, width)
+    if table is not None:
+        return [table, Text()]
+    return [
+        Text(" · ".join(clean(c) for c in [host.name, *views.watch_cells(host), views.host_state(host)]))
+        for host in hosts
+    ] + [Text()]
+
+
 def _stacked_pod(host: HostReport, width: int) -> list[Text]:
     """The pod table's row for a terminal too narrow for columns: name and state, then the
     machine, wrapped between its parts."""
@@ -312,7 +353,7 @@ def _by_pod(report: Report, width: int) -> list[RenderableType]:
 def _quiet(report: Report) -> list[RenderableType]:
     """The verdict, then one line per pod that is not ready (or, for one machine, per problem)."""
     out: list[RenderableType] = [_verdict(report)]
-    if report.kind != "fleet":
+    if report.kind not in views.FLEET_KINDS:
         for host in report.hosts:
             for finding in sorted(host.findings, key=lambda f: -f.severity.rank):
                 if finding.severity in (Severity.BLOCK, Severity.WARN):
@@ -420,7 +461,7 @@ def _verdict(report: Report) -> Text:
     verdict = report.summary.verdict
     text = Text(f" {views.verdict_word(report)} ", style=_VERDICT_STYLE[verdict])
     text.append(" " + clean(views.verdict_detail(report)))
-    if report.kind != "fleet" and verdict is Severity.BLOCK:
+    if report.kind not in views.FLEET_KINDS and verdict is Severity.BLOCK:
         text.append(". Fix the blockers above before starting the job.")
     return text
 

@@ -194,6 +194,9 @@ def applied_line(report: Report) -> str | None:
 # ---------------------------------------------------------------- version drift
 
 # Pods named per value of a drift row before the rest are counted.
+# Reports of many pods (a pod table, findings grouped across pods).
+FLEET_KINDS = ("fleet", "watch")
+
 DRIFT_NAMES = 5
 
 
@@ -303,7 +306,12 @@ def dataset_line(data: DatasetFacts) -> str:
 # ---------------------------------------------------------------- wording
 
 
+_WATCH_WORDS = {Severity.BLOCK: "FAILING", Severity.WARN: "WARNINGS", Severity.PASS: "HEALTHY"}
+
+
 def verdict_word(report: Report) -> str:
+    if report.kind == "watch":
+        return _WATCH_WORDS[report.summary.verdict]
     return run_verdict_word(report.summary.verdict, report.fail_on)
 
 
@@ -317,12 +325,17 @@ def run_verdict_word(verdict: Severity, fail_on: Severity) -> str:
 
 def verdict_detail(report: Report) -> str:
     s = report.summary
-    if report.kind != "fleet":
+    if report.kind not in FLEET_KINDS:
         host = report.hosts[0] if report.hosts else None
         if host is not None and host.status is not HostStatus.OK:
             return f"{host.status.value}: {one_line(host.reason or '')}".rstrip(": ")
         skipped = f", {s.skipped} skipped" if s.skipped else ""
         return f"{plural(s.blockers, 'blocker')}, {plural(s.warnings, 'warning')}, {s.passed} passed{skipped}"
+    if report.kind == "watch":
+        parts = [f"{s.hosts_blocked} of {plural(s.hosts, 'pod')} failing"]
+        if s.not_ok:
+            parts.append(f"{s.not_ok} not reached" + (" (allowed)" if report.allow_unreachable else ""))
+        return ", ".join([*parts, f"{s.hosts_warned} with warnings", f"{s.hosts_clean} healthy"])
     parts = [f"{s.hosts_blocked} of {plural(s.hosts, 'pod')} blocked"]
     if s.not_ok:
         parts.append(f"{s.not_ok} not checked" + (" (allowed)" if report.allow_unreachable else ""))
@@ -482,3 +495,42 @@ def changes_count_line(changes: Changes) -> str:
         plural(len(changes.versions), "version change") if changes.versions else "",
     ]
     return ", ".join(p for p in parts if p) or "nothing changed"
+
+
+# ---------------------------------------------------------------- fleet watch
+
+
+def watch_cells(host: HostReport) -> list[str]:
+    """Step (and max_steps), pace, last loss, GPU utilisation and newest checkpoint of a
+    watched pod; "-" where the pod did not say."""
+    from computefence.evaluate.run import progress
+
+    found = progress(host.facts) if host.status is HostStatus.OK else None
+    if found is None:
+        return ["-"] * 5
+    step = "-" if found.step is None else f"{found.step}" + (f"/{found.max_steps}" if found.max_steps else "")
+    pace = "-" if found.seconds_per_step is None else _pace(found.seconds_per_step)
+    loss = (
+        "-"
+        if found.last_loss is None
+        else (f"{found.last_loss:.4g}" if isinstance(found.last_loss, float | int) else str(found.last_loss))
+    )
+    util = "-" if found.gpu_util_pct is None else f"{found.gpu_util_pct:.0f}%"
+    ckpt = "-"
+    if found.newest_checkpoint:
+        age = found.newest_checkpoint_age_s
+        ckpt = found.newest_checkpoint + (f" ({_age(age)} ago)" if age is not None else "")
+    return [step, pace, loss, util, ckpt]
+
+
+def _pace(seconds: float) -> str:
+    return f"{seconds:.1f} s/it" if seconds >= 1 else f"{1 / seconds:.1f} it/s" if seconds > 0 else "-"
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"

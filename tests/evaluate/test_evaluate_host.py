@@ -96,6 +96,13 @@ def test_registry_lists_every_check_of_the_issue():
         "storage.budget",
         "storage.model-download",
         "gpu.memory-budget",
+        "run.no-job",
+        "run.gpu-idle",
+        "run.loss-plateau",
+        "run.loss-nan",
+        "run.stalled",
+        "run.checkpoint-ephemeral",
+        "run.disk-eta",
     }
     assert len(RULES) == 29
 

@@ -14,7 +14,10 @@ import pytest
 
 from computefence.connectors import payload
 from computefence.models import CheckOptions
-from computefence.probe import PARTS
+from computefence.probe import PARTS, WATCH_PARTS
+
+# Each probe's parts (payload.PROBES): fleet check's and fleet watch's.
+PROBES = {"check": PARTS, "watch": WATCH_PARTS}
 
 PARTS_DIR = Path(payload.__file__).parent.parent / "probe"
 # The repository's hook flags these in probe files; nothing under computefence/probe/ may match.
@@ -39,25 +42,30 @@ def _top_level_definitions(tree: ast.Module) -> set[str]:
 
 def test_every_part_file_is_listed_once():
     on_disk = {p.stem for p in PARTS_DIR.glob("*.py")} - {"__init__"}
-    assert sorted(PARTS) == sorted(on_disk) and len(set(PARTS)) == len(PARTS)
+    assert sorted(set(PARTS) | set(WATCH_PARTS)) == sorted(on_disk)
+    assert len(set(PARTS)) == len(PARTS) and len(set(WATCH_PARTS)) == len(WATCH_PARTS)
     assert PARTS[0] == "core" and PARTS[-1] == "collectors"
+    assert WATCH_PARTS[0] == "core" and WATCH_PARTS[-1] == "watch"
 
 
-def test_parts_import_only_the_stdlib_and_earlier_parts():
-    for index, name in enumerate(PARTS):
+@pytest.mark.parametrize("probe", sorted(PROBES))
+def test_parts_import_only_the_stdlib_and_earlier_parts(probe):
+    parts = PROBES[probe]
+    for index, name in enumerate(parts):
         source = (PARTS_DIR / f"{name}.py").read_text()
         assert not NON_STDLIB_IMPORT.search(source), name
         for node in _part_tree(name).body:
             if isinstance(node, ast.ImportFrom) and node.level:
-                assert node.level == 1 and node.module in PARTS[:index], (name, node.module)
+                assert node.level == 1 and node.module in parts[:index], (name, node.module)
                 defined = _top_level_definitions(_part_tree(node.module))
                 assert {alias.name for alias in node.names} <= defined, (name, node.module)
 
 
-def test_top_level_names_of_parts_do_not_clash():
+@pytest.mark.parametrize("probe", sorted(PROBES))
+def test_top_level_names_of_parts_do_not_clash(probe):
     # In the script all parts share one namespace: a second definition would silently win.
     owner: dict[str, str] = {}
-    for name in PARTS:
+    for name in PROBES[probe]:
         for defined in _top_level_definitions(_part_tree(name)):
             assert defined not in owner, f"{defined} is defined in both {owner[defined]} and {name}"
             owner[defined] = name

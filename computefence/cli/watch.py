@@ -1,0 +1,317 @@
+"""`computefence fleet watch`: the training run on every pod, judged by the run.* checks.
+
+One pass (--once, for cron) or, on a terminal, a live table refreshed every --interval
+seconds. Each pass sends the light watch probe (computefence/probe/watch*.py) and judges its
+facts with computefence/evaluate/run.py only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
+
+from computefence import evaluate
+from computefence.cli.app import EXIT_INTERRUPTED
+from computefence.cli.fleet import (
+    NotifyFormat,
+    NotifyOn,
+    _collect_less_often,
+    _connector,
+    _probe_all,
+    _targets,
+    ensure_open_files,
+    fleet_app,
+)
+from computefence.cli.output import FailOn, OutputFormat, emit
+from computefence.cli.policy import NoPolicyOpt, PolicyOpt, applied, apply_to_targets
+from computefence.cli.targets import target_options
+from computefence.errors import ConfigError
+from computefence.evaluate import requirements as policy_rules
+from computefence.evaluate.changes import compare_reports
+from computefence.evaluate.run import DEFAULT_STALL_MINUTES, settings_for
+from computefence.models import HostReport, HostStatus, Report, Target, WatchFacts
+from computefence.operations.notify import alert_settings
+from computefence.policy import EffectivePolicy, resolve_policy
+from computefence.sources import TargetSelection
+
+_RUN = "Running"
+_OPS = "Fleet operations"
+# Seconds of GPU sampling in each pass's probe.
+GPU_WINDOW_S = 3.0
+
+
+@fleet_app.command("watch", no_args_is_help=False)
+@target_options
+def watch(
+    ctx: typer.Context,
+    selection: TargetSelection = TargetSelection(),
+    once: bool = typer.Option(False, "--once", help="One pass, then exit (for cron)."),
+    interval: float = typer.Option(
+        60.0, "--interval", min=5.0, metavar="SECONDS", help="Seconds between passes without --once."
+    ),
+    stall_minutes: float = typer.Option(
+        DEFAULT_STALL_MINUTES,
+        "--stall-minutes",
+        min=1.0,
+        metavar="MINUTES",
+        help="run.stalled: the job's log and trainer_state.json older than this (by the pod's clock).",
+    ),
+    concurrency: int = typer.Option(
+        256, "--concurrency", min=1, metavar="N", envvar="COMPUTEFENCE_CONCURRENCY", rich_help_panel=_RUN
+    ),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, metavar="SECONDS", rich_help_panel=_RUN),
+    timeout: float = typer.Option(
+        30.0,
+        "--timeout",
+        min=5.0,
+        metavar="SECONDS",
+        help="Deadline per pod and pass, connecting included.",
+        rich_help_panel=_RUN,
+    ),
+    accept_new: bool = typer.Option(
+        False, "--accept-new", help="Trust the host key of a pod seen for the first time.", rich_help_panel=_RUN
+    ),
+    insecure_no_host_key_check: bool = typer.Option(
+        False, "--insecure-no-host-key-check", help="Do not verify host keys at all (unsafe).", rich_help_panel=_RUN
+    ),
+    known_hosts: list[Path] = typer.Option(
+        [], "--known-hosts", metavar="FILE", envvar="COMPUTEFENCE_KNOWN_HOSTS", rich_help_panel=_RUN
+    ),
+    fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write each pass's report here (atomically) instead of stdout."
+    ),
+    fail_on: FailOn = typer.Option(
+        FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON", help="Exit 1 on blockers only, or on warnings too."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the verdict and the pods with findings."),
+    allow_unreachable: bool = typer.Option(
+        False, "--allow-unreachable", help="A pod that could not be reached does not fail the run."
+    ),
+    skip: list[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this run.* check (repeatable)."),
+    only: list[str] = typer.Option([], "--only", metavar="ID", help="Run only this run.* check (repeatable)."),
+    labels_from: Path | None = typer.Option(
+        None,
+        "--labels-from",
+        metavar="REPORT",
+        help="A saved `fleet check --dataset` JSON report: run.loss-plateau's k is each pod's label "
+        "count there, where job.num_labels does not say.",
+    ),
+    policy: PolicyOpt = None,
+    no_policy: NoPolicyOpt = False,
+    history: Path | None = typer.Option(
+        None,
+        "--history",
+        metavar="DIR",
+        help="With --once: keep each pass's JSON in DIR and report what changed since the last one.",
+        rich_help_panel=_OPS,
+    ),
+    keep: int = typer.Option(200, "--keep", min=1, metavar="N", help="Runs kept in --history.", rich_help_panel=_OPS),
+    history_wait: float = typer.Option(60.0, "--history-wait", min=0.0, metavar="SECONDS", rich_help_panel=_OPS),
+    notify: list[str] = typer.Option(
+        [],
+        "--notify",
+        metavar="URL",
+        envvar="COMPUTEFENCE_NOTIFY",
+        show_envvar=True,
+        help="POST a message to this webhook, as fleet check does (the URL is a secret).",
+        rich_help_panel=_OPS,
+    ),
+    notify_on: NotifyOn | None = typer.Option(None, "--notify-on", rich_help_panel=_OPS),
+    notify_format: NotifyFormat | None = typer.Option(None, "--notify-format", rich_help_panel=_OPS),
+) -> int:
+    """Watch the training run on every pod: a job that is not there, idle GPUs, a loss stuck
+    at ln(k) or NaN, a stalled log, checkpoints on vanishing storage, a disk that fills.
+
+    Exit status: 0 no blockers; 1 blockers (run.loss-nan, run.checkpoint-ephemeral,
+    run.disk-eta), where a pod that could not be reached counts unless --allow-unreachable;
+    2 usage or inventory error; 130 interrupted.
+    """
+    loaded = resolve_policy(policy, no_policy)
+    for flag, patterns in (("--only", only), ("--skip", skip)):
+        for pattern in patterns:
+            if not (pattern == "run" or pattern.startswith("run.")):
+                raise ConfigError(f"{flag} {pattern!r}: fleet watch judges only the run.* checks")
+    evaluate.select_findings([], only=only, skip=skip)
+    if accept_new and insecure_no_host_key_check:
+        raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")
+    for path in known_hosts:
+        if not path.is_file():
+            raise ConfigError(f"--known-hosts {path}: no such file")
+    labels = _dataset_labels(labels_from) if labels_from is not None else {}
+    if history is not None and not once:
+        raise ConfigError("--history keeps one entry per cron run: add --once")
+    from computefence.connectors.ssh import INSECURE_WARNING, RunOptions
+
+    if insecure_no_host_key_check:
+        print(INSECURE_WARNING, file=sys.stderr)
+    ensure_open_files(concurrency)
+    ctx.with_resource(_collect_less_often())
+    options = RunOptions(
+        concurrency=concurrency,
+        connect_timeout=connect_timeout,
+        deadline=timeout,
+        known_hosts=[str(p) for p in known_hosts],
+        accept_new=accept_new,
+        insecure_no_host_key_check=insecure_no_host_key_check,
+        probe="watch",
+    )
+    alerts = alert_settings(
+        notify,
+        notify_on and notify_on.value,
+        notify_format and notify_format.value,
+        loaded.policy.notify if loaded is not None else None,
+        # Without --once each pass is compared with the one before, as with a history.
+        history=history is not None or not once,
+    )
+    run_history = None
+    if history is not None:
+        from computefence.operations.history import open_history
+
+        run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
+    with _targets(False, None, selection) as (targets, sources):
+        if not targets and all(source.ok for source in sources):
+            raise ConfigError("no targets to watch")
+        targets, policies = apply_to_targets(targets, loaded)
+        targets = [_watch_target(t, policies.get(t.name)) for t in targets]
+
+        def one_pass(previous: Report | None) -> tuple[Report, bool]:
+            connector = _connector(targets, options, None)
+            hosts, interrupted = asyncio.run(_probe_all(targets, connector, {}, quiet=quiet or not once))
+            hosts = [
+                _judged(host, target, policies.get(target.name), stall_minutes, previous, labels, only, skip)
+                for target, host in zip(targets, hosts)
+            ]
+            report = evaluate.build_report(
+                hosts, kind="watch", sources=sources, fail_on=fail_on.severity, allow_unreachable=allow_unreachable
+            )
+            return report.model_copy(update={"policy": applied(loaded)}), interrupted
+
+        if once:
+            previous = _previous_watch(run_history) if run_history is not None else None
+            report, interrupted = one_pass(previous)
+            if interrupted:
+                if output is None:
+                    emit(report, fmt.value, None, quiet=quiet)
+                print("computefence: interrupted; nothing written", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            if previous is not None:
+                report = report.model_copy(update={"changes": compare_reports(previous, report)})
+            emit(report, fmt.value, output, quiet=quiet)
+            if run_history is not None:
+                run_history.save(report)
+            if alerts is not None:
+                alerts.send(report)
+            return evaluate.exit_code(report)
+        return _loop(one_pass, interval, fmt.value, output, quiet, alerts)
+
+
+def _watch_target(target: Target, policy: EffectivePolicy | None) -> Target:
+    """The target as the watch probes it: no dataset scan or canary, the job's settings."""
+    job = policy.job if policy is not None else None
+    extra: dict = {"gpu_window_s": GPU_WINDOW_S}
+    if job is not None:
+        for key, value in (("job_process", job.process), ("job_log", job.log), ("loss_regex", job.loss_regex)):
+            if value:
+                extra[key] = value
+    checks = target.checks.model_copy(update={"dataset": None, "perf": False})
+    return target.model_copy(update={"checks": checks, "probe_extra": extra})
+
+
+def _judged(
+    host: HostReport,
+    target: Target,
+    policy: EffectivePolicy | None,
+    stall_minutes: float,
+    previous: Report | None,
+    labels: dict[str, int],
+    only: list[str],
+    skip: list[str],
+) -> HostReport:
+    if host.status is not HostStatus.OK or host.facts is None:
+        return host
+    before = _previous_facts(previous, host.name)
+    findings = evaluate.evaluate_watch(
+        host.facts,
+        target.checks,
+        target.provider,
+        settings_for(policy.job if policy is not None else None, stall_minutes, before, labels.get(host.name)),
+    )
+    if policy is not None:
+        findings = policy_rules.apply_policy(findings, policy)
+    return host.model_copy(update={"findings": evaluate.select_findings(findings, only=only, skip=skip)})
+
+
+def _dataset_labels(path: Path) -> dict[str, int]:
+    """Each pod's label count from a saved report's dataset facts (a capped count is no count)."""
+    from computefence.cli.report import load_report
+
+    report = load_report(path)
+    found = {}
+    for host in report.hosts:
+        data = host.facts.dataset if host.facts is not None else None
+        if data is not None and data.distinct_labels >= 2 and not data.distinct_labels_capped:
+            found[host.name] = data.distinct_labels
+    if not found:
+        raise ConfigError(f"--labels-from {path}: no pod in it has a dataset label count (run fleet check --dataset)")
+    return found
+
+
+def _previous_facts(previous: Report | None, name: str) -> WatchFacts | None:
+    if previous is None:
+        return None
+    for host in previous.hosts:
+        if host.name == name and host.facts is not None:
+            return host.facts.watch
+    return None
+
+
+def _previous_watch(run_history) -> Report | None:
+    previous = run_history.latest()
+    if previous is not None and previous.kind != "watch":
+        raise ConfigError(
+            f"--history {run_history.directory} holds {previous.kind} runs: give fleet watch a directory of its own"
+        )
+    return previous
+
+
+def _loop(one_pass, interval: float, fmt: str, output: Path | None, quiet: bool, alerts) -> int:
+    """Passes every `interval` seconds until Ctrl-C (exit 130): a live table on a terminal,
+    else each pass's report in turn (to --output, replaced atomically each time)."""
+    console = Console()
+    live_table = output is None and fmt == "rich" and console.is_terminal
+    previous: Report | None = None
+    live = Live(console=console, auto_refresh=False, transient=False) if live_table else None
+    try:
+        if live is not None:
+            live.start()
+        while True:
+            started = time.monotonic()
+            report, interrupted = one_pass(previous)
+            if interrupted:
+                raise KeyboardInterrupt
+            if previous is not None:
+                report = report.model_copy(update={"changes": compare_reports(previous, report)})
+            if live is not None:
+                from computefence.render.terminal import renderables
+
+                footer = Text(f"next pass in {interval:g} s · Ctrl-C to stop", style="dim")
+                live.update(Group(*renderables(report, console.width), footer), refresh=True)
+            else:
+                emit(report, fmt, output, quiet=quiet)
+            if alerts is not None and previous is not None:
+                alerts.send(report)
+            previous = report
+            time.sleep(max(0.0, interval - (time.monotonic() - started)))
+    except KeyboardInterrupt:
+        if live is not None:
+            live.stop()
+        print("computefence: watch stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,209 @@
+"""run.*: watch facts in, findings out. Each case is data: what the pod showed, the
+severity expected and words the message must carry."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from computefence.evaluate import evaluate_watch
+from computefence.evaluate.run import WatchSettings, progress, settings_for
+from computefence.models import CheckOptions, Facts, ProviderInfo, WatchFacts
+from computefence.policy import Job
+from computefence.probe.watch_files import _trainer_state
+
+NOW = 1_800_000_000.0
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "watch" / "trainer_state.imdb-distilbert-lora.json"
+MOUNTS = [
+    {"mount_point": "/", "fs_type": "overlay", "source": "overlay"},
+    {"mount_point": "/workspace", "fs_type": "ext4", "source": "/dev/sdb"},
+    {"mount_point": "/dev/shm", "fs_type": "tmpfs", "source": "shm"},
+]
+JOB = {
+    "pid": 41,
+    "matched_by": "torchrun",
+    "argv": ["/usr/bin/python3", "/usr/local/bin/torchrun", "train.py"],
+    "elapsed_s": 600,
+    "cpu_cores": 1.0,
+}
+
+
+def watch(
+    *,
+    job: dict | None = JOB,
+    util: float | None = 95.0,
+    losses: list | None = None,
+    log_age_s: float = 10.0,
+    out: str = "/workspace/out",
+    free: int = 500 * 10**9,
+    checkpoints: list[tuple[str, int, int]] = (("checkpoint-500", 500, 16 * 10**9),),
+    state: dict | None = None,
+) -> WatchFacts:
+    """A pod's watch facts: one GPU at `util`, one job, a log, checkpoints (name, step, bytes)."""
+    ckpts = [
+        {"path": f"{out}/{name}", "name": name, "mtime": NOW - 60 * i, "size_bytes": size, "step": step}
+        for i, (name, step, size) in enumerate(checkpoints)
+    ]
+    directory = {
+        "path": out,
+        "resolved": out,
+        "exists": True,
+        "free_bytes": free,
+        "checkpoints": ckpts,
+        "checkpoint_count": len(ckpts),
+        "largest_checkpoint": max(ckpts, key=lambda c: c["size_bytes"]) if ckpts else None,
+    }
+    if state is not None:
+        directory["trainer_state"] = state
+    document = {
+        "gpu": {
+            "nvidia_smi_found": True,
+            "window_s": 3.0,
+            "samples": [{"t": t, "gpus": [{"index": 0, "utilization_pct": util}]} for t in (0, 1, 2, 3)],
+        },
+        "processes": {"processes": [job] if job else []},
+        "outputs": {"now": NOW, "dirs": [directory], "mounts": MOUNTS},
+        "log": {"path": "/workspace/train.log", "exists": True, "mtime": NOW - log_age_s, "losses": losses or []},
+    }
+    return WatchFacts.model_validate(document)
+
+
+def judged(facts: WatchFacts, check: str, settings: WatchSettings = WatchSettings(), provider=None) -> list:
+    found = evaluate_watch(Facts(watch=facts), CheckOptions(), provider, settings)
+    return [f for f in found if f.check == check]
+
+
+def one(facts: WatchFacts, check: str, **kwargs):
+    found = judged(facts, check, **kwargs)
+    assert len(found) == 1, found
+    return found[0]
+
+
+LN2 = math.log(2)
+FALLING = [round(2.3 - 0.1 * i, 3) for i in range(15)]
+
+CASES = [
+    # (id, facts, check, severity, words in the message)
+    ("healthy", watch(losses=FALLING), "run.loss-plateau", "pass", []),
+    ("plateau-ln2", watch(losses=[LN2 + 0.003 * (-1) ** i for i in range(12)]), "run.loss-plateau", "warn", ["0.693"]),
+    ("nine-losses", watch(losses=[LN2] * 9), "run.loss-plateau", "skip", ["10"]),
+    ("just-outside-2pct", watch(losses=[LN2 * 1.021] * 12), "run.loss-plateau", "pass", []),
+    ("nan", watch(losses=[*FALLING, "nan"]), "run.loss-nan", "block", ["nan"]),
+    ("inf", watch(losses=[*FALLING, "inf", 0.4]), "run.loss-nan", "block", ["inf"]),
+    ("numbers", watch(losses=FALLING), "run.loss-nan", "pass", []),
+    ("no-job", watch(job=None, util=0.0), "run.no-job", "warn", ["no training process"]),
+    ("unknown-job-busy", watch(job=None, util=80.0), "run.no-job", "pass", ["job.process"]),
+    ("idle-cpu-fallback", watch(job=dict(JOB, cpu_cores=7.5), util=0.0), "run.gpu-idle", "warn", ["on the CPU"]),
+    ("idle-waiting", watch(job=dict(JOB, cpu_cores=0.05), util=3.0), "run.gpu-idle", "warn", ["DataLoader"]),
+    ("busy", watch(util=99.0), "run.gpu-idle", "pass", []),
+    ("util-na", watch(util=None), "run.gpu-idle", "skip", []),
+    ("stalled", watch(log_age_s=40 * 60), "run.stalled", "warn", ["40 min"]),
+    ("moving", watch(log_age_s=30), "run.stalled", "pass", []),
+    ("overlay", watch(out="/root/out"), "run.checkpoint-ephemeral", "block", ["/root/out", "overlay"]),
+    ("tmpfs", watch(out="/dev/shm/out"), "run.checkpoint-ephemeral", "block", ["tmpfs"]),
+    ("volume", watch(), "run.checkpoint-ephemeral", "pass", ["/workspace/out"]),
+    ("next-save-fails", watch(free=10 * 10**9), "run.disk-eta", "block", ["10.0 GB free", "16.0 GB"]),
+]
+
+
+@pytest.mark.parametrize(("facts", "check", "severity", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_case(facts, check, severity, words):
+    finding = one(facts, check)
+    assert finding.severity.value == severity, finding.message
+    for word in words:
+        assert word in finding.message
+    if severity in ("warn", "block"):
+        assert finding.fix, "every problem comes with a fix or advice"
+
+
+def test_no_job_names_the_hourly_price_from_the_provider():
+    provider = ProviderInfo(provider="runpod", pod_id="abc", cost_per_hour=2.49)
+    assert "$2.49/h" in one(watch(job=None, util=0.0), "run.no-job", provider=provider).message
+
+
+def test_plateau_uses_the_jobs_label_count():
+    three = [math.log(3)] * 12
+    assert one(watch(losses=three), "run.loss-plateau", settings=WatchSettings(num_labels=3)).severity.value == "warn"
+    # The same losses are no plateau for two classes, and ln 2 is no plateau for three.
+    assert one(watch(losses=three), "run.loss-plateau").severity.value == "pass"
+    ln2 = one(watch(losses=[LN2] * 12), "run.loss-plateau", settings=WatchSettings(num_labels=3))
+    assert ln2.severity.value == "pass"
+    counted = one(watch(losses=three), "run.loss-plateau", settings=WatchSettings(dataset_labels=3))
+    assert counted.severity.value == "warn" and "dataset" in counted.message
+
+
+def test_stalled_is_judged_by_the_pods_clock_and_the_stall_minutes():
+    # The facts' clock is NOW, years from the laptop's: only the difference on the pod counts.
+    assert one(watch(log_age_s=20 * 60), "run.stalled").severity.value == "warn"
+    relaxed = WatchSettings(stall_minutes=30)
+    assert one(watch(log_age_s=20 * 60), "run.stalled", settings=relaxed).severity.value == "pass"
+
+
+def test_disk_eta_warns_with_the_numbers_before_max_steps():
+    state = {"path": "/workspace/out/checkpoint-500/trainer_state.json", "global_step": 500, "max_steps": 5000}
+    state.update(save_steps=500, mtime=NOW)
+    finding = one(watch(free=100 * 10**9, state=state), "run.disk-eta")
+    assert finding.severity.value == "warn"
+    # 9 checkpoints to come of 16 GB each: 144 GB against 100 GB free, room for 6.
+    assert "9 more checkpoints of 16.0 GB" in finding.message and "holds 6" in finding.message
+    assert "save_total_limit to 6" in finding.fix.advice
+    # save_total_limit 3 keeps at most 4 on disk at once: one is there, 3 more fit.
+    bounded = one(watch(free=100 * 10**9, state=state), "run.disk-eta", settings=WatchSettings(save_total_limit=3))
+    assert bounded.severity.value == "pass"
+
+
+def test_disk_eta_uses_the_growth_since_the_last_pass():
+    state = {"path": "/workspace/out/checkpoint-500/trainer_state.json", "global_step": 500, "max_steps": 50000}
+    state.update(mtime=NOW)
+    earlier = watch(free=400 * 10**9, state=state, checkpoints=())
+    earlier.outputs.now = NOW - 3600
+    now = watch(free=300 * 10**9, state=state, checkpoints=())
+    now.log.progress = {"step": 1000, "total": 50000, "seconds_per_step": 2.0}
+    finding = one(now, "run.disk-eta", settings=WatchSettings(previous=earlier))
+    # 100 GB an hour, 300 GB free: 3 h; 49,000 steps at 2 s: 27 h.
+    assert finding.severity.value == "warn" and "3.0 h" in finding.message and "27.2 h" in finding.message
+
+
+def test_a_real_trainer_state_reads_and_judges_as_a_run_that_learned():
+    state = _trainer_state(str(FIXTURE))
+    assert state["global_step"] == 375 and state["max_steps"] == 375 and state["save_steps"] == 500
+    losses = [e["loss"] for e in state["log_history"] if "loss" in e]
+    assert losses[0] == 0.6899 and len(losses) == 18
+    facts = watch(state=dict(state, mtime=NOW))
+    facts.log = None
+    assert one(facts, "run.loss-plateau").severity.value == "pass"
+    assert one(facts, "run.loss-nan").severity.value == "pass"
+    found = progress(Facts(watch=facts))
+    assert found.step == 375 and found.max_steps == 375 and found.last_loss == 0.349
+
+
+def test_nan_in_trainer_state_travels_as_text(tmp_path):
+    path = tmp_path / "trainer_state.json"
+    path.write_text('{"global_step": 40, "log_history": [{"loss": NaN, "step": 40}, {"loss": Infinity, "step": 45}]}')
+    state = _trainer_state(str(path))
+    assert [e["loss"] for e in state["log_history"]] == ["nan", "inf"]
+    facts = watch(state=dict(state, mtime=NOW))
+    facts.log = None
+    assert one(facts, "run.loss-nan").severity.value == "block"
+
+
+def test_only_run_checks_judge_a_watch():
+    found = evaluate_watch(Facts(watch=watch(util=0.0)), CheckOptions(), None, WatchSettings())
+    assert found and all(f.check.startswith("run.") for f in found)
+
+
+def test_before_the_first_checkpoint_the_job_budget_sizes_one():
+    job = Job.model_validate({"params": "1B", "max_steps": 1000, "save_steps": 100, "num_labels": 5})
+    settings = settings_for(job)
+    # storage.budget's arithmetic for a full bf16 AdamW run: about 14 bytes a parameter.
+    assert 10 * 10**9 < settings.checkpoint_bytes < 20 * 10**9
+    assert settings.num_labels == 5 and settings.job_max_steps == 1000
+    finding = one(watch(free=5 * 10**9, checkpoints=()), "run.disk-eta", settings=settings)
+    assert finding.severity.value == "block" and "job budget" in finding.message
+    # Once a checkpoint is written, its size counts instead.
+    written = one(
+        watch(free=5 * 10**9, checkpoints=(("checkpoint-100", 100, 10**9),)), "run.disk-eta", settings=settings
+    )
+    assert written.severity.value != "block"
