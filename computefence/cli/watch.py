@@ -17,34 +17,31 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from computefence import evaluate
+from computefence import evaluate, run
+from computefence import watch as watching
 from computefence.cli.app import EXIT_INTERRUPTED
 from computefence.cli.fleet import (
     NotifyFormat,
     NotifyOn,
-    _collect_less_often,
-    _connector,
-    _probe_all,
-    _targets,
+    collect_less_often,
     ensure_open_files,
     fleet_app,
+    probe_with_progress,
 )
 from computefence.cli.output import FailOn, OutputFormat, emit
-from computefence.cli.policy import NoPolicyOpt, PolicyOpt, applied, apply_to_targets
-from computefence.cli.targets import target_options
+from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt
+from computefence.cli.targets import session_targets, target_options
+from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.errors import ConfigError
-from computefence.evaluate import requirements as policy_rules
 from computefence.evaluate.changes import compare_reports
-from computefence.evaluate.run import DEFAULT_STALL_MINUTES, settings_for
-from computefence.models import HostReport, HostStatus, Report, Target, WatchFacts
+from computefence.evaluate.run import DEFAULT_STALL_MINUTES
+from computefence.models import Report
 from computefence.operations.notify import alert_settings
-from computefence.policy import EffectivePolicy, resolve_policy
+from computefence.policy import resolve_policy
 from computefence.sources import TargetSelection
 
 _RUN = "Running"
 _OPS = "Fleet operations"
-# Seconds of GPU sampling in each pass's probe.
-GPU_WINDOW_S = 3.0
 
 
 @fleet_app.command("watch", no_args_is_help=False)
@@ -134,6 +131,7 @@ def watch(
     run.disk-eta), where a pod that could not be reached counts unless --allow-unreachable;
     2 usage or inventory error; 130 interrupted.
     """
+    # The policy and a typo in --only/--skip fail here, before any pod is contacted.
     loaded = resolve_policy(policy, no_policy)
     for flag, patterns in (("--only", only), ("--skip", skip)):
         for pattern in patterns:
@@ -148,17 +146,18 @@ def watch(
     labels = _dataset_labels(labels_from) if labels_from is not None else {}
     if history is not None and not once:
         raise ConfigError("--history keeps one entry per cron run: add --once")
-    from computefence.connectors.ssh import INSECURE_WARNING, RunOptions
-
+    rules = run.Rules(policy=loaded, only=tuple(only), skip=tuple(skip))
     if insecure_no_host_key_check:
+        from computefence.connectors.ssh import INSECURE_WARNING
+
         print(INSECURE_WARNING, file=sys.stderr)
     ensure_open_files(concurrency)
-    ctx.with_resource(_collect_less_often())
-    options = RunOptions(
+    ctx.with_resource(collect_less_often())
+    settings = ConnectSettings(
         concurrency=concurrency,
         connect_timeout=connect_timeout,
         deadline=timeout,
-        known_hosts=[str(p) for p in known_hosts],
+        known_hosts=tuple(str(p) for p in known_hosts),
         accept_new=accept_new,
         insecure_no_host_key_check=insecure_no_host_key_check,
         probe="watch",
@@ -176,23 +175,21 @@ def watch(
         from computefence.operations.history import open_history
 
         run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
-    with _targets(False, None, selection) as (targets, sources):
+    with open_connector("ssh", settings) as session:
+        targets, sources = session_targets(session, selection)
         if not targets and all(source.ok for source in sources):
             raise ConfigError("no targets to watch")
-        targets, policies = apply_to_targets(targets, loaded)
-        targets = [_watch_target(t, policies.get(t.name)) for t in targets]
+        plan = watching.plan(targets, rules, sources)
 
         def one_pass(previous: Report | None) -> tuple[Report, bool]:
-            connector = _connector(targets, options, None)
-            hosts, interrupted = asyncio.run(_probe_all(targets, connector, {}, quiet=quiet or not once))
-            hosts = [
-                _judged(host, target, policies.get(target.name), stall_minutes, previous, labels, only, skip)
-                for target, host in zip(targets, hosts)
-            ]
-            report = evaluate.build_report(
-                hosts, kind="watch", sources=sources, fail_on=fail_on.severity, allow_unreachable=allow_unreachable
+            hosts, interrupted = asyncio.run(
+                probe_with_progress(plan, session.connect(plan.targets), quiet=quiet or not once)
             )
-            return report.model_copy(update={"policy": applied(loaded)}), interrupted
+            judged = watching.judge(plan, hosts, stall_minutes=stall_minutes, previous=previous, labels=labels)
+            report = run.report_for(
+                plan, judged, kind="watch", fail_on=fail_on.severity, allow_unreachable=allow_unreachable
+            )
+            return report, interrupted
 
         if once:
             previous = _previous_watch(run_history) if run_history is not None else None
@@ -213,45 +210,9 @@ def watch(
         return _loop(one_pass, interval, fmt.value, output, quiet, alerts)
 
 
-def _watch_target(target: Target, policy: EffectivePolicy | None) -> Target:
-    """The target as the watch probes it: no dataset scan or canary, the job's settings."""
-    job = policy.job if policy is not None else None
-    extra: dict = {"gpu_window_s": GPU_WINDOW_S}
-    if job is not None:
-        for key, value in (("job_process", job.process), ("job_log", job.log), ("loss_regex", job.loss_regex)):
-            if value:
-                extra[key] = value
-    checks = target.checks.model_copy(update={"dataset": None, "perf": False})
-    return target.model_copy(update={"checks": checks, "probe_extra": extra})
-
-
-def _judged(
-    host: HostReport,
-    target: Target,
-    policy: EffectivePolicy | None,
-    stall_minutes: float,
-    previous: Report | None,
-    labels: dict[str, int],
-    only: list[str],
-    skip: list[str],
-) -> HostReport:
-    if host.status is not HostStatus.OK or host.facts is None:
-        return host
-    before = _previous_facts(previous, host.name)
-    findings = evaluate.evaluate_watch(
-        host.facts,
-        target.checks,
-        target.provider,
-        settings_for(policy.job if policy is not None else None, stall_minutes, before, labels.get(host.name)),
-    )
-    if policy is not None:
-        findings = policy_rules.apply_policy(findings, policy)
-    return host.model_copy(update={"findings": evaluate.select_findings(findings, only=only, skip=skip)})
-
-
 def _dataset_labels(path: Path) -> dict[str, int]:
     """Each pod's label count from a saved report's dataset facts (a capped count is no count)."""
-    from computefence.cli.report import load_report
+    from computefence.render.json import load_report
 
     report = load_report(path)
     found = {}
@@ -262,15 +223,6 @@ def _dataset_labels(path: Path) -> dict[str, int]:
     if not found:
         raise ConfigError(f"--labels-from {path}: no pod in it has a dataset label count (run fleet check --dataset)")
     return found
-
-
-def _previous_facts(previous: Report | None, name: str) -> WatchFacts | None:
-    if previous is None:
-        return None
-    for host in previous.hosts:
-        if host.name == name and host.facts is not None:
-            return host.facts.watch
-    return None
 
 
 def _previous_watch(run_history) -> Report | None:

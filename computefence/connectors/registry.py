@@ -34,6 +34,8 @@ class ConnectSettings:
     insecure_no_host_key_check: bool = False
     # replay: the folder of recordings
     recording: Path | None = None
+    # ssh: which probe to send (connectors.payload.PROBES): "check", or "watch" (fleet watch).
+    probe: str = "check"
 
 
 @dataclass
@@ -64,6 +66,7 @@ def _ssh_connector(settings: ConnectSettings, targets: list[Target]) -> Connecto
             known_hosts=list(settings.known_hosts),
             accept_new=settings.accept_new,
             insecure_no_host_key_check=settings.insecure_no_host_key_check,
+            probe=settings.probe,
         )
     )
     connector.read_known_hosts(targets)

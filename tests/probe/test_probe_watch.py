@@ -12,6 +12,7 @@ import pytest
 
 from computefence.connectors import payload
 from computefence.errors import ProbeOutputError
+from computefence.probe import WATCH_PARTS
 from computefence.probe.watch_files import _loss_patterns, _redact_line, collect_watch_log
 from computefence.probe.watch_gpu import _parse_smi_csv
 from computefence.probe.watch_jobs import _launch_kind, _output_dir_arg, _redact_argv
@@ -148,7 +149,7 @@ def test_default_patterns_leave_eval_loss_and_train_loss_summaries_alone():
 
 
 def test_the_watch_probe_is_one_python_3_8_script_that_answers_with_a_watch_section():
-    source = payload.probe_source("watch")
+    source = payload.probe_source(payload.probe_parts({}, WATCH_PARTS))
     ast.parse(source, feature_version=(3, 8))
     assert "collect_watch_gpu" in source and "collect_torch" not in source
     script = payload.probe_payload({"gpu_window_s": 0.2, "cpu_window_s": 0.1}, "watch")
