@@ -162,9 +162,36 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+# No real config dimension comes near this; a pod's config.json with 10**400 layers must not
+# overflow a float in the arithmetic.
+MAX_DIMENSION = 10**9
+# Nor does any checkpoint come near 10 PB: byte counts past it are not credible.
+MAX_BYTES = 10**16
+
+
 def _int(config: dict[str, Any], key: str) -> int | None:
     value = config.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    return value if type(value) is int and 0 < value <= MAX_DIMENSION else None
+
+
+def credible(model: ModelFacts | None) -> ModelFacts | None:
+    """The pod's model facts with every count it could not have (negative, past 10 PB) dropped:
+    a shard so reported counts as unread, an index total as absent."""
+    if model is None:
+        return None
+
+    def fits(value: int | None) -> bool:
+        return value is None or 0 <= value <= MAX_BYTES
+
+    index = model.index
+    if index is not None and not fits(index.total_size):
+        index = index.model_copy(update={"total_size": None})
+    shards = [
+        s if fits(s.params) and fits(s.data_bytes) else s.model_copy(update={"params": None, "error": "not credible"})
+        for s in model.shards
+    ]
+    partial = model.incomplete_bytes if fits(model.incomplete_bytes) else 0
+    return model.model_copy(update={"index": index, "shards": shards, "incomplete_bytes": partial})
 
 
 @dataclass(frozen=True)
@@ -260,10 +287,10 @@ def model_size(model: ModelFacts | None, job: Job, table: TrainingMemory) -> Mod
     dtype = _config_dtype(config, table)
     if model is not None and model.found and model.shards:
         read = [s for s in model.shards if s.present and s.params is not None and not s.error]
-        if read and len(read) == len(model.shards):
-            params = sum(s.params or 0 for s in read)
+        params = sum(s.params or 0 for s in read)
+        if read and len(read) == len(model.shards) and params > 0:
             data = sum(s.data_bytes or 0 for s in read)
-            return ModelSize(params, "safetensors headers", data / params if params else 2.0, config)
+            return ModelSize(params, "safetensors headers", data / params, config)
     if model is not None and model.index is not None and model.index.total_size:
         per = dtype or _shard_dtype(model, table) or table.download_default_dtype_bytes
         return ModelSize(round(model.index.total_size / per), "index total_size", per, config)
@@ -432,7 +459,7 @@ def _size_or_skip(facts: Facts, ctx: Context, cid: str) -> ModelSize | Finding |
     if not job.model and not job.params:
         note = f" ({ctx.job_note})" if ctx.job_note else ""
         return skipped(cid, f"no job.model or job.params in computefence.yaml{note}: the run's size is not known")
-    size = model_size(facts.model, job, load_training_memory())
+    size = model_size(credible(facts.model), job, load_training_memory())
     return size if size is not None else skipped(cid, NO_SIZE)
 
 
@@ -480,9 +507,10 @@ def check_storage_budget(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     point = out.mount_point or out.path
     free = out.free_bytes
     # A download still to come into an HF cache on this same filesystem takes its room first.
-    cache = facts.model.cache if facts.model is not None else None
+    model = credible(facts.model)
+    cache = model.cache if model is not None else None
     pending = (
-        download_pending(facts.model, job, table)
+        download_pending(model, job, table)
         if cache is not None and cache.mount_point is not None and cache.mount_point == out.mount_point
         else 0
     )
@@ -580,7 +608,7 @@ def check_model_download(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         return []
     if not job.model:
         return [skipped(cid, "no job.model in computefence.yaml: no download to size")]
-    model = facts.model
+    model = credible(facts.model)
     if model is None:
         why = collector_error(facts, "model") or "this probe did not look for it"
         return [skipped(cid, f"job.model {job.model} was not looked up on the pod: {one_line(why, 120)}")]

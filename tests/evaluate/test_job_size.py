@@ -315,3 +315,28 @@ def test_every_formula_row_names_a_source_the_file_spells_out():
     named = {s for row in TABLE.precision.values() for s in row.source}
     named |= {row.source for row in TABLE.optimizer.values()} | {row.source for row in TABLE.sharding.values()}
     assert named <= set(TABLE.sources) and all(len(TABLE.sources[s]) > 60 for s in named)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        {"index": {"total_size": 10**400}},
+        {"index": {"total_size": -5}},
+        {"shards": [{"name": "a.safetensors", "present": True, "params": 10**400, "data_bytes": -1}]},
+        {"shards": [{"name": "a.safetensors", "present": True, "params": 0, "data_bytes": 0}]},
+        {"config": {"model_type": "llama", "hidden_size": 10**400, "intermediate_size": 1, "num_hidden_layers": 10**400,
+                    "num_attention_heads": 0, "vocab_size": 1.5}},
+        {"incomplete_bytes": 10**400},
+        {"cache": {"path": "/c", "free_bytes": 10**30, "mount_point": "/workspace"}},
+    ],
+)  # fmt: skip
+def test_counts_no_pod_could_report_never_crash_the_checks(model):
+    # A broken or hostile probe answer: every check still gives one line, none raises.
+    facts = _facts(
+        volume_free=180 * GB,
+        model=ModelFacts.model_validate({"ref": "o/m", "source": "hf_cache", "found": True, **model}),
+    )
+    for method in ("full", "lora"):
+        findings = _judge(f"job: {{model: o/m, params: 8B, method: {method}, save_total_limit: 2}}\n", facts)
+        sized = [f for f in findings if f.check in ("storage.budget", "storage.model-download", "gpu.memory-budget")]
+        assert len(sized) == 3 and all("\n" not in f.message for f in sized)
