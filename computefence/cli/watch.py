@@ -132,7 +132,7 @@ def watch(
     2 usage or inventory error; 130 interrupted.
     """
     # The policy and a typo in --only/--skip fail here, before any pod is contacted.
-    loaded = resolve_policy(policy, no_policy)
+    loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
     for flag, patterns in (("--only", only), ("--skip", skip)):
         for pattern in patterns:
             if not (pattern == "run" or pattern.startswith("run.")):
