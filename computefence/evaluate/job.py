@@ -9,7 +9,6 @@ Without a `job:` section they say nothing: the run they would size is not descri
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -67,6 +66,8 @@ class OptimizerRow(_Strict):
 
 class ShardingRow(_Strict):
     divides: list[Literal["optimizer", "grads", "weights"]]
+    # The key under `checkpoint` whose layout this sharding's runs write.
+    checkpoint: str
     source: str
 
 
@@ -122,6 +123,9 @@ def load_training_memory(path: Path | None = None) -> TrainingMemory:
         raise ConfigError(f"training memory data {path}: {where}: {first.get('msg')}") from None
     named = [s for row in data.precision.values() for s in row.source]
     named += [row.source for row in data.optimizer.values()] + [row.source for row in data.sharding.values()]
+    layouts = sorted({row.checkpoint for row in data.sharding.values()} - set(data.checkpoint))
+    if layouts:
+        raise ConfigError(f"training memory data {path}: checkpoint layout {layouts[0]!r} is not under `checkpoint`")
     unknown = sorted({s for s in named if s not in data.sources})
     if unknown:
         raise ConfigError(f"training memory data {path}: source {unknown[0]!r} is not under `sources`")
@@ -344,10 +348,6 @@ class CheckpointEstimate:
     makeup: str
 
 
-def _writer(job: Job) -> str:
-    return {"none": "trainer", "fsdp": "fsdp", "zero3": "zero3"}.get(job.sharding, "zero12")
-
-
 def checkpoint_estimate(size: ModelSize, job: Job, table: TrainingMemory) -> CheckpointEstimate | None:
     if job.method != "full":
         trainable = adapter_params(model_shape(size.config), job.lora or Lora())
@@ -361,7 +361,7 @@ def checkpoint_estimate(size: ModelSize, job: Job, table: TrainingMemory) -> Che
             trainable * weights,
             f"adapter {weights:g} B" + ("" if job.save_only_model else f" + optimizer {optimizer:g} B"),
         )
-    row = table.checkpoint[_writer(job)]
+    row = table.checkpoint[table.sharding[job.sharding].checkpoint]
     saved = table.saved_weights[job.precision]
     weights = saved if row.full.weights == "model" else float(row.full.weights)
     optimizer = table.optimizer_bytes(job.optimizer, job.precision)
@@ -393,8 +393,7 @@ def budget_bytes(estimate: CheckpointEstimate, count: int) -> float:
 @dataclass(frozen=True)
 class GpuEstimate:
     per_gpu: float
-    # Each part's bytes per GPU, for the message.
-    parts: dict[str, float]
+    # The arithmetic, for the message: "8.03B params × (6 weights + 4 grads + 8 adamw) B".
     formula: str
 
 
@@ -418,7 +417,7 @@ def gpu_estimate(size: ModelSize, job: Job, gpus: int, table: TrainingMemory) ->
             f"{size.params / 1e9:.2f}B params × ({layout.weights:g} weights + {layout.grads:g} grads + "
             f"{optimizer:g} {job.optimizer}{master}) B{over}"
         )
-        return GpuEstimate(sum(parts.values()), parts, formula)
+        return GpuEstimate(sum(parts.values()), formula)
     trainable = adapter_params(model_shape(size.config), job.lora or Lora())
     if trainable is None:
         return None
@@ -434,7 +433,7 @@ def gpu_estimate(size: ModelSize, job: Job, gpus: int, table: TrainingMemory) ->
         f"{size.params / 1e9:.2f}B frozen × {frozen:g} B + {trainable / 1e6:.1f}M adapter × "
         f"({adapter.weights:g} + {adapter.grads:g} + {optimizer:g}) B"
     )
-    return GpuEstimate(sum(parts.values()), parts, formula)
+    return GpuEstimate(sum(parts.values()), formula)
 
 
 # ---------------------------------------------------------------- findings
@@ -696,10 +695,10 @@ def check_gpu_memory_budget(facts: Facts, checks: CheckOptions, ctx: Context) ->
     if estimate.per_gpu <= smallest * table.gpu_warn_share:
         return [passed(cid, f"{arithmetic}; activations come on top")]
     message = f"{arithmetic}: over {table.gpu_warn_share:.0%} before activations, which come on top (an estimate)"
-    return [warn(cid, message, _memory_fix(size, job, gpus, smallest, table))]
+    return [warn(cid, message, _memory_fix(size, job, gpus, smallest, estimate.per_gpu, table))]
 
 
-def _memory_fix(size: ModelSize, job: Job, gpus: int, memory: float, table: TrainingMemory) -> Fix:
+def _memory_fix(size: ModelSize, job: Job, gpus: int, memory: float, need: float, table: TrainingMemory) -> Fix:
     options = []
     changes: list[tuple[str, dict]] = []
     if gpus > 1 and job.sharding not in ("zero3", "fsdp"):
@@ -720,13 +719,8 @@ def _memory_fix(size: ModelSize, job: Job, gpus: int, memory: float, table: Trai
             # Without config.json the adapter cannot be sized; the frozen weights dominate it.
             frozen = size.params * float(table.frozen_weights[changed.method][changed.precision])
             options.append(f"{label}: {gb(int(frozen))} of frozen weights per GPU + the adapter's states")
-    options.append(f"GPUs with more than {gb(int(size_needed(size, job, gpus, table) / table.gpu_warn_share))} each")
+    options.append(f"GPUs with more than {gb(int(need / table.gpu_warn_share))} each")
     return Fix(advice="model states per GPU with " + "; ".join(options))
-
-
-def size_needed(size: ModelSize, job: Job, gpus: int, table: TrainingMemory) -> float:
-    estimate = gpu_estimate(size, job, gpus, table)
-    return estimate.per_gpu if estimate is not None else math.nan
 
 
 RULES = [check_storage_budget, check_model_download, check_gpu_memory_budget]
