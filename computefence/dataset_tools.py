@@ -100,7 +100,7 @@ def _refuse_same_file(in_path: str, out_path: str) -> None:
         raise ConfigError(f"OUT {out_path}: directory {dst.parent} does not exist")
 
 
-def _check_scan(path: str, facts: dict, drop_conflicts: bool, drop_missing: bool, by_input: bool) -> None:
+def _check_scan(path: str, facts: dict[str, Any], drop_conflicts: bool, drop_missing: bool, by_input: bool) -> None:
     if facts["error"]:
         raise ConfigError(f"cannot read {path}: {facts['error']}")
     if not facts["rows"] and not facts["unreadable_rows"]:

@@ -587,14 +587,16 @@ class _LineLoader(yaml.SafeLoader):
     """Keeps each node's line so a validation error can point at it."""
 
 
-def _to_python(node: yaml.Node, loader: _LineLoader, path: tuple, lines: dict, seen: set) -> Any:
+def _to_python(
+    node: yaml.Node, loader: _LineLoader, path: tuple[Any, ...], lines: dict[str, Any], seen: set[Any]
+) -> Any:
     if id(node) in seen:
         # Aliases make small files expand into huge ones; a policy has no need for them.
         raise ConfigError(f"{{file}}:{node.start_mark.line + 1}: YAML aliases (*name) are not allowed in a policy")
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         seen.add(id(node))
-        result: dict = {}
+        result: dict[str, Any] = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node)
             if not isinstance(key, (str, int, float)) or isinstance(key, bool):
@@ -614,7 +616,7 @@ def parse_policy_text(text: str, filename: str, checks: Collection[str] | None =
     """The policy in `text`, or ConfigError `filename:LINE: ...`. `checks`: the check ids its
     severity and skip may name (evaluate.CHECKS); None takes their patterns as written."""
     loader = _LineLoader(text)
-    lines: dict[tuple, int] = {}
+    lines: dict[tuple[Any, ...], int] = {}
     try:
         try:
             root = loader.get_single_node()
@@ -639,7 +641,7 @@ def parse_policy_text(text: str, filename: str, checks: Collection[str] | None =
         raise ConfigError(_first_error(exc, lines, filename)) from None
 
 
-def _first_error(exc: ValidationError, lines: dict[tuple, int], filename: str) -> str:
+def _first_error(exc: ValidationError, lines: dict[tuple[Any, ...], int], filename: str) -> str:
     # An unknown key first: a misspelt key also makes its real one look missing.
     error = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
     loc = tuple(error.get("loc", ()))
@@ -660,14 +662,14 @@ def _first_error(exc: ValidationError, lines: dict[tuple, int], filename: str) -
     return f"{filename}:{line}: {where}: {message}"
 
 
-def _line_of(loc: tuple, lines: dict[tuple, int]) -> int:
+def _line_of(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
     for end in range(len(loc), -1, -1):
         if loc[:end] in lines:
             return lines[loc[:end]]
     return 1
 
 
-def _valid_keys(loc: tuple) -> list[str]:
+def _valid_keys(loc: tuple[Any, ...]) -> list[str]:
     """The keys allowed at `loc` in the policy schema."""
     model: Any = Policy
     for part in loc:

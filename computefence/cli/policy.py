@@ -45,7 +45,7 @@ def _spec_text(value: Any) -> Any:
     return value.text if hasattr(value, "text") and hasattr(value, "clauses") else value
 
 
-def effective_document(policy: EffectivePolicy) -> dict:
+def effective_document(policy: EffectivePolicy) -> dict[str, Any]:
     """The effective policy as a user would write it (only what is set)."""
     data = policy.model_dump(exclude_defaults=True, exclude={"hardware", "custom", "job"})
     hardware = {
@@ -66,7 +66,7 @@ def effective_document(policy: EffectivePolicy) -> dict:
     return data
 
 
-def _derived(policy: EffectivePolicy) -> dict:
+def _derived(policy: EffectivePolicy) -> dict[str, Any]:
     """The job's figures the policy alone implies (bytes per parameter, checkpoints kept)."""
     if policy.job is None:
         return {}

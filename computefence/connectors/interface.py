@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from computefence.connectors.payload import probe_params
 from computefence.evaluate import status_fix
@@ -21,7 +21,7 @@ from computefence.models import Facts, HostReport, HostStatus, Target
 
 
 class Connector(Protocol):
-    async def check(self, target: Target, params: dict) -> HostReport:
+    async def check(self, target: Target, params: dict[str, Any]) -> HostReport:
         """The target's facts, or the status saying why there are none."""
 
 
@@ -64,7 +64,7 @@ def cancelled_report(target: Target) -> HostReport:
     return host_report(target, Outcome(HostStatus.CANCELLED, "interrupted before this pod finished"), 0.0)
 
 
-def target_params(target: Target, extra: dict | None = None) -> dict:
+def target_params(target: Target, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The probe parameters for one target: its checks, its interpreter, its probe roots."""
     params = probe_params(target.checks, target.python, **(extra or {}))
     if target.probe_roots:
@@ -77,7 +77,7 @@ def target_params(target: Target, extra: dict | None = None) -> dict:
 async def check_targets(
     connector: Connector,
     targets: list[Target],
-    extra_params: dict | None = None,
+    extra_params: dict[str, Any] | None = None,
     on_progress: Callable[[HostReport], None] | None = None,
     stop: asyncio.Event | None = None,
 ) -> list[HostReport]:

@@ -12,6 +12,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import asyncssh
 
@@ -71,7 +72,7 @@ class HostKeyLookup:
     def known(self) -> bool:
         return bool(self.trusted or self.ca_keys)
 
-    def as_asyncssh(self) -> tuple[list, list, list]:
+    def as_asyncssh(self) -> tuple[list[Any], list[Any], list[Any]]:
         return self.trusted, self.ca_keys, self.revoked
 
 
@@ -163,7 +164,7 @@ def _key_text(key: asyncssh.SSHKey) -> str:
     return " ".join(key.export_public_key("openssh").decode().split()[:2])
 
 
-def _match(entries: asyncssh.SSHKnownHosts, host: str, addr: str, port: int) -> tuple[list, list, list]:
+def _match(entries: asyncssh.SSHKnownHosts, host: str, addr: str, port: int) -> tuple[list[Any], list[Any], list[Any]]:
     """Keys for host/addr, as OpenSSH matches: off port 22 only `[host]:port` entries count.
 
     asyncssh's own match() falls back to the bare host when the port has no entry, which on

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+from typing import Any
 
 from computefence.connectors.interface import Outcome, host_report
 from computefence.connectors.payload import parse_probe_output, probe_payload
@@ -24,7 +25,7 @@ class LocalConnector:
         # shorter, so it answers with timed-out collectors rather than being killed.
         self.timeout = timeout
 
-    async def check(self, target: Target, params: dict) -> HostReport:
+    async def check(self, target: Target, params: dict[str, Any]) -> HostReport:
         started = time.monotonic()
         try:
             facts = await probe_local(params, self.timeout)
@@ -40,7 +41,7 @@ class LocalConnector:
         )
 
 
-async def probe_local(params: dict, timeout: float) -> Facts:
+async def probe_local(params: dict[str, Any], timeout: float) -> Facts:
     """Facts about this machine, or ProbeOutputError with a one-line reason."""
     payload = probe_payload(params).encode("utf-8")
     # -I: the probe is stdlib only; a json.py or threading.py in the user's working

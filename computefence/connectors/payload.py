@@ -91,7 +91,7 @@ def _joined_import(found: re.Match[str], importer: str, parts: tuple[str, ...]) 
     return "%s = None  # part %s not sent: these parameters do not need it\n" % (" = ".join(names), source)
 
 
-def probe_params(checks: CheckOptions, python: str = "python3", **extra) -> dict:
+def probe_params(checks: CheckOptions, python: str = "python3", **extra) -> dict[str, Any]:
     params = {
         "python": python,
         "output_dir": checks.output_dir,
@@ -137,7 +137,7 @@ def probe_wire(params: dict, probe: str = "check") -> bytes:
     return head + zlib.compress(_params_line(params).encode("utf-8"), 9) + tail
 
 
-def _params_line(params: dict) -> str:
+def _params_line(params: dict[str, Any]) -> str:
     return "EMBEDDED_PARAMS = %s\n" % repr(json.dumps(params, sort_keys=True))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -47,7 +48,7 @@ class ReplayConnector:
     def __init__(self, recordings: list[Recording]):
         self.recordings = {recording.target.name: recording for recording in recordings}
 
-    async def check(self, target: Target, params: dict) -> HostReport:
+    async def check(self, target: Target, params: dict[str, Any]) -> HostReport:
         recording = self.recordings.get(target.name)
         if recording is None:
             return host_report(target, Outcome(HostStatus.PROBE_FAILED, f"nothing was recorded for {target.name}"), 0.0)

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import asyncssh
 
@@ -172,19 +173,19 @@ class SshConnector:
             if options.use_user_known_hosts:
                 files.insert(0, str(user_known_hosts_path()))
             self.store = HostKeyStore(files, options.own_known_hosts or own_known_hosts_path())
-        self._keys: dict[tuple[str, ...], list] = {}
+        self._keys: dict[tuple[str, ...], list[Any]] = {}
 
     def read_known_hosts(self, targets: list[Target]) -> None:
         if self.store is not None:
             self.store.preload([path for target in targets for path in target.known_hosts])
 
-    async def check(self, target: Target, params: dict) -> HostReport:
+    async def check(self, target: Target, params: dict[str, Any]) -> HostReport:
         async with self.semaphore:
             started = time.monotonic()
             outcome = await self._bounded(target, params, started)
             return host_report(target, outcome, time.monotonic() - started, self.options.connect_timeout)
 
-    async def _bounded(self, target: Target, params: dict, started: float) -> Outcome:
+    async def _bounded(self, target: Target, params: dict[str, Any], started: float) -> Outcome:
         phase = ["connecting"]
         try:
             return await asyncio.wait_for(
@@ -200,7 +201,9 @@ class SshConnector:
         except Exception as exc:  # a bug here must cost this pod its result, not the whole fleet's
             return Outcome(HostStatus.PROBE_FAILED, f"internal error: {type(exc).__name__}: {_one_line(exc)}")
 
-    async def _connect_and_probe(self, target: Target, params: dict, started: float, phase: list[str]) -> Outcome:
+    async def _connect_and_probe(
+        self, target: Target, params: dict[str, Any], started: float, phase: list[str]
+    ) -> Outcome:
         try:
             client_keys = self._client_keys(target)
         except (OSError, asyncssh.KeyImportError, ValueError) as exc:
@@ -270,7 +273,7 @@ class SshConnector:
         await asyncio.sleep(options.retry_backoff * (1 + random.random()))
         return await asyncssh.connect(target.host, **kwargs)
 
-    def _client_keys(self, target: Target) -> list | None:
+    def _client_keys(self, target: Target) -> list[Any] | None:
         if not target.identity_files:
             return None  # asyncssh's defaults: ~/.ssh/id_* and the agent, as ssh does
         paths = tuple(os.path.expanduser(p) for p in target.identity_files)
@@ -278,7 +281,9 @@ class SshConnector:
             self._keys[paths] = asyncssh.load_keypairs(list(paths))
         return self._keys[paths]
 
-    async def _probe(self, conn: asyncssh.SSHClientConnection, target: Target, params: dict, started: float) -> Outcome:
+    async def _probe(
+        self, conn: asyncssh.SSHClientConnection, target: Target, params: dict[str, Any], started: float
+    ) -> Outcome:
         remaining = self.options.deadline - (time.monotonic() - started)
         # Under the client's own deadline, so the pod reports the kill before we give up.
         limit = max(1, int(remaining - 0.5))

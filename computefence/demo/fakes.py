@@ -20,6 +20,7 @@ import shutil
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 DRIVER_STATE_FILE = "fake-nvidia-driver.json"
 # Beside the fake nvidia-smi: what the GPUs are doing now (utilisation, memory, compute
@@ -56,8 +57,8 @@ def write_fake_nvidia_smi(bin_dir: Path, scenario: str) -> Path:
     if scenario not in _SMI_INDEX:
         raise ValueError(f"unknown nvidia-smi scenario {scenario!r}; known: {', '.join(NVIDIA_SMI_SCENARIOS)}")
     entry = _SMI_INDEX[scenario]
-    data: dict = {"hang": bool(entry.get("hang"))}
-    state: dict = {"scenario": scenario, "usable": False, "cuda_version": None, "devices": []}
+    data: dict[str, Any] = {"hang": bool(entry.get("hang"))}
+    state: dict[str, Any] = {"scenario": scenario, "usable": False, "cuda_version": None, "devices": []}
     if "failure" in entry:
         data["failure"] = _recording("nvidia-smi", entry["failure"])
         data["exit_code"] = entry["exit_code"]

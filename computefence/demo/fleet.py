@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import asyncssh
 
@@ -52,7 +53,7 @@ class DemoPod:
     reachable: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
     # What `--perf` measures on its GPUs (computefence.demo.fakes.write_fake_torch).
-    canary: dict | None = None
+    canary: dict[str, Any] | None = None
 
 
 # Figures a healthy card of the model reaches (see providers/hardware/gpu-performance.yaml).

@@ -6,6 +6,8 @@ num_processes / num_machines of them, and each needs a GPU of its own.
 
 from __future__ import annotations
 
+from typing import Any
+
 from computefence.evaluate.context import Context, block, passed, q, skipped, warn
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix
@@ -34,7 +36,7 @@ def _truthy(value: object) -> bool:
     return str(value).strip().lower() in ("true", "yes", "1")
 
 
-def _visible_gpus(facts: Facts, config: dict) -> int:
+def _visible_gpus(facts: Facts, config: dict[str, Any]) -> int:
     torch = facts.torch
     if torch.importable and torch.cuda_available and torch.device_count is not None:
         count = torch.device_count

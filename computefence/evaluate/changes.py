@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from computefence.evaluate.fleet import component_versions
 from computefence.models import (
     Changes,
@@ -99,7 +101,7 @@ def compare_reports(old: Report, new: Report) -> Changes:
     return changes
 
 
-def _order(change: FindingChange) -> tuple:
+def _order(change: FindingChange) -> tuple[Any, ...]:
     return (-_rank(change.severity_after or change.severity_before), change.finding.check, change.finding.subject or "")
 
 

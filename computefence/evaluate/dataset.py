@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import math
 import posixpath
+from typing import Any
 
 from computefence.evaluate.context import Context, block, collector_error, passed, q, skipped, warn
 from computefence.evaluate.spec import CheckSpec, Remedy
@@ -411,7 +412,7 @@ def _weights_fix(counts: list[tuple[str, int]], labelled: int) -> Fix:
     )
 
 
-def _label_order(name: str) -> tuple:
+def _label_order(name: str) -> tuple[Any, ...]:
     try:
         return (0, float(name), "")
     except ValueError:

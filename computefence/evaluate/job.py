@@ -700,7 +700,7 @@ def check_gpu_memory_budget(facts: Facts, checks: CheckOptions, ctx: Context) ->
 
 def _memory_fix(size: ModelSize, job: Job, gpus: int, memory: float, need: float, table: TrainingMemory) -> Fix:
     options = []
-    changes: list[tuple[str, dict]] = []
+    changes: list[tuple[str, dict[str, Any]]] = []
     if gpus > 1 and job.sharding not in ("zero3", "fsdp"):
         changes.append((f"sharding: zero3 (or fsdp) over the {gpus} GPUs", {"sharding": "zero3"}))
     if job.optimizer == "adamw":

@@ -11,6 +11,7 @@ import posixpath
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import lru_cache
+from typing import Any
 
 from computefence.evaluate.profiles import Profile, StorageClass
 from computefence.models import MountFacts, PathFacts, ProviderInfo
@@ -263,7 +264,7 @@ class StorageMap:
         """Data mounts that keep data at least as long as `at_least`, longest-lived first,
         the provider's own volume and persistent paths before other mounts."""
 
-        def rank(storage: Storage) -> tuple:
+        def rank(storage: Storage) -> tuple[Any, ...]:
             mount = storage.mount
             preferred = self._is_provider_volume(mount) or self._is_declared_persistent(mount)
             return (not preferred, -storage.level, mount.mount_point)

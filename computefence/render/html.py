@@ -512,7 +512,7 @@ class HistoryPage:
     machine_ids_seen: bool
 
 
-def render_history(runs: list) -> str:
+def render_history(runs: list[Any]) -> str:
     """`report history DIR`: the saved runs (operations.history.RunDigest, oldest first)."""
     return _environment().get_template("history.html.j2").render(page=_history_page(runs), assets=_assets())
 
@@ -523,7 +523,7 @@ def _when(generated_at: str) -> str:
     return text[:16].replace("T", " ") + ("Z" if text.endswith(("Z", "+00:00")) else "") if len(text) >= 16 else text
 
 
-def _pod_order(runs: list) -> list[str]:
+def _pod_order(runs: list[Any]) -> list[str]:
     """The newest run's pods in its order, then pods only earlier runs had, newest gone first."""
     order = list(runs[-1].pods)
     seen = set(order)
@@ -546,7 +546,7 @@ def _cell_title(pod: str, when: str, state, verdict: str) -> str:
     return f"{pod} · {when}: {verdict}: {findings}"
 
 
-def _matrix(runs: list, pods: list[str]) -> Matrix:
+def _matrix(runs: list[Any], pods: list[str]) -> Matrix:
     label_w = int(min(260, max(80, max(len(one_line(p)) for p in pods) * LABEL_CHAR_W)) + 10)
     top = 8
     # A few runs get wide cells, a day of them narrow ones: about 640 units of runs either way.
@@ -581,7 +581,7 @@ TREND_W = 760
 TREND_H = 220
 
 
-def _trend(runs: list) -> Trend:
+def _trend(runs: list[Any]) -> Trend:
     left, right, top, bottom = 44.0, TREND_W - 120.0, 14.0, TREND_H - 30.0
     highest = max(max(r.summary.hosts for r in runs), 1)
     span = max(len(runs) - 1, 1)
@@ -628,7 +628,7 @@ _FAILED = (HostVerdict.BLOCKED, HostVerdict.NOT_CHECKED)
 CHANGED_RUNS = 5
 
 
-def _failing(runs: list, pods: list[str]) -> list[FailingPod]:
+def _failing(runs: list[Any], pods: list[str]) -> list[FailingPod]:
     out = []
     for pod in pods:
         states = [(run, run.pods[pod]) for run in runs if pod in run.pods]

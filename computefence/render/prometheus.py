@@ -7,6 +7,7 @@ Cron use: `computefence fleet check --format prometheus --output
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from computefence.evaluate.fleet import ready_hosts
 from computefence.evaluate.run import gpu_means, progress
@@ -40,7 +41,7 @@ class _Exposition:
     def __init__(self) -> None:
         self.lines: list[str] = []
 
-    def family(self, name: str, help_text: str, samples: list[tuple[dict, float]]) -> None:
+    def family(self, name: str, help_text: str, samples: list[tuple[dict[str, Any], float]]) -> None:
         if not samples:
             return
         self.lines.append(f"# HELP {name} {help_text}")

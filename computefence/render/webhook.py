@@ -9,6 +9,7 @@ and `& < >` escaped, as Slack's mrkdwn wants, so a pod cannot forge a link or a 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from computefence.models import Fix, Report, Severity
 from computefence.render import views
@@ -80,14 +81,14 @@ def _summary(report: Report) -> str:
     return " · ".join(_esc(p) for p in parts)
 
 
-def slack(report: Report) -> dict:
+def slack(report: Report) -> dict[str, Any]:
     """Slack/Mattermost incoming-webhook payload."""
     lines = _lines(report)
     text = _cut(
         "\n".join([f"{_ICON[report.summary.verdict]} *{_esc(_headline(report))}*", _summary(report), *lines]),
         TEXT_LIMIT,
     )
-    blocks: list[dict] = [
+    blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": _cut(_headline(report), HEADER_LIMIT)}},
         {"type": "section", "text": {"type": "mrkdwn", "text": _cut(_summary(report), SECTION_LIMIT)}},
     ]
@@ -104,7 +105,7 @@ def slack(report: Report) -> dict:
     return {"text": text, "blocks": blocks}
 
 
-def summary_json(report: Report) -> dict:
+def summary_json(report: Report) -> dict[str, Any]:
     """The report's summary and changes, without the facts."""
     return {
         "tool": "computefence",

@@ -451,7 +451,7 @@ def _identity_files(options: list[tuple[str, str]]) -> list[str]:
 # ---------------------------------------------------------------- targets
 
 
-def _target(name: str, where: str, groups: list[str], variables: dict[str, _Value], ignored: dict) -> Target:
+def _target(name: str, where: str, groups: list[str], variables: dict[str, _Value], ignored: dict[str, Any]) -> Target:
     """The target Ansible's ssh connection would reach for one host's merged variables."""
 
     def var(*names: str) -> tuple[str, Any] | None:
@@ -626,7 +626,7 @@ def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
             parent_of.setdefault(child, []).append(group.name)
 
     targets = []
-    ignored: dict = {}
+    ignored: dict[str, Any] = {}
     groups_of: dict[str, set[str]] = {}
     for group in inventory.groups.values():
         for name in group.hosts:
@@ -685,7 +685,7 @@ def ansible_inventory_command() -> list[str] | None:
     return [sys.executable, "-m", "ansible.cli.inventory"]
 
 
-def _ansible_list(command: list[str], path: Path, vault_args: list[str]) -> tuple[dict, list[str]]:
+def _ansible_list(command: list[str], path: Path, vault_args: list[str]) -> tuple[dict[str, Any], list[str]]:
     env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_LOCALHOST_WARNING": "0"}
     argv = [*command, "-i", str(path), "--list", *vault_args]
     try:
@@ -724,7 +724,7 @@ def _ansible_messages(text: str) -> list[str]:
     return messages
 
 
-def targets_from_ansible_list(document: dict, source: str) -> tuple[list[Target], list[str]]:
+def targets_from_ansible_list(document: dict[str, Any], source: str) -> tuple[list[Target], list[str]]:
     """Targets from `ansible-inventory --list` JSON: `_meta.hostvars` and the groups' members."""
     meta = document.get("_meta") if isinstance(document.get("_meta"), dict) else {}
     hostvars = meta.get("hostvars") if isinstance(meta.get("hostvars"), dict) else {}
@@ -748,7 +748,7 @@ def targets_from_ansible_list(document: dict, source: str) -> tuple[list[Target]
     for name in hostvars:
         order[str(name)] = None
     targets = []
-    ignored: dict = {}
+    ignored: dict[str, Any] = {}
     for host in order:
         member = _with_ancestors(member_of.get(host, []), parent_of)
         raw = hostvars.get(host) if isinstance(hostvars.get(host), dict) else {}

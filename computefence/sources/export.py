@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -67,7 +68,9 @@ def _describe(name: str, target: Target) -> str:
     return "# " + comment_text(", ".join(parts)) + "\n" if parts else ""
 
 
-def _header(kind: str, kept: list, skipped: list[Target], written_by: str = "computefence inventory export") -> str:
+def _header(
+    kind: str, kept: list[Any], skipped: list[Target], written_by: str = "computefence inventory export"
+) -> str:
     lines = [f"# {kind} written by `{written_by}` ({len(kept)} host{'' if len(kept) == 1 else 's'})."]
     for target in skipped:
         lines.append("# " + comment_text(f"Left out, not checkable: {target.name}: {target.unreachable_reason}"))
@@ -87,7 +90,7 @@ def export_yaml(targets: Sequence[Target], written_by: str = "computefence inven
         out.append(yaml.safe_dump({"known_hosts": known_hosts}, sort_keys=False))
     out.append("hosts:\n")
     for name, target in kept:
-        entry: dict = {"name": name, "host": target.host, "port": target.port}
+        entry: dict[str, Any] = {"name": name, "host": target.host, "port": target.port}
         if target.user:
             entry["user"] = target.user
         if target.identity_files:

@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from computefence.errors import ConfigError
 from computefence.http import check_base_url
@@ -68,5 +69,5 @@ def as_str(value: object) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
 
-def as_dict(value: object) -> dict:
+def as_dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}

@@ -129,7 +129,7 @@ class _Open:
         self.key: Any = _NO_KEY
         self.key_text, self.key_line = "", 0
         self.size, self.start_mark, self.anchor = 1, start_mark, anchor
-        self.merges: list[tuple[dict, Marks]] = []
+        self.merges: list[tuple[dict[str, Any], Marks]] = []
 
 
 _NO_KEY = object()
@@ -288,9 +288,9 @@ def _add_merge(mapping: _Open, value: Any, marks: MarksOrLine) -> None:
         raise _NeedsComposer  # not mappings: PyYAML's error says what was found
 
 
-def _merged(mapping: _Open) -> tuple[dict, Marks]:
+def _merged(mapping: _Open) -> tuple[dict[str, Any], Marks]:
     """A mapping's merged keys first, then its own, each later one winning (as PyYAML builds it)."""
-    data: dict = {}
+    data: dict[str, Any] = {}
     marks = Marks(mapping.marks.line, mapping=True)
     for merged, merged_marks in mapping.merges:
         data.update(merged)
