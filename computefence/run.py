@@ -96,6 +96,8 @@ def rules(
     `policy` is a loaded policy or a computefence.yaml to load (nothing is searched for);
     `baseline` a lock or a lock file, else the policy's `baseline:`."""
     loaded = load_policy(policy, evaluate.CHECKS) if isinstance(policy, Path) else policy
+    lock: BaselineLock | None
+    lock_file: AppliedFile | None
     if isinstance(baseline, BaselineLock):
         lock, lock_file = baseline, None
     elif isinstance(baseline, Path):

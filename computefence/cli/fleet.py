@@ -40,9 +40,9 @@ app.add_typer(fleet_app, name="fleet")
 
 _RUN = "Running"
 _OPS = "Fleet operations"
-HealthyFormat = Enum("HealthyFormat", {name: name for name in HEALTHY_FORMATS}, type=str)
-NotifyOn = Enum("NotifyOn", {name: name for name in NOTIFY_ON}, type=str)
-NotifyFormat = Enum("NotifyFormat", {name: name for name in NOTIFY_FORMATS}, type=str)
+HealthyFormat = Enum("HealthyFormat", {name: name for name in HEALTHY_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
+NotifyOn = Enum("NotifyOn", {name: name for name in NOTIFY_ON}, type=str)  # type: ignore[misc]  # members from a registry table
+NotifyFormat = Enum("NotifyFormat", {name: name for name in NOTIFY_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 
 
 @fleet_app.command("check", no_args_is_help=False)

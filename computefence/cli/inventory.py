@@ -33,7 +33,7 @@ class ListFormat(str, Enum):
     json = "json"
 
 
-ExportFormat = Enum("ExportFormat", {name: name for name in EXPORT_FORMATS}, type=str)
+ExportFormat = Enum("ExportFormat", {name: name for name in EXPORT_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 
 
 def reached_as(target: Target) -> str:
@@ -115,7 +115,7 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
                 for line in wrap(rest, console.width - 2, " · "):
                     console.print(Text("  " + line, style="dim"))
     for t in blocked:
-        console.print(Text(f"{t.name}: not checkable: {t.unreachable_reason.rstrip('.')}.", style="red"))
+        console.print(Text(f"{t.name}: not checkable: {(t.unreachable_reason or '').rstrip('.')}.", style="red"))
         if t.unreachable_fix:
             for command in t.unreachable_fix.commands:
                 console.print(Text(f"  fix: {command}", style="red"), soft_wrap=True)

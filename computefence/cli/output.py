@@ -16,10 +16,10 @@ from computefence.render import FORMATS, render_pieces
 from computefence.render.terminal import GROUP_BY
 
 # Typer shows an Enum's values as the choices in --help and rejects anything else (exit 2).
-OutputFormat = Enum("OutputFormat", {name: name for name in FORMATS}, type=str)
+OutputFormat = Enum("OutputFormat", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 
 
-GroupBy = Enum("GroupBy", {name: name for name in GROUP_BY}, type=str)
+GroupBy = Enum("GroupBy", {name: name for name in GROUP_BY}, type=str)  # type: ignore[misc]  # members from a registry table
 GROUP_BY_HELP = (
     "check: each finding once with the pods it hits; pod: each pod with its fixes in order (rich, markdown)."
 )

@@ -223,7 +223,9 @@ def _report_facts(path: Path, pod: str | None) -> tuple[Facts, str]:
             raise ConfigError(f"--pod {pod}: no checked pod of that name in {path}")
     if not checked:
         raise ConfigError(f"{path}: no pod in this report was checked; nothing to start a policy from")
-    return checked[0].facts, f"pod {checked[0].name} in {path.name}"
+    facts = checked[0].facts
+    assert facts is not None  # kept above for having facts
+    return facts, f"pod {checked[0].name} in {path.name}"
 
 
 @policy_app.command("init")

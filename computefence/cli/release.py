@@ -21,8 +21,8 @@ from computefence.render.release import RELEASE_FORMATS, render_release
 from computefence.sources.interface import ReleasingSource
 from computefence.sources.registry import PROVIDER_NAMES, provider_source
 
-Action = Enum("Action", {name: name for name in release.ACTIONS}, type=str)
-ReleaseFormat = Enum("ReleaseFormat", {name: name for name in RELEASE_FORMATS}, type=str)
+Action = Enum("Action", {name: name for name in release.ACTIONS}, type=str)  # type: ignore[misc]  # members from a registry table
+ReleaseFormat = Enum("ReleaseFormat", {name: name for name in RELEASE_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 
 
 @fleet_app.command("release")

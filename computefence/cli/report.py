@@ -23,7 +23,7 @@ from computefence.render.json import load_report
 class _ShowByDefault(TyperGroup):
     """`report FILE.json` means `report show FILE.json`; `diff` and `merge` are subcommands."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]  # typer.Context is click's
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = ["show", *args]
         return super().parse_args(ctx, args)
@@ -64,7 +64,7 @@ def report_command(
     return evaluate.exit_code(report)
 
 
-ChangesFormat = Enum("ChangesFormat", {name: name for name in CHANGES_FORMATS}, type=str)
+ChangesFormat = Enum("ChangesFormat", {name: name for name in CHANGES_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 
 
 @report_app.command("diff")

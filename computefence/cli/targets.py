@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -152,10 +152,9 @@ def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
         selection = TargetSelection(**{field: value for field, value in values.items() if value is not None})
         return command(*args, selection=selection, **kwargs)
 
-    with_selection.__signature__ = signature.replace(parameters=params[:at] + options + params[at + 1 :])
-    with_selection.__annotations__ = {
-        param.name: param.annotation for param in with_selection.__signature__.parameters.values()
-    }
+    declared = signature.replace(parameters=params[:at] + options + params[at + 1 :])
+    with_selection.__signature__ = declared  # type: ignore[attr-defined]  # what typer reads
+    with_selection.__annotations__ = {param.name: param.annotation for param in declared.parameters.values()}
     return with_selection
 
 
@@ -181,7 +180,7 @@ def gather_targets(selection: TargetSelection) -> tuple[list[Target], list[Sourc
     return targets, statuses
 
 
-def own_pods_connector(name: str, flag: str, selection: TargetSelection, conflicting: list[str] = ()) -> str:
+def own_pods_connector(name: str, flag: str, selection: TargetSelection, conflicting: Sequence[str] = ()) -> str:
     """`name` for a connector that brings its own pods (--demo, --replay), checked before it
     starts: no source option may be given besides it (--limit and --tag narrow its pods)."""
     picked = source_options(selection) + list(conflicting)
