@@ -13,18 +13,18 @@ from typer.core import TyperGroup
 from computefence import evaluate
 from computefence.cli.app import app
 from computefence.cli.output import emit_text, write_stdout
-from computefence.cli.report import load_report
 from computefence.errors import ConfigError
 from computefence.evaluate.ledger import avoid_list, build_ledger
 from computefence.models import HostLedger, Report
 from computefence.operations.history import ENTRY_RE
 from computefence.render.hosts import AVOID_FORMATS, HOSTS_FORMATS, render_avoid, render_hosts, vast_ids
+from computefence.render.json import load_report
 
 
 class _ListByDefault(TyperGroup):
     """`hosts --history DIR` means `hosts list --history DIR`; `avoid` is a subcommand."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]  # typer.Context is click's
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = ["list", *args]
         return super().parse_args(ctx, args)
@@ -39,8 +39,8 @@ hosts_app = typer.Typer(
 )
 app.add_typer(hosts_app, name="hosts")
 
-HostsFormat = Enum("HostsFormat", {name: name for name in HOSTS_FORMATS}, type=str)
-AvoidFormat = Enum("AvoidFormat", {name: name for name in AVOID_FORMATS}, type=str)
+HostsFormat = Enum("HostsFormat", {name: name for name in HOSTS_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
+AvoidFormat = Enum("AvoidFormat", {name: name for name in AVOID_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 HistoryOpt = typer.Option(..., "--history", metavar="DIR", help="The --history DIR of fleet check.")
 MinRunsOpt = typer.Option(
     1,

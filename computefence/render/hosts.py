@@ -102,7 +102,8 @@ def machine_notes(machine: LedgerMachine) -> list[str]:
 
 def vast_ids(machines: list[LedgerMachine]) -> tuple[list[str], list[str]]:
     """(Vast machine ids to exclude, ids that are not numbers and were left out)."""
-    ids, odd = [], []
+    ids: list[str] = []
+    odd: list[str] = []
     for m in machines:
         if m.provider == "vast":
             (ids if _VAST_ID.fullmatch(m.machine_id) else odd).append(m.machine_id)

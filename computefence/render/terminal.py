@@ -56,8 +56,9 @@ def render_changes(changes: Changes, *, color: bool = False, width: int = 100) -
 
 
 def _print(renderables: list[RenderableType], *, color: bool, width: int) -> str:
+    buffer = io.StringIO()
     console = Console(
-        file=io.StringIO(),
+        file=buffer,
         force_terminal=color,
         no_color=not color,
         color_system="auto" if color else None,
@@ -70,7 +71,7 @@ def _print(renderables: list[RenderableType], *, color: bool, width: int) -> str
     for renderable in renderables:
         # no_wrap Text (fix commands) goes out unfolded; the terminal wraps it softly.
         console.print(renderable, soft_wrap=isinstance(renderable, Text) and bool(renderable.no_wrap))
-    text = console.file.getvalue()
+    text = buffer.getvalue()
     # Cells are padded to the width; plain output (files, pipes) should not carry that.
     return text if color else "\n".join(line.rstrip() for line in text.split("\n"))
 
