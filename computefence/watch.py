@@ -12,6 +12,7 @@ Nothing here prints or reads the terminal.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from computefence import evaluate, run
 from computefence.evaluate import requirements as policy_rules
@@ -33,7 +34,7 @@ def plan(targets: Sequence[Target], rules: run.Rules | None = None, sources: Seq
 
 def _watch_target(target: Target, policy: EffectivePolicy | None) -> Target:
     job = policy.job if policy is not None else None
-    extra: dict = {"gpu_window_s": GPU_WINDOW_S}
+    extra: dict[str, Any] = {"gpu_window_s": GPU_WINDOW_S}
     if job is not None:
         for key, value in (("job_process", job.process), ("job_log", job.log), ("loss_regex", job.loss_regex)):
             if value:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console, Group
@@ -36,9 +38,12 @@ from computefence.errors import ConfigError
 from computefence.evaluate.changes import compare_reports
 from computefence.evaluate.run import DEFAULT_STALL_MINUTES
 from computefence.models import Report
-from computefence.operations.notify import alert_settings
+from computefence.operations.notify import Alerts, alert_settings
 from computefence.policy import resolve_policy
 from computefence.sources import TargetSelection
+
+if TYPE_CHECKING:
+    from computefence.operations.history import History  # fcntl: imported where used
 
 _RUN = "Running"
 _OPS = "Fleet operations"
@@ -225,7 +230,7 @@ def _dataset_labels(path: Path) -> dict[str, int]:
     return found
 
 
-def _previous_watch(run_history) -> Report | None:
+def _previous_watch(run_history: History) -> Report | None:
     previous = run_history.latest()
     if previous is not None and previous.kind != "watch":
         raise ConfigError(
@@ -234,7 +239,14 @@ def _previous_watch(run_history) -> Report | None:
     return previous
 
 
-def _loop(one_pass, interval: float, fmt: str, output: Path | None, quiet: bool, alerts) -> int:
+def _loop(
+    one_pass: Callable[[Report | None], tuple[Report, bool]],
+    interval: float,
+    fmt: str,
+    output: Path | None,
+    quiet: bool,
+    alerts: Alerts | None,
+) -> int:
     """Passes every `interval` seconds until Ctrl-C (exit 130): a live table on a terminal,
     else each pass's report in turn (to --output, replaced atomically each time)."""
     console = Console()

@@ -103,7 +103,10 @@ def write_fake_nvidia_smi(bin_dir: Path, scenario: str) -> Path:
 
 
 def write_gpu_activity(
-    bin_dir: Path, utilization: list[float | None], apps: list[dict] | None = None, memory_used_mib: list | None = None
+    bin_dir: Path,
+    utilization: list[float | None],
+    apps: list[dict[str, Any]] | None = None,
+    memory_used_mib: list[float | None] | None = None,
 ) -> Path:
     """What the fake driver in bin_dir reports from now on: per GPU its utilisation (None
     prints [N/A], as MIG slices do) and memory used, and the compute processes, each
@@ -115,7 +118,7 @@ def write_gpu_activity(
     return path
 
 
-def write_fake_torch(site_dir: Path, scenario: str, canary: dict | None = None) -> Path:
+def write_fake_torch(site_dir: Path, scenario: str, canary: dict[str, Any] | None = None) -> Path:
     """Write a fake `torch` package (and its dist-info) for `scenario` into site_dir; returns the package dir.
 
     `canary` sets what the --perf canary measures on this pod's GPUs: {"tflops": 740.0 (or one

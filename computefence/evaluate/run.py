@@ -16,6 +16,7 @@ from computefence.evaluate.mounts import Level
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import (
     CheckOptions,
+    Checkpoint,
     Facts,
     Finding,
     Fix,
@@ -23,6 +24,7 @@ from computefence.models import (
     PathFacts,
     ProviderInfo,
     StorageFacts,
+    TrainerState,
     TrainingProcess,
     WatchFacts,
 )
@@ -126,7 +128,7 @@ def losses(watch: WatchFacts) -> tuple[list[float | str], str]:
     return [], ""
 
 
-def trainer_state(watch: WatchFacts):
+def trainer_state(watch: WatchFacts) -> TrainerState | None:
     states = [d.trainer_state for d in watch.outputs.dirs if d.trainer_state is not None and not d.trainer_state.error]
     return max(states, key=lambda s: s.mtime or 0.0) if states else None
 
@@ -145,7 +147,7 @@ def _gpu_count(watch: WatchFacts) -> int:
     return max((len(s.gpus) for s in watch.gpu.samples), default=0)
 
 
-def newest_checkpoint(watch: WatchFacts):
+def newest_checkpoint(watch: WatchFacts) -> tuple[Checkpoint, OutputDirFacts] | None:
     found = [(c, d) for d in watch.outputs.dirs for c in d.checkpoints]
     return max(found, key=lambda pair: pair[0].mtime) if found else None
 
@@ -531,7 +533,7 @@ def check_disk_eta(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> 
 
 
 def _checkpoints_to_come(
-    state, found: OutputDirFacts, step_now: Progress | None, settings: WatchSettings
+    state: TrainerState | None, found: OutputDirFacts, step_now: Progress | None, settings: WatchSettings
 ) -> int | None:
     """Checkpoints still to be written that need room of their own: with save_total_limit,
     only up to the limit (plus the one being saved before the oldest goes)."""

@@ -120,7 +120,7 @@ def _job_pattern(params):
 
 
 _SCAN_LOCK = threading.Lock()
-_SCAN = {}
+_SCAN = {}  # type: dict
 
 
 def _scan_processes(params):
