@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from fleet_helpers import HEALTHY, host_entry, started_pods, write_inventory
-from model_cache import write_cache
+from model_cache import FIXTURES, write_cache
 from sshfleet import PodSpec
 
 from computefence.models import Severity
@@ -19,7 +19,11 @@ SIZED = ("storage.budget", "storage.model-download", "gpu.memory-budget")
 @pytest.fixture(scope="module")
 def pods(ssh_fleet, tmp_path_factory):
     # HF_HOME=/workspace/hf on a 200 GB ext4 volume; the tight pod has 12 GB of it left free.
-    specs = [PodSpec("sized", **HEALTHY), PodSpec("tight-cache", **HEALTHY, workspace_free_bytes=12 * 10**9)]
+    sft = (FIXTURES.parent / "training-configs" / "llamafactory-qwen3_full_sft.yaml").read_text()
+    specs = [
+        PodSpec("sized", **HEALTHY, files={"/root/qwen3_full_sft.yaml": sft}),
+        PodSpec("tight-cache", **HEALTHY, workspace_free_bytes=12 * 10**9),
+    ]
     hub = tmp_path_factory.mktemp("hf") / "hub"
     write_cache(hub, MODEL, "cogito-v1-preview-qwen-14B")
     with started_pods(ssh_fleet, specs) as started:
@@ -99,3 +103,19 @@ def test_a_policy_with_no_model_skips_with_the_reason(pods, ssh_fleet, run_cli, 
     assert set(found) == set(SIZED) and all(f.severity is Severity.SKIP for f in found.values())
     assert "no job.model or job.params" in found["storage.budget"].message
     assert host.facts.model is None  # nothing was looked up on the pod
+
+
+def test_a_llama_factory_config_on_the_pod_sizes_the_run(pods, ssh_fleet, run_cli, tmp_path):
+    # Its deepspeed ds_z3_config.json makes the run ZeRO-3: 2 B model + 12 B master and AdamW.
+    _, found, host = _check(
+        run_cli,
+        ssh_fleet,
+        tmp_path,
+        pods["sized"],
+        "{from: /root/qwen3_full_sft.yaml, params: 4.02e9, save_total_limit: 2}",
+    )
+    assert host.facts.model.from_file.model == "Qwen/Qwen3-4B-Instruct-2507"
+    budget = found["storage.budget"]
+    assert budget.message.startswith("needs 3 × 56.3 GB checkpoints + 8.0 GB final model")
+    assert "model 2 B + optimizer 12 B per param" in budget.message
+    assert "Qwen/Qwen3-4B-Instruct-2507" in found["storage.model-download"].message
