@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -227,25 +228,47 @@ def act(
     list again to show what the provider reports. Refused pods are passed through."""
     say = progress or (lambda line: print(line, file=sys.stderr))
     todo = [p for p in planned if p.outcome == "would_release"]
+    by_provider: dict[str, list[Planned]] = {}
+    for item in todo:
+        by_provider.setdefault(item.host.provider.provider, []).append(item)  # type: ignore[union-attr]
     results: dict[int, ReleasePod] = {}
-    providers = list(dict.fromkeys(p.host.provider.provider for p in todo if p.host.provider))
-    for name in providers:
-        source = sources[name]
-        mine = [p for p in todo if p.host.provider and p.host.provider.provider == name]
-        with source:
-            say(f"computefence: listing {source.title} pods again before acting")
-            now = _listing(source)
-            for item in mine:
-                results[id(item)] = _act_one(item, source, now, say)
-            released = [item for item in mine if results[id(item)].outcome == "released"]
-            if released:
-                after = _listing(source)
-                for item in released:
-                    results[id(item)] = _proven(results[id(item)], item, after)
+    # Providers in parallel (Lambda's pacing of a request a second must not hold up the others);
+    # each provider's pods one after another, on one connection.
+    with ThreadPoolExecutor(max_workers=max(1, len(by_provider))) as pool:
+        for done in pool.map(lambda name: _act_provider(sources[name], by_provider[name], say), by_provider):
+            results.update(done)
     return [results.get(id(p)) or p.pod() for p in planned]
 
 
-def _act_one(item: Planned, source: ReleasingSource, now: _Now, say: Callable[[str], None]) -> ReleasePod:
+def _act_provider(source: ReleasingSource, mine: list[Planned], say: Callable[[str], None]) -> dict[int, ReleasePod]:
+    results: dict[int, ReleasePod] = {}
+    with source:
+        say(f"computefence: listing {source.title} pods again before acting")
+        now = _listing(source)
+        ready: dict[str, list[Planned]] = {}
+        for item in mine:
+            held = _held_back(item, source, now)
+            if held is not None:
+                results[id(item)] = held
+            else:
+                ready.setdefault(item.action or "", []).append(item)
+        for action, items in ready.items():
+            ids = [item.host.provider.pod_id for item in items]  # type: ignore[union-attr]
+            say(f"computefence: {action} {', '.join(item.host.name for item in items)} on {source.title}")
+            answers = source.release_all(ids, action)
+            for item, pod_id in zip(items, ids):
+                results[id(item)] = item.pod(answers[pod_id].outcome, answers[pod_id].detail)
+        released = [item for item in mine if results[id(item)].outcome == "released"]
+        if released:
+            after = _listing(source)
+            for item in released:
+                results[id(item)] = _proven(results[id(item)], item, after)
+    return results
+
+
+def _held_back(item: Planned, source: ReleasingSource, now: _Now) -> ReleasePod | None:
+    """The outcome of a pod nothing is sent for (the listing failed, it is gone, already
+    stopped, or changed since the report); None for one to act on."""
     info = item.host.provider
     assert info is not None and item.action is not None
     if now.error is not None:
@@ -258,9 +281,7 @@ def _act_one(item: Planned, source: ReleasingSource, now: _Now, say: Callable[[s
     changed = _changed(item.host, current)
     if changed and not (item.action == "terminate" and _stopped(current) and _same_machine(item.host, current)):
         return item.pod("changed", f"changed since the report, not touched: {changed}")
-    say(f"computefence: {item.action} {item.host.name} ({source.title} {info.pod_id})")
-    answer = source.release(info.pod_id, item.action)
-    return item.pod(answer.outcome, answer.detail)
+    return None
 
 
 def _same_machine(host: HostReport, now: Target) -> bool:

@@ -97,5 +97,7 @@ def summary_line(result: ReleaseReport) -> str:
             return f"Dry run: nothing would be released{refused}."
         pods = "1 pod" if n == 1 else f"{n} pods"
         return f"Dry run: {pods} would be released, saving ${saved:.2f}/h{refused}. Run again with --yes to act."
-    parts = [f"{n} {outcome.replace('_', ' ')}" for outcome, n in counts.items()]
-    return f"{', '.join(parts)}: ${saved:.2f}/h no longer billed for GPUs."
+    parts = ", ".join(f"{n} {outcome.replace('_', ' ')}" for outcome, n in counts.items())
+    if not counts.get("released"):
+        return f"{parts}: nothing released."
+    return f"{parts}: ${saved:.2f}/h no longer billed for GPUs."

@@ -43,7 +43,8 @@ class ReleasingSource(TargetSource, Protocol):
     the pod). `accepts(pod_id)` says whether an id has the provider's shape (nothing else
     is ever sent). `describe(pod_id, action)` is the exact API call, for the dry run; it
     needs no key and calls nothing. `release(pod_id, action)` makes the call and never
-    raises for a failing API: the answer says "failed" and why. Used as a context manager,
+    raises for a failing API: the answer says "failed" and why; `release_all` is the same
+    for several pods. Used as a context manager,
     the source keeps one connection for every call in between (listings included).
     """
 
@@ -60,3 +61,7 @@ class ReleasingSource(TargetSource, Protocol):
     def describe(self, pod_id: str, action: str) -> str: ...
 
     def release(self, pod_id: str, action: str) -> ActionAnswer: ...
+
+    def release_all(self, pod_ids: list[str], action: str) -> dict[str, ActionAnswer]:
+        """Each pod's answer; a provider whose API takes many ids at once (Lambda) sends one request."""
+        ...

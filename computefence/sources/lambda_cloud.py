@@ -92,21 +92,39 @@ class LambdaSource:
         return f'POST {self._base()}{TERMINATE_PATH} {{"instance_ids": ["{pod_id}"]}}'
 
     def release(self, pod_id: str, action: str) -> ActionAnswer:
-        if not self.accepts(pod_id):
-            return ActionAnswer("failed", f"{pod_id!r} is not a Lambda Cloud instance id; nothing sent")
+        return self.release_all([pod_id], action)[pod_id]
+
+    def release_all(self, pod_ids: list[str], action: str) -> dict[str, ActionAnswer]:
+        """One terminate for all the instances (the API takes a list, and allows a request a
+        second); when it answers 404 (one of them went since the listing), one by one."""
+        answers = {i: ActionAnswer("failed", f"{i!r} is not a Lambda Cloud instance id; nothing sent") for i in pod_ids}
+        ids = [i for i in pod_ids if self.accepts(i)]
+        if not ids:
+            return answers
         try:
             with self._session() as api:
-                status, body = api.send_json("POST", TERMINATE_PATH, {"instance_ids": [pod_id]}, answered=(404,))
+                status, body = api.send_json("POST", TERMINATE_PATH, {"instance_ids": ids}, answered=(404,))
                 detail = api.error_text(body)
         except (SourceError, ConfigError) as exc:
-            return ActionAnswer("failed", str(exc))
+            return {**answers, **{i: ActionAnswer("failed", str(exc)) for i in ids}}
         if status == 404:
-            return ActionAnswer("gone", f"{PROVIDER}: no such instance (HTTP 404{f', {detail}' if detail else ''})")
+            if len(ids) > 1:
+                return {**answers, **{i: self.release_all([i], action)[i] for i in ids}}
+            return {
+                **answers,
+                ids[0]: ActionAnswer(
+                    "gone", f"{PROVIDER}: no such instance (HTTP 404{f', {detail}' if detail else ''})"
+                ),
+            }
         done = as_dict(as_dict(body).get("data")).get("terminated_instances")
-        ids = [as_str(as_dict(i).get("id")) for i in done] if isinstance(done, list) else []
-        if pod_id not in ids:
-            return ActionAnswer("failed", f"{PROVIDER} answered, but its terminated_instances does not list {pod_id}")
-        return ActionAnswer("released", f"{PROVIDER}: terminate accepted")
+        terminated = {as_str(as_dict(i).get("id")) for i in done} if isinstance(done, list) else set()
+        for i in ids:
+            answers[i] = (
+                ActionAnswer("released", f"{PROVIDER}: terminate accepted")
+                if i in terminated
+                else ActionAnswer("failed", f"{PROVIDER} answered, but its terminated_instances does not list {i}")
+            )
+        return answers
 
     def targets(self) -> list[Target]:
         base = self._base()

@@ -117,6 +117,9 @@ class RunPodSource:
         mutation = "podStop" if action == "stop" else "podTerminate"
         return f'runpod.{action}_pod("{pod_id}"): POST {self._base()}/graphql {mutation}(input: {{podId: "{pod_id}"}})'
 
+    def release_all(self, pod_ids: list[str], action: str) -> dict[str, ActionAnswer]:
+        return {pod_id: self.release(pod_id, action) for pod_id in pod_ids}
+
     def release(self, pod_id: str, action: str) -> ActionAnswer:
         if not self.accepts(pod_id):
             return ActionAnswer("failed", f"{pod_id!r} is not a RunPod pod id; nothing sent")

@@ -106,6 +106,9 @@ class VastSource:
         url = f"{self._base()}/api/v0/instances/{pod_id}/"
         return f'PUT {url} {{"state": "stopped"}}' if action == "stop" else f"DELETE {url}"
 
+    def release_all(self, pod_ids: list[str], action: str) -> dict[str, ActionAnswer]:
+        return {pod_id: self.release(pod_id, action) for pod_id in pod_ids}
+
     def release(self, pod_id: str, action: str) -> ActionAnswer:
         if not self.accepts(pod_id):
             return ActionAnswer("failed", f"{pod_id!r} is not a Vast.ai instance id; nothing sent")

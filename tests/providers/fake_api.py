@@ -64,6 +64,8 @@ class FakeProviderApi:
         self.vast_instances: list[dict[str, Any]] = []
         self.lambda_instances: list[dict[str, Any]] = []
         self.requests: list[Seen] = []
+        # Added to every answer: a provider API across a WAN (the release benchmark).
+        self.latency_s = 0.0
         self._faults: dict[str, list[Fault]] = {p: [] for p in PROVIDERS}
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -243,6 +245,7 @@ def _handler(api: FakeProviderApi) -> type[BaseHTTPRequestHandler]:
             else:
                 query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
                 status, headers, data, delay = api.answer(provider, method, "/" + rest, query, self.headers, body)
+            delay += api.latency_s
             if delay:
                 time.sleep(delay)
             try:

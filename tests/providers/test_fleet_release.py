@@ -10,7 +10,9 @@ import pytest
 from fake_api import Fault, lambda_instance, runpod_pod, vast_instance
 
 from computefence.cli import main
+from computefence.http import RetryPolicy
 from computefence.models import (
+    SCHEMA_VERSION,
     Facts,
     Finding,
     GpuDevice,
@@ -437,3 +439,62 @@ def test_discovery_records_the_machine_behind_each_pod(fleet):
     assert (fleet["vast-ecc"].provider.machine_id, fleet["vast-ecc"].provider.host_id) == ("31337", "77")
     # Lambda Cloud does not say which machine an instance runs on.
     assert fleet["lambda-ecc"].provider.machine_id is None
+
+
+def test_a_pod_id_not_of_the_providers_shape_is_refused_and_never_sent(api, fleet, tmp_path, capsys):
+    # The SDK pastes the id into its GraphQL text: this one would terminate another pod.
+    hostile = fleet["rp-ecc"].model_copy(deep=True)
+    hostile.provider.pod_id = 'x" }) { id } podTerminate(input: { podId: "victim'
+    code, out, _ = _run(
+        capsys, "--from", _save(tmp_path, _report([_host(hostile, [_ecc()])])), "--yes", "--format", "json"
+    )
+    [pod] = json.loads(out)["pods"]
+    assert code == 0 and pod["outcome"] == "refused" and pod["detail"].endswith("is not a RunPod id: not touched")
+    assert api.requests == []
+
+
+def test_the_result_goes_to_output_and_a_report_with_nothing_to_release_says_so(api, fleet, tmp_path, capsys):
+    report = _report([_host(fleet["vast-ecc"], [])])
+    target = tmp_path / "release.json"
+    code, out, err = _run(capsys, "--from", _save(tmp_path, report), "--format", "json", "-o", str(target))
+    assert code == 0 and out == "" and f"wrote the result to {target}" in err
+    assert json.loads(target.read_text()) == {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "release",
+        "dry_run": True,
+        "pods": [],
+    }
+    _, out, _ = _run(capsys, "--from", _save(tmp_path, report))
+    assert "No pod to release" in out
+    code, _, err = _run(capsys, "--from", _save(tmp_path, report), "--yes", "-o", str(tmp_path / "missing" / "x.json"))
+    assert code == 2 and "does not exist" in err and api.requests == []
+
+
+def test_lambda_instances_are_terminated_in_one_request_and_one_by_one_after_a_404(api, fleet, sleeps):
+    api.lambda_instances.append(lambda_instance("ab" * 16, "lambda-ecc-2"))
+    targets = {t.name: t for t in LambdaSource().targets()}
+    report = _report([_host(targets["lambda-ecc"], [_ecc()]), _host(targets["lambda-ecc-2"], [_ecc()])])
+    # Lambda's pacing (a request a second), the waits recorded rather than slept.
+    source = LambdaSource(policy=RetryPolicy(min_interval_s=1.0, sleep=sleeps))
+    api.requests.clear()
+    pods = release.act(release.plan(report, {"lambda": source}, action="terminate"), {"lambda": source}, lambda _: None)
+    assert [p.outcome for p in pods] == ["released", "released"]
+    [post] = [r for r in api.requests if r.method == "POST"]
+    assert json.loads(post.body) == {"instance_ids": [LAMBDA_ID, "ab" * 16]}
+    # Listing, terminate, listing on one connection: the pacing spans all three.
+    assert len(api.requests) == 3 and len(sleeps.waits) == 2 and all(0.5 < wait <= 1.0 for wait in sleeps.waits)
+
+    # Gone between the listing and the call: the batch's 404 becomes one request per instance.
+    api.lambda_instances = [lambda_instance(LAMBDA_ID, "lambda-ecc"), lambda_instance("ab" * 16, "lambda-ecc-2")]
+    listing = json.dumps({"data": api.lambda_instances}).encode()
+    api.fail("lambda", Fault(200, listing))
+    gone = {"error": {"code": "global/object-does-not-exist", "message": "Specified instance does not exist."}}
+    api.fail("lambda", Fault(404, json.dumps(gone).encode()), times=2)
+    api.requests.clear()
+    pods = release.act(release.plan(report, {"lambda": source}, action="terminate"), {"lambda": source}, lambda _: None)
+    assert [p.outcome for p in pods] == ["gone", "released"]
+    assert [json.loads(r.body)["instance_ids"] for r in api.requests if r.method == "POST"] == [
+        [LAMBDA_ID, "ab" * 16],
+        [LAMBDA_ID],
+        ["ab" * 16],
+    ]
