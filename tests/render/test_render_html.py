@@ -211,10 +211,12 @@ def test_print_stylesheet_drops_controls_and_prints_to_pdf(browser, demo_page, t
         page.emulate_media(media="print")
         return page.evaluate(
             "() => [getComputedStyle(document.querySelector('.copy')).display,"
-            " getComputedStyle(document.getElementById('pod-filters')).display]"
+            " getComputedStyle(document.getElementById('pod-filters')).display,"
+            " document.documentElement.scrollWidth]"
         )
 
-    assert browser.open(path, 1600, actions=print_styles).result == ["none", "none"]
+    # An A4 page is 794 CSS px wide: nothing on paper is cut off at the right edge.
+    assert browser.open(path, 794, actions=print_styles).result == ["none", "none", 794]
 
 
 def test_doctor_writes_an_html_page(tmp_path):
