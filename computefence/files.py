@@ -30,7 +30,7 @@ _TMP_SUFFIX = ".tmp"
 # ---------------------------------------------------------------- writing
 
 
-def write_output(text: str | Iterable[str], path: str | os.PathLike, *, flag: str = "--output") -> None:
+def write_output(text: str | Iterable[str], path: str | os.PathLike[str], *, flag: str = "--output") -> None:
     """Write `text` (a string, or its pieces in order) to `path`: atomically for files (readers
     such as a CI step or node_exporter see the old file or the new one, never half of one),
     streamed to devices, FIFOs and `-`.

@@ -67,7 +67,8 @@ def within_deadline(seconds: float, work: Callable[[Callable[[], bool]], T]) -> 
         raise DeadlinePassed(f"no complete answer within {seconds:g} s")
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["value"]
+    value: T = outcome["value"]
+    return value
 
 
 def read_capped(
@@ -157,7 +158,7 @@ class RetryPolicy:
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False, compare=False)
 
     def backoff(self, failures: int) -> float:
-        return min(self.backoff_s * 2 ** (failures - 1), self.max_backoff_s)
+        return min(self.backoff_s * 2.0 ** (failures - 1), self.max_backoff_s)
 
 
 # A run this long of the key, in any case or reversed, is the key echoed back.

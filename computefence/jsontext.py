@@ -19,7 +19,7 @@ _SURROGATE = re.compile(
 )
 
 
-def _lone_to_question_mark(match: re.Match) -> str:
+def _lone_to_question_mark(match: re.Match[str]) -> str:
     text = match.group()
     return text if text == "\\\\" or len(text) == 12 else "?"
 

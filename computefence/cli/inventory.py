@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -80,7 +81,7 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
     if targets:
         # Columns that would say the same thing on every row are left out; on a narrow
         # terminal python, tags, source and via go first (see render/columns.py).
-        columns = {
+        columns: dict[str, tuple[Column, Callable[[Target], Text]]] = {
             "target": (Column("target"), lambda t: Text(t.name)),
             "reached as": (
                 Column("reached as"),

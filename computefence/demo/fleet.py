@@ -181,7 +181,8 @@ def _closed_port(holders: list[socket.socket]) -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind((HOST, 0))
     holders.append(sock)
-    return sock.getsockname()[1]
+    port: int = sock.getsockname()[1]
+    return port
 
 
 def _target(pod: DemoPod, pod_root: Path, port: int, client_key_path: Path, known_hosts_path: Path) -> Target:

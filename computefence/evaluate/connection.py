@@ -177,6 +177,4 @@ def status_fix(
             commands=[f"computefence inventory list --provider {q(provider)}"],
             advice=f"the pod is gone from {title}; check what is running now",
         )
-    if status is HostStatus.CANCELLED:
-        return Fix(advice="rerun the check; it was cancelled before this pod finished")
-    return None
+    return Fix(advice="rerun the check; it was cancelled before this pod finished")

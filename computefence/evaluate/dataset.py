@@ -219,14 +219,14 @@ def _columns(data: DatasetFacts) -> Finding:
             subject=path,
         )
     parts = []
-    for role, name, guessed in (
+    for role, column, guessed in (
         ("input", data.input_column, data.input_column_guessed),
         ("label", data.label_column, data.label_column_guessed),
     ):
-        if name is None:
+        if column is None:
             parts.append(f"no {role} column named or recognised (name it with --{role}-column)")
         else:
-            parts.append(f"{role} column {name!r}" + (" (recognised by name)" if guessed else ""))
+            parts.append(f"{role} column {column!r}" + (" (recognised by name)" if guessed else ""))
     skipped = []
     if data.input_column is None:
         skipped.append("duplicate inputs")

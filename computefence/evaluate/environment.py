@@ -4,6 +4,7 @@ and the lock itself: the fingerprint of the pods that worked."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from datetime import datetime, timezone
 
 from computefence.errors import ConfigError
@@ -183,7 +184,7 @@ def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
 
 
 def environment_findings(
-    hosts: list[HostReport], lock: BaselineLock | None, severities: dict[str, dict[str, str]]
+    hosts: list[HostReport], lock: BaselineLock | None, severities: Mapping[str, Mapping[str, str]]
 ) -> dict[str, list[Finding]]:
     """Pod name -> its env.outlier and env.drift findings (severities: pod -> the policy's map)."""
     # The odd pod out is for runs without a baseline; with one, env.drift says it per pod.

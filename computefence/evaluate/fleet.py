@@ -171,10 +171,10 @@ def component_versions(facts: Facts) -> dict[str, str]:
 
 def drift(hosts: list[HostReport]) -> list[DriftRow]:
     """One row per component whose value differs between the hosts that were checked."""
-    checked = [h for h in hosts if h.status is HostStatus.OK and h.facts is not None]
+    checked = [(h, h.facts) for h in hosts if h.status is HostStatus.OK and h.facts is not None]
     if len(checked) < 2:
         return []
-    per_host = {h.name: component_versions(h.facts) for h in checked}
+    per_host = {h.name: component_versions(facts) for h, facts in checked}
     names: list[str] = []
     for components in per_host.values():
         names += [name for name in components if name not in names]

@@ -93,9 +93,10 @@ def _merge_sources(reports: list[Report]) -> list[SourceStatus]:
 
 def _merge_changes(all_changes: list[Changes | None]) -> Changes | None:
     """The shards' change sections together, or none when a shard has none (half a picture misleads)."""
-    if not all_changes or any(c is None for c in all_changes):
+    present = [c for c in all_changes if c is not None]
+    if not all_changes or len(present) < len(all_changes):
         return None
-    merged = Changes(since=min(c.since for c in all_changes))
+    merged = Changes(since=min(c.since for c in present))
     for field in ("new", "cleared", "appeared", "vanished", "status", "versions"):
         items = [item for c in all_changes for item in getattr(c, field)]
         setattr(merged, field, sorted(items, key=lambda item: item if isinstance(item, str) else item.host))

@@ -61,8 +61,7 @@ def check_torch_missing(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
         message = f"torch {installed} is installed in {python} but does not import: {error}"
     else:
         message = f"torch is not installed in {python}: {error}"
-    fix = reinstall_command(python, installed) if installed else _install(facts)
-    return [block(cid, message, fix, subject=python)]
+    return [block(cid, message, reinstall_command(python, installed) if installed else _install(facts), subject=python)]
 
 
 def _install(facts: Facts) -> Fix:

@@ -133,7 +133,7 @@ def choose_build(
     newest = max(CUDA_TAGS)
     for same_major in (True, False):
         if installed is not None and len(installed) >= 2:
-            tag = _best_tag(_tags_for(installed[:2]), driver, min_cuda, same_major)
+            tag = _best_tag(_tags_for((installed[0], installed[1])), driver, min_cuda, same_major)
             if tag is not None:
                 return f"torch=={'.'.join(str(p) for p in installed[:3])}", tag
         for minor in sorted(CUDA_TAGS, reverse=True):

@@ -168,7 +168,7 @@ class _HostSeen(HostReport):
 
 
 class _RunSeen(Report):
-    hosts: list[_HostSeen] = Field(default_factory=list)
+    hosts: list[_HostSeen] = Field(default_factory=list)  # type: ignore[assignment]  # read-only view
 
 
 def read_runs(directory: Path, last: int) -> list[RunDigest]:

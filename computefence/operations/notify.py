@@ -7,11 +7,13 @@ stderr and never changes the exit status: the report, not the alert, is the resu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from computefence.errors import ConfigError, SourceError
@@ -21,6 +23,9 @@ from computefence.models import Report
 from computefence.policy import POLICY_FILE, NotifySettings
 from computefence.render.webhook import PAYLOADS
 from computefence.version import __version__
+
+if TYPE_CHECKING:
+    from computefence.http import RetryPolicy
 
 NOTIFY_ON = ("change", "always", "block")
 NOTIFY_FORMATS = tuple(PAYLOADS)
@@ -82,12 +87,13 @@ def notify(
         attempts=RETRIES + 1,
         timeout_s=timeout_s,
         max_retry_after_s=MAX_RETRY_AFTER_S,
-        **({"sleep": sleep} if sleep is not None else {}),
     )
+    if sleep is not None:
+        policy = dataclasses.replace(policy, sleep=sleep)
     return [warning for hook in hooks if (warning := _deliver(hook, body, policy))]
 
 
-def _deliver(hook: Webhook, body: bytes, policy) -> str | None:
+def _deliver(hook: Webhook, body: bytes, policy: RetryPolicy) -> str | None:
     import httpx
 
     # httpx logs each request's URL at INFO: keep it out of any logging setup around us.

@@ -23,7 +23,7 @@ PROBE_SCHEMA_VERSION = 1
 
 EMBEDDED_PARAMS = "{}"
 
-DEFAULT_PARAMS = {
+DEFAULT_PARAMS = {  # type: ignore[var-annotated]
     "python": "python3",
     "output_dir": None,
     "accelerate_config": None,
@@ -151,7 +151,7 @@ def _cwd():
 
 # Child processes run in their own process group so a timeout kills the whole tree, and
 # the ones still running when the probe answers are killed on the way out.
-_CHILDREN = {}
+_CHILDREN = {}  # type: dict
 _CHILDREN_LOCK = threading.Lock()
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from rich import box
 from rich.cells import cell_len
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -22,7 +23,7 @@ class Column:
     header: str
     # The header when the full one does not fit.
     short: str | None = None
-    justify: str = "left"
+    justify: JustifyMethod = "left"
     # Where the cell may wrap: None never, ", " between list items, " " between words.
     breaks: str | None = None
     # 0: always shown; otherwise dropped when space is short, lowest number first.

@@ -130,7 +130,7 @@ def _findings_rows(findings: list[Finding], width: int) -> list[RenderableType]:
     out: list[RenderableType] = []
     for finding in findings:
         out.append(_row(finding.severity, finding.check, Text(clean(finding.message)), check_width, width))
-        if views.has_fix(finding):
+        if finding.fix is not None and views.has_fix(finding):
             out.extend(_fix(finding.fix))
     return out
 
@@ -311,10 +311,11 @@ def _watch_table(hosts: list[HostReport], width: int) -> list[RenderableType]:
     table = fit_table(_WATCH_COLUMNS, rows, width)
     if table is not None:
         return [table, Text()]
-    return [
+    lines: list[RenderableType] = [
         Text(" · ".join(clean(c) for c in [host.name, *views.watch_cells(host), views.host_state(host)]))
         for host in hosts
-    ] + [Text()]
+    ]
+    return [*lines, Text()]
 
 
 def _stacked_pod(host: HostReport, width: int) -> list[Text]:

@@ -16,10 +16,12 @@ connects.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from computefence.errors import ConfigError
 from computefence.files import read_config_text
@@ -53,7 +55,7 @@ def _one_or_many(value: Any) -> Any:
     raise ValueError("expected a string or a list of strings")
 
 
-def _word(what: str):
+def _word(what: str) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         if isinstance(value, str) and value.split() != [value]:  # empty, or a space anywhere
             raise ValueError(f"{what} must be a non-empty string without spaces")
@@ -140,7 +142,7 @@ def _find_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def _describe(error: dict[str, Any]) -> tuple[tuple[Any, ...], str, bool]:
+def _describe(error: ErrorDetails) -> tuple[tuple[Any, ...], str, bool]:
     """(location, message, points at the key) for one pydantic error."""
     loc = tuple(error["loc"])
     kind = error["type"]

@@ -71,7 +71,7 @@ class LambdaSource:
     # Lambda Cloud instances cannot be stopped, only terminated.
     actions = ("terminate",)
 
-    def __enter__(self):
+    def __enter__(self) -> LambdaSource:
         # One client for every call until __exit__ (listings included), so the provider's
         # pacing (Lambda: a request a second) spans them all.
         self._api = self._client()

@@ -85,7 +85,7 @@ class VastSource:
     # stop ends GPU billing and keeps the disk (which still bills); terminate destroys the instance.
     actions = ("stop", "terminate")
 
-    def __enter__(self):
+    def __enter__(self) -> VastSource:
         # One client for every call until __exit__ (listings included), so the provider's
         # pacing (Lambda: a request a second) spans them all.
         self._api = self._client()
