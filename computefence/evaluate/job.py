@@ -565,7 +565,8 @@ def _budget_fix(
         if need is not None and needs >= need:
             continue
         fits = "fits" if needs <= free else "still over"
-        options.append(f"{label} needs {gb(int(needs))} ({fits})")
+        saves = f"saves {gb(int(need - needs))}, " if need is not None else ""
+        options.append(f"{label} needs {gb(int(needs))} ({saves}{fits})")
     room = gb(int(need * (1 + table.budget_warn_margin))) if need else None
     grow = f"an output dir on a volume with {room} free" if room else "an output dir on a larger volume"
     grow += f", {ctx.profile.advice.grow_volume}" if ctx.profile.advice.grow_volume else ""
@@ -732,8 +733,12 @@ def derived_figures(job: Job) -> dict[str, Any]:
     sizes; the pod's own files (`fleet check`) can change the parameter count."""
     table = load_training_memory()
     figures: dict[str, Any] = {"checkpoints_on_disk": checkpoints_on_disk(job)}
-    if job.checkpoints_written is not None:
-        figures["checkpoints_written"] = job.checkpoints_written
+    written = job.checkpoints_written
+    if written is not None:
+        figures["checkpoints_written"] = written
+    limit = job.save_total_limit
+    if limit is not None or written is not None:
+        figures["checkpoints_kept"] = min(x for x in (limit, written) if x is not None)
     if job.method != "full":
         figures["checkpoint"] = "the adapter and its optimizer states: sized from the pod's config.json"
         return figures

@@ -166,6 +166,7 @@ def test_policy_show_prints_the_derived_figures_per_target(cli, tmp_path):
     assert derived["full-1"] == {
         "checkpoints_on_disk": 4,
         "checkpoints_written": 12,
+        "checkpoints_kept": 3,
         "checkpoint_bytes_per_param": 12.0,
         "checkpoint_makeup": "model 4 B + optimizer 8 B",
         "final_model_bytes_per_param": 4.0,

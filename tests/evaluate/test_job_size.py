@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from evaluate_builders import GB, mount, only, path, runpod_pod
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from model_cache import FIXTURES
 
@@ -104,6 +104,8 @@ def test_model_states_of_a_full_8b_fine_tune_per_gpu():
     assert 4 * GB < qlora.per_gpu < 5 * GB
 
 
+# Generation slows on a loaded machine; what is checked is the property, not the speed.
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(
     limit=st.integers(min_value=1, max_value=50),
     save_steps=st.integers(min_value=1, max_value=5000),
@@ -177,8 +179,8 @@ def test_a_full_fine_tune_on_a_200_gb_volume_blocks_with_its_arithmetic():
         in budget.message
     )
     assert budget.fix.commands == ["df -h /workspace"]
-    assert "save_total_limit: 1 needs 413 GB (still over)" in budget.fix.advice
-    assert "method: lora needs" in budget.fix.advice and "(fits)" in budget.fix.advice
+    assert "save_total_limit: 1 needs 413 GB (saves 354 GB, still over)" in budget.fix.advice
+    assert "method: lora needs" in budget.fix.advice and "saves 768 GB, fits)" in budget.fix.advice
 
 
 def test_the_same_pod_under_lora_passes():
