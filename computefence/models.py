@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer, model_validator
 
-# 2: findings and host statuses carry fix_commands/fix_advice; severity "skip"; summary.skipped.
+# 2: findings and host statuses carry fix_commands/fix_advice; severity "skip"; summary.skipped;
+#    later fix_steps ({run, on, kind}) beside them (readers of 2 without it still read).
 SCHEMA_VERSION = 2
 PROBE_SCHEMA_VERSION = 1
 
@@ -88,6 +89,9 @@ class EnvValue(_Fact):
 class EnvironmentFacts(_Fact):
     variables: dict[str, list[EnvValue]] = Field(default_factory=dict)
     container_env_readable: bool = False
+    # Whether the sshd serving this session runs pam_env on /etc/environment (UsePAM on, and
+    # pam_env.so in /etc/pam.d/sshd without envfile=/readenv=0); None where it cannot tell.
+    ssh_pam_env: bool | None = None
 
 
 class MountFacts(_Fact):
@@ -659,21 +663,93 @@ class ProviderInfo(_Model):
     host_id: str | None = None
 
 
-class Fix(_Model):
-    """What to do about a finding: shell lines to run in order, each safe to paste, and
-    plain-words advice for what no command can do (move to another machine, edit the pod
-    in the provider's console). A plain string stands for one command."""
+class StepKind(str, Enum):
+    """What running a fix step risks."""
 
-    commands: list[str] = Field(default_factory=list)
+    # Only shows something; fixes nothing, so `fleet fix` never runs it.
+    INSPECT = "inspect"
+    # Idempotent, and changes only the job's environment (the files an SSH session reads, the
+    # accelerate config, a directory on the volume, a package install).
+    SAFE = "safe"
+    # Restarts a service or the GPU: a running job would die.
+    DISRUPTIVE = "disruptive"
+    # Deletes data.
+    DESTRUCTIVE = "destructive"
+
+
+class StepPlace(str, Enum):
+    # Over SSH, on the pod (for doctor: this machine).
+    POD = "pod"
+    # On the user's own machine: ssh-keygen -R, an edit of the inventory or policy.
+    LOCAL = "local"
+
+
+class FixStep(_Model):
+    """One command of a fix, where it runs and what it risks. A command that no rule
+    classified reads as `inspect` on the pod, so nothing unclassified is ever run."""
+
+    run: str
+    on: StepPlace = StepPlace.POD
+    kind: StepKind = StepKind.INSPECT
+
+    @model_validator(mode="before")
+    @classmethod
+    def _command_shorthand(cls, value: Any) -> Any:
+        return {"run": value} if isinstance(value, str) else value
+
+    @classmethod
+    def inspect(cls, run: str) -> FixStep:
+        return cls(run=run, kind=StepKind.INSPECT)
+
+    @classmethod
+    def safe(cls, run: str) -> FixStep:
+        return cls(run=run, kind=StepKind.SAFE)
+
+    @classmethod
+    def disruptive(cls, run: str) -> FixStep:
+        return cls(run=run, kind=StepKind.DISRUPTIVE)
+
+    @classmethod
+    def destructive(cls, run: str) -> FixStep:
+        return cls(run=run, kind=StepKind.DESTRUCTIVE)
+
+    @classmethod
+    def local(cls, run: str, kind: StepKind = StepKind.INSPECT) -> FixStep:
+        return cls(run=run, on=StepPlace.LOCAL, kind=kind)
+
+    @property
+    def runnable(self) -> bool:
+        """Something `fleet fix --apply` may run: a pod step that changes something and deletes nothing."""
+        return self.on is StepPlace.POD and self.kind in (StepKind.SAFE, StepKind.DISRUPTIVE)
+
+
+class Fix(_Model):
+    """What to do about a finding: steps to run in order, each safe to paste, and
+    plain-words advice for what no command can do (move to another machine, edit the pod
+    in the provider's console). A plain string stands for one unclassified command, and
+    `commands=[...]` for unclassified steps (kind `inspect`, never run by `fleet fix`)."""
+
+    steps: list[FixStep] = Field(default_factory=list)
     advice: str | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _command_shorthand(cls, value: Any) -> Any:
-        return {"commands": [value]} if isinstance(value, str) else value
+        if isinstance(value, str):
+            return {"steps": [value]}
+        if isinstance(value, dict) and "commands" in value:
+            value = dict(value)
+            commands = value.pop("commands") or []
+            value.setdefault("steps", commands)
+        return value
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def commands(self) -> list[str]:
+        return [step.run for step in self.steps]
 
     def __bool__(self) -> bool:
-        return bool(self.commands or self.advice)
+        return bool(self.steps or self.advice)
 
     def as_text(self) -> str:
         """The schema-1 one-line form: commands joined by '; ', advice as a shell comment."""
@@ -744,10 +820,12 @@ class _WithFix(_Model):
     @model_validator(mode="before")
     @classmethod
     def _fix_from_json(cls, data: Any) -> Any:
-        if isinstance(data, dict) and ("fix_commands" in data or "fix_advice" in data):
+        if isinstance(data, dict) and ("fix_commands" in data or "fix_advice" in data or "fix_steps" in data):
             data = dict(data)
             commands, advice = data.pop("fix_commands", None) or [], data.pop("fix_advice", None)
-            data["fix"] = {"commands": commands, "advice": advice} if commands or advice else None
+            # A report without fix_steps (written before them) reads its commands as unclassified.
+            steps = data.pop("fix_steps", None) or commands
+            data["fix"] = {"steps": steps, "advice": advice} if steps or advice else None
         return data
 
     @field_serializer("fix", check_fields=False)
@@ -765,6 +843,12 @@ class _WithFix(_Model):
     def fix_advice(self) -> str | None:
         fix = getattr(self, "fix", None)
         return fix.advice if fix else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fix_steps(self) -> list[FixStep]:
+        fix = getattr(self, "fix", None)
+        return list(fix.steps) if fix else []
 
 
 class Finding(_WithFix):

@@ -176,7 +176,7 @@ def _finish(finding: Finding) -> Finding:
         return finding
     if fix is not None:
         fix = Fix(
-            commands=[one_line(c, None) for c in fix.commands],
+            steps=[step.model_copy(update={"run": one_line(step.run, None)}) for step in fix.steps],
             advice=one_line(fix.advice, None) if fix.advice else None,
         )
     return finding.model_copy(update={"message": one_line(finding.message, None), "fix": fix})

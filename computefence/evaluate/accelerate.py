@@ -10,7 +10,7 @@ from typing import Any
 
 from computefence.evaluate.context import Context, block, passed, q, skipped, warn
 from computefence.evaluate.spec import CheckSpec, Remedy
-from computefence.models import CheckOptions, Facts, Finding, Fix
+from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep
 from computefence.text import one_line
 
 CHECKS: dict[str, CheckSpec] = {
@@ -139,12 +139,23 @@ def check_num_processes(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
 
 
 def _set_processes(path: str, total: int, distributed: str) -> Fix:
+    """Rewrite the config the job uses (the probe reports the one in effect). A YAML config
+    without the key gets it appended; a second run finds the value in place and changes nothing."""
+    advice = f"or pass --num_processes {total} to accelerate launch"
+    config = q(path)
+    if path.endswith(".json"):
+        edits = [f"-e 's/\\(\"num_processes\"[[:space:]]*:[[:space:]]*\\)[0-9]*/\\1{total}/'"]
+        if distributed == "NO" and total > 1:
+            edits.append('-e \'s/\\("distributed_type"[[:space:]]*:[[:space:]]*\\)"NO"/\\1"MULTI_GPU"/\'')
+        return Fix(steps=[FixStep.safe(f"sed -i {' '.join(edits)} -- {config}")], advice=advice)
     edits = [f"-e 's/^num_processes:.*/num_processes: {total}/'"]
     if distributed == "NO" and total > 1:
         edits.append("-e 's/^distributed_type:.*/distributed_type: MULTI_GPU/'")
-    return Fix(
-        commands=[f"sed -i {' '.join(edits)} {q(path)}"], advice=f"or pass --num_processes {total} to accelerate launch"
+    command = (
+        f"sed -i {' '.join(edits)} -- {config} && "
+        f"{{ grep -q '^num_processes:' -- {config} || printf 'num_processes: %s\\n' {total} >> {config}; }}"
     )
+    return Fix(steps=[FixStep.safe(command)], advice=advice)
 
 
 RULES = [check_num_processes]

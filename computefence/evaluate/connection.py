@@ -7,7 +7,7 @@ import ipaddress
 
 from computefence.evaluate.context import q
 from computefence.evaluate.profiles import Profile, get_profile
-from computefence.models import Fix, HostStatus, Target
+from computefence.models import Fix, FixStep, HostStatus, StepKind, Target
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 # The detail a connector gives with HOST_KEY_MISMATCH when the key is @revoked, not changed.
@@ -105,10 +105,10 @@ def status_fix(
         if profile.advice.rediscover:
             note += f"; {profile.advice.rediscover}"
         wait = f"ConnectTimeout={max(1, round(connect_timeout))}"
-        return Fix(commands=[f"{ssh_command(target, profile, '-o', wait)} true"], advice=note)
+        return Fix(steps=[FixStep.local(f"{ssh_command(target, profile, '-o', wait)} true")], advice=note)
     if status is HostStatus.TIMEOUT:
         return Fix(
-            commands=[f"computefence probe --print | {ssh} python3 -"],
+            steps=[FixStep.local(f"computefence probe --print | {ssh} python3 -")],
             advice="shows where it stalls; if ssh itself hangs, the machine or its network is overloaded",
         )
     if status is HostStatus.AUTH_FAILED:
@@ -119,19 +119,19 @@ def status_fix(
             note += f", or {profile.advice.auth}"
         if target.user is None and profile.ssh.user:
             note += f" (the login user on {title} is {profile.ssh.user})"
-        return Fix(commands=[f"{ssh_command(target, profile, '-v')} true"], advice=note)
+        return Fix(steps=[FixStep.local(f"{ssh_command(target, profile, '-v')} true")], advice=note)
     if status is HostStatus.HOST_KEY_UNKNOWN:
         if _hop(target):
             # ssh-keyscan cannot go through a hop; ssh itself shows the key and asks.
             return Fix(
-                commands=[f"{ssh_command(target, profile, '-o', 'StrictHostKeyChecking=ask')} true"],
+                steps=[FixStep.local(f"{ssh_command(target, profile, '-o', 'StrictHostKeyChecking=ask')} true")],
                 advice="ssh shows the fingerprint and asks before recording it: compare it with the "
                 "provider's console first, or rerun with --accept-new",
             )
         port = f"-p {target.port} " if target.port != 22 else ""
         scan = f"ssh-keyscan {port}-- {q(target.host)} >> {_path(_known_hosts_files(target)[0])}"
         return Fix(
-            commands=[scan],
+            steps=[FixStep.local(scan, StepKind.SAFE)],
             advice="compare the fingerprint with the provider's console first, or rerun with --accept-new",
         )
     if status is HostStatus.HOST_KEY_MISMATCH and detail == REVOKED_DETAIL:
@@ -145,28 +145,30 @@ def status_fix(
         name = q(_known_hosts_name(target))
         files = [detail] if detail else _known_hosts_files(target)
         return Fix(
-            commands=[f"ssh-keygen -f {_path(f)} -R {name}" for f in files],
+            steps=[FixStep.local(f"ssh-keygen -f {_path(f)} -R {name}", StepKind.DESTRUCTIVE) for f in files],
             advice="only if the pod was recreated (rented pods recycle IPs); otherwise the connection may be "
             "intercepted",
         )
     if status is HostStatus.CONNECTION_LOST and detail == HANDSHAKE:
         return Fix(
-            commands=[f"{ssh_command(target, profile, '-v')} true"],
+            steps=[FixStep.local(f"{ssh_command(target, profile, '-v')} true")],
             advice="the pod closed the connection before the login, twice: its sshd refuses new connections "
             "(MaxStartups) or a firewall cuts them; retry with a lower --concurrency",
         )
     if status is HostStatus.CONNECTION_LOST:
         return Fix(
-            commands=[f"{ssh} {q('uptime; dmesg | tail -n 20')}"],
+            steps=[FixStep.local(f"{ssh} {q('uptime; dmesg | tail -n 20')}")],
             advice="the connection dropped mid-probe: the machine restarted, ran out of memory or lost its network",
         )
     if status is HostStatus.NO_PYTHON:
         root = "" if user == "root" else "sudo "
         install = q(f"{root}apt-get update && {root}apt-get install -y python3")
         note = "the probe needs python3 (or python) on the login shell's PATH"
-        return Fix(commands=[f"{ssh} {install}"], advice=note)
+        return Fix(steps=[FixStep.local(f"{ssh} {install}", StepKind.SAFE)], advice=note)
     if status is HostStatus.PROBE_FAILED:
-        return Fix(commands=[f"computefence probe --print | {ssh} python3 -"], advice="shows the probe's own error")
+        return Fix(
+            steps=[FixStep.local(f"computefence probe --print | {ssh} python3 -")], advice="shows the probe's own error"
+        )
     if status is HostStatus.NOT_CHECKABLE:
         return target.unreachable_fix or Fix(
             advice=profile.advice.not_checkable or "make the machine reachable over SSH"
@@ -174,7 +176,7 @@ def status_fix(
     if status is HostStatus.VANISHED:
         provider = target.provider.provider if target.provider is not None else profile.name
         return Fix(
-            commands=[f"computefence inventory list --provider {q(provider)}"],
+            steps=[FixStep.local(f"computefence inventory list --provider {q(provider)}")],
             advice=f"the pod is gone from {title}; check what is running now",
         )
     return Fix(advice="rerun the check; it was cancelled before this pod finished")

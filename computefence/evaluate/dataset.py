@@ -26,7 +26,7 @@ from typing import Any
 
 from computefence.evaluate.context import Context, block, collector_error, passed, q, skipped, warn
 from computefence.evaluate.spec import CheckSpec, Remedy
-from computefence.models import CheckOptions, DatasetFacts, Facts, Finding, Fix
+from computefence.models import CheckOptions, DatasetFacts, Facts, Finding, Fix, FixStep, StepKind
 from computefence.text import one_line
 
 CHECKS: dict[str, CheckSpec] = {
@@ -126,7 +126,7 @@ def _readability(data: DatasetFacts) -> Finding:
             )
             return block(cid, message + _partial_note(data), fix, subject=path)
         fix = Fix(
-            commands=[_dedupe_command(data)],
+            steps=[FixStep.local(_dedupe_command(data), StepKind.SAFE)],
             advice=f"writes a copy without them (and without duplicates); {INSTALL_NOTE}",
         )
         return warn(cid, message + "; pandas and datasets stop at the first" + _partial_note(data), fix, subject=path)
@@ -174,14 +174,22 @@ def _error_fix(data: DatasetFacts) -> Fix:
             "zip": f"unzip {q(path)} -d {q(posixpath.dirname(path) or '.')}",
         }
         return Fix(
-            commands=[commands.get(data.compression or "", f"file {q(path)}")],
+            steps=[
+                FixStep.local(commands[data.compression], StepKind.SAFE)
+                if data.compression in commands
+                else FixStep.inspect(f"file {q(path)}")
+            ],
             advice="then point training and this check at the decompressed file",
         )
     if kind == "utf16":
-        return Fix(commands=[f"iconv -f UTF-16 -t UTF-8 {q(path)} > {q(_derived_path(path, 'utf8'))}"])
+        return Fix(
+            steps=[
+                FixStep.local(f"iconv -f UTF-16 -t UTF-8 {q(path)} > {q(_derived_path(path, 'utf8'))}", StepKind.SAFE)
+            ]
+        )
     if kind == "needs_pyarrow":
         return Fix(
-            commands=["python3 -m pip install pyarrow"],
+            steps=[FixStep.local("python3 -m pip install pyarrow", StepKind.SAFE)],
             advice="in the pod's interpreter, or convert the file to JSON Lines",
         )
     if kind == "truncated":
@@ -256,7 +264,10 @@ def _duplicates(data: DatasetFacts) -> Finding:
         return warn(
             cid,
             message + _partial_note(data),
-            Fix(commands=[_dedupe_command(data)], advice=f"keeps each row's first occurrence; {INSTALL_NOTE}"),
+            Fix(
+                steps=[FixStep.local(_dedupe_command(data), StepKind.SAFE)],
+                advice=f"keeps each row's first occurrence; {INSTALL_NOTE}",
+            ),
             subject=path,
         )
     message = f"no duplicate rows among {data.rows:,}"
@@ -291,7 +302,7 @@ def _conflicts(data: DatasetFacts) -> Finding:
         cid,
         message + _partial_note(data),
         Fix(
-            commands=[_dedupe_command(data, "--drop-conflicts")],
+            steps=[FixStep.local(_dedupe_command(data, "--drop-conflicts"), StepKind.SAFE)],
             advice=f"drops every row of those inputs (or fix their labels at the lines shown); {INSTALL_NOTE}",
         ),
         subject=path,
@@ -320,7 +331,7 @@ def _missing(data: DatasetFacts, has_input: bool, has_label: bool) -> Finding:
         "; ".join(parts) + " (absent, null or blank): tokenizers and collators fail on them or train on "
         "empty text" + _partial_note(data),
         Fix(
-            commands=[_dedupe_command(data, "--drop-missing")],
+            steps=[FixStep.local(_dedupe_command(data, "--drop-missing"), StepKind.SAFE)],
             advice=f"drops those rows and duplicates; {INSTALL_NOTE}",
         ),
         subject=path,

@@ -12,7 +12,7 @@ from computefence.evaluate.context import block, passed, q, training_python, war
 from computefence.evaluate.fingerprint import NOT_INSTALLED, fingerprint, is_package, label, outlier_fields
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import install_command, parse_version
-from computefence.models import BaselineLock, Facts, Finding, Fix, HostReport, HostStatus
+from computefence.models import BaselineLock, Facts, Finding, Fix, FixStep, HostReport, HostStatus
 from computefence.version import __version__
 
 CHECKS: dict[str, CheckSpec] = {
@@ -90,22 +90,22 @@ def match_fix(facts: Facts, wanted: dict[str, str]) -> Fix:
     """Commands that give this pod the `wanted` values (field -> value) where pip can, and
     words for what comes with the image or the machine."""
     python = training_python(facts)
-    commands = []
+    commands: list[FixStep] = []
     torch_fields = {k: v for k, v in wanted.items() if k in ("torch", "torch-cuda")}
     if torch_fields and NOT_INSTALLED not in torch_fields.values():
         current = fingerprint(facts)
         version = torch_fields.get("torch", current.get("torch", "")).split("+")[0]
         tag = _torch_tag(torch_fields.get("torch-cuda", current.get("torch-cuda", "")))
         if version and version != NOT_INSTALLED and tag:
-            commands.append(install_command(python, f"torch=={version}", tag, replace=True))
+            commands.append(FixStep.safe(install_command(python, f"torch=={version}", tag, replace=True)))
     packages = [f"{k}=={v}" for k, v in wanted.items() if is_package(k) and v != NOT_INSTALLED]
     if packages:
-        commands.append(f"{q(python)} -m pip install " + " ".join(q(p) for p in packages))
+        commands.append(FixStep.safe(f"{q(python)} -m pip install " + " ".join(q(p) for p in packages)))
     handled = {"torch", "torch-cuda"} if commands else set()
     others = [label(k) for k in wanted if not is_package(k) and k not in handled]
     note = f"{', '.join(others)}: comes with the image or the machine; redeploy on one that matches" if others else None
     if commands:
-        return Fix(commands=commands, advice=note)
+        return Fix(steps=commands, advice=note)
     return Fix(advice=note or "redeploy from the image the reference pod ran")
 
 

@@ -32,7 +32,7 @@ from computefence.evaluate.torch_builds import (
     parse_capability,
     parse_version,
 )
-from computefence.models import CheckOptions, Facts, Finding, Fix, TorchFacts
+from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep, StepKind, TorchFacts
 from computefence.text import one_line
 
 CHECKS: dict[str, CheckSpec] = {
@@ -78,7 +78,7 @@ def _wedged_fix(facts: Facts, ctx: Context, first: list[str]) -> Fix:
     restart = ctx.restart_command()
     if restart:
         return Fix(
-            commands=[restart],
+            steps=[FixStep.local(restart, StepKind.DISRUPTIVE)],
             advice=f"the driver is wedged; if it recurs after a restart, the "
             f"{ctx.profile.title} host is faulty: move to another machine",
         )
@@ -197,7 +197,7 @@ def _driver_fix(facts: Facts, ctx: Context) -> Fix:
         return _wedged_fix(facts, ctx, ["ls -l /dev/nvidia*"])
     root = sudo(facts)
     return Fix(
-        commands=[f"{root}modprobe nvidia && nvidia-smi", _dmesg(facts)],
+        steps=[FixStep.disruptive(f"{root}modprobe nvidia && nvidia-smi"), FixStep.inspect(_dmesg(facts))],
         advice=f"if nvidia-smi still fails, the kernel log says why; a kernel update without a rebuilt driver is the "
         f"usual cause: reinstall the driver ({root}ubuntu-drivers install) and reboot",
     )
@@ -207,7 +207,7 @@ def _no_gpu_fix(ctx: Context) -> Fix:
     if ctx.on_provider:
         restart = ctx.restart_command()
         return Fix(
-            commands=[restart] if restart else [],
+            steps=[FixStep.local(restart, StepKind.DISRUPTIVE)] if restart else [],
             advice=f"this {ctx.profile.title} machine has no GPU attached: restart it or redeploy it on a GPU",
         )
     return Fix(
@@ -286,10 +286,7 @@ def check_cuda_unavailable(facts: Facts, checks: CheckOptions, ctx: Context) -> 
             block(
                 cid,
                 f"torch cannot use CUDA: CUDA_VISIBLE_DEVICES={visible!r} hides all {seen} GPU(s) the driver sees",
-                Fix(
-                    commands=["unset CUDA_VISIBLE_DEVICES"],
-                    advice="and remove it from ~/.bashrc or the job's environment",
-                ),
+                _visible_devices_origin(facts, visible)[1],
             )
         ]
     error = read_cuda_error(torch.cuda_error)
@@ -305,24 +302,27 @@ def check_cuda_unavailable(facts: Facts, checks: CheckOptions, ctx: Context) -> 
 def _cuda_error_fix(facts: Facts, ctx: Context, error: CudaError | None) -> Fix:
     """What the CUDA error needs; a torch reinstall only where torch itself may be the cause."""
     code = error.code if error else None
-    restart = [ctx.restart_command()] if ctx.restart_command() else []
+    restart = [FixStep.local(ctx.restart_command(), StepKind.DISRUPTIVE)] if ctx.restart_command() else []
     root = sudo(facts)
     if code == cuda_errors.NOT_INITIALIZED:
         if ctx.on_provider:
             return Fix(
-                commands=[*restart, "nvidia-smi -q | grep -A 2 -i fabric"],
+                steps=[*restart, FixStep.inspect("nvidia-smi -q | grep -A 2 -i fabric")],
                 advice=f"error 802: the NVSwitch fabric is not initialised because the host's fabric manager is not "
                 f"running; only the host can start it: restart the {ctx.profile.title} machine or move to "
                 "another one; reinstalling torch cannot help",
             )
         return Fix(
-            commands=[f"{root}systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"],
+            steps=[
+                FixStep.disruptive(f"{root}systemctl start nvidia-fabricmanager"),
+                FixStep.inspect("nvidia-smi -q | grep -A 2 -i fabric"),
+            ],
             advice="error 802: the NVSwitch fabric is not initialised; install nvidia-fabricmanager of the driver's "
             "exact version if the service is missing; reinstalling torch cannot help",
         )
     if code in (cuda_errors.UNKNOWN, cuda_errors.INITIALIZATION):
         return Fix(
-            commands=[_dmesg(facts), *restart],
+            steps=[FixStep.inspect(_dmesg(facts)), *restart],
             advice=f"CUDA error {code} leaves the GPU unusable until it is reset: " + _restart_note(ctx),
         )
     if code == cuda_errors.NO_DEVICE:
@@ -464,9 +464,9 @@ def check_count_mismatch(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     every = ",".join(str(g.index) for g in facts.gpu.gpus)
     if visible is not None:
         message = f"torch sees {usable} GPU(s), the driver lists {seen}; CUDA_VISIBLE_DEVICES={visible!r}"
+        # Only the job's own shell can change what it sees: words, not a step to run on the pod.
         fix = Fix(
-            commands=[f"export CUDA_VISIBLE_DEVICES={every}"],
-            advice="or unset CUDA_VISIBLE_DEVICES; look for a stale setting in ~/.bashrc",
+            advice=f"run the job with CUDA_VISIBLE_DEVICES={every} (or unset it); look for a stale setting in ~/.bashrc",
         )
     else:
         nvidia_visible = env_by_source(facts, "NVIDIA_VISIBLE_DEVICES").get("process")
@@ -510,6 +510,14 @@ def _interactive_only_selection(facts: Facts, seen: int, ctx: Context) -> list[F
     return []
 
 
+# Deletes `CUDA_VISIBLE_DEVICES=` and `export CUDA_VISIBLE_DEVICES=` lines; a second run finds none.
+_DELETE_VISIBLE = "sed -i '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d'"
+
+
+def _root_for(facts: Facts, path: str) -> str:
+    return sudo(facts) if not path.startswith(facts.identity.home or "~") else ""
+
+
 def _visible_devices_origin(facts: Facts, value: str) -> tuple[str, Fix]:
     """(where the value is set, the fix that removes it there)."""
     sources = [
@@ -524,15 +532,14 @@ def _visible_devices_origin(facts: Facts, value: str) -> tuple[str, Fix]:
     ]
     if files:
         path = files[0]
-        root = sudo(facts) if not path.startswith(facts.identity.home or "~") else ""
-        command = f"{root}sed -i '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d' -- {q(path)}"
+        steps = [FixStep.safe(f"{_root_for(facts, f)}{_DELETE_VISIBLE} -- {q(f)}") for f in dict.fromkeys(files)]
         return path, Fix(
-            commands=[command], advice="then log in again; or set the GPUs the job should use in the job's own command"
+            steps=steps, advice="then log in again; or set the GPUs the job should use in the job's own command"
         )
     if "container" in sources:
         return "the container's environment", Fix(
-            commands=["unset CUDA_VISIBLE_DEVICES"],
-            advice="that lasts for this shell only: remove the variable from the pod's template or `docker run -e`",
+            advice="`unset CUDA_VISIBLE_DEVICES` lasts for one shell only: remove the variable from the pod's "
+            "template or `docker run -e`",
         )
     return "the login environment", Fix(
         commands=[f"grep -ns CUDA_VISIBLE_DEVICES {_STARTUP_FILES}"],

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from computefence.evaluate.context import Context, block, passed, skipped, sudo, warn
 from computefence.evaluate.spec import CheckSpec, Remedy
-from computefence.models import CheckOptions, Facts, Finding, Fix, GpuHealth
+from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep, GpuHealth, StepKind
 
 CHECKS: dict[str, CheckSpec] = {
     "gpu.ecc": CheckSpec(
@@ -57,12 +57,12 @@ def _label(gpus: list[GpuHealth]) -> str:
     return "GPU " + ",".join(str(g.index) for g in gpus)
 
 
-def _move_on(ctx: Context, what: str) -> tuple[list[str], str]:
+def _move_on(ctx: Context, what: str) -> tuple[list[FixStep], str]:
     """The provider's restart command where there is one, and the advice to move on."""
     restart = ctx.restart_command()
     if ctx.on_provider:
         advice = f"{what}: restart the {ctx.profile.title} machine; if it persists, move to another machine"
-        return ([restart] if restart else []), advice
+        return ([FixStep.local(restart, StepKind.DISRUPTIVE)] if restart else []), advice
     return [], f"{what}: reboot the machine; if it persists, the GPU or its slot is faulty"
 
 
@@ -101,12 +101,12 @@ def check_ecc(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
             "then the job can hit the bad memory",
         )
         if not ctx.on_provider:
-            commands = [f"{sudo(facts)}nvidia-smi -r -i {gpu.index}"]
+            commands = [FixStep.disruptive(f"{sudo(facts)}nvidia-smi -r -i {gpu.index}")]
         findings.append(
             block(
                 cid,
                 f"GPU {gpu.index} ({gpu.name or '?'}): {'; '.join(faults)}",
-                Fix(commands=commands, advice=advice),
+                Fix(steps=commands, advice=advice),
                 subject=f"GPU {gpu.index}",
             )
         )
@@ -204,7 +204,10 @@ def _judge_throttle(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list
                 cid,
                 message,
                 Fix(
-                    commands=[f"nvidia-smi -q -i {gpu.index} -d PERFORMANCE,TEMPERATURE,POWER", *commands],
+                    steps=[
+                        FixStep.inspect(f"nvidia-smi -q -i {gpu.index} -d PERFORMANCE,TEMPERATURE,POWER"),
+                        *commands,
+                    ],
                     advice=advice,
                 ),
                 subject=f"GPU {gpu.index}",
@@ -246,7 +249,11 @@ def _judge_power(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fi
                 cid,
                 message,
                 Fix(
-                    commands=[f"{sudo(facts)}nvidia-smi -i {gpu.index} -pl {gpu.power_limit_default_w:.0f}"],
+                    steps=[
+                        FixStep.disruptive(
+                            f"{sudo(facts)}nvidia-smi -i {gpu.index} -pl {gpu.power_limit_default_w:.0f}"
+                        )
+                    ],
                     advice=advice,
                 ),
                 subject=f"GPU {gpu.index}",
@@ -282,7 +289,7 @@ def _judge_mig(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Find
             warn(
                 cid,
                 message,
-                Fix(commands=[f"{sudo(facts)}nvidia-smi -i {gpu.index} -mig 0"], advice=advice),
+                Fix(steps=[FixStep.disruptive(f"{sudo(facts)}nvidia-smi -i {gpu.index} -mig 0")], advice=advice),
                 subject=f"GPU {gpu.index}",
             )
         )
@@ -316,13 +323,13 @@ def _judge_compute_mode(facts: Facts, ctx: Context, health: list[GpuHealth]) -> 
         ),
     ):
         if gpus:
-            commands = [f"{sudo(facts)}nvidia-smi -i {g.index} -c DEFAULT" for g in gpus]
+            commands = [FixStep.disruptive(f"{sudo(facts)}nvidia-smi -i {g.index} -c DEFAULT") for g in gpus]
             findings.append(
                 block(
                     cid,
                     message.format(gpus=_label(gpus)),
                     Fix(
-                        commands=commands,
+                        steps=commands,
                         advice="a container cannot change the compute mode: ask the provider, or choose another machine",
                     ),
                     subject=_label(gpus),
@@ -369,12 +376,15 @@ def check_fabric_manager(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         commands, advice = _move_on(ctx, "only the host can start the fabric manager")
     else:
         root = sudo(facts)
-        commands = [f"{root}systemctl start nvidia-fabricmanager", "nvidia-smi -q | grep -A 2 -i fabric"]
+        commands = [
+            FixStep.disruptive(f"{root}systemctl start nvidia-fabricmanager"),
+            FixStep.inspect("nvidia-smi -q | grep -A 2 -i fabric"),
+        ]
         advice = (
             "install nvidia-fabricmanager of the driver's exact version if the service is missing; "
             "reinstalling torch cannot help"
         )
-    return [block(cid, message, Fix(commands=commands, advice=advice))]
+    return [block(cid, message, Fix(steps=commands, advice=advice))]
 
 
 # ---------------------------------------------------------------- gpu.xid
@@ -401,7 +411,7 @@ def check_xid(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
         warn(
             cid,
             f"kernel log shows {listed}{where}: the job may die hours in",
-            Fix(commands=[f"{sudo(facts)}dmesg | grep -i xid | tail -n 20", *commands], advice=advice),
+            Fix(steps=[FixStep.inspect(f"{sudo(facts)}dmesg | grep -i xid | tail -n 20"), *commands], advice=advice),
         )
     ]
 

@@ -22,7 +22,7 @@ from computefence.evaluate.context import Context, block, collector_error, first
 from computefence.evaluate.context import gb as _gb
 from computefence.evaluate.profiles import profiles_dir
 from computefence.evaluate.spec import CheckSpec
-from computefence.models import CheckOptions, Facts, Finding, Fix, ModelFacts, Remedy
+from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep, ModelFacts, Remedy
 from computefence.policy import Job, Lora
 from computefence.text import one_line
 
@@ -659,7 +659,8 @@ def check_model_download(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     if free < remaining:
         target = cache.path if cache is not None else "$HF_HOME"
         fix = Fix(
-            commands=["huggingface-cli delete-cache", f"df -h {q(where)}"],
+            # A cache clean-up deletes downloaded models: never run by fleet fix.
+            steps=[FixStep.destructive("huggingface-cli delete-cache"), FixStep.inspect(f"df -h {q(where)}")],
             advice=(
                 f"free {gb(remaining - free)} on {where}, or point HF_HOME at a volume with {gb(remaining)} free "
                 f"before the run downloads to {target}"

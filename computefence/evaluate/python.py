@@ -10,7 +10,7 @@ from __future__ import annotations
 from computefence.evaluate.context import Context, block, collector_error, passed, q, skipped, warn
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import build_fix, reinstall_command
-from computefence.models import CheckOptions, Facts, Finding, Fix
+from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep
 from computefence.text import one_line
 
 CHECKS: dict[str, CheckSpec] = {
@@ -68,7 +68,7 @@ def _install(facts: Facts) -> Fix:
     python = facts.torch.python
     driver = facts.gpu.cuda_version
     if driver is None:
-        return Fix(commands=[f"{q(python)} -m pip install torch"])
+        return Fix(steps=[FixStep.safe(f"{q(python)} -m pip install torch")])
     return build_fix(python, driver)
 
 

@@ -22,7 +22,7 @@ from computefence.evaluate.context import (
 )
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import choose_build, cuda_text, driver_cuda, install_command, parse_version
-from computefence.models import Facts, Finding, Fix, Severity
+from computefence.models import Facts, Finding, Fix, FixStep, Severity
 from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, matches, normalize_name
 from computefence.text import one_line
 
@@ -140,7 +140,7 @@ def _fix(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> Fix
         if choice is None:
             return _driver_fix(Requirement(spec=f">={cuda_text(low)}") if low else requirement, ctx, cuda=True)
         requirement_text, tag = choice
-        return Fix(commands=[install_command(python, requirement_text, tag, replace=True)])
+        return Fix(steps=[FixStep.safe(install_command(python, requirement_text, tag, replace=True))])
     if name == "python":
         return Fix(
             advice=f"no pip install changes Python: use an image with Python {requirement.spec} "
@@ -149,7 +149,7 @@ def _fix(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> Fix
     if name == "glibc":
         return Fix(advice=f"glibc comes with the OS image: use an image whose glibc is {requirement.spec}")
     target = name if requirement.any_version else f"{name}{requirement.spec}"
-    return Fix(commands=[f"{q(python)} -m pip install {q(target)}"])
+    return Fix(steps=[FixStep.safe(f"{q(python)} -m pip install {q(target)}")])
 
 
 def _driver_fix(requirement: Requirement, ctx: Context, cuda: bool = False) -> Fix:
@@ -162,7 +162,7 @@ def _driver_fix(requirement: Requirement, ctx: Context, cuda: bool = False) -> F
         else f"use a machine whose NVIDIA driver satisfies {requirement.spec}"
     )
     if needed and advice.driver_search:
-        return Fix(commands=[advice.driver_search.format(cuda=needed)], advice=words)
+        return Fix(steps=[FixStep.local(advice.driver_search.format(cuda=needed))], advice=words)
     return Fix(advice=words)
 
 

@@ -25,8 +25,9 @@ from computefence.evaluate.context import (
     warn,
 )
 from computefence.evaluate.mounts import Level, Storage, normalize
+from computefence.evaluate.persist import persist_env
 from computefence.evaluate.spec import CheckSpec, Remedy
-from computefence.models import CheckOptions, Facts, Finding, Fix, PathFacts
+from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep, PathFacts
 from computefence.policy import Thresholds
 from computefence.text import one_line
 
@@ -76,12 +77,12 @@ def _persistent_base(facts: Facts, ctx: Context) -> str | None:
     return None
 
 
-def _export_fix(var: str, value: str, ctx: Context) -> Fix:
-    line = f"export {var}={q(value)}"
-    advice = None
+def _export_fix(var: str, value: str, facts: Facts, ctx: Context) -> Fix:
+    """Create the folder and set the variable where the next SSH session of this user reads it."""
+    advice = "then log in again (the running shell keeps its old value)"
     if not ctx.profile.container_env_visible_over_ssh and ctx.profile.advice.env_persist:
-        advice = ctx.profile.advice.env_persist.format(var=var)
-    return Fix(commands=[f"mkdir -p {q(value)}", f"echo {q(line)} >> ~/.bashrc", line], advice=advice)
+        advice += "; " + ctx.profile.advice.env_persist.format(var=var)
+    return Fix(steps=[FixStep.safe(f"mkdir -p {q(value)}"), persist_env(var, value, facts)], advice=advice)
 
 
 def _no_place_fix(ctx: Context) -> Fix:
@@ -114,7 +115,7 @@ def check_hf_cache(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fin
             f"{var}={value} is set only in the {HIDDEN_SOURCES[source]}, which SSH sessions do not see: "
             f"jobs started over SSH cache models in {path}{lands}"
         )
-        fix = _export_fix(var, target, ctx) if target else _no_place_fix(ctx)
+        fix = _export_fix(var, target, facts, ctx) if target else _no_place_fix(ctx)
         return [warn(cid, message, fix, subject=path)]
     if storage is None:
         return [skipped(cid, f"HF cache {path}: could not tell which filesystem holds it", subject=path)]
@@ -127,7 +128,9 @@ def check_hf_cache(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fin
             f"HF cache {path}{origin} is on the {storage.where}, {storage.fate}: "
             "every model is downloaded again after that"
         )
-        return [warn(cid, message, _export_fix(var, target, ctx) if target else _no_place_fix(ctx), subject=path)]
+        return [
+            warn(cid, message, _export_fix(var, target, facts, ctx) if target else _no_place_fix(ctx), subject=path)
+        ]
     return [passed(cid, f"HF cache {path} is on the {storage.where}, {storage.fate}", subject=path)]
 
 
@@ -184,10 +187,14 @@ def check_output_dir(facts: Facts, checks: CheckOptions, ctx: Context) -> list[F
         else:
             name = posixpath.basename(path) or "outputs"
             target = posixpath.join(base, name if name not in ("root", "home", "tmp") else "outputs")
-            fix = Fix(
-                commands=[f"mkdir -p {q(target)}"],
-                advice=f"and point the job's output dir (and --output-dir) at {target}",
-            )
+            fix = Fix(steps=[FixStep.safe(f"mkdir -p {q(target)}")])
+            if out.exists:
+                fix.advice = f"and point the job's output dir (and --output-dir) at {target}"
+            else:
+                # Nothing there yet: a link puts the job's path itself on the volume.
+                link = f"mkdir -p {q(posixpath.dirname(path))} && {{ [ -L {q(path)} ] || ln -s -- {q(target)} {q(path)}; }}"
+                fix.steps.append(FixStep.safe(link))
+                fix.advice = f"{path} then leads to {target}; or point the job's output dir (and --output-dir) there"
         return [
             block(
                 cid,
@@ -211,7 +218,7 @@ def check_output_dir(facts: Facts, checks: CheckOptions, ctx: Context) -> list[F
             block(
                 cid,
                 f"output dir {shown} is missing, and so is its parent {parent}",
-                f"mkdir -p {q(path)}",
+                Fix(steps=[FixStep.safe(f"mkdir -p {q(path)}")]),
                 subject=path,
             )
         ]
@@ -240,8 +247,11 @@ def _writable_fix(out: PathFacts, facts: Facts, storage: Storage | None) -> Fix:
             "is read-only)"
         )
     owner = q(facts.identity.user) if facts.identity.user else "$(id -un)"
-    existing = path if out.exists else (out.existing_ancestor or posixpath.dirname(path))
-    return Fix(commands=[f"{sudo(facts)}chown -R {owner} {q(existing)}"])
+    root = sudo(facts)
+    if out.exists:
+        return Fix(steps=[FixStep.safe(f"{root}chown -R -- {owner} {q(path)}")])
+    # Never a recursive chown of an ancestor (it may be / or someone else's data): create the folder, own it.
+    return Fix(steps=[FixStep.safe(f"{root}mkdir -p {q(path)} && {root}chown -- {owner} {q(path)}")])
 
 
 # ---------------------------------------------------------------- storage.no-volume

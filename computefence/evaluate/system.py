@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from computefence.evaluate.context import Context, first_path, passed, skipped, sudo, warn
 from computefence.evaluate.spec import CheckSpec, Remedy
-from computefence.models import CheckOptions, Facts, Finding, Fix
+from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep
 
 CHECKS: dict[str, CheckSpec] = {
     "system.shm": CheckSpec("/dev/shm is large enough for DataLoader workers", Remedy.CONFIG),
@@ -24,7 +24,7 @@ def check_shm(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
         return []
     suggested = _suggested_gb(facts)
     fix = Fix(
-        commands=[f"{sudo(facts)}mount -o remount,size={suggested}G /dev/shm"],
+        steps=[FixStep.safe(f"{sudo(facts)}mount -o remount,size={suggested}G /dev/shm")],
         advice=f"needs CAP_SYS_ADMIN; otherwise recreate the container with --shm-size={suggested}g "
         "(or --ipc=host), or use DataLoader(num_workers=0)",
     )

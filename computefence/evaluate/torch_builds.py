@@ -6,7 +6,7 @@ import re
 from functools import lru_cache
 
 from computefence.evaluate.context import q
-from computefence.models import Fix
+from computefence.models import Fix, FixStep
 
 INDEX_URL = "https://download.pytorch.org/whl/{tag}"
 
@@ -160,7 +160,7 @@ def build_fix(
             "use a machine with a newer NVIDIA driver"
         )
     requirement, tag = choice
-    return Fix(commands=[install_command(python, requirement, tag, replace=replace)], advice=advice)
+    return Fix(steps=[FixStep.safe(install_command(python, requirement, tag, replace=replace))], advice=advice)
 
 
 def install_command(python: str, requirement: str, tag: str, replace: bool) -> str:

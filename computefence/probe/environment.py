@@ -161,6 +161,69 @@ def _startup_env(params):
     return found
 
 
+def _sshd_config_path(params):
+    """The config file of the sshd serving this session: the first ancestor process named sshd
+    that was started with -f FILE; /etc/ssh/sshd_config otherwise."""
+    proc = _root(params, "proc")
+    pid = os.getppid()
+    for _ in range(8):
+        try:
+            argv = _read_bytes(os.path.join(proc, str(pid), "cmdline"), 1 << 16).split(b"\0")
+            status = _read_text(os.path.join(proc, str(pid), "status"), 1 << 16)
+        except OSError:
+            break
+        if os.path.basename(argv[0]) == b"sshd" and b"-f" in argv[:-1]:
+            return _text(argv[argv.index(b"-f") + 1], 4096)
+        parent = re.search(r"^PPid:\s*(\d+)", status, re.MULTILINE)
+        if parent is None or int(parent.group(1)) <= 1:
+            break
+        pid = int(parent.group(1))
+    return os.path.join(_root(params, "etc"), "ssh", "sshd_config")
+
+
+def _use_pam(params, config):
+    """sshd's UsePAM: the first setting outside a Match block, in the Include'd drop-ins and the file."""
+    texts = []
+    folder = os.path.join(_root(params, "etc"), "ssh", "sshd_config.d")
+    text = _read_text(config, 1 << 20)
+    if re.search(r"^\s*include\s", text, re.IGNORECASE | re.MULTILINE):
+        try:
+            names = sorted(name for name in os.listdir(folder) if name.endswith(".conf"))
+        except OSError:
+            names = []
+        for name in names[:_STARTUP_FILES_MAX]:
+            try:
+                texts.append(_read_text(os.path.join(folder, name), 1 << 20))
+            except OSError:
+                continue
+    texts.append(text)
+    for body in texts:
+        for line in body.splitlines():
+            words = line.split()
+            if not words or words[0].startswith("#"):
+                continue
+            if words[0].lower() == "match":
+                break
+            if words[0].lower() == "usepam" and len(words) > 1:
+                return words[1].lower() == "yes"
+    return False  # OpenSSH's compiled-in default
+
+
+def _ssh_pam_env(params):
+    try:
+        if not _use_pam(params, _sshd_config_path(params)):
+            return False
+        stack = _read_text(os.path.join(_root(params, "etc"), "pam.d", "sshd"), 1 << 20)
+    except OSError:
+        return None
+    for line in stack.splitlines():
+        words = line.split("#", 1)[0].split()
+        modules = [word for word in words if word.endswith("pam_env.so")]
+        if modules and not any(w.startswith("envfile=") or w == "readenv=0" for w in words):
+            return True
+    return False
+
+
 def _env_entry(source, name, value):
     value = _text(value)
     if _SECRET_NAME.search(name) or _secret_value(value):
@@ -193,4 +256,5 @@ def collect_environment(params):
         add(source, pairs)
     for source, pairs in _startup_env(params):
         add(source, pairs)
+    facts["ssh_pam_env"] = _ssh_pam_env(params)
     return facts

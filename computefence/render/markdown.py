@@ -95,8 +95,8 @@ def _fix(finding: Finding) -> list[str]:
 def fix_lines(fix: Fix | None) -> list[str]:
     """Commands in one code block (they run in order), advice as a plain note after it."""
     lines: list[str] = []
-    if fix and fix.commands:
-        lines += [code_block("\n".join(fix.commands)), ""]
+    if fix and fix.steps:
+        lines += [code_block("\n".join(views.marked_command(step) for step in fix.steps)), ""]
     if fix and fix.advice:
         lines += [f"*Note:* {md(fix.advice)}", ""]
     return lines
@@ -105,7 +105,9 @@ def fix_lines(fix: Fix | None) -> list[str]:
 def _fix_cell(fix: Fix | None) -> str:
     if not fix:
         return ""
-    parts = [code_span(command) for command in fix.commands]
+    parts = [
+        code_span(step.run) + (f" *({views.step_mark(step)})*" if views.step_mark(step) else "") for step in fix.steps
+    ]
     if fix.advice:
         parts.append(md(fix.advice))
     return "<br>".join(parts)
@@ -219,7 +221,7 @@ def _by_pod(report: Report) -> list[str]:
         if problems:
             lines.append("")
         fixes = [f.fix for f in problems if f.fix] + ([host.fix] if host.fix else [])
-        commands = [command for fix in fixes for command in fix.commands]
+        commands = [views.marked_command(step) for fix in fixes for step in fix.steps]
         if commands:
             lines += [code_block("\n".join(commands)), ""]
         lines += [f"*Note:* {md(fix.advice)}" for fix in fixes if fix.advice]

@@ -151,12 +151,16 @@ def _row(severity: Severity, check: str, body: Text, check_width: int, width: in
 
 
 def _fix(fix: Fix) -> list[RenderableType]:
-    """One `fix:` line per command, then the advice as a `note:`."""
+    """One `fix:` line per command, then the advice as a `note:`. A step that is not a safe pod
+    step carries its mark as a trailing shell comment (`# local`, `# inspect`, `# disruptive`)."""
     out: list[RenderableType] = []
-    for command in fix.commands:
+    for step in fix.steps:
         # Never wrapped by us: a command is copied into a shell, and a folded line would break it.
         text = Text(_FIX_LABEL, style="bold", no_wrap=True)
-        text.append(clean(command), style="bold bright_white")
+        text.append(clean(step.run), style="bold bright_white")
+        mark = views.step_mark(step)
+        if mark:
+            text.append(f"  # {mark}", style="yellow" if step.kind.value in ("disruptive", "destructive") else "dim")
         out.append(text)
     if fix.advice:
         grid = Table.grid()

@@ -14,11 +14,14 @@ from computefence.models import (
     DatasetFacts,
     Finding,
     Fix,
+    FixStep,
     HostReport,
     HostStatus,
     HostVerdict,
     Report,
     Severity,
+    StepKind,
+    StepPlace,
 )
 from computefence.text import one_line
 
@@ -73,6 +76,23 @@ def severity_counts(findings: list[Finding]) -> dict[Severity, int]:
     return {sev: counts.get(sev, 0) for sev in (Severity.BLOCK, Severity.WARN, Severity.PASS, Severity.SKIP)}
 
 
+def step_mark(step: FixStep) -> str | None:
+    """How a step that is not a safe pod step is marked: where it runs and what it risks
+    ("local", "inspect", "local, disruptive"); None for a safe step on the pod."""
+    if step.on is StepPlace.POD and step.kind is StepKind.SAFE:
+        return None
+    parts = ["local"] if step.on is StepPlace.LOCAL else []
+    if step.kind is not StepKind.SAFE and not (parts and step.kind is StepKind.INSPECT):
+        parts.append(step.kind.value)
+    return ", ".join(parts)
+
+
+def marked_command(step: FixStep) -> str:
+    """The command with its mark as a trailing shell comment, so the line still pastes as it is."""
+    mark = step_mark(step)
+    return f"{step.run}  # {mark}" if mark else step.run
+
+
 def has_fix(finding: Finding) -> bool:
     """A warning or blocker with something to do about it."""
     return bool(finding.fix) and finding.severity in (Severity.WARN, Severity.BLOCK)
@@ -115,7 +135,8 @@ class Variant:
             return None
         advice = self.fix_template.advice
         return Fix(
-            commands=[self._fill(c) for c in self.fix_template.commands], advice=self._fill(advice) if advice else None
+            steps=[step.model_copy(update={"run": self._fill(step.run)}) for step in self.fix_template.steps],
+            advice=self._fill(advice) if advice else None,
         )
 
 
@@ -129,7 +150,8 @@ def _template(text: str | None, subject: str | None) -> str | None:
 def _fix_template(fix: Fix | None, subject: str | None) -> Fix | None:
     if not fix:
         return None
-    return Fix(commands=[_template(c, subject) for c in fix.commands], advice=_template(fix.advice, subject))
+    steps = [step.model_copy(update={"run": _template(step.run, subject)}) for step in fix.steps]
+    return Fix(steps=steps, advice=_template(fix.advice, subject))
 
 
 @dataclass

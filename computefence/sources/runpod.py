@@ -35,7 +35,7 @@ from computefence.http import (
     scrub,
     within_deadline,
 )
-from computefence.models import Fix, ProviderInfo, Target
+from computefence.models import Fix, FixStep, ProviderInfo, StepKind, Target
 from computefence.sources.interface import ActionAnswer
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, target_names
 
@@ -295,7 +295,9 @@ def pod_target(pod: dict[str, Any], name: str) -> Target:
     elif not running:
         target.unreachable_reason = f"pod is {state}, not running"
         target.unreachable_fix = (
-            Fix(commands=[f"runpodctl start pod {shlex.quote(pod_id)}"], advice="then re-run")
+            Fix(
+                steps=[FixStep.local(f"runpodctl start pod {shlex.quote(pod_id)}", StepKind.SAFE)], advice="then re-run"
+            )
             if state == "exited"
             else Fix(advice="it no longer runs; nothing to check")
         )

@@ -18,7 +18,7 @@ import httpx
 
 from computefence.errors import ConfigError, SourceError
 from computefence.http import ApiClient, RetryPolicy
-from computefence.models import Fix, ProviderInfo, Target
+from computefence.models import Fix, FixStep, ProviderInfo, StepKind, Target
 from computefence.sources.interface import ActionAnswer
 from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, find_api_key, target_names
 
@@ -180,7 +180,9 @@ _STATE_ADVICE = {
 
 def _state_fix(state: str, pod_id: str) -> Fix:
     if state in ("exited", "stopped"):
-        return Fix(commands=[f"vastai start instance {shlex.quote(pod_id)}"], advice="then re-run")
+        return Fix(
+            steps=[FixStep.local(f"vastai start instance {shlex.quote(pod_id)}", StepKind.SAFE)], advice="then re-run"
+        )
     return Fix(advice=_STATE_ADVICE.get(state, "wait until it is running, then re-run"))
 
 

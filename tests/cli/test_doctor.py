@@ -71,7 +71,7 @@ def test_exit_1_on_a_blocker_and_the_fix_names_the_path(capsys):
     assert code == 1
     (finding,) = report.hosts[0].findings
     assert finding.severity is Severity.BLOCK and finding.subject == missing
-    assert missing in finding.message and finding.fix.commands == [f"mkdir -p {missing}"]
+    assert missing in finding.fix.commands[0] and finding.fix.steps[0].kind.value == "safe"
     assert report.summary.verdict is Severity.BLOCK
 
 

@@ -8,7 +8,7 @@ import pytest
 from fake_api import Fault, vast_instance
 
 from computefence.errors import SourceError
-from computefence.models import Fix
+from computefence.models import Fix, FixStep, StepKind
 from computefence.sources.vast import VastSource
 
 
@@ -80,7 +80,9 @@ def test_only_running_instances_are_checkable(api, fast):
     targets = {t.name: t for t in discover(api, fast)}
     assert targets["up"].unreachable_reason is None
     assert targets["stopped"].unreachable_reason == "instance is exited, not running"
-    assert targets["stopped"].unreachable_fix == Fix(commands=["vastai start instance 2"], advice="then re-run")
+    assert targets["stopped"].unreachable_fix == Fix(
+        steps=[FixStep.local("vastai start instance 2", StepKind.SAFE)], advice="then re-run"
+    )
     assert targets["loading"].unreachable_fix == Fix(advice="wait until it is running, then re-run")
     assert targets["offline"].unreachable_fix.commands == [] and "offline" in targets["offline"].unreachable_fix.advice
     assert targets["new"].provider.state == "starting"

@@ -8,6 +8,7 @@ from computefence.models import (
     Facts,
     Finding,
     Fix,
+    FixStep,
     GpuDevice,
     GpuFacts,
     GpuPerf,
@@ -31,7 +32,7 @@ OUTPUT_DIR_FIX = "mkdir -p /workspace/out && ln -sfn /workspace/out /root/out"
 HF_MSG = "HF cache defaults to /root/.cache/huggingface/hub on the overlay root"
 HF_COMMANDS = ["echo 'export HF_HOME=/workspace/hf' >> ~/.bashrc", "export HF_HOME=/workspace/hf"]
 HF_ADVICE = "also set HF_HOME in the pod's Environment Variables so it comes back after a restart"
-HF_FIX = Fix(commands=HF_COMMANDS, advice=HF_ADVICE)
+HF_FIX = Fix(steps=[FixStep.safe(c) for c in HF_COMMANDS], advice=HF_ADVICE)
 SKIP_MSG = "no NVIDIA GPU on this machine; GPU checks skipped"
 
 
@@ -67,7 +68,7 @@ def doctor_report() -> Report:
                 check="storage.output-dir",
                 severity=Severity.BLOCK,
                 message=OUTPUT_DIR_MSG,
-                fix=OUTPUT_DIR_FIX,
+                fix=Fix(steps=[FixStep.safe(OUTPUT_DIR_FIX)]),
                 subject="/root/out",
             ),
             Finding(
@@ -99,7 +100,7 @@ def fleet_report() -> Report:
         check="storage.output-dir",
         severity=Severity.BLOCK,
         message=OUTPUT_DIR_MSG,
-        fix=OUTPUT_DIR_FIX,
+        fix=Fix(steps=[FixStep.safe(OUTPUT_DIR_FIX)]),
         subject="/root/out",
         remedy=Remedy.CONFIG,
     )
@@ -203,13 +204,23 @@ def hostile_report() -> Report:
                 check="storage.output-dir",
                 severity=Severity.BLOCK,
                 message=HOSTILE_MESSAGE,
-                fix=HOSTILE_FIX,
+                fix=Fix(steps=[FixStep.safe(HOSTILE_FIX)]),
                 subject=HOSTILE_NAME,
             ),
-            Finding(check="storage.hf-cache", severity=Severity.WARN, message=HOSTILE_MESSAGE, fix=HOSTILE_FIX),
+            Finding(
+                check="storage.hf-cache",
+                severity=Severity.WARN,
+                message=HOSTILE_MESSAGE,
+                fix=Fix(steps=[FixStep.safe(HOSTILE_FIX)]),
+            ),
         ],
     )
-    down = HostReport(name="down|<i>", status=HostStatus.PROBE_FAILED, reason=HOSTILE_MESSAGE, fix=HOSTILE_FIX)
+    down = HostReport(
+        name="down|<i>",
+        status=HostStatus.PROBE_FAILED,
+        reason=HOSTILE_MESSAGE,
+        fix=Fix(steps=[FixStep.safe(HOSTILE_FIX)]),
+    )
     return Report(
         tool_version="0.1.0",
         kind="fleet",

@@ -7,7 +7,7 @@ import json
 from computefence.cli import main
 from computefence.evaluate import build_report
 from computefence.evaluate.changes import compare_reports
-from computefence.models import Finding, HostReport, HostStatus, Severity
+from computefence.models import Finding, Fix, FixStep, HostReport, HostStatus, Severity
 from computefence.render import render, render_changes
 
 FIX = "pip install --index-url https://download.pytorch.org/whl/cu124 torch==2.4.1"
@@ -18,7 +18,7 @@ def _runs():
         check="python.torch-missing",
         severity=Severity.BLOCK,
         message="torch is not importable by python3",
-        fix=FIX,
+        fix=Fix(steps=[FixStep.safe(FIX)]),
         subject="python3",
     )
     shm = Finding(check="system.shm", severity=Severity.WARN, message="/dev/shm is 64 MiB", subject="/dev/shm")

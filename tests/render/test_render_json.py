@@ -27,6 +27,7 @@ def test_json_carries_the_documented_fields(fleet_report):
         "fix": OUTPUT_DIR_FIX,
         "fix_commands": [OUTPUT_DIR_FIX],
         "fix_advice": None,
+        "fix_steps": [{"run": OUTPUT_DIR_FIX, "on": "pod", "kind": "safe"}],
         "subject": "/root/out",
         "remedy": "config",
     }

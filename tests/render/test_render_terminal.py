@@ -1,6 +1,6 @@
 from sample_reports import HF_ADVICE, HF_COMMANDS, HOSTILE_NAME, OUTPUT_DIR_FIX, OUTPUT_DIR_MSG, SKIP_MSG
 
-from computefence.models import Finding, Fix, Severity, SourceStatus
+from computefence.models import Finding, Fix, FixStep, Severity, SourceStatus
 from computefence.render import render
 
 
@@ -68,7 +68,7 @@ def test_the_same_finding_about_different_paths_is_one_group_with_per_pod_values
         update={
             "subject": "/srv/out",
             "message": OUTPUT_DIR_MSG.replace("/root/out", "/srv/out"),
-            "fix": Fix(commands=[OUTPUT_DIR_FIX.replace("/root/out", "/srv/out")]),
+            "fix": Fix(steps=[FixStep.safe(OUTPUT_DIR_FIX.replace("/root/out", "/srv/out"))]),
         }
     )
     text = render(fleet_report, "rich", width=250)
