@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import stat
 import time
 
 from .core import _number, _read_text, _root, _text, _time_left
@@ -105,7 +106,11 @@ def _log_entry(entry):
 def _trainer_state(path):
     state = {"path": _text(path, 1024)}
     try:
-        state["mtime"] = os.stat(path).st_mtime
+        info = os.stat(path)
+        state["mtime"] = info.st_mtime
+        if not stat.S_ISREG(info.st_mode):
+            # A FIFO or device would block the read (or never end): only regular files are read.
+            raise ValueError("not a regular file")
         document = json.loads(_read_text(path, _STATE_BYTES))
     except (OSError, ValueError) as exc:
         state["error"] = _text("%s: %s" % (type(exc).__name__, exc), 300)
@@ -307,10 +312,13 @@ def collect_watch_log(params):
         return None
     facts = {"path": _text(path, 1024), "origin": origin, "exists": False, "losses": [], "tail": []}
     try:
-        stat = os.stat(path)
-        facts.update(exists=True, mtime=stat.st_mtime, size_bytes=stat.st_size)
+        info = os.stat(path)
+        facts.update(exists=True, mtime=info.st_mtime, size_bytes=info.st_size)
+        if not stat.S_ISREG(info.st_mode):
+            facts["error"] = "not a regular file"
+            return facts
         with open(path, "rb") as handle:
-            handle.seek(max(0, stat.st_size - _TAIL_BYTES))
+            handle.seek(max(0, info.st_size - _TAIL_BYTES))
             raw = handle.read(_TAIL_BYTES)
     except OSError as exc:
         facts["error"] = _text("%s: %s" % (type(exc).__name__, exc.strerror or exc), 300)

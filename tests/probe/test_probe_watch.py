@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
+import time
 
 import pytest
 
 from computefence.connectors import payload
 from computefence.errors import ProbeOutputError
 from computefence.probe import WATCH_PARTS
-from computefence.probe.watch_files import _loss_patterns, _redact_line, collect_watch_log
+from computefence.probe.watch_files import _loss_patterns, _redact_line, _trainer_state, collect_watch_log
 from computefence.probe.watch_gpu import _parse_smi_csv
 from computefence.probe.watch_jobs import _launch_kind, _output_dir_arg, _redact_argv
 
@@ -166,3 +168,16 @@ def test_a_watch_answer_must_carry_its_watch_section():
     check_answer = json.dumps({"probe_schema_version": 1, "identity": {}, "storage": {}, "gpu": {}})
     with pytest.raises(ProbeOutputError):
         payload.parse_probe_output(check_answer, "watch")
+
+
+def test_a_fifo_where_the_log_or_trainer_state_belongs_is_not_read(tmp_path):
+    # A FIFO would block the read for good: the collector says so and answers at once.
+    fifo = tmp_path / "train.log"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    facts = collect_watch_log({"job_log": str(fifo), "roots": {"proc": "/nonexistent"}})
+    assert facts["error"] == "not a regular file" and facts["losses"] == []
+    state = tmp_path / "trainer_state.json"
+    os.mkfifo(state)
+    assert _trainer_state(str(state))["error"].endswith("not a regular file")
+    assert time.monotonic() - started < 2
