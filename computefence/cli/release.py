@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -78,7 +79,7 @@ def release_command(
         raise ConfigError(f"{report_path} is a {report.kind} report; fleet release reads a `fleet check` report")
     age = release.check_age(report, report_path, max_age_delta, datetime.now(timezone.utc))
     release.check_patterns(checks, report)
-    unreachable = release.unreachable_in_all(_last_runs(history, unreachable_runs)) if unreachable_runs else set()
+    unreachable = _unreachable(history, unreachable_runs) if unreachable_runs else None
     sources = _sources(report)
     planned = release.plan(
         report, sources, patterns=checks, unreachable=unreachable, action=action.value if action else None
@@ -110,25 +111,26 @@ def _sources(report: Report) -> dict[str, ReleasingSource]:
     return sources
 
 
-def _last_runs(history: Path | None, k: int | None) -> list[Report]:
-    """The newest `k` readable runs of a fleet check --history directory."""
-    assert history is not None and k is not None
+def _unreachable(history: Path | None, k: int) -> dict[tuple[str, str], release.LastAnswer | None]:
+    """The pods that did not answer in each of the newest `k` runs of a fleet check --history."""
+    assert history is not None
     if not history.is_dir():
         raise ConfigError(f"--history {history}: not a directory")
-    entries = sorted(p for p in history.iterdir() if ENTRY_RE.match(p.name))
-    runs: list[Report] = []
-    for path in reversed(entries):
-        if len(runs) == k:
-            break
-        try:
-            runs.append(load_report(path))
-        except ConfigError as exc:
-            print(f"computefence: warning: history: skipping {exc}", file=sys.stderr)
-    if len(runs) < k:
+    found = release.unreachable_pods(_newest_first(history), k)
+    if found is None:
         print(
-            f"computefence: warning: --history {history} holds {len(runs)} run(s), fewer than --unreachable-runs {k}: "
+            f"computefence: warning: --history {history} holds fewer than --unreachable-runs {k} readable runs: "
             "no pod is released for not answering",
             file=sys.stderr,
         )
-        return []
-    return runs
+        return {}
+    return found
+
+
+def _newest_first(history: Path) -> Iterator[Report]:
+    """The history's readable runs, newest first, read one at a time."""
+    for path in sorted((p for p in history.iterdir() if ENTRY_RE.match(p.name)), reverse=True):
+        try:
+            yield load_report(path)
+        except ConfigError as exc:
+            print(f"computefence: warning: history: skipping {exc}", file=sys.stderr)

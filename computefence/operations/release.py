@@ -9,9 +9,10 @@ Never a pod whose report shows GPU memory held by other processes, nor one that 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -96,6 +97,35 @@ def unreachable_in_all(runs: Sequence[Report]) -> set[tuple[str, str]]:
     return set.intersection(*sets)
 
 
+@dataclass(frozen=True)
+class LastAnswer:
+    """A pod's newest report in which it answered, and that run's time."""
+
+    at: str
+    host: HostReport
+
+
+def unreachable_pods(newest_first: Iterable[Report], k: int) -> dict[tuple[str, str], LastAnswer | None] | None:
+    """Pods that did not answer in each of the newest `k` runs, each with the newest earlier
+    run in which it did answer (None if it never did); None when there are fewer than `k`
+    runs. Older runs are read only until every such pod has its answer."""
+    runs = iter(newest_first)
+    last_k = [run for _, run in zip(range(k), runs)]
+    if len(last_k) < k:
+        return None
+    found: dict[tuple[str, str], LastAnswer | None] = dict.fromkeys(unreachable_in_all(last_k))
+    waiting = set(found)
+    for run in runs:
+        if not waiting:
+            break
+        for host in run.hosts:
+            key = _identity(host)
+            if key in waiting and host.status is HostStatus.OK:
+                found[key] = LastAnswer(run.generated_at, host)
+                waiting.discard(key)
+    return found
+
+
 # ---------------------------------------------------------------- the plan
 
 
@@ -135,11 +165,12 @@ def plan(
     sources: Mapping[str, ReleasingSource],
     *,
     patterns: Sequence[str] = (),
-    unreachable: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+    unreachable: Mapping[tuple[str, str], LastAnswer | None] | None = None,
     action: str | None = None,
 ) -> list[Planned]:
     """Every pod the report condemns (a replace blocker, a --checks finding, or unanswered in
     each of the last runs), with what would be done to it or why nothing will be."""
+    unreachable = unreachable or {}
     planned = []
     for host in report.hosts:
         findings = release_findings(host, list(patterns)) if host.status is HostStatus.OK else []
@@ -148,7 +179,7 @@ def plan(
             selected_by.append(UNREACHABLE)
         if not selected_by:
             continue
-        planned.append(_plan_one(host, findings, selected_by, sources, action))
+        planned.append(_plan_one(host, findings, selected_by, sources, action, unreachable.get(_identity(host))))
     return planned
 
 
@@ -158,6 +189,7 @@ def _plan_one(
     selected_by: list[str],
     sources: Mapping[str, ReleasingSource],
     action: str | None,
+    last_answer: LastAnswer | None = None,
 ) -> Planned:
     def refused(why: str, chosen: str | None = None) -> Planned:
         return Planned(host, selected_by, findings, chosen, "refused", why)
@@ -169,6 +201,14 @@ def _plan_one(
     running = job_may_be_running(host)
     if running:
         return refused(f"a job may be running: {one_line(running, 160)}")
+    # A pod that stopped answering while its GPUs were busy may still be training.
+    earlier = (
+        job_may_be_running(last_answer.host) if last_answer is not None and host.status is not HostStatus.OK else None
+    )
+    if earlier and last_answer is not None:
+        return refused(
+            f"a job may still be running: the last run it answered ({last_answer.at}) showed {one_line(earlier, 160)}"
+        )
     blockers = [f for f in findings if f.severity.rank == 2]
     if UNREACHABLE not in selected_by and not blockers:
         return refused(f"warnings only ({', '.join(selected_by)}), no blocker")
@@ -232,37 +272,44 @@ def act(
     for item in todo:
         by_provider.setdefault(item.host.provider.provider, []).append(item)  # type: ignore[union-attr]
     results: dict[int, ReleasePod] = {}
-    # Providers in parallel (Lambda's pacing of a request a second must not hold up the others);
-    # each provider's pods one after another, on one connection.
-    with ThreadPoolExecutor(max_workers=max(1, len(by_provider))) as pool:
-        for done in pool.map(lambda name: _act_provider(sources[name], by_provider[name], say), by_provider):
+    names = list(by_provider)
+    # Providers in parallel (Lambda's pacing of a request a second must not hold up the others),
+    # each on one connection. Every provider is listed again (its key and SDK found) before
+    # anything is sent to any: a missing key (ConfigError) ends the run with nothing touched.
+    with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        for name in names:
+            stack.enter_context(sources[name])
+            say(f"computefence: listing {sources[name].title} pods again before acting")
+        listings = dict(zip(names, pool.map(lambda name: _listing(sources[name]), names)))
+        for done in pool.map(lambda name: _act_provider(sources[name], by_provider[name], listings[name], say), names):
             results.update(done)
     return [results.get(id(p)) or p.pod() for p in planned]
 
 
-def _act_provider(source: ReleasingSource, mine: list[Planned], say: Callable[[str], None]) -> dict[int, ReleasePod]:
+def _act_provider(
+    source: ReleasingSource, mine: list[Planned], now: _Now, say: Callable[[str], None]
+) -> dict[int, ReleasePod]:
+    """One provider's pods: those still as in the report get the action (in one call where the
+    API takes many), then the provider is listed again to show what it reports now."""
     results: dict[int, ReleasePod] = {}
-    with source:
-        say(f"computefence: listing {source.title} pods again before acting")
-        now = _listing(source)
-        ready: dict[str, list[Planned]] = {}
-        for item in mine:
-            held = _held_back(item, source, now)
-            if held is not None:
-                results[id(item)] = held
-            else:
-                ready.setdefault(item.action or "", []).append(item)
-        for action, items in ready.items():
-            ids = [item.host.provider.pod_id for item in items]  # type: ignore[union-attr]
-            say(f"computefence: {action} {', '.join(item.host.name for item in items)} on {source.title}")
-            answers = source.release_all(ids, action)
-            for item, pod_id in zip(items, ids):
-                results[id(item)] = item.pod(answers[pod_id].outcome, answers[pod_id].detail)
-        released = [item for item in mine if results[id(item)].outcome == "released"]
-        if released:
-            after = _listing(source)
-            for item in released:
-                results[id(item)] = _proven(results[id(item)], item, after)
+    ready: dict[str, list[Planned]] = {}
+    for item in mine:
+        held = _held_back(item, source, now)
+        if held is not None:
+            results[id(item)] = held
+        else:
+            ready.setdefault(item.action or "", []).append(item)
+    for action, items in ready.items():
+        ids = [item.host.provider.pod_id for item in items]  # type: ignore[union-attr]
+        say(f"computefence: {action} {', '.join(item.host.name for item in items)} on {source.title}")
+        answers = source.release_all(ids, action)
+        for item, pod_id in zip(items, ids):
+            results[id(item)] = item.pod(answers[pod_id].outcome, answers[pod_id].detail)
+    released = [item for item in mine if results[id(item)].outcome == "released"]
+    if released:
+        after = _listing(source)
+        for item in released:
+            results[id(item)] = _proven(results[id(item)], item, after)
     return results
 
 

@@ -150,8 +150,9 @@ def test_yes_stops_a_runpod_pod_through_the_sdk_and_a_vast_instance_with_the_exa
     doc = json.loads(out)
     assert doc["dry_run"] is False
     assert [(p["name"], p["outcome"]) for p in doc["pods"]] == [("rp-ecc", "released"), ("vast-ecc", "released")]
-    [rp_write] = _writes(api)[:1]
-    assert rp_write.provider == "runpod" and rp_write.method == "POST" and rp_write.path == "/graphql"
+    # The providers go in parallel: each one's requests in order, theirs interleaved.
+    [rp_write] = [r for r in _writes(api) if r.provider == "runpod"]
+    assert rp_write.method == "POST" and rp_write.path == "/graphql"
     assert rp_write.authorization == "Bearer test-runpod-key"
     # The SDK's own mutation text (runpod/api/mutations/pods.py), whitespace aside.
     query = " ".join(json.loads(rp_write.body)["query"].split())
@@ -174,9 +175,8 @@ def test_terminate_destroys_a_vast_instance_with_delete_and_a_lambda_instance_wi
     code, out, _ = _run(capsys, "--from", _save(tmp_path, report), "--yes", "--action", "terminate", "--format", "json")
     assert code == 0
     assert [p["outcome"] for p in json.loads(out)["pods"]] == ["released", "released"]
-    writes = [(r.provider, r.method, r.path, json.loads(r.body or "null"), r.authorization) for r in _writes(api)]
+    writes = sorted((r.provider, r.method, r.path, json.loads(r.body or "null"), r.authorization) for r in _writes(api))
     assert writes == [
-        ("vast", "DELETE", "/api/v0/instances/4242/", None, "Bearer test-vast-key"),
         (
             "lambda",
             "POST",
@@ -184,6 +184,7 @@ def test_terminate_destroys_a_vast_instance_with_delete_and_a_lambda_instance_wi
             {"instance_ids": [LAMBDA_ID]},
             "Bearer test-lambda-key",
         ),
+        ("vast", "DELETE", "/api/v0/instances/4242/", None, "Bearer test-vast-key"),
     ]
     assert api.vast_instances == [] and api.lambda_instances[0]["status"] == "terminating"
 
@@ -429,6 +430,27 @@ def test_a_pod_unreachable_before_but_ready_in_the_report_is_refused(api, fleet,
     assert pod["outcome"] == "refused" and pod["detail"] == "answered in this report and is ready"
 
 
+def test_a_pod_that_stopped_answering_while_its_gpus_were_busy_is_refused(api, fleet, tmp_path, capsys):
+    rp, vast = fleet["rp-ecc"], fleet["vast-ecc"]
+    down = HostStatus.TIMEOUT
+    busy_then = _report([_host(rp, [], used_mib=60000), _host(vast, [])])
+    busy_then.generated_at = "2026-12-01T19:00:00+00:00"
+    history = _history(
+        tmp_path, [busy_then, *[_report([_host(rp, [], status=down), _host(vast, [], status=down)])] * 2]
+    )
+    current = _save(tmp_path, _report([_host(rp, [], status=down), _host(vast, [], status=down)]))
+    _, out, _ = _run(
+        capsys, "--from", current, "--history", str(history), "--unreachable-runs", "2", "--format", "json"
+    )
+    pods = {p["name"]: p for p in json.loads(out)["pods"]}
+    assert pods["rp-ecc"]["outcome"] == "refused"
+    assert pods["rp-ecc"]["detail"] == (
+        "a job may still be running: the last run it answered (2026-12-01T19:00:00+00:00) showed "
+        "GPU memory already in use (GPU 0 60000 MiB)"
+    )
+    assert pods["vast-ecc"]["outcome"] == "would_release"
+
+
 def test_unreachable_runs_without_history_is_a_usage_error(api, fleet, tmp_path, capsys):
     code, _, err = _run(capsys, "--from", _save(tmp_path, _report([])), "--unreachable-runs", "2")
     assert code == 2 and "--unreachable-runs needs --history DIR" in err
@@ -498,3 +520,13 @@ def test_lambda_instances_are_terminated_in_one_request_and_one_by_one_after_a_4
         [LAMBDA_ID],
         ["ab" * 16],
     ]
+
+
+def test_a_missing_key_for_one_provider_stops_the_run_before_anything_is_sent_to_any(
+    api, fleet, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.delenv("VAST_API_KEY")
+    report = _report([_host(fleet["rp-ecc"], [_ecc()]), _host(fleet["vast-ecc"], [_ecc()])])
+    code, out, err = _run(capsys, "--from", _save(tmp_path, report), "--yes")
+    assert code == 2 and out == "" and "Vast.ai: no API key found" in err
+    assert _writes(api) == []
