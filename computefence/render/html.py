@@ -16,13 +16,18 @@ import functools
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from computefence.evaluate.gpu_perf import fleet_figures
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, HostVerdict, Report, Severity
 from computefence.render import views
 from computefence.render.interface import Renderer
 from computefence.text import clean, one_line
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from computefence.operations.history import PodRun, RunDigest
 
 TEMPLATES = Path(__file__).with_name("templates")
 # Above this many pods the page lays out off-screen sections only when they are scrolled to.
@@ -51,7 +56,7 @@ def _finalize(value: Any) -> Any:
 
 
 @functools.cache
-def _environment():
+def _environment() -> jinja2.Environment:
     import jinja2  # only the html format pays for it
 
     env = jinja2.Environment(
@@ -191,7 +196,8 @@ class Page:
 
 
 def render(report: Report) -> str:
-    return _environment().get_template("report.html.j2").render(page=_page(report), assets=_assets())
+    text: str = _environment().get_template("report.html.j2").render(page=_page(report), assets=_assets())
+    return text
 
 
 @dataclass(frozen=True)
@@ -512,9 +518,10 @@ class HistoryPage:
     machine_ids_seen: bool
 
 
-def render_history(runs: list[Any]) -> str:
+def render_history(runs: list[RunDigest]) -> str:
     """`report history DIR`: the saved runs (operations.history.RunDigest, oldest first)."""
-    return _environment().get_template("history.html.j2").render(page=_history_page(runs), assets=_assets())
+    text: str = _environment().get_template("history.html.j2").render(page=_history_page(runs), assets=_assets())
+    return text
 
 
 def _when(generated_at: str) -> str:
@@ -523,7 +530,7 @@ def _when(generated_at: str) -> str:
     return text[:16].replace("T", " ") + ("Z" if text.endswith(("Z", "+00:00")) else "") if len(text) >= 16 else text
 
 
-def _pod_order(runs: list[Any]) -> list[str]:
+def _pod_order(runs: list[RunDigest]) -> list[str]:
     """The newest run's pods in its order, then pods only earlier runs had, newest gone first."""
     order = list(runs[-1].pods)
     seen = set(order)
@@ -535,7 +542,7 @@ def _pod_order(runs: list[Any]) -> list[str]:
     return order
 
 
-def _cell_title(pod: str, when: str, state, verdict: str) -> str:
+def _cell_title(pod: str, when: str, state: PodRun | None, verdict: str) -> str:
     if state is None:
         return f"{pod} · {when}: not in this run"
     if state.status is not HostStatus.OK:
@@ -546,7 +553,7 @@ def _cell_title(pod: str, when: str, state, verdict: str) -> str:
     return f"{pod} · {when}: {verdict}: {findings}"
 
 
-def _matrix(runs: list[Any], pods: list[str]) -> Matrix:
+def _matrix(runs: list[RunDigest], pods: list[str]) -> Matrix:
     label_w = int(min(260, max(80, max(len(one_line(p)) for p in pods) * LABEL_CHAR_W)) + 10)
     top = 8
     # A few runs get wide cells, a day of them narrow ones: about 640 units of runs either way.
@@ -581,13 +588,13 @@ TREND_W = 760
 TREND_H = 220
 
 
-def _trend(runs: list[Any]) -> Trend:
+def _trend(runs: list[RunDigest]) -> Trend:
     left, right, top, bottom = 44.0, TREND_W - 120.0, 14.0, TREND_H - 30.0
     highest = max(max(r.summary.hosts for r in runs), 1)
     span = max(len(runs) - 1, 1)
 
     def y(value: int) -> float:
-        return round(bottom - (bottom - top) * value / highest, 1)
+        return float(round(bottom - (bottom - top) * value / highest, 1))
 
     points = []
     for index, run in enumerate(runs):
@@ -628,7 +635,7 @@ _FAILED = (HostVerdict.BLOCKED, HostVerdict.NOT_CHECKED)
 CHANGED_RUNS = 5
 
 
-def _failing(runs: list[Any], pods: list[str]) -> list[FailingPod]:
+def _failing(runs: list[RunDigest], pods: list[str]) -> list[FailingPod]:
     out = []
     for pod in pods:
         states = [(run, run.pods[pod]) for run in runs if pod in run.pods]
@@ -653,7 +660,7 @@ def _failing(runs: list[Any], pods: list[str]) -> list[FailingPod]:
     return out[:FAILING_NAMED]
 
 
-def _top_blockers(states: list) -> list[tuple[str, int]]:
+def _top_blockers(states: list[PodRun]) -> list[tuple[str, int]]:
     checks: dict[str, int] = {}
     for st in states:
         for check, severity in st.problems:
@@ -662,10 +669,10 @@ def _top_blockers(states: list) -> list[tuple[str, int]]:
     return sorted(checks.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
 
 
-def _failing_machines(runs: list) -> list[FailingMachine]:
+def _failing_machines(runs: list[RunDigest]) -> list[FailingMachine]:
     """Per provider machine id (RunPod machineId, Vast machine_id): every run of every pod on
     it, so a host that fails whichever pod lands there stands out."""
-    seen: dict[tuple[str, str], list] = {}
+    seen: dict[tuple[str, str], list[tuple[RunDigest, str, PodRun]]] = {}
     for run in runs:
         for pod, st in run.pods.items():
             if st.machine is not None:
@@ -690,12 +697,12 @@ def _failing_machines(runs: list) -> list[FailingMachine]:
     return out[:FAILING_NAMED]
 
 
-def _history_page(runs: list) -> HistoryPage:
+def _history_page(runs: list[RunDigest]) -> HistoryPage:
     newest = runs[-1]
     s = newest.summary
     pods = _pod_order(runs)
     verdict = _RUN_VERDICT[s.verdict]
-    changed = [run for run in reversed(runs) if run.changes is not None and not run.changes.empty][:CHANGED_RUNS]
+    changed = [(run, run.changes) for run in reversed(runs) if run.changes is not None and not run.changes.empty]
     return HistoryPage(
         title="ComputeFence pool history",
         runs=len(runs),
@@ -714,8 +721,8 @@ def _history_page(runs: list) -> HistoryPage:
         matrix=_matrix(runs, pods),
         trend=_trend(runs),
         newest_changes=[
-            RunChanges(_when(run.generated_at), views.changes_count_line(run.changes), change_views(run.changes))
-            for run in changed
+            RunChanges(_when(run.generated_at), views.changes_count_line(changes), change_views(changes))
+            for run, changes in changed[:CHANGED_RUNS]
         ],
         failing=_failing(runs, pods),
         machines=_failing_machines(runs),
