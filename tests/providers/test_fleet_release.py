@@ -530,3 +530,46 @@ def test_a_missing_key_for_one_provider_stops_the_run_before_anything_is_sent_to
     code, out, err = _run(capsys, "--from", _save(tmp_path, report), "--yes")
     assert code == 2 and out == "" and "Vast.ai: no API key found" in err
     assert _writes(api) == []
+
+
+@pytest.mark.sshd
+def test_end_to_end_a_real_fleet_check_then_release_stops_only_the_pod_with_a_machine_fault(
+    api, start_pods, ssh_fleet, home, tmp_path, capsys, monkeypatch
+):
+    from sshfleet import PodSpec
+
+    faulty, healthy = start_pods(
+        PodSpec("vast-remap", nvidia_smi="a100x1-remap-pending", torch="cu124"),
+        PodSpec("vast-good", nvidia_smi="h100x1", torch="cu124"),
+    )
+    (home / ".ssh").mkdir()
+    key = home / ".ssh" / "id_ed25519"
+    key.write_bytes(ssh_fleet.identity_file.read_bytes())
+    key.chmod(0o600)
+    known = tmp_path / "known_hosts"
+    known.write_text(faulty.known_hosts_line() + healthy.known_hosts_line())
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    monkeypatch.setenv("VAST_URL", api.base_url("vast"))
+    api.vast_instances = [
+        vast_instance(51, "vast-remap", direct=(faulty.host, faulty.port), dph=1.10, machine_id=9001),
+        vast_instance(52, "vast-good", direct=(healthy.host, healthy.port), dph=2.20, machine_id=9002),
+    ]
+    saved = tmp_path / "fleet.json"
+    code = main(
+        ["fleet", "check", "--provider", "vast", "--known-hosts", str(known), "--format", "json", "-o", str(saved)]
+    )
+    capsys.readouterr()
+    assert code == 1
+    remap = {h.name: h for h in Report.model_validate_json(saved.read_text()).hosts}["vast-remap"]
+    replace = [f.check for f in remap.blocking_findings if f.remedy is Remedy.REPLACE]
+    assert replace == ["gpu.ecc"] and remap.provider.machine_id == "9001"
+
+    api.requests.clear()
+    code, out, _ = _run(capsys, "--from", str(saved))
+    assert code == 0 and api.requests == []
+    assert "would stop vast-remap (vast 51, $1.10/h) · gpu.ecc" in out and "vast-good" not in out
+
+    code, out, _ = _run(capsys, "--from", str(saved), "--yes", "--format", "json")
+    [pod] = json.loads(out)["pods"]
+    assert code == 0 and (pod["name"], pod["outcome"], pod["machine_id"]) == ("vast-remap", "released", "9001")
+    assert [(r.method, r.path) for r in _writes(api)] == [("PUT", "/api/v0/instances/51/")]
