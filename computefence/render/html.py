@@ -567,7 +567,7 @@ def _matrix(runs: list[RunDigest], pods: list[str]) -> Matrix:
             css = "absent" if state is None else _verdict_class(state.verdict)
             cells.append(
                 Cell(
-                    x=label_w + column * step,
+                    x=CELL_GAP + column * step,
                     css=css,
                     mark=_CELL_MARK[css],
                     title=_cell_title(pod, _when(run.generated_at), state, css.replace("-", " ")),
@@ -577,11 +577,13 @@ def _matrix(runs: list[RunDigest], pods: list[str]) -> Matrix:
     # Time labels under the columns, at least TICK_W apart; the newest run's always.
     ticks: list[tuple[int, str]] = []
     for column in reversed(range(len(runs))):
-        x = label_w + column * step
+        x = CELL_GAP + column * step
         if not ticks or ticks[-1][0] - x >= TICK_W:
             ticks.append((x, _when(runs[column].generated_at)[11:] or _when(runs[column].generated_at)))
     height = top + len(pods) * (CELL_H + CELL_GAP) + 34
-    return Matrix(label_w + len(runs) * step + 60, height, label_w, top, cell_w, rows, ticks)
+    # The pod names are an SVG of their own beside the cells, so they stay put while a wide
+    # matrix scrolls to its newest runs.
+    return Matrix(len(runs) * step + 60, height, label_w, top, cell_w, rows, ticks)
 
 
 TREND_W = 760

@@ -66,6 +66,8 @@
       });
     });
   }
+  // A wide status matrix opens on its newest runs (the right-hand end).
+  document.querySelectorAll(".scroll-end").forEach(function (box) { box.scrollLeft = box.scrollWidth; });
   // Paper gets every folded section open.
   window.addEventListener("beforeprint", function () {
     document.querySelectorAll("details").forEach(function (d) { d.open = true; });
