@@ -144,9 +144,12 @@ class _Sink:
         self.parquet_rows: list[int] = []
         # Inputs of rows written so far (--by-input keeps the first kept row of each input).
         self.kept_inputs: set[int] = set()
+        self.tmp: str | None
         fd, self.tmp = tempfile.mkstemp(dir=self.out.parent, prefix=f".{self.out.name}.", suffix=".tmp")
         raw: IO[bytes] = os.fdopen(fd, "wb")
-        self.handle: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="wb", filename="") if compression == "gzip" else raw
+        self.handle: IO[bytes] | gzip.GzipFile = (
+            gzip.GzipFile(fileobj=raw, mode="wb", filename="") if compression == "gzip" else raw
+        )
         self.raw = raw
 
     # -- called by the scan
@@ -186,6 +189,7 @@ class _Sink:
             self.handle.write(b"\n]\n" if self.written else b"[]\n")
         self.handle.close()
         self.raw.close()
+        assert self.tmp is not None  # committed once
         if self.fmt == "parquet":
             _write_parquet(in_path, self.parquet_rows, self.tmp)
         os.chmod(self.tmp, 0o666 & ~_umask())

@@ -588,7 +588,7 @@ class _LineLoader(yaml.SafeLoader):
 
 
 def _to_python(
-    node: yaml.Node, loader: _LineLoader, path: tuple[Any, ...], lines: dict[str, Any], seen: set[Any]
+    node: yaml.Node, loader: _LineLoader, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int], seen: set[int]
 ) -> Any:
     if id(node) in seen:
         # Aliases make small files expand into huge ones; a policy has no need for them.
@@ -596,7 +596,7 @@ def _to_python(
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         seen.add(id(node))
-        result: dict[str, Any] = {}
+        result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node)
             if not isinstance(key, (str, int, float)) or isinstance(key, bool):

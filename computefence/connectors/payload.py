@@ -74,7 +74,7 @@ def probe_source(parts: tuple[str, ...] = PARTS) -> str:
     pieces = []
     for name in parts:
         text = folder.joinpath(name + ".py").read_text(encoding="utf-8")
-        text = _PART_IMPORT.sub(lambda found, name=name: _joined_import(found, name, parts), text)
+        text = _PART_IMPORT.sub(functools.partial(_joined_import, importer=name, parts=parts), text)
         pieces.append("# ---- computefence/probe/%s.py\n" % name + text)
     return "\n\n".join(pieces)
 
@@ -91,7 +91,7 @@ def _joined_import(found: re.Match[str], importer: str, parts: tuple[str, ...]) 
     return "%s = None  # part %s not sent: these parameters do not need it\n" % (" = ".join(names), source)
 
 
-def probe_params(checks: CheckOptions, python: str = "python3", **extra) -> dict[str, Any]:
+def probe_params(checks: CheckOptions, python: str = "python3", **extra: Any) -> dict[str, Any]:
     params = {
         "python": python,
         "output_dir": checks.output_dir,
@@ -108,7 +108,7 @@ def probe_params(checks: CheckOptions, python: str = "python3", **extra) -> dict
     return params
 
 
-def probe_payload(params: dict, probe: str = "check") -> str:
+def probe_payload(params: dict[str, Any], probe: str = "check") -> str:
     """The probe script (`probe`, of PROBES) with `params` embedded as a string literal
     (never shell-spliced), made of the parts these parameters need."""
     head, tail = _split_source(probe_parts(params, PROBES[probe][0]))
@@ -129,7 +129,7 @@ BOOTSTRAP = (
 )
 
 
-def probe_wire(params: dict, probe: str = "check") -> bytes:
+def probe_wire(params: dict[str, Any], probe: str = "check") -> bytes:
     """probe_payload(params) as it travels to BOOTSTRAP: three zlib streams, of which only the
     small middle one (the parameters) is compressed per pod; the script around it once per run
     and choice of parts."""

@@ -302,7 +302,8 @@ def check_cuda_unavailable(facts: Facts, checks: CheckOptions, ctx: Context) -> 
 def _cuda_error_fix(facts: Facts, ctx: Context, error: CudaError | None) -> Fix:
     """What the CUDA error needs; a torch reinstall only where torch itself may be the cause."""
     code = error.code if error else None
-    restart = [FixStep.local(ctx.restart_command(), StepKind.DISRUPTIVE)] if ctx.restart_command() else []
+    restart_command = ctx.restart_command()
+    restart = [FixStep.local(restart_command, StepKind.DISRUPTIVE)] if restart_command else []
     root = sudo(facts)
     if code == cuda_errors.NOT_INITIALIZED:
         if ctx.on_provider:
@@ -390,7 +391,7 @@ def check_arch_unsupported(facts: Facts, checks: CheckOptions, ctx: Context) -> 
             f"'no kernel image is available'; it was built for {' '.join(torch.arch_list)}"
         )
         min_cuda = max(ARCH_MIN_CUDA.get(cap, (0, 0)), _min_cuda_for_gpus(facts) or (0, 0))
-        findings.append(block(cid, message, _install_fix(facts, replace=True, min_cuda=min_cuda or None), subject=sm))
+        findings.append(block(cid, message, _install_fix(facts, replace=True, min_cuda=min_cuda), subject=sm))
     if findings:
         return findings
     covered = ", ".join(f"sm_{c[0]}{c[1]}" for c in sorted(by_cap))
@@ -407,9 +408,9 @@ def check_memory_in_use(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     measured = [g for g in facts.gpu.gpus if g.memory_used_mib is not None]
     if not measured:
         return []
-    busy = [g for g in measured if g.memory_used_mib > BUSY_MIB]
+    busy = [g for g in measured if (g.memory_used_mib or 0) > BUSY_MIB]
     if not busy:
-        most = max(g.memory_used_mib for g in measured)
+        most = max(g.memory_used_mib or 0 for g in measured)
         return [passed(cid, f"no GPU memory held by other processes (at most {most} MiB in use)")]
     held = ", ".join(
         f"GPU {g.index} {g.memory_used_mib} of {g.memory_total_mib if g.memory_total_mib is not None else '?'} MiB"

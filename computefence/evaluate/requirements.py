@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+from collections.abc import Mapping
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -125,8 +126,8 @@ def _missing_message(facts: Facts, name: str, wanted: str) -> str:
 
 def _lowest(spec: SpecifierSet) -> tuple[int, ...] | None:
     """The lowest version a specifier lets through, as far as its bounds say."""
-    bounds = [parse_version(s.version) for s in spec if s.operator in (">=", ">", "==", "~=", "===")]
-    bounds = [b for b in bounds if b]
+    parsed = [parse_version(s.version) for s in spec if s.operator in (">=", ">", "==", "~=", "===")]
+    bounds = [b for b in parsed if b]
     return max(bounds) if bounds else None
 
 
@@ -136,7 +137,9 @@ def _fix(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> Fix
         return _driver_fix(requirement, ctx)
     if name == "torch-cuda":
         low = _lowest(requirement.specifier())
-        choice = choose_build(facts.torch.version, facts.gpu.cuda_version, tuple(low[:2]) if low else None)
+        choice = choose_build(
+            facts.torch.version, facts.gpu.cuda_version, (low[0], low[1] if len(low) > 1 else 0) if low else None
+        )
         if choice is None:
             return _driver_fix(Requirement(spec=f">={cuda_text(low)}") if low else requirement, ctx, cuda=True)
         requirement_text, tag = choice
@@ -205,11 +208,10 @@ def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[
     redeploy = Fix(advice="the GPUs come with the machine: redeploy on one that has what the policy expects")
     if not names and ctx.gpu_present and (hardware.gpu_model is not None or hardware.gpu_count is not None):
         # A GPU is there but nothing could list it: gpu.driver blocks with the cause; say so once.
-        expects = ", ".join(
-            f"{k} {v if k == 'gpu_model' else v.text}"
-            for k, v in (("gpu_model", hardware.gpu_model), ("gpu_count", hardware.gpu_count))
-            if v is not None
-        )
+        expected = [f"gpu_model {hardware.gpu_model}"] if hardware.gpu_model is not None else []
+        if hardware.gpu_count is not None:
+            expected.append(f"gpu_count {hardware.gpu_count.text}")
+        expects = ", ".join(expected)
         found.append(
             block(
                 HARDWARE,
@@ -336,7 +338,7 @@ def policy_findings(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list
     return [*check_requirements(facts, policy, ctx), *check_hardware(facts, policy, ctx), *check_custom(facts, policy)]
 
 
-def severity_for(finding: Finding, severity: dict[str, str]) -> str | None:
+def severity_for(finding: Finding, severity: Mapping[str, str]) -> str | None:
     """The policy's severity for a finding: `check.subject` (e.g. env.drift.torch-cuda or
     policy.requirement.transformers) before `check` before an area or glob."""
     if finding.subject is not None and f"{finding.check}.{finding.subject}" in severity:

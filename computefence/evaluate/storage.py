@@ -24,11 +24,12 @@ from computefence.evaluate.context import (
     sudo,
     warn,
 )
-from computefence.evaluate.mounts import Level, Storage, normalize
+from computefence.evaluate.mounts import Level, Storage
 from computefence.evaluate.persist import persist_env
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep, PathFacts
 from computefence.policy import Thresholds
+from computefence.probe.storage import normalize
 from computefence.text import one_line
 
 CHECKS: dict[str, CheckSpec] = {
@@ -68,7 +69,8 @@ def _persistent_base(facts: Facts, ctx: Context) -> str | None:
     longest-lived data mount, else a home that survives a stop."""
     volumes = ctx.storage.volumes(Level.INSTANCE)
     if volumes:
-        return normalize(volumes[0].mount.mount_point)
+        base: str = normalize(volumes[0].mount.mount_point)
+        return base
     home = first_path(facts, "home")
     if home is not None:
         storage = ctx.storage.classify_path(home)
@@ -141,8 +143,9 @@ def _hidden_hf_variable(facts: Facts) -> tuple[str, str, str] | None:
         if "process" in sources:
             continue
         for source in HIDDEN_SOURCES:
-            if sources.get(source):
-                return var, sources[source], source
+            value = sources.get(source)
+            if value:
+                return var, value, source
     return None
 
 

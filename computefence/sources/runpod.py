@@ -72,7 +72,8 @@ def load_sdk() -> ModuleType:
         raise ConfigError(
             f"RunPod support needs runpod>=1.8.1,<2 (installed: {version}): pip install 'computefence[runpod]'"
         )
-    return runpod
+    module: ModuleType = runpod
+    return module
 
 
 class RunPodSource:
@@ -227,15 +228,16 @@ def sdk_call(sdk: ModuleType, key: str, base: str, policy: RetryPolicy, call: An
                 shape_error() if shape_error else SourceError(f"{where} answered without data: check the API URL")
             ) from None
 
+    client: Any = sdk  # the SDK keeps its key as a module attribute
     with _SDK_LOCK:
-        saved_url, saved_requests, saved_key = os.environ.get(URL_ENV), graphql.requests, sdk.api_key
+        saved_url, saved_requests, saved_key = os.environ.get(URL_ENV), graphql.requests, client.api_key
         os.environ[URL_ENV] = base
         graphql.requests = _Transport(saved_requests, policy.timeout_s, key, base)
-        sdk.api_key = key
+        client.api_key = key
         try:
             return call_with_retries(PROVIDER, policy, once)
         finally:
-            sdk.api_key = saved_key
+            client.api_key = saved_key
             graphql.requests = saved_requests
             if saved_url is None:
                 os.environ.pop(URL_ENV, None)

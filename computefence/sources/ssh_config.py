@@ -398,7 +398,8 @@ class SshConfig:
             args, line = state.options["port"]
             found = _port(args[0])
             if found is None:
-                raise line.error(f"bad Port value {args[0]!r}: expected 1 to 65535 or a service name")
+                message = f"bad Port value {args[0]!r}: expected 1 to 65535 or a service name"
+                raise line.error(message) if line is not None else ConfigError(message)
             port = found
         user = self._option(state, "user", "") or None
         proxy_jump = proxy_command = None
@@ -424,7 +425,7 @@ class SshConfig:
             identity = str(Path(identity).expanduser())
             if identity not in identity_files:
                 identity_files.append(identity)
-        where = state.host_line
+        host_line = state.host_line
         return Target(
             name=alias,
             host=hostname,
@@ -434,7 +435,7 @@ class SshConfig:
             proxy_jump=proxy_jump,
             proxy_command=proxy_command,
             known_hosts=known_hosts,
-            source=f"{where.path}:{where.number}" if where else self.display,
+            source=f"{host_line.path}:{host_line.number}" if host_line else self.display,
             ssh_config=str(self.path),
         )
 
