@@ -342,3 +342,21 @@ def test_counts_no_pod_could_report_never_crash_the_checks(model):
         findings = _judge(f"job: {{model: o/m, params: 8B, method: {method}, save_total_limit: 2}}\n", facts)
         sized = [f for f in findings if f.check in ("storage.budget", "storage.model-download", "gpu.memory-budget")]
         assert len(sized) == 3 and all("\n" not in f.message for f in sized)
+
+
+@pytest.mark.parametrize(
+    "sharding,published_gb,error",
+    # ZeRO paper (arXiv:1910.02054) figure 1: Ψ = 7.5B, K = 12, Nd = 64, per-GPU model states.
+    [("zero1", 31.4, 0.0002), ("zero2", 16.6, 0.0024), ("zero3", 1.9, -0.0132)],
+)
+def test_model_states_per_gpu_match_the_zero_papers_figure_1(sharding, published_gb, error):
+    per_gpu = gpu_estimate(ModelSize(7_500_000_000, "job.params", 2.0), Job(sharding=sharding), 64, TABLE).per_gpu
+    # The paper rounds to 0.1 GB: 31.41 (+0.02%), 16.64 (+0.24%), 1.875 (-1.3%).
+    assert round(per_gpu / (published_gb * GB) - 1, 4) == error
+
+
+def test_unsharded_model_states_follow_hf_anatomy_not_the_zero_baseline():
+    # ZeRO's DDP baseline is (2 + 2 + 12)Ψ = 120 GB for 7.5B; PyTorch AMP under HF Trainer keeps
+    # fp32 weights and gradients plus the half copy, 18 B a parameter: 135 GB (+12.5%).
+    per_gpu = gpu_estimate(ModelSize(7_500_000_000, "job.params", 2.0), Job(), 64, TABLE).per_gpu
+    assert per_gpu == 135 * GB and round(per_gpu / (120 * GB) - 1, 3) == 0.125
