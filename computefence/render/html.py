@@ -95,10 +95,18 @@ class PodRow:
 
 
 @dataclass
-class FixBlock:
-    """Commands to paste, in order (one code block), and plain-words advice after them."""
+class StepView:
+    run: str
+    # views.step_mark: "local", "inspect", "disruptive", "local, destructive"; None for a safe pod step.
+    mark: str | None
+    kind: str
 
-    commands: list[str]
+
+@dataclass
+class FixBlock:
+    """Steps to paste, in order (one code block), and plain-words advice after them."""
+
+    steps: list[StepView]
     advice: str | None
 
 
@@ -224,7 +232,7 @@ def _csp_hash(text: str) -> str:
 def _fix(fix: Fix | None) -> FixBlock | None:
     if not fix:
         return None
-    return FixBlock(list(fix.commands), fix.advice)
+    return FixBlock([StepView(step.run, views.step_mark(step), step.kind.value) for step in fix.steps], fix.advice)
 
 
 def _verdict_class(verdict: HostVerdict) -> str:

@@ -15,7 +15,7 @@ from browser import WIDTHS, Browser, artifacts_dir, require_browser
 
 from computefence.demo.fleet import DEMO_PODS
 from computefence.demo.record import DEMO_RECORDING
-from computefence.models import Report
+from computefence.models import Fix, FixStep, Report, StepKind
 from computefence.render import render
 
 
@@ -225,3 +225,32 @@ def test_doctor_writes_an_html_page(tmp_path):
     tree = strict_parse(page.read_text())
     title = "".join(tree.find(".//h1").itertext())
     assert title == "ComputeFence doctor"
+
+
+def test_steps_that_are_not_safe_on_the_pod_are_marked_but_paste_as_they_are(browser, tmp_path):
+    steps = [
+        FixStep.local("ssh-keygen -R '[203.0.113.10]:22022'", kind=StepKind.DESTRUCTIVE),
+        FixStep.safe("mkdir -p /workspace/out"),
+        FixStep.disruptive("nvidia-smi -r -i 0"),
+    ]
+    report = sample_reports.fleet_report()
+    host = report.hosts[0]
+    finding = host.findings[0].model_copy(update={"fix": Fix(steps=steps)})
+    report = report.model_copy(update={"hosts": [host.model_copy(update={"findings": [finding]}), *report.hosts[1:]]})
+    path = tmp_path / "steps.html"
+    path.write_text(render(report, "html"))
+    strict_parse(path.read_text())
+
+    def marks(page):
+        return page.evaluate(
+            """() => {
+                const pre = [...document.querySelectorAll('.fix pre')].find(p => p.textContent.includes('ssh-keygen'));
+                return [pre.textContent, [...pre.querySelectorAll('.step')].map(s => getComputedStyle(s, '::after').content)];
+            }"""
+        )
+
+    loaded = browser.open(path, 1600, actions=marks)
+    text, after = loaded.result
+    assert text == "\n".join(step.run for step in steps)
+    assert after == ['"  # local, destructive"', '"  # disruptive"']
+    assert loaded.errors == []
