@@ -20,6 +20,7 @@ from computefence.models import (
     Facts,
     Finding,
     Fix,
+    FixStep,
     OutputDirFacts,
     PathFacts,
     ProviderInfo,
@@ -237,13 +238,13 @@ def check_no_job(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> li
     died = ""
     if watch.log is not None and watch.log.error_line:
         died = f"; the job's log {watch.log.path} ends in: {one_line(watch.log.error_line, 160)}"
-    commands = [f"tail -n 50 {q(watch.log.path)}"] if watch.log is not None and watch.log.exists else []
+    steps = [FixStep.inspect(f"tail -n 50 {q(watch.log.path)}")] if watch.log is not None and watch.log.exists else []
     return [
         warn(
             cid,
             f"no training process and {idle}{bills}{died}",
             Fix(
-                commands=commands,
+                steps=steps,
                 advice="start the job (or see why it exited), or stop the pod in the provider's console",
             ),
         )
@@ -289,7 +290,7 @@ def check_gpu_idle(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> 
             f"{_job_name(job)} runs, but {every} under {IDLE_GPU_PCT:.0f}% utilisation {window} "
             f"({', '.join(f'{v:.0f}%' for v in means.values())}): {cause}",
             Fix(
-                commands=[f"py-spy dump --pid {job.pid}"],
+                steps=[FixStep.inspect(f"py-spy dump --pid {job.pid}")],
                 advice="shows where each thread of the job is (pip install py-spy); "
                 "`computefence doctor` on the pod checks torch's CUDA",
             ),
@@ -387,16 +388,16 @@ def check_stalled(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> l
     if age <= limit:
         return [passed(cid, f"{path} was written {_duration(max(0.0, age))} ago")]
     job = jobs[0]
-    commands = [f"py-spy dump --pid {job.pid}"]
+    steps = [FixStep.inspect(f"py-spy dump --pid {job.pid}")]
     if watch.log is not None and watch.log.exists:
-        commands.append(f"tail -n 50 {q(watch.log.path)}")
+        steps.append(FixStep.inspect(f"tail -n 50 {q(watch.log.path)}"))
     return [
         warn(
             cid,
             f"{_job_name(job)} lives, but nothing it writes moved for {_duration(age)} "
             f"(newest: {path}; the limit is {settings.stall_minutes:g} min): a hang (NCCL, a dead "
             "DataLoader worker, a full disk) or a step far slower than it should be",
-            Fix(commands=commands, advice="py-spy shows where the job waits (pip install py-spy)"),
+            Fix(steps=steps, advice="py-spy shows where the job waits (pip install py-spy)"),
         )
     ]
 
@@ -431,7 +432,11 @@ def check_checkpoint_ephemeral(watch: WatchFacts, settings: WatchSettings, ctx: 
         if volumes:
             base = posixpath.join(volumes[0].mount.mount_point, posixpath.basename(where.rstrip("/")) or "outputs")
             fix = Fix(
-                commands=[f"mkdir -p {q(base)}", f"cp -a -- {q(newest.path)} {q(base)}/"],
+                # The copy takes room on the volume while the job writes there: not a safe step.
+                steps=[
+                    FixStep.safe(f"mkdir -p {q(base)}"),
+                    FixStep.disruptive(f"cp -a -- {q(newest.path)} {q(base)}/"),
+                ],
                 advice=f"copies the newest checkpoint now; restart the job with its output dir at {base} "
                 f"(resume with --resume_from_checkpoint {base}/{newest.name})",
             )
@@ -488,7 +493,7 @@ def check_disk_eta(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> 
                     f"{_size(free)} free on {where}, but one checkpoint is {_size(size)} ({basis}): "
                     "the next save fails, and with it the job",
                     Fix(
-                        commands=[survey],
+                        steps=[FixStep.inspect(survey)],
                         advice=f"free room on {where} (older checkpoints), or set save_total_limit; "
                         f"{ctx.profile.advice.grow_volume or 'or grow the volume'}",
                     ),
