@@ -108,6 +108,11 @@ class Progress:
     newest_checkpoint: str | None
     newest_checkpoint_age_s: float | None
 
+    @property
+    def seconds_left(self) -> float | None:
+        """Time to max_steps at the current pace."""
+        return _seconds_left(self)
+
 
 # ---------------------------------------------------------------- fact helpers
 

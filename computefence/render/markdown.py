@@ -138,7 +138,7 @@ def _watch_table(report: Report) -> list[str]:
     ]
     for host in report.hosts:
         cells = " | ".join(md(cell) for cell in views.watch_cells(host))
-        lines.append(f"| {md(host.name)} | {cells} | {md(views.host_state(host))} |")
+        lines.append(f"| {md(host.name)} | {cells} | {md(views.watch_state(host))} |")
     return [*lines, ""]
 
 

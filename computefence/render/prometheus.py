@@ -160,6 +160,11 @@ def _watch_families(out: _Exposition, report: Report) -> None:
         "computefence_watch_seconds_per_step", "Seconds per training step.", each(lambda h, p: p.seconds_per_step)
     )
     out.family(
+        "computefence_watch_seconds_left",
+        "Seconds to max_steps at the current pace.",
+        each(lambda h, p: p.seconds_left),
+    )
+    out.family(
         "computefence_watch_loss",
         "The last logged training loss (NaN when the loss is NaN).",
         each(lambda h, p: _loss(p.last_loss)),

@@ -288,15 +288,12 @@ def _summary_table(hosts: list[HostReport], width: int) -> list[RenderableType]:
 _WATCH_COLUMNS = [
     Column("Pod"),
     Column("Step"),
-    Column("Pace", drop=2),
+    Column("Pace", drop=1),
     Column("Loss"),
     Column("GPU util", "GPU"),
-    Column("Newest checkpoint", "Checkpoint", breaks=" ", drop=1),
+    Column("Newest checkpoint", "Checkpoint", breaks=" ", drop=2),
     Column("Status"),
 ]
-
-
-_WATCH_STATE = {"ready": "healthy", "blocked": "failing"}
 
 
 def _watch_table(hosts: list[HostReport], width: int) -> list[RenderableType]:
@@ -309,14 +306,14 @@ def _watch_table(hosts: list[HostReport], width: int) -> list[RenderableType]:
             [
                 Text(clean(host.name)),
                 *(Text(clean(cell)) for cell in cells),
-                Text(_WATCH_STATE.get(state, state), style=_STATE_STYLE.get(state, "bold magenta")),
+                Text(views.watch_state(host), style=_STATE_STYLE.get(state, "bold magenta")),
             ]
         )
     table = fit_table(_WATCH_COLUMNS, rows, width)
     if table is not None:
         return [table, Text()]
     lines: list[RenderableType] = [
-        Text(" · ".join(clean(c) for c in [host.name, *views.watch_cells(host), views.host_state(host)]))
+        Text(" · ".join(clean(c) for c in [host.name, *views.watch_cells(host), views.watch_state(host)]))
         for host in hosts
     ]
     return [*lines, Text()]

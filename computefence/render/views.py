@@ -523,8 +523,8 @@ def changes_count_line(changes: Changes) -> str:
 
 
 def watch_cells(host: HostReport) -> list[str]:
-    """Step (and max_steps), pace, last loss, GPU utilisation and newest checkpoint of a
-    watched pod; "-" where the pod did not say."""
+    """Step (and max_steps), pace (and the time to max_steps), last loss, GPU utilisation
+    and newest checkpoint of a watched pod; "-" where the pod did not say."""
     from computefence.evaluate.run import progress
 
     found = progress(host.facts) if host.status is HostStatus.OK else None
@@ -532,6 +532,8 @@ def watch_cells(host: HostReport) -> list[str]:
         return ["-"] * 5
     step = "-" if found.step is None else f"{found.step}" + (f"/{found.max_steps}" if found.max_steps else "")
     pace = "-" if found.seconds_per_step is None else _pace(found.seconds_per_step)
+    if found.seconds_left is not None:
+        pace += f", {_age(found.seconds_left)} left"
     loss = (
         "-"
         if found.last_loss is None
@@ -541,8 +543,17 @@ def watch_cells(host: HostReport) -> list[str]:
     ckpt = "-"
     if found.newest_checkpoint:
         age = found.newest_checkpoint_age_s
-        ckpt = found.newest_checkpoint + (f" ({_age(age)} ago)" if age is not None else "")
+        ckpt = found.newest_checkpoint + (f" ({_age(age)})" if age is not None else "")
     return [step, pace, loss, util, ckpt]
+
+
+_WATCH_STATE = {"ready": "healthy", "blocked": "failing"}
+
+
+def watch_state(host: HostReport) -> str:
+    """host_state in a watch's words: a run is healthy or failing, not ready or blocked."""
+    state = host_state(host)
+    return _WATCH_STATE.get(state, state)
 
 
 def _pace(seconds: float) -> str:
