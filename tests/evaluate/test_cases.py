@@ -170,7 +170,7 @@ def mismatches(case: Case, findings: list[Finding]) -> list[str]:
         problems += [
             f"{where}: no command holds {t!r}: {commands}"
             for t in want.get("commands_contain", [])
-            if t not in "\n".join(commands)
+            if not any(t in command for command in commands)
         ]
         if "advice" in want:
             if want["advice"] is None and advice is not None:
