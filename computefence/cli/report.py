@@ -106,7 +106,8 @@ def history_command(
     runs: int = typer.Option(96, "--runs", min=1, help="Draw the newest N runs (96: a day of 15-minute runs)."),
 ) -> int:
     """One HTML page of a pool's history: each pod in each run, blocked and ready pods over
-    time, the newest changes and the pods that failed most. Exits 0 once it is written."""
+    time, the newest changes, and the machines and pods that failed most. Exits 0 once it is
+    written; 2 when DIR holds no readable run."""
     from computefence.operations.history import read_runs
     from computefence.render.html import render_history
 
