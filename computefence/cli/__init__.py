@@ -19,6 +19,7 @@ SHOWN_CHARS = 200
 # Command modules register themselves on `app` when imported.
 from computefence.cli import dataset as _dataset  # noqa: F401,E402
 from computefence.cli import doctor as _doctor  # noqa: F401,E402
+from computefence.cli import fix as _fix  # noqa: F401,E402
 from computefence.cli import fleet as _fleet  # noqa: F401,E402
 from computefence.cli import hosts as _hosts  # noqa: F401,E402
 from computefence.cli import inventory as _inventory  # noqa: F401,E402

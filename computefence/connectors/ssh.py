@@ -204,6 +204,19 @@ class SshConnector:
     async def _connect_and_probe(
         self, target: Target, params: dict[str, Any], started: float, phase: list[str]
     ) -> Outcome:
+        conn = await self.open(target)
+        if isinstance(conn, Outcome):
+            return conn
+        phase[0] = "probing"
+        try:
+            return await self._probe(conn, target, params, started)
+        finally:
+            conn.abort()
+            await conn.wait_closed()
+
+    async def open(self, target: Target) -> asyncssh.SSHClientConnection | Outcome:
+        """One connection to the target, with the keys, host-key checks, hops and timeouts the
+        probe uses; or the Outcome saying why not. The caller closes the connection."""
         try:
             client_keys = self._client_keys(target)
         except (OSError, asyncssh.KeyImportError, ValueError) as exc:
@@ -221,19 +234,13 @@ class SshConnector:
             check = _HostKeyCheck(target, lookup, self.store, self.options.accept_new)
             known_hosts = lookup.as_asyncssh()
         try:
-            conn = await self._connect(target, client_keys, known_hosts, check)
+            return await self._connect(target, client_keys, known_hosts, check)
         except Exception as exc:  # every connect failure becomes this pod's status
             outcome = _connect_failure(target, exc, lookup, check, self.options)
             if target.proxy_jump or target.proxy_command:
                 # The hop fails in the same ways the pod does: say which way the connection went.
                 outcome.reason += f" (connecting through {target.proxy_jump or 'ProxyCommand ' + target.proxy_command})"
             return outcome
-        phase[0] = "probing"
-        try:
-            return await self._probe(conn, target, params, started)
-        finally:
-            conn.abort()
-            await conn.wait_closed()
 
     async def _connect(self, target, client_keys, known_hosts, check) -> asyncssh.SSHClientConnection:
         options = self.options

@@ -162,8 +162,8 @@ def _startup_env(params):
 
 
 def _sshd_config_path(params):
-    """The config file of the sshd serving this session: the first ancestor process named sshd
-    that was started with -f FILE; /etc/ssh/sshd_config otherwise."""
+    """The config file of the sshd serving this session: its -f FILE (the first ancestor that
+    is an sshd listener), else /etc/ssh/sshd_config."""
     proc = _root(params, "proc")
     pid = os.getppid()
     for _ in range(8):
@@ -172,10 +172,19 @@ def _sshd_config_path(params):
             status = _read_text(os.path.join(proc, str(pid), "status"), 1 << 16)
         except OSError:
             break
-        if os.path.basename(argv[0]) == b"sshd" and b"-f" in argv[:-1]:
-            return _text(argv[argv.index(b"-f") + 1], 4096)
+        # A running sshd rewrites its title: "sshd: /usr/sbin/sshd -D -f FILE [listener] ...".
+        words = [word for word in argv if word]
+        if len(words) == 1:
+            words = words[0].split()
+        if words and words[0] == b"sshd:":
+            words = words[1:]
+        if words and os.path.basename(words[0]) == b"sshd":
+            if b"-f" in words[:-1]:
+                return _text(words[words.index(b"-f") + 1], 4096)
+            break
         parent = re.search(r"^PPid:\s*(\d+)", status, re.MULTILINE)
-        if parent is None or int(parent.group(1)) <= 1:
+        # PID 1 is looked at too: in a container sshd is often the init process.
+        if parent is None or int(parent.group(1)) < 1 or pid == 1:
             break
         pid = int(parent.group(1))
     return os.path.join(_root(params, "etc"), "ssh", "sshd_config")

@@ -1,0 +1,362 @@
+"""`computefence fleet fix`: check the pods, plan each one's safe fix steps, and with --apply run
+them over one SSH session per pod, then re-probe the pods that changed and say, per finding,
+fixed / still_failing / failed / skipped. Without --apply it is a plan and changes nothing.
+
+Exit status: 0 every selected finding fixed, or nothing to do; 1 otherwise (a plan with
+anything left to do included); 2 usage or configuration error; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from computefence import __version__, evaluate
+from computefence.cli.app import EXIT_INTERRUPTED
+from computefence.cli.fleet import _connector, _probe_all, _targets, ensure_open_files, fleet_app
+from computefence.cli.output import write_stdout
+from computefence.cli.policy import (
+    BaselineOpt,
+    NoPolicyOpt,
+    PolicyOpt,
+    applied,
+    apply_to_targets,
+    custom_ids,
+    resolve_baseline,
+)
+from computefence.cli.targets import target_options
+from computefence.errors import ConfigError
+from computefence.files import write_output
+from computefence.models import HostReport, HostStatus, Target
+from computefence.operations import fix as fixes
+from computefence.policy import resolve_policy
+from computefence.render.fix import FORMATS, render_fix
+from computefence.sources import TargetSelection
+
+FixFormat = Enum("FixFormat", {name: name for name in FORMATS}, type=str)
+_APPLY = "Applying"
+_RUN = "Running"
+
+
+@fleet_app.command("fix", no_args_is_help=False)
+@target_options
+def fix(
+    ctx: typer.Context,
+    selection: TargetSelection = TargetSelection(),
+    apply: bool = typer.Option(
+        False,
+        "--apply",
+        help="Run the safe steps (without it: print the plan, change nothing).",
+        rich_help_panel=_APPLY,
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Do not ask before applying (needed without a terminal).", rich_help_panel=_APPLY
+    ),
+    allow_disruptive: bool = typer.Option(
+        False,
+        "--allow-disruptive",
+        help="Also run steps that restart a service or the GPU (a running job would die).",
+        rich_help_panel=_APPLY,
+    ),
+    step_timeout: float = typer.Option(
+        300.0,
+        "--step-timeout",
+        min=1.0,
+        metavar="SECONDS",
+        help="Stop a step still running after this long.",
+        rich_help_panel=_APPLY,
+    ),
+    log: Path | None = typer.Option(
+        None,
+        "--log",
+        metavar="DIR",
+        help="Keep one transcript per pod here: each command, its exit, duration and output (64 KiB).",
+        rich_help_panel=_APPLY,
+    ),
+    skip: list[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
+    only: list[str] = typer.Option([], "--only", metavar="ID", help="Fix only this check (repeatable)."),
+    concurrency: int = typer.Option(
+        32, "--concurrency", min=1, metavar="N", help="Pods worked on at once.", rich_help_panel=_RUN
+    ),
+    connect_timeout: float = typer.Option(
+        10.0,
+        "--connect-timeout",
+        min=0.1,
+        metavar="SECONDS",
+        help="Time to connect, handshake and log in.",
+        rich_help_panel=_RUN,
+    ),
+    timeout: float = typer.Option(
+        60.0,
+        "--timeout",
+        min=1.0,
+        metavar="SECONDS",
+        help="Deadline per pod for each probe (before and after).",
+        rich_help_panel=_RUN,
+    ),
+    accept_new: bool = typer.Option(
+        False, "--accept-new", help="Trust the host key of a pod seen for the first time.", rich_help_panel=_RUN
+    ),
+    insecure_no_host_key_check: bool = typer.Option(
+        False, "--insecure-no-host-key-check", help="Do not verify host keys at all (unsafe).", rich_help_panel=_RUN
+    ),
+    known_hosts: list[Path] = typer.Option(
+        [],
+        "--known-hosts",
+        metavar="FILE",
+        envvar="COMPUTEFENCE_KNOWN_HOSTS",
+        help="Another known_hosts file to trust (repeatable).",
+        rich_help_panel=_RUN,
+    ),
+    fmt: FixFormat = typer.Option("rich", "--format", "-f", help="Output format: rich (text) or json."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."
+    ),
+    history: Path | None = typer.Option(
+        None,
+        "--history",
+        metavar="DIR",
+        help="Keep the fleet's state after the run in DIR, as fleet check --history does.",
+    ),
+    keep: int = typer.Option(200, "--keep", min=1, metavar="N", help="Runs kept in --history."),
+    history_wait: float = typer.Option(
+        60.0, "--history-wait", min=0.0, metavar="SECONDS", help="How long to wait for another run holding --history."
+    ),
+    policy: PolicyOpt = None,
+    no_policy: NoPolicyOpt = False,
+    baseline: BaselineOpt = None,
+) -> int:
+    """Apply the safe fixes on every pod at once, and prove each one with a re-probe.
+
+    Without --apply: the plan (each pod's steps in order, then what will not run and why).
+    Exit status: 0 every finding fixed or nothing to do; 1 otherwise; 2 usage; 130 interrupted.
+    """
+    loaded = resolve_policy(policy, no_policy)
+    lock, _lock_file = resolve_baseline(baseline, loaded)
+    evaluate.select_findings([], only=only, skip=skip, extra_checks=custom_ids(loaded))
+    if accept_new and insecure_no_host_key_check:
+        raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")
+    for path in known_hosts:
+        if not path.is_file():
+            raise ConfigError(f"--known-hosts {path}: no such file")
+    if not apply and (yes or allow_disruptive):
+        raise ConfigError(f"{'--yes' if yes else '--allow-disruptive'} needs --apply (without it fleet fix only plans)")
+    if apply and not yes and not sys.stdin.isatty():
+        raise ConfigError("--apply without a terminal needs --yes (nothing was changed)")
+    for path, flag in ((output, "--output"), (log, "--log")):
+        _check_writable(path, flag, directory=flag == "--log")
+    from computefence.connectors.ssh import INSECURE_WARNING, RunOptions
+
+    if insecure_no_host_key_check:
+        print(INSECURE_WARNING, file=sys.stderr)
+    ensure_open_files(concurrency)
+    options = RunOptions(
+        concurrency=concurrency,
+        connect_timeout=connect_timeout,
+        deadline=timeout,
+        known_hosts=[str(p) for p in known_hosts],
+        accept_new=accept_new,
+        insecure_no_host_key_check=insecure_no_host_key_check,
+    )
+    run_history = None
+    if history is not None:
+        from computefence.operations.history import open_history
+
+        run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
+    with _targets(False, None, selection) as (targets, sources):
+        if not targets and all(source.ok for source in sources):
+            raise ConfigError("no targets to check")
+        targets, policies = apply_to_targets(targets, loaded)
+        connector = _connector(targets, options, None)
+
+        def judged(hosts: list[HostReport]) -> list[HostReport]:
+            return _judge(targets, hosts, policies, lock, only, skip)
+
+        before, interrupted = asyncio.run(_probe_all(targets, connector, options.probe_params))
+        before = judged(before)
+        plans = [fixes.plan_host(host, allow_disruptive) for host in before]
+        report = fixes.FixReport(
+            tool_version=__version__, generated_at=_now(), applied=False, allow_disruptive=allow_disruptive, hosts=plans
+        )
+        after = before
+        if not interrupted and apply:
+            steps = report.step_count
+            pods = sum(1 for p in plans if any(s.status == "planned" for s in p.steps))
+            if steps and not yes and not _confirm(f"apply {steps} steps on {pods} pods? [y/N] "):
+                print("computefence: nothing applied", file=sys.stderr)
+                return 1
+            by_name = {t.name: t for t in targets}
+            results, interrupted = asyncio.run(
+                _apply_and_reprobe(plans, by_name, connector, options, fixes.ApplyOptions(step_timeout, concurrency))
+            )
+            applied_hosts, transcripts, reprobed = results
+            after = [reprobed.get(h.name, h) for h in before]
+            after = judged(after)
+            after_by_name = {h.name: h for h in after}
+            final = [
+                fixes.judge(done, prior, after_by_name[prior.name] if prior.name in reprobed else None, interrupted)
+                for done, prior in zip(applied_hosts, before)
+            ]
+            report = report.model_copy(update={"applied": True, "interrupted": interrupted, "hosts": final})
+            if log is not None:
+                fixes.write_transcripts(log, transcripts)
+        report = report.model_copy(update={"summary": fixes.summarize(report.hosts)})
+    if interrupted:
+        if output is None:
+            write_stdout(render_fix(report, fmt.value, _width()))
+        ran = sum(1 for h in report.hosts for s in h.steps if s.status in ("ran", "failed", "timeout"))
+        kept = [f"{flag} {path}" for flag, path in (("--output", output), ("--history", history)) if path is not None]
+        unwritten = f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""
+        print(f"computefence: interrupted; {ran} step(s) ran before it{unwritten}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    text = render_fix(report, fmt.value, _width())
+    if output is not None:
+        write_output(text, output)
+        print(f"computefence: wrote the {fmt.value} fix report to {output}", file=sys.stderr)
+    else:
+        write_stdout(text)
+    if run_history is not None:
+        state = evaluate.build_report(after, kind="fleet", sources=sources)
+        run_history.save(state.model_copy(update={"policy": applied(loaded)}))
+    return report.exit_code()
+
+
+def _judge(targets: list[Target], hosts: list[HostReport], policies, lock, only, skip) -> list[HostReport]:
+    by_name = {t.name: t for t in targets}
+    judged = []
+    for host in hosts:
+        target = by_name[host.name]
+        if host.status is HostStatus.OK and host.facts is not None:
+            findings = evaluate.evaluate_host(host.facts, target.checks, target.provider, policies.get(target.name))
+            host = host.model_copy(update={"findings": findings})
+        judged.append(host)
+    return evaluate.finish_hosts(judged, policies, lock, only=only, skip=skip)
+
+
+async def _apply_and_reprobe(plans, by_name, connector, options, apply_options):
+    """Run the steps (Ctrl-C: no new step, TERM to the running ones), then re-probe the pods
+    where anything ran. Returns ((applied hosts, transcripts, re-probed reports), interrupted)."""
+    from computefence.connectors.interface import check_targets
+    from computefence.connectors.shell import open_ssh_shell
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_sigint() -> None:
+        stop.set()
+        loop.remove_signal_handler(signal.SIGINT)
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        handled = True
+    except (NotImplementedError, RuntimeError, ValueError):
+        handled = False
+    total = sum(1 for p in plans for s in p.steps if s.status == "planned")
+    try:
+        with _StepProgress(total) as progress:
+            done = await fixes.apply_all(
+                plans, lambda name: open_ssh_shell(connector, by_name[name]), apply_options, stop, progress.update
+            )
+        applied_hosts = [host for host, _ in done]
+        transcripts = [transcript for _, transcript in done]
+        reprobed: dict[str, HostReport] = {}
+        if not stop.is_set():
+            changed = [by_name[h.name] for h in applied_hosts if fixes.executed(h)]
+            if changed:
+                print(f"computefence: re-probing {len(changed)} pod(s) that changed", file=sys.stderr)
+                hosts = await check_targets(connector, changed, {}, stop=stop)
+                reprobed = {h.name: h for h in hosts}
+    finally:
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
+    return (applied_hosts, transcripts, reprobed), stop.is_set()
+
+
+class _StepProgress:
+    """Steps done/total on stderr: a live line on a terminal, `[i/n]` lines otherwise."""
+
+    def __init__(self, total: int):
+        self.total, self.done, self.failed = total, 0, 0
+        self.console = Console(stderr=True)
+        self._progress: Progress | None = None
+        self._task = None
+
+    def __enter__(self) -> _StepProgress:
+        if self.console.is_terminal:
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(self._text(), total=self.total)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def _text(self, last: str = "") -> str:
+        failed = f", {self.failed} failed" if self.failed else ""
+        return f"applying: {self.done}/{self.total} steps{failed}{last}"
+
+    def update(self, pod: str, record: fixes.StepRecord) -> None:
+        self.done += 1
+        if record.status != "ran":
+            self.failed += 1
+        if self._progress is not None:
+            self._progress.update(self._task, description=self._text(f" · {pod}: {record.check}"), completed=self.done)
+            return
+        took = f" ({record.duration_s:.1f} s)" if record.duration_s is not None else ""
+        print(
+            f"computefence: [{self.done}/{self.total}] {pod}: {record.check}: {record.status}{took}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _confirm(question: str) -> bool:
+    print(question, end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _check_writable(path: Path | None, flag: str, *, directory: bool) -> None:
+    """An output that cannot be written fails now, before any pod is touched."""
+    if path is None or str(path) == "-":
+        return
+    if directory:
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"{flag} {path}: not a directory")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"{flag} {path}: {exc.strerror or exc}") from None
+        if not os.access(path, os.W_OK):
+            raise ConfigError(f"{flag} {path}: not writable")
+        return
+    if path.is_dir():
+        raise ConfigError(f"{flag} {path} is a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise ConfigError(f"{flag} {path}: its folder {parent} does not exist or is not writable")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _width() -> int:
+    console = Console()
+    return console.width if console.is_terminal else 100

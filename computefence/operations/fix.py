@@ -1,0 +1,425 @@
+"""`fleet fix` and `doctor --fix`: the safe fix steps of each pod's findings, planned, run once
+over one shell session per pod, and proven by a re-probe.
+
+Planning is pure (a checked HostReport in, the steps it would run and why the others will not
+out). Applying runs each pod's runnable steps in order, a finding's steps stopping at the first
+failure, never a step on a pod whose GPUs hold other processes' memory (a job may be running).
+Judging compares each finding before and after the re-probe. One attempt per run, never a loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import Field
+
+from computefence.connectors.interface import Outcome
+from computefence.connectors.shell import MAX_STEP_OUTPUT, Shell, StepRun
+from computefence.evaluate.gpu import BUSY_MIB
+from computefence.models import (
+    SCHEMA_VERSION,
+    Finding,
+    FixStep,
+    HostReport,
+    HostStatus,
+    Severity,
+    StepKind,
+    StepPlace,
+    _Model,
+)
+from computefence.text import one_line
+
+# How much of a step's output the report keeps; --log keeps up to MAX_STEP_OUTPUT.
+TAIL_CHARS = 2000
+PROBLEMS = (Severity.WARN, Severity.BLOCK)
+
+
+class StepRecord(_Model):
+    check: str
+    subject: str | None = None
+    run: str
+    on: StepPlace
+    kind: StepKind
+    # planned (a plan: it would run), ran, failed, timeout, skipped
+    status: str
+    exit: int | None = None
+    duration_s: float | None = None
+    output_tail: str | None = None
+    # Why it was skipped, or why it failed without an exit status.
+    reason: str | None = None
+
+
+class FindingResult(_Model):
+    check: str
+    subject: str | None = None
+    before: Severity | None = None
+    # None: gone after the re-probe (or not re-probed: see outcome).
+    after: Severity | None = None
+    # fixed, still_failing, failed, skipped, planned (a plan), new (appeared after the steps)
+    outcome: str
+    reason: str | None = None
+    output_tail: str | None = None
+
+
+class FixHost(_Model):
+    name: str
+    # The pod's status before (and, where it was re-probed, after); a pod not checked has no results.
+    status: HostStatus = HostStatus.OK
+    reason: str | None = None
+    # Why no step runs on this pod at all (GPU memory held by other processes).
+    refused: str | None = None
+    steps: list[StepRecord] = Field(default_factory=list)
+    results: list[FindingResult] = Field(default_factory=list)
+
+
+class FixSummary(_Model):
+    fixed: int = 0
+    still_failing: int = 0
+    failed: int = 0
+    skipped: int = 0
+    planned: int = 0
+    new: int = 0
+    # Pods that could not be checked (before) or re-probed (after).
+    not_checked: int = 0
+
+
+class FixReport(_Model):
+    schema_version: int = SCHEMA_VERSION
+    tool_version: str
+    kind: str = "fix"
+    generated_at: str
+    # False: a plan, nothing was run.
+    applied: bool = False
+    allow_disruptive: bool = False
+    interrupted: bool = False
+    hosts: list[FixHost] = Field(default_factory=list)
+    summary: FixSummary = Field(default_factory=FixSummary)
+
+    @property
+    def step_count(self) -> int:
+        return sum(1 for h in self.hosts for s in h.steps if s.status == "planned")
+
+    def exit_code(self) -> int:
+        """0 when nothing is left to do (a plan) or every finding selected is fixed; 1 otherwise."""
+        s = self.summary
+        if self.applied:
+            return 0 if not (s.still_failing or s.failed or s.skipped or s.new or s.not_checked) else 1
+        return 0 if not (s.planned or s.skipped or s.not_checked) else 1
+
+
+# ---------------------------------------------------------------- planning
+
+
+def busy_reason(host: HostReport) -> str | None:
+    """Why a job may be running on the pod: GPU memory other processes hold."""
+    if host.facts is None:
+        return None
+    busy = [g for g in host.facts.gpu.gpus if g.memory_used_mib is not None and g.memory_used_mib > BUSY_MIB]
+    if not busy:
+        return None
+    held = ", ".join(f"GPU {g.index} {g.memory_used_mib} MiB" for g in busy)
+    return f"GPU memory is held by other processes ({held}): a job may be running, so nothing is changed on this pod"
+
+
+def _not_runnable(step: FixStep, allow_disruptive: bool) -> str | None:
+    if step.on is StepPlace.LOCAL:
+        return "runs on your machine, not the pod: run it yourself"
+    if step.kind is StepKind.INSPECT:
+        return "only shows something; it fixes nothing"
+    if step.kind is StepKind.DESTRUCTIVE:
+        return "deletes data: never run by fleet fix"
+    if step.kind is StepKind.DISRUPTIVE and not allow_disruptive:
+        return "restarts a service or the GPU (a running job would die): --allow-disruptive runs it"
+    return None
+
+
+def plan_host(host: HostReport, allow_disruptive: bool) -> FixHost:
+    """The steps fleet fix would run on this pod, in order, and every step it will not run, with why."""
+    if host.status is not HostStatus.OK:
+        return FixHost(name=host.name, status=host.status, reason=host.reason)
+    refused = busy_reason(host)
+    steps: list[StepRecord] = []
+    results: list[FindingResult] = []
+    for finding in problems(host):
+        fix = finding.fix
+        planned = False
+        blocked: str | None = refused
+        for step in fix.steps if fix else []:
+            why = _not_runnable(step, allow_disruptive)
+            if why is None and blocked is not None:
+                why = blocked
+            if why is not None and blocked is None and step.kind is not StepKind.INSPECT:
+                # The steps after one that changes something depend on it (a restart, then what needs it).
+                blocked = "an earlier step of this fix is not run"
+            status = "skipped" if why else "planned"
+            planned = planned or status == "planned"
+            steps.append(_record(finding, step, status, reason=why))
+        if planned:
+            results.append(_result(finding, "planned"))
+        else:
+            results.append(_result(finding, "skipped", reason=_skip_reason(finding, refused, steps)))
+    return FixHost(name=host.name, refused=refused, steps=steps, results=results)
+
+
+def problems(host: HostReport) -> list[Finding]:
+    return [f for f in host.findings if f.severity in PROBLEMS]
+
+
+def _skip_reason(finding: Finding, refused: str | None, steps: list[StepRecord]) -> str:
+    if refused:
+        return refused
+    fix = finding.fix
+    if not fix or not fix.steps:
+        return f"advice only: {fix.advice}" if fix and fix.advice else "no fix is known"
+    mine = [s for s in steps if s.check == finding.check and s.subject == finding.subject]
+    reasons = sorted({s.reason for s in mine if s.reason})
+    return "; ".join(reasons) or "nothing to run"
+
+
+def _record(finding: Finding, step: FixStep, status: str, **extra) -> StepRecord:
+    return StepRecord(
+        check=finding.check, subject=finding.subject, run=step.run, on=step.on, kind=step.kind, status=status, **extra
+    )
+
+
+def _result(finding: Finding, outcome: str, **extra) -> FindingResult:
+    return FindingResult(
+        check=finding.check, subject=finding.subject, before=finding.severity, outcome=outcome, **extra
+    )
+
+
+# ---------------------------------------------------------------- applying
+
+
+@dataclass
+class ApplyOptions:
+    step_timeout: float = 300.0
+    concurrency: int = 32
+
+
+@dataclass
+class Transcript:
+    """One pod's --log: each command, its exit status, duration and output (capped)."""
+
+    name: str
+    entries: list[tuple[StepRecord, bytes]] = field(default_factory=list)
+
+    def text(self) -> str:
+        lines = [f"# computefence fleet fix: {self.name}"]
+        for record, output in self.entries:
+            shown = "timeout" if record.status == "timeout" else f"exit {record.exit}"
+            lines += [
+                f"$ {record.run}",
+                f"# {record.check}: {record.status}, {shown}, {record.duration_s:.2f} s"
+                + (f" ({record.reason})" if record.reason else ""),
+                output.decode("utf-8", "replace").rstrip("\n"),
+                "",
+            ]
+        return "\n".join(lines) + "\n"
+
+
+OpenShell = Callable[[str], Awaitable["Shell | Outcome"]]
+StepProgress = Callable[[str, StepRecord], None]
+
+
+def _tail(output: bytes) -> str | None:
+    text = output.decode("utf-8", "replace").strip()
+    if not text:
+        return None
+    return text[-TAIL_CHARS:]
+
+
+async def apply_host(
+    planned: FixHost,
+    open_shell: OpenShell,
+    options: ApplyOptions,
+    stop: asyncio.Event,
+    on_step: StepProgress | None = None,
+) -> tuple[FixHost, Transcript]:
+    """Run the planned steps of one pod over one shell session. Every step ends ran, failed,
+    timeout or skipped; a dropped connection skips the rest, never another pod's steps."""
+    transcript = Transcript(planned.name)
+    todo = [s for s in planned.steps if s.status == "planned"]
+    if not todo:
+        return planned, transcript
+    if stop.is_set():
+        return _skip_rest(planned, "interrupted before it started"), transcript
+    shell = await open_shell(planned.name)
+    if isinstance(shell, Outcome):
+        host = _skip_rest(planned, f"no session: {shell.reason}")
+        return host.model_copy(update={"status": shell.status, "reason": shell.reason}), transcript
+    done: list[StepRecord] = []
+    failed_findings: set[tuple[str, str | None]] = set()
+    gone: str | None = None
+    try:
+        for record in planned.steps:
+            key = (record.check, record.subject)
+            if record.status != "planned":
+                done.append(record)
+                continue
+            reason = gone or (
+                "interrupted"
+                if stop.is_set()
+                else "an earlier step of this fix failed"
+                if key in failed_findings
+                else None
+            )
+            if reason:
+                done.append(record.model_copy(update={"status": "skipped", "reason": reason}))
+                continue
+            run = await shell.run(record.run, options.step_timeout, stop)
+            finished = _finished(record, run, options.step_timeout)
+            if finished.status != "ran":
+                failed_findings.add(key)
+            if run.lost:
+                gone = f"the connection dropped: {run.lost}"
+            done.append(finished)
+            transcript.entries.append((finished, run.output[-MAX_STEP_OUTPUT:]))
+            if on_step is not None:
+                on_step(planned.name, finished)
+    finally:
+        await shell.close()
+    return planned.model_copy(update={"steps": done}), transcript
+
+
+def _finished(record: StepRecord, run: StepRun, timeout_s: float) -> StepRecord:
+    update: dict = {"exit": run.exit, "duration_s": round(run.duration_s, 3), "output_tail": _tail(run.output)}
+    if run.timed_out:
+        update.update(status="timeout", reason=f"still running after --step-timeout {timeout_s:g} s: stopped")
+    elif run.interrupted:
+        update.update(status="failed", reason="interrupted: TERM sent to the step")
+    elif run.lost:
+        update.update(status="failed", reason=f"the connection dropped: {run.lost}")
+    elif run.exit != 0:
+        update.update(status="failed", reason=f"exited {run.exit}")
+    else:
+        update.update(status="ran")
+    return record.model_copy(update=update)
+
+
+def _skip_rest(host: FixHost, reason: str) -> FixHost:
+    steps = [
+        s.model_copy(update={"status": "skipped", "reason": reason}) if s.status == "planned" else s for s in host.steps
+    ]
+    return host.model_copy(update={"steps": steps})
+
+
+def executed(host: FixHost) -> bool:
+    """Something ran on the pod (or may have: a step that failed or timed out), so it is re-probed."""
+    return any(s.status in ("ran", "failed", "timeout") for s in host.steps)
+
+
+# ---------------------------------------------------------------- judging
+
+
+def judge(applied: FixHost, before: HostReport, after: HostReport | None, interrupted: bool = False) -> FixHost:
+    """Each finding's outcome: fixed (gone after the re-probe), still_failing (steps ran, it
+    is still there), failed (a step failed or timed out), skipped (nothing ran for it, and it is
+    still there); findings that appeared after the steps are `new`."""
+    if before.status is not HostStatus.OK:
+        return applied
+    if after is not None and after.status is not HostStatus.OK:
+        why = f"the re-probe failed: {after.reason}"
+        results = [_result(f, "failed", reason=why) for f in problems(before)]
+        return applied.model_copy(update={"results": results, "status": after.status, "reason": after.reason})
+    remaining = {(f.check, f.subject): f for f in problems(after)} if after is not None else None
+    results = []
+    for finding in problems(before):
+        key = (finding.check, finding.subject)
+        mine = [s for s in applied.steps if (s.check, s.subject) == key]
+        bad = [s for s in mine if s.status in ("failed", "timeout")]
+        ran = [s for s in mine if s.status == "ran"]
+        still = remaining.get(key) if remaining is not None else finding
+        after_severity = still.severity if still is not None else None
+        if bad:
+            outcome, reason, tail = "failed", bad[0].reason, bad[0].output_tail
+        elif ran and interrupted and after is None:
+            outcome, reason, tail = "still_failing", "interrupted before the re-probe: not proven", ran[-1].output_tail
+        elif ran and still is None:
+            outcome, reason, tail = "fixed", None, None
+        elif ran:
+            outcome, reason, tail = (
+                "still_failing",
+                f"the steps ran; still: {one_line(still.message, 200)}",
+                ran[-1].output_tail,
+            )
+        elif still is None and remaining is not None:
+            outcome, reason, tail = "fixed", "gone after the other fixes on this pod", None
+        else:
+            outcome, reason, tail = "skipped", _skip_reason(finding, applied.refused, applied.steps), None
+        results.append(
+            FindingResult(
+                check=finding.check,
+                subject=finding.subject,
+                before=finding.severity,
+                after=after_severity,
+                outcome=outcome,
+                reason=reason,
+                output_tail=tail,
+            )
+        )
+    if remaining is not None:
+        known = {(f.check, f.subject) for f in problems(before)}
+        for key, finding in remaining.items():
+            if key not in known:
+                results.append(
+                    FindingResult(
+                        check=finding.check,
+                        subject=finding.subject,
+                        after=finding.severity,
+                        outcome="new",
+                        reason=one_line(finding.message, 200),
+                    )
+                )
+    return applied.model_copy(update={"results": results})
+
+
+def summarize(hosts: Sequence[FixHost]) -> FixSummary:
+    summary = FixSummary()
+    for host in hosts:
+        if host.status is not HostStatus.OK:
+            summary.not_checked += 1
+        for result in host.results:
+            setattr(summary, result.outcome, getattr(summary, result.outcome) + 1)
+    return summary
+
+
+def write_transcripts(directory: Path, transcripts: Sequence[Transcript]) -> None:
+    from computefence.files import write_output
+
+    for transcript in transcripts:
+        if transcript.entries:
+            write_output(transcript.text(), directory / f"{safe_file_name(transcript.name)}.log", flag="--log")
+
+
+def safe_file_name(name: str) -> str:
+    """A pod name as a file name: no path separators, no leading dot, bounded."""
+    cleaned = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name).lstrip(".")
+    return (cleaned or "pod")[:120]
+
+
+async def apply_all(
+    plans: Sequence[FixHost],
+    open_shell: OpenShell,
+    options: ApplyOptions,
+    stop: asyncio.Event,
+    on_step: StepProgress | None = None,
+) -> list[tuple[FixHost, Transcript]]:
+    """apply_host on every pod, at most options.concurrency at once, in the plans' order.
+    A bug on one pod fails that pod's remaining steps, never another pod's."""
+    semaphore = asyncio.Semaphore(max(1, options.concurrency))
+
+    async def one(planned: FixHost) -> tuple[FixHost, Transcript]:
+        async with semaphore:
+            try:
+                return await apply_host(planned, open_shell, options, stop, on_step)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # this pod's result, not the fleet's
+                why = f"internal error: {type(exc).__name__}: {one_line(str(exc), 160)}"
+                return _skip_rest(planned, why), Transcript(planned.name)
+
+    return list(await asyncio.gather(*(one(p) for p in plans)))

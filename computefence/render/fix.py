@@ -1,0 +1,118 @@
+"""The `fleet fix` / `doctor --fix` report: the plan (each pod's script, then what will not run
+and why) or what ran and each finding's outcome after the re-probe. Text or JSON.
+
+Command lines are never folded (they are copied into a shell); pod strings are cleaned of
+control characters like every report's.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from computefence.operations.fix import FixHost, FixReport
+from computefence.text import clean, one_line
+
+FORMATS = ("rich", "json")
+_OUTCOME = {
+    "fixed": "✓ fixed",
+    "still_failing": "✗ still failing",
+    "failed": "✗ failed",
+    "skipped": "- skipped",
+    "planned": "→ planned",
+    "new": "✗ new",
+}
+_STATUS = {"ran": "ran", "failed": "FAILED", "timeout": "TIMEOUT", "skipped": "skipped", "planned": "run"}
+
+
+def render_fix(report: FixReport, fmt: str, width: int = 100) -> str:
+    if fmt == "json":
+        return report.model_dump_json(indent=2) + "\n"
+    return _text(report, max(60, width))
+
+
+def _text(report: FixReport, width: int) -> str:
+    mode = "apply" if report.applied else "plan"
+    lines = [f"ComputeFence fix · {mode} · {len(report.hosts)} pods · {report.generated_at}", ""]
+    for host in report.hosts:
+        lines += _host(host, report.applied, width)
+    lines += _summary(report)
+    return "\n".join(lines) + "\n"
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    return textwrap.wrap(clean(text), width=width, initial_indent=indent, subsequent_indent=indent + "  ") or [indent]
+
+
+def _host(host: FixHost, applied: bool, width: int) -> list[str]:
+    name = clean(host.name)
+    if host.reason and not host.results:
+        return [f"{name}: not checked ({host.status.value})", *_wrap(host.reason, width, "  "), ""]
+    to_run = [s for s in host.steps if s.status == "planned"]
+    if not host.results:
+        return [f"{name}: nothing to do", ""]
+    lines = [f"{name}: {len(host.results)} finding(s), {_count(host, applied, to_run)}"]
+    if host.refused:
+        lines += _wrap(f"refused: {host.refused}", width, "  ")
+    if not applied:
+        if to_run:
+            lines.append("  would run, in order:")
+            lines += [f"    {clean(s.run)}" for s in to_run]
+        held = [s for s in host.steps if s.status == "skipped"]
+        if held:
+            lines.append("  will not run:")
+            for step in held:
+                lines.append(f"    {clean(step.run)}")
+                lines += _wrap(f"{step.check} ({step.kind.value}, {step.on.value}): {step.reason}", width, "      ")
+    else:
+        for step in host.steps:
+            if (
+                step.status == "skipped"
+                and step.reason
+                and ("only shows" in step.reason or "your machine" in step.reason)
+            ):
+                continue  # inspect and local steps: in the plan, not worth a line after an apply
+            took = f" {step.duration_s:.1f} s" if step.duration_s is not None else ""
+            exit_text = f" exit {step.exit}" if step.exit not in (None, 0) else ""
+            lines.append(f"  [{_STATUS[step.status]}{exit_text}{took}] {clean(step.run)}")
+            if step.reason and step.status != "ran":
+                lines += _wrap(step.reason, width, "      ")
+    for result in host.results:
+        subject = f" {result.subject}" if result.subject else ""
+        lines.append(f"  {_OUTCOME[result.outcome]:<16} {clean(result.check)}{clean(subject)}")
+        if result.reason and result.outcome != "planned":
+            lines += _wrap(result.reason, width, "      ")
+        if result.output_tail and result.outcome in ("failed", "still_failing"):
+            tail = result.output_tail.strip().splitlines()[-5:]
+            lines += [f"      | {one_line(line, width - 8)}" for line in tail]
+    lines.append("")
+    return lines
+
+
+def _count(host: FixHost, applied: bool, to_run: list) -> str:
+    if not applied:
+        return f"{len(to_run)} step(s) to run"
+    ran = sum(1 for s in host.steps if s.status in ("ran", "failed", "timeout"))
+    return f"{ran} step(s) run"
+
+
+def _summary(report: FixReport) -> list[str]:
+    s = report.summary
+    if not report.applied:
+        parts = [f"{s.planned} finding(s) with steps to run", f"{s.skipped} not fixable by fleet fix"]
+        line = (
+            f"PLAN  {report.step_count} step(s) on {sum(1 for h in report.hosts if any(x.status == 'planned' for x in h.steps))} pod(s): "
+            + ", ".join(parts)
+        )
+        if s.not_checked:
+            line += f", {s.not_checked} pod(s) not checked"
+        tail = ["nothing was changed; --apply runs the steps" if report.step_count else "nothing to run"]
+        return [line, *tail]
+    parts = [f"{s.fixed} fixed", f"{s.still_failing} still failing", f"{s.failed} failed", f"{s.skipped} skipped"]
+    if s.new:
+        parts.append(f"{s.new} new")
+    if s.not_checked:
+        parts.append(f"{s.not_checked} pod(s) not checked")
+    verdict = "FIXED" if report.exit_code() == 0 else "NOT FIXED"
+    if report.interrupted:
+        verdict = "INTERRUPTED"
+    return [f"{verdict}  " + ", ".join(parts)]

@@ -1,0 +1,282 @@
+"""`computefence fleet fix` end to end against real sshd pods: every safe fix proven (the
+finding gone after the re-probe, a second run of its steps changing no byte), a plan that
+writes nothing, steps that fail, hang, need --allow-disruptive, get Ctrl-C or lose their
+connection, and one pod's trouble never reaching another's result."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import time
+
+import asyncssh
+import pytest
+from fleet_helpers import CLI, HEALTHY, cli_subprocess_env, host_entry, write_inventory
+from sshfleet import Pod, PodSpec
+
+pytestmark = pytest.mark.sshd
+
+RUNPOD = {"RUNPOD_POD_ID": "abc123xyz"}
+# A pod with nothing wrong that the checks below look at: HF cache and checkpoints on the volume.
+READY = dict(HEALTHY, shm_size="16g")
+ACCELERATE_CONFIG = "/root/accelerate.yaml"
+# A `mkdir` that never finishes: the pod's own mkdir is shadowed by /usr/local/bin.
+HANGING_MKDIR = {"/usr/local/bin/mkdir": "#!/bin/sh\nexec sleep 600\n"}
+
+# check id -> (the pod with that fault, the inventory checks it needs). Every check that can emit
+# a safe pod step must be here (test_every_check_with_a_safe_step_has_a_proof keeps it so).
+PROOFS: dict[str, tuple[PodSpec, dict]] = {
+    "storage.hf-cache": (
+        # HF_HOME unset: the default cache is on the container disk.
+        PodSpec("proof-hf", nvidia_smi="h100x1", torch="cu124", workspace_size="20G", env=RUNPOD, shm_size="16g"),
+        {"output_dir": "/workspace/checkpoints"},
+    ),
+    "storage.output-dir": (
+        PodSpec("proof-ckpt", **READY),
+        {"output_dir": "/workspace/runs/7/ckpt"},
+    ),
+    "accelerate.num-processes": (
+        PodSpec(
+            "proof-accel",
+            **READY,
+            files={
+                ACCELERATE_CONFIG: "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 4\n"
+            },
+        ),
+        {"output_dir": "/workspace/checkpoints", "accelerate_config": ACCELERATE_CONFIG},
+    ),
+    "gpu.count-mismatch": (
+        # Above Ubuntu's early return, so every SSH session (and job) gets it.
+        PodSpec(
+            "proof-visible",
+            **dict(READY, nvidia_smi="a100x2", torch="cu121-h100"),
+            bashrc="export CUDA_VISIBLE_DEVICES=0\n",
+        ),
+        {"output_dir": "/workspace/checkpoints"},
+    ),
+    "gpu.cuda-unavailable": (
+        PodSpec("proof-hidden", **READY, bashrc="export CUDA_VISIBLE_DEVICES=\n"),
+        {"output_dir": "/workspace/checkpoints"},
+    ),
+    "system.shm": (
+        PodSpec("proof-shm", **dict(READY, shm_size="64m")),
+        {"output_dir": "/workspace/checkpoints"},
+    ),
+}
+
+
+def _fix(run_cli, inventory, *args: str):
+    result = run_cli("fleet", "fix", "-i", str(inventory), "--format", "json", *args)
+    return result, json.loads(result.stdout)
+
+
+def _host(document: dict, name: str) -> dict:
+    return next(h for h in document["hosts"] if h["name"] == name)
+
+
+def content(pod: Pod) -> list[str]:
+    """Every writable place of the pod by content: file hashes, link targets, modes."""
+    roots = [str(pod.upper), str(pod.merged / "tmp"), str(pod.merged / "dev/shm")]
+    if pod.spec.workspace_size:
+        roots.append(str(pod.merged / "workspace"))
+    script = (
+        'find "$@" -xdev -type f -exec sha256sum {} + ; find "$@" -xdev ! -type f -printf "%p %y %l %m\\n"; '
+        "findmnt -n -o OPTIONS " + str(pod.merged / "dev/shm")
+    )
+    return sorted(pod.in_namespace(["sh", "-c", script, "sh", *roots]).splitlines())
+
+
+async def _run_again(ssh_fleet, pod: Pod, commands: list[str]) -> None:
+    async with asyncssh.connect(
+        pod.host, port=pod.port, username="root", client_keys=[str(ssh_fleet.identity_file)], known_hosts=None
+    ) as conn:
+        for command in commands:
+            done = await conn.run(command)
+            assert done.exit_status == 0, (command, done.stderr)
+
+
+@pytest.mark.parametrize("check", sorted(PROOFS))
+def test_safe_fix_is_proven_by_a_re_probe_and_changes_nothing_the_second_time(
+    check, ssh_fleet, start_pods, run_cli, tmp_path
+):
+    spec, checks = PROOFS[check]
+    (pod,) = start_pods(spec)
+    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod], checks=checks)
+
+    plan, planned = _fix(run_cli, inventory, "--only", check)
+    assert plan.code == 1 and [r["outcome"] for r in _host(planned, pod.name)["results"]] == ["planned"]
+
+    applied, document = _fix(run_cli, inventory, "--only", check, "--apply", "--yes")
+    host = _host(document, pod.name)
+    (result,) = host["results"]
+    assert result["outcome"] == "fixed" and result["after"] is None, json.dumps(host, indent=1)
+    assert applied.code == 0 and document["summary"]["fixed"] == 1
+    ran = [s["run"] for s in host["steps"] if s["status"] == "ran"]
+    assert ran and all(s["kind"] == "safe" and s["on"] == "pod" for s in host["steps"] if s["status"] == "ran")
+    fixed_state = content(pod)
+
+    again, second = _fix(run_cli, inventory, "--only", check, "--apply", "--yes")
+    assert again.code == 0 and _host(second, pod.name)["steps"] == []
+    # The steps themselves, run a second time, leave every byte as the first run did.
+    asyncio.run(_run_again(ssh_fleet, pod, ran))
+    assert content(pod) == fixed_state
+
+
+def test_hf_home_lands_above_the_early_return_of_an_ubuntu_bashrc(ssh_fleet, start_pods, run_cli, tmp_path):
+    ubuntu = "# ~/.bashrc\ncase $- in\n    *i*) ;;\n      *) return;;\nesac\nexport HF_HOME=/root/late\n"
+    spec = PodSpec("ubuntu-bashrc", nvidia_smi="h100x1", torch="cu124", workspace_size="20G", env=RUNPOD, bashrc=ubuntu)
+    (pod,) = start_pods(spec)
+    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod])
+
+    result, document = _fix(run_cli, inventory, "--only", "storage.hf-cache", "--apply", "--yes")
+
+    assert result.code == 0 and _host(document, pod.name)["results"][0]["outcome"] == "fixed", document
+    bashrc = pod.in_namespace(["cat", str(pod.merged) + "/root/.bashrc"])
+    assert bashrc == "export HF_HOME=/workspace/.cache/huggingface\n" + ubuntu
+    assert pod.in_namespace(["test", "-d", str(pod.merged) + "/workspace/.cache/huggingface"]) == ""
+
+
+def test_a_plan_writes_nothing_on_the_pod(ssh_fleet, start_pods, run_cli, tmp_path):
+    pods = start_pods(PROOFS["storage.hf-cache"][0], PROOFS["accelerate.num-processes"][0])
+    checks = PROOFS["accelerate.num-processes"][1]
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(p) for p in pods], trusted=pods, checks=checks
+    )
+    before = {pod.name: pod.filesystem_snapshot() for pod in pods}
+
+    result, document = _fix(run_cli, inventory)
+
+    assert result.code == 1 and document["applied"] is False
+    assert all(
+        s["status"] in ("planned", "skipped") and s["exit"] is None for h in document["hosts"] for s in h["steps"]
+    )
+    assert {pod.name: pod.filesystem_snapshot() for pod in pods} == before
+    text = run_cli("fleet", "fix", "-i", str(inventory))
+    assert "would run, in order:" in text.stdout and "will not run:" in text.stdout
+    assert "nothing was changed; --apply runs the steps" in text.stdout
+    assert {pod.name: pod.filesystem_snapshot() for pod in pods} == before
+
+
+def test_apply_without_a_terminal_needs_yes_and_changes_nothing(ssh_fleet, start_pods, run_cli, tmp_path):
+    (pod,) = start_pods(PROOFS["storage.hf-cache"][0])
+    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod])
+    before = pod.filesystem_snapshot()
+
+    result = run_cli("fleet", "fix", "-i", str(inventory), "--apply")
+
+    assert result.code == 2 and "needs --yes" in result.stderr
+    assert pod.filesystem_snapshot() == before
+
+
+def test_a_failing_step_stops_its_fix_and_another_pod_is_still_fixed(ssh_fleet, start_pods, run_cli, tmp_path):
+    # /workspace/runs is a file: `mkdir -p /workspace/runs/7/ckpt` fails.
+    broken, fine = start_pods(PodSpec("ckpt-blocked", **READY), PROOFS["storage.output-dir"][0])
+    broken.in_namespace(["sh", "-c", 'echo x > "$1"', "sh", str(broken.merged) + "/workspace/runs"])
+    inventory = write_inventory(
+        tmp_path / "pods.yaml",
+        ssh_fleet,
+        [host_entry(broken), host_entry(fine)],
+        trusted=[broken, fine],
+        checks=PROOFS["storage.output-dir"][1],
+    )
+    logs = tmp_path / "logs"
+
+    result, document = _fix(run_cli, inventory, "--only", "storage.output-dir", "--apply", "--yes", "--log", str(logs))
+
+    assert result.code == 1
+    failed = _host(document, broken.name)
+    (step,) = failed["steps"]
+    assert step["status"] == "failed" and step["exit"] != 0 and "Not a directory" in step["output_tail"]
+    assert failed["results"][0]["outcome"] == "failed" and failed["results"][0]["after"] == "block"
+    assert _host(document, fine.name)["results"][0]["outcome"] == "fixed"
+    assert document["summary"] == {**document["summary"], "fixed": 1, "failed": 1}
+    transcript = (logs / f"{broken.name}.log").read_text()
+    assert "$ mkdir -p /workspace/runs/7/ckpt" in transcript and "failed, exit 1" in transcript
+
+
+def test_a_step_past_step_timeout_is_stopped_on_the_pod(ssh_fleet, start_pods, run_cli, tmp_path):
+    (pod,) = start_pods(PodSpec("ckpt-hangs", **dict(READY, files=HANGING_MKDIR)))
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod], checks=PROOFS["storage.output-dir"][1]
+    )
+    started = time.monotonic()
+
+    result, document = _fix(
+        run_cli, inventory, "--only", "storage.output-dir", "--apply", "--yes", "--step-timeout", "2"
+    )
+
+    assert result.code == 1 and time.monotonic() - started < 45
+    (step,) = _host(document, pod.name)["steps"]
+    assert step["status"] == "timeout" and "--step-timeout 2 s" in step["reason"]
+    assert _host(document, pod.name)["results"][0]["outcome"] == "failed"
+    assert not [cmd for _, cmd in pod.pid_namespace_processes() if "sleep 600" in cmd]
+
+
+def test_a_pod_whose_gpus_are_in_use_is_refused(ssh_fleet, start_pods, run_cli, tmp_path):
+    spec = PodSpec("busy-gpu", nvidia_smi="h100x1-busy", torch="cu124", workspace_size="20G", env=RUNPOD)
+    (pod,) = start_pods(spec)
+    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod])
+    before = pod.filesystem_snapshot()
+
+    result, document = _fix(run_cli, inventory, "--only", "storage.hf-cache", "--apply", "--yes")
+
+    host = _host(document, pod.name)
+    assert result.code == 1 and "a job may be running" in host["refused"]
+    assert host["results"][0]["outcome"] == "skipped" and all(s["status"] == "skipped" for s in host["steps"])
+    assert pod.filesystem_snapshot() == before
+
+
+def test_ctrl_c_during_a_step_terminates_it_and_reports_what_ran(ssh_fleet, start_pods, home, tmp_path):
+    (pod,) = start_pods(PodSpec("ckpt-ctrl-c", **dict(READY, files=HANGING_MKDIR)))
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod], checks=PROOFS["storage.output-dir"][1]
+    )
+    out = tmp_path / "fix.json"
+    command = [*CLI, "fleet", "fix", "-i", str(inventory), "--only", "storage.output-dir", "--apply", "--yes"]
+    process = subprocess.Popen(
+        [*command, "--format", "json", "--output", str(out)],
+        env=cli_subprocess_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    sleeper = pod.wait_for_process("sleep 600", timeout=60)
+
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr and "--output" in stderr and not out.exists()
+    assert sleeper not in [pid for pid, _ in pod.pid_namespace_processes()]
+
+
+def test_a_pod_that_drops_the_connection_mid_apply_spoils_no_other(ssh_fleet, start_pods, run_cli, tmp_path):
+    dropping, fine = start_pods(
+        PodSpec("ckpt-drops", **dict(READY, files=HANGING_MKDIR)), PROOFS["storage.output-dir"][0]
+    )
+    inventory = write_inventory(
+        tmp_path / "pods.yaml",
+        ssh_fleet,
+        [host_entry(dropping), host_entry(fine)],
+        trusted=[dropping, fine],
+        checks=PROOFS["storage.output-dir"][1],
+    )
+
+    def stop_when_hanging() -> None:
+        dropping.wait_for_process("sleep 600", timeout=60)
+        dropping.stop()
+
+    import threading
+
+    killer = threading.Thread(target=stop_when_hanging)
+    killer.start()
+    result, document = _fix(run_cli, inventory, "--only", "storage.output-dir", "--apply", "--yes")
+    killer.join()
+
+    dropped = _host(document, dropping.name)
+    assert result.code == 1
+    assert dropped["steps"][0]["status"] == "failed" and "connection" in dropped["steps"][0]["reason"]
+    assert dropped["results"][0]["outcome"] == "failed"
+    assert _host(document, fine.name)["results"][0]["outcome"] == "fixed"
