@@ -10,39 +10,38 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from computefence import __version__, evaluate
+from computefence import __version__, evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
-from computefence.cli.fleet import _connector, _probe_all, _targets, ensure_open_files, fleet_app
+from computefence.cli.fleet import ensure_open_files, fleet_app, probe_with_progress
 from computefence.cli.output import write_stdout
-from computefence.cli.policy import (
-    BaselineOpt,
-    NoPolicyOpt,
-    PolicyOpt,
-    applied,
-    apply_to_targets,
-    custom_ids,
-    resolve_baseline,
-)
-from computefence.cli.targets import target_options
+from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
+from computefence.cli.progress import stop_on_sigint
+from computefence.cli.targets import session_targets, target_options
+from computefence.connectors.interface import Outcome
+from computefence.connectors.registry import ConnectSettings, open_connector
+from computefence.connectors.shell import Shell
 from computefence.errors import ConfigError
 from computefence.files import write_output
-from computefence.models import HostReport, HostStatus, Target
+from computefence.models import HostReport
 from computefence.operations import fix as fixes
 from computefence.policy import resolve_policy
 from computefence.render.fix import FORMATS, render_fix
 from computefence.sources import TargetSelection
 
-FixFormat = Enum("FixFormat", {name: name for name in FORMATS}, type=str)
+if TYPE_CHECKING:  # asyncssh loads only when pods are contacted
+    from computefence.connectors.ssh import SshConnector
+
+FixFormat = Enum("FixFormat", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 _APPLY = "Applying"
 _RUN = "Running"
 
@@ -140,9 +139,8 @@ def fix(
     Without --apply: the plan (each pod's steps in order, then what will not run and why).
     Exit status: 0 every finding fixed or nothing to do; 1 otherwise; 2 usage; 130 interrupted.
     """
-    loaded = resolve_policy(policy, no_policy)
-    lock, _lock_file = resolve_baseline(baseline, loaded)
-    evaluate.select_findings([], only=only, skip=skip, extra_checks=custom_ids(loaded))
+    loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
+    rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
     if accept_new and insecure_no_host_key_check:
         raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")
     for path in known_hosts:
@@ -152,37 +150,34 @@ def fix(
         raise ConfigError(f"{'--yes' if yes else '--allow-disruptive'} needs --apply (without it fleet fix only plans)")
     if apply and not yes and not sys.stdin.isatty():
         raise ConfigError("--apply without a terminal needs --yes (nothing was changed)")
-    for path, flag in ((output, "--output"), (log, "--log")):
-        _check_writable(path, flag, directory=flag == "--log")
-    from computefence.connectors.ssh import INSECURE_WARNING, RunOptions
-
+    _check_writable(output, "--output", directory=False)
+    _check_writable(log, "--log", directory=True)
     if insecure_no_host_key_check:
+        from computefence.connectors.ssh import INSECURE_WARNING
+
         print(INSECURE_WARNING, file=sys.stderr)
     ensure_open_files(concurrency)
-    options = RunOptions(
+    settings = ConnectSettings(
         concurrency=concurrency,
         connect_timeout=connect_timeout,
         deadline=timeout,
-        known_hosts=[str(p) for p in known_hosts],
+        known_hosts=tuple(str(p) for p in known_hosts),
         accept_new=accept_new,
         insecure_no_host_key_check=insecure_no_host_key_check,
     )
     run_history = None
     if history is not None:
-        from computefence.operations.history import open_history
+        from computefence.operations.history import open_history  # fcntl: POSIX only
 
         run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
-    with _targets(False, None, selection) as (targets, sources):
+    with open_connector("ssh", settings) as session:
+        targets, sources = session_targets(session, selection)
         if not targets and all(source.ok for source in sources):
             raise ConfigError("no targets to check")
-        targets, policies = apply_to_targets(targets, loaded)
-        connector = _connector(targets, options, None)
-
-        def judged(hosts: list[HostReport]) -> list[HostReport]:
-            return _judge(targets, hosts, policies, lock, only, skip)
-
-        before, interrupted = asyncio.run(_probe_all(targets, connector, options.probe_params))
-        before = judged(before)
+        plan = run.plan(targets, rules, sources=sources)
+        connector = session.connect(plan.targets)
+        probed, interrupted = asyncio.run(probe_with_progress(plan, connector))
+        before = run.evaluate_hosts(plan, probed)
         plans = [fixes.plan_host(host, allow_disruptive) for host in before]
         report = fixes.FixReport(
             tool_version=__version__, generated_at=_now(), applied=False, allow_disruptive=allow_disruptive, hosts=plans
@@ -194,21 +189,22 @@ def fix(
             if steps and not yes and not _confirm(f"apply {steps} steps on {pods} pods? [y/N] "):
                 print("computefence: nothing applied", file=sys.stderr)
                 return 1
-            by_name = {t.name: t for t in targets}
-            results, interrupted = asyncio.run(
-                _apply_and_reprobe(plans, by_name, connector, options, fixes.ApplyOptions(step_timeout, concurrency))
+            from computefence.connectors.ssh import SshConnector
+
+            if not isinstance(connector, SshConnector):  # the ssh row's connector, always
+                raise ConfigError("fleet fix runs its steps over SSH only")
+            done, reprobed, interrupted = asyncio.run(
+                _apply_and_reprobe(plans, plan, connector, fixes.ApplyOptions(step_timeout, concurrency))
             )
-            applied_hosts, transcripts, reprobed = results
-            after = [reprobed.get(h.name, h) for h in before]
-            after = judged(after)
+            after = run.evaluate_hosts(plan, [reprobed.get(h.name, h) for h in probed])
             after_by_name = {h.name: h for h in after}
             final = [
-                fixes.judge(done, prior, after_by_name[prior.name] if prior.name in reprobed else None, interrupted)
-                for done, prior in zip(applied_hosts, before)
+                fixes.judge(host, prior, after_by_name[prior.name] if prior.name in reprobed else None, interrupted)
+                for (host, _), prior in zip(done, before)
             ]
             report = report.model_copy(update={"applied": True, "interrupted": interrupted, "hosts": final})
             if log is not None:
-                fixes.write_transcripts(log, transcripts)
+                fixes.write_transcripts(log, [transcript for _, transcript in done])
         report = report.model_copy(update={"summary": fixes.summarize(report.hosts)})
     if interrupted:
         if output is None:
@@ -225,60 +221,33 @@ def fix(
     else:
         write_stdout(text)
     if run_history is not None:
-        state = evaluate.build_report(after, kind="fleet", sources=sources)
-        run_history.save(state.model_copy(update={"policy": applied(loaded)}))
+        run_history.save(run.report_for(plan, after, kind="fleet"))
     return report.exit_code()
 
 
-def _judge(targets: list[Target], hosts: list[HostReport], policies, lock, only, skip) -> list[HostReport]:
-    by_name = {t.name: t for t in targets}
-    judged = []
-    for host in hosts:
-        target = by_name[host.name]
-        if host.status is HostStatus.OK and host.facts is not None:
-            findings = evaluate.evaluate_host(host.facts, target.checks, target.provider, policies.get(target.name))
-            host = host.model_copy(update={"findings": findings})
-        judged.append(host)
-    return evaluate.finish_hosts(judged, policies, lock, only=only, skip=skip)
-
-
-async def _apply_and_reprobe(plans, by_name, connector, options, apply_options):
+async def _apply_and_reprobe(
+    plans: list[fixes.FixHost], plan: run.Plan, connector: SshConnector, apply_options: fixes.ApplyOptions
+) -> tuple[list[tuple[fixes.FixHost, fixes.Transcript]], dict[str, HostReport], bool]:
     """Run the steps (Ctrl-C: no new step, TERM to the running ones), then re-probe the pods
-    where anything ran. Returns ((applied hosts, transcripts, re-probed reports), interrupted)."""
-    from computefence.connectors.interface import check_targets
+    where anything ran. Returns what ran, the re-probed pods' reports, and whether it was interrupted."""
     from computefence.connectors.shell import open_ssh_shell
 
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-
-    def on_sigint() -> None:
-        stop.set()
-        loop.remove_signal_handler(signal.SIGINT)
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-        handled = True
-    except (NotImplementedError, RuntimeError, ValueError):
-        handled = False
+    by_name = {t.name: t for t in plan.targets}
     total = sum(1 for p in plans for s in p.steps if s.status == "planned")
-    try:
+
+    async def open_shell(name: str) -> Shell | Outcome:
+        return await open_ssh_shell(connector, by_name[name])
+
+    reprobed: dict[str, HostReport] = {}
+    with stop_on_sigint() as stop:
         with _StepProgress(total) as progress:
-            done = await fixes.apply_all(
-                plans, lambda name: open_ssh_shell(connector, by_name[name]), apply_options, stop, progress.update
-            )
-        applied_hosts = [host for host, _ in done]
-        transcripts = [transcript for _, transcript in done]
-        reprobed: dict[str, HostReport] = {}
-        if not stop.is_set():
-            changed = [by_name[h.name] for h in applied_hosts if fixes.executed(h)]
-            if changed:
-                print(f"computefence: re-probing {len(changed)} pod(s) that changed", file=sys.stderr)
-                hosts = await check_targets(connector, changed, {}, stop=stop)
-                reprobed = {h.name: h for h in hosts}
-    finally:
-        if handled:
-            loop.remove_signal_handler(signal.SIGINT)
-    return (applied_hosts, transcripts, reprobed), stop.is_set()
+            done = await fixes.apply_all(plans, open_shell, apply_options, stop, progress.update)
+        changed = [host.name for host, _ in done if fixes.executed(host)]
+        if changed and not stop.is_set():
+            print(f"computefence: re-probing {len(changed)} pod(s) that changed", file=sys.stderr)
+            hosts = await run.probe_targets(plan.subset(changed), connector, stop=stop)
+            reprobed = {h.name: h for h in hosts}
+        return done, reprobed, stop.is_set()
 
 
 class _StepProgress:
@@ -288,7 +257,7 @@ class _StepProgress:
         self.total, self.done, self.failed = total, 0, 0
         self.console = Console(stderr=True)
         self._progress: Progress | None = None
-        self._task = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> _StepProgress:
         if self.console.is_terminal:
@@ -303,7 +272,7 @@ class _StepProgress:
             self._task = self._progress.add_task(self._text(), total=self.total)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self._progress is not None:
             self._progress.stop()
 
@@ -315,7 +284,7 @@ class _StepProgress:
         self.done += 1
         if record.status != "ran":
             self.failed += 1
-        if self._progress is not None:
+        if self._progress is not None and self._task is not None:
             self._progress.update(self._task, description=self._text(f" · {pod}: {record.check}"), completed=self.done)
             return
         took = f" ({record.duration_s:.1f} s)" if record.duration_s is not None else ""

@@ -14,11 +14,16 @@ import shlex
 import signal
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from computefence.connectors.interface import Outcome
 from computefence.models import Target
 from computefence.text import one_line
+
+if TYPE_CHECKING:  # asyncssh loads only when pods are contacted
+    from asyncssh import SSHClientConnection
+
+    from computefence.connectors.ssh import SshConnector
 
 MAX_STEP_OUTPUT = 64 * 1024
 # GNU/busybox `timeout`: 124 when it stopped the command, 137 when it had to KILL it.
@@ -73,7 +78,7 @@ class _Tail:
             del self.data[: len(self.data) - MAX_STEP_OUTPUT]
 
 
-async def _drain(stream, tail: _Tail) -> None:
+async def _drain(stream: Any, tail: _Tail) -> None:
     while True:
         chunk = await stream.read(65536)
         if not chunk:
@@ -81,7 +86,7 @@ async def _drain(stream, tail: _Tail) -> None:
         tail.add(chunk if isinstance(chunk, bytes) else chunk.encode())
 
 
-async def _wait_or_stop(done: asyncio.Future, timeout_s: float, stop: asyncio.Event) -> str:
+async def _wait_or_stop(done: asyncio.Future[Any], timeout_s: float, stop: asyncio.Event) -> str:
     """'done', 'timeout' or 'stop', whichever comes first."""
     stopper = asyncio.ensure_future(stop.wait())
     try:
@@ -96,7 +101,7 @@ async def _wait_or_stop(done: asyncio.Future, timeout_s: float, stop: asyncio.Ev
 class SshShell:
     """Steps on one pod over one SSH connection."""
 
-    def __init__(self, conn) -> None:
+    def __init__(self, conn: SSHClientConnection) -> None:
         self.conn = conn
 
     async def run(self, command: str, timeout_s: float, stop: asyncio.Event) -> StepRun:
@@ -150,7 +155,7 @@ class SshShell:
         await self.conn.wait_closed()
 
 
-def _terminate(proc) -> None:
+def _terminate(proc: Any) -> None:
     """TERM to the step: as a signal request where sshd honours one, and by closing its stdin,
     which the pod-side wrapper answers with TERM to `timeout` and so to the step's group."""
     for stop in (lambda: proc.send_signal("TERM"), proc.stdin.write_eof):
@@ -164,7 +169,7 @@ def _reason(exc: BaseException) -> str:
     return one_line(str(getattr(exc, "reason", None) or exc) or type(exc).__name__, 200)
 
 
-async def open_ssh_shell(connector, target: Target) -> Shell | Outcome:
+async def open_ssh_shell(connector: SshConnector, target: Target) -> Shell | Outcome:
     """An SshShell on the target through the fleet's SshConnector, or the Outcome saying why not."""
     opened = await connector.open(target)
     if isinstance(opened, Outcome):

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -179,13 +180,13 @@ def _skip_reason(finding: Finding, refused: str | None, steps: list[StepRecord])
     return "; ".join(reasons) or "nothing to run"
 
 
-def _record(finding: Finding, step: FixStep, status: str, **extra) -> StepRecord:
+def _record(finding: Finding, step: FixStep, status: str, **extra: Any) -> StepRecord:
     return StepRecord(
         check=finding.check, subject=finding.subject, run=step.run, on=step.on, kind=step.kind, status=status, **extra
     )
 
 
-def _result(finding: Finding, outcome: str, **extra) -> FindingResult:
+def _result(finding: Finding, outcome: str, **extra: Any) -> FindingResult:
     return FindingResult(
         check=finding.check, subject=finding.subject, before=finding.severity, outcome=outcome, **extra
     )
@@ -286,7 +287,11 @@ async def apply_host(
 
 
 def _finished(record: StepRecord, run: StepRun, timeout_s: float) -> StepRecord:
-    update: dict = {"exit": run.exit, "duration_s": round(run.duration_s, 3), "output_tail": _tail(run.output)}
+    update: dict[str, Any] = {
+        "exit": run.exit,
+        "duration_s": round(run.duration_s, 3),
+        "output_tail": _tail(run.output),
+    }
     if run.timed_out:
         update.update(status="timeout", reason=f"still running after --step-timeout {timeout_s:g} s: stopped")
     elif run.interrupted:
@@ -340,7 +345,7 @@ def judge(applied: FixHost, before: HostReport, after: HostReport | None, interr
             outcome, reason, tail = "still_failing", "interrupted before the re-probe: not proven", ran[-1].output_tail
         elif ran and still is None:
             outcome, reason, tail = "fixed", None, None
-        elif ran:
+        elif ran and still is not None:
             outcome, reason, tail = (
                 "still_failing",
                 f"the steps ran; still: {one_line(still.message, 200)}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-from computefence.operations.fix import FixHost, FixReport
+from computefence.operations.fix import FixHost, FixReport, StepRecord
 from computefence.text import clean, one_line
 
 FORMATS = ("rich", "json")
@@ -88,7 +88,7 @@ def _host(host: FixHost, applied: bool, width: int) -> list[str]:
     return lines
 
 
-def _count(host: FixHost, applied: bool, to_run: list) -> str:
+def _count(host: FixHost, applied: bool, to_run: list[StepRecord]) -> str:
     if not applied:
         return f"{len(to_run)} step(s) to run"
     ran = sum(1 for s in host.steps if s.status in ("ran", "failed", "timeout"))
