@@ -9,12 +9,16 @@ import asyncio
 import json
 import signal
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import asyncssh
 import pytest
 from fleet_helpers import CLI, HEALTHY, cli_subprocess_env, host_entry, write_inventory
 from sshfleet import Pod, PodSpec
+
+from computefence.demo import fakes
 
 pytestmark = pytest.mark.sshd
 
@@ -25,17 +29,43 @@ ACCELERATE_CONFIG = "/root/accelerate.yaml"
 # A `mkdir` that never finishes: the pod's own mkdir is shadowed by /usr/local/bin.
 HANGING_MKDIR = {"/usr/local/bin/mkdir": "#!/bin/sh\nexec sleep 600\n"}
 
-# check id -> (the pod with that fault, the inventory checks it needs). Every check that can emit
-# a safe pod step must be here (test_every_check_with_a_safe_step_has_a_proof keeps it so).
-PROOFS: dict[str, tuple[PodSpec, dict]] = {
+STDLIB = subprocess.check_output(
+    ["/usr/bin/python3", "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"], text=True
+).strip()
+
+
+def with_pip_shim(spec: PodSpec, **builds: str) -> PodSpec:
+    """The pod's python gets tests/fleet/pip_shim.py as its pip (the stdlib folder comes before the
+    real pip on sys.path), with the recorded torch builds it installs by index tag (cu124: "cu124")."""
+    files = dict(spec.files)
+    files[f"{STDLIB}/pip/__init__.py"] = ""
+    files[f"{STDLIB}/pip/__main__.py"] = (Path(__file__).parent / "pip_shim.py").read_text()
+    for tag, scenario in builds.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            fakes.write_fake_torch(Path(tmp), scenario)
+            for path in Path(tmp).rglob("*"):
+                if path.is_file():
+                    files[f"/opt/computefence-fakes/builds/{tag}/{path.relative_to(tmp)}"] = path.read_text()
+    spec.files = files
+    return spec
+
+
+REQUIRES_TOKENIZERS = "requirements:\n  tokenizers: '>=0.19'\n"
+CKPT = {"output_dir": "/workspace/checkpoints"}
+
+# check id -> (the pod with that fault, the inventory checks it needs, a computefence.yaml or None).
+# Every check that can emit a safe pod step must be here (test_fix_step_registry.py keeps it so).
+PROOFS: dict[str, tuple[PodSpec, dict, str | None]] = {
     "storage.hf-cache": (
         # HF_HOME unset: the default cache is on the container disk.
         PodSpec("proof-hf", nvidia_smi="h100x1", torch="cu124", workspace_size="20G", env=RUNPOD, shm_size="16g"),
-        {"output_dir": "/workspace/checkpoints"},
+        CKPT,
+        None,
     ),
     "storage.output-dir": (
         PodSpec("proof-ckpt", **READY),
         {"output_dir": "/workspace/runs/7/ckpt"},
+        None,
     ),
     "accelerate.num-processes": (
         PodSpec(
@@ -46,6 +76,7 @@ PROOFS: dict[str, tuple[PodSpec, dict]] = {
             },
         ),
         {"output_dir": "/workspace/checkpoints", "accelerate_config": ACCELERATE_CONFIG},
+        None,
     ),
     "gpu.count-mismatch": (
         # Above Ubuntu's early return, so every SSH session (and job) gets it.
@@ -54,22 +85,50 @@ PROOFS: dict[str, tuple[PodSpec, dict]] = {
             **dict(READY, nvidia_smi="a100x2", torch="cu121-h100"),
             bashrc="export CUDA_VISIBLE_DEVICES=0\n",
         ),
-        {"output_dir": "/workspace/checkpoints"},
+        CKPT,
+        None,
     ),
     "gpu.cuda-unavailable": (
         PodSpec("proof-hidden", **READY, bashrc="export CUDA_VISIBLE_DEVICES=\n"),
-        {"output_dir": "/workspace/checkpoints"},
+        CKPT,
+        None,
     ),
     "system.shm": (
         PodSpec("proof-shm", **dict(READY, shm_size="64m")),
-        {"output_dir": "/workspace/checkpoints"},
+        CKPT,
+        None,
     ),
+    # Package and torch fixes, with the pod's training interpreter.
+    "gpu.torch-cpu-build": (
+        with_pip_shim(PodSpec("proof-cpu-torch", **dict(READY, torch="cpu")), cu124="cu124"),
+        CKPT,
+        None,
+    ),
+    "python.torch-missing": (
+        with_pip_shim(PodSpec("proof-no-torch", **{k: v for k, v in READY.items() if k != "torch"}), cu124="cu124"),
+        CKPT,
+        None,
+    ),
+    "gpu.driver-too-old": (
+        with_pip_shim(PodSpec("proof-old-driver", **dict(READY, nvidia_smi="rtx4090x1-driver535")), cu121="cu121-h100"),
+        CKPT,
+        None,
+    ),
+    "gpu.arch-unsupported": (
+        with_pip_shim(PodSpec("proof-no-sm90", **dict(READY, torch="cu117-no-sm90")), cu124="cu124", cu118="cu124"),
+        CKPT,
+        None,
+    ),
+    "policy.requirement": (with_pip_shim(PodSpec("proof-requirement", **READY)), CKPT, REQUIRES_TOKENIZERS),
 }
 
 
 def _fix(run_cli, inventory, *args: str):
     result = run_cli("fleet", "fix", "-i", str(inventory), "--format", "json", *args)
     return result, json.loads(result.stdout)
+
+
+_fix_cli = _fix
 
 
 def _host(document: dict, name: str) -> dict:
@@ -101,9 +160,17 @@ async def _run_again(ssh_fleet, pod: Pod, commands: list[str]) -> None:
 def test_safe_fix_is_proven_by_a_re_probe_and_changes_nothing_the_second_time(
     check, ssh_fleet, start_pods, run_cli, tmp_path
 ):
-    spec, checks = PROOFS[check]
+    spec, checks, policy = PROOFS[check]
     (pod,) = start_pods(spec)
     inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod], checks=checks)
+    if policy is not None:
+        (tmp_path / "computefence.yaml").write_text(policy)
+        inventory_args = ("--policy", str(tmp_path / "computefence.yaml"))
+    else:
+        inventory_args = ("--no-policy",)
+
+    def _fix(run_cli, inventory, *args):
+        return _fix_cli(run_cli, inventory, *inventory_args, *args)
 
     plan, planned = _fix(run_cli, inventory, "--only", check)
     assert plan.code == 1 and [r["outcome"] for r in _host(planned, pod.name)["results"]] == ["planned"]
