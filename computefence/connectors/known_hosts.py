@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,18 +86,18 @@ class HostKeyStore:
         if own_file is not None:
             paths.append(own_file)
         self._paths: list[Path] = list(dict.fromkeys(paths))
-        self._loaded: dict[Path, asyncssh.SSHKnownHosts] = {}
+        self._loaded: dict[Path, asyncssh.SSHKnownHosts | None] = {}
         self._recorded: set[str] = set()
         # Per file: the line of each @revoked key, by the key's "type base64".
         self._revoked_lines: dict[Path, dict[str, int]] = {}
         self._lock = threading.Lock()
 
-    def preload(self, extra_files: list[str] = ()) -> None:
+    def preload(self, extra_files: Sequence[str] = ()) -> None:
         """Read every file now: an unreadable one raises ConfigError before anything connects."""
         for path in self._paths + [Path(os.path.expanduser(f)) for f in extra_files]:
             self._load(path)
 
-    def lookup(self, host: str, addr: str, port: int, extra_files: list[str] = ()) -> HostKeyLookup:
+    def lookup(self, host: str, addr: str, port: int, extra_files: Sequence[str] = ()) -> HostKeyLookup:
         result = HostKeyLookup()
         paths = self._paths + [Path(os.path.expanduser(f)) for f in extra_files]
         for path in dict.fromkeys(paths):
@@ -172,8 +173,11 @@ def _match(entries: asyncssh.SSHKnownHosts, host: str, addr: str, port: int) -> 
     the key of whatever answers on port 22.
     """
     if port == 22:
-        return tuple(list(part) for part in entries.match(host, addr, None)[:3])
-    trusted, ca_keys, revoked = [], [], []
+        matched = entries.match(host, addr, None)
+        return list(matched[0]), list(matched[1]), list(matched[2])
+    trusted: list[Any] = []
+    ca_keys: list[Any] = []
+    revoked: list[Any] = []
     for name in dict.fromkeys(n for n in (host, addr) if n):
         found = entries.match(f"[{name}]:{port}", "", None)
         trusted += found[0]

@@ -28,17 +28,18 @@ class PodShell:
     cwd: str
     # Process groups of commands still running, and the sessions handling them, for shutdown.
     running: set[int] = field(default_factory=set)
-    sessions: set[asyncio.Task] = field(default_factory=set)
+    sessions: set[asyncio.Task[None]] = field(default_factory=set)
 
-    async def handle(self, process: asyncssh.SSHServerProcess) -> None:
+    async def handle(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         task = asyncio.current_task()
+        assert task is not None  # asyncssh runs each session as a task
         self.sessions.add(task)
         try:
             await self._run(process)
         finally:
             self.sessions.discard(task)
 
-    async def _run(self, process: asyncssh.SSHServerProcess) -> None:
+    async def _run(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         command = process.command
         if command is None:
             process.stderr.write(b"computefence demo pod: exec requests only, no interactive shell\n")
@@ -70,7 +71,7 @@ class PodShell:
                 await asyncio.wait_for(proc.wait(), 5)
             self.running.discard(proc.pid)
 
-    async def _relay(self, process: asyncssh.SSHServerProcess, proc: asyncio.subprocess.Process) -> None:
+    async def _relay(self, process: asyncssh.SSHServerProcess[bytes], proc: asyncio.subprocess.Process) -> None:
         outputs = [
             asyncio.ensure_future(_pump_out(proc.stdout, process.stdout)),
             asyncio.ensure_future(_pump_out(proc.stderr, process.stderr)),
@@ -98,7 +99,7 @@ class PodShell:
             await asyncio.gather(*outputs, feeder, exited, closed, return_exceptions=True)
 
 
-async def _pump_in(process: asyncssh.SSHServerProcess, proc: asyncio.subprocess.Process) -> None:
+async def _pump_in(process: asyncssh.SSHServerProcess[bytes], proc: asyncio.subprocess.Process) -> None:
     assert proc.stdin is not None
     while True:
         try:
@@ -122,7 +123,7 @@ async def _pump_in(process: asyncssh.SSHServerProcess, proc: asyncio.subprocess.
         proc.stdin.close()
 
 
-async def _pump_out(source: asyncio.StreamReader | None, sink: asyncssh.SSHWriter) -> None:
+async def _pump_out(source: asyncio.StreamReader | None, sink: asyncssh.SSHWriter[bytes]) -> None:
     assert source is not None
     while data := await source.read(_CHUNK):
         try:

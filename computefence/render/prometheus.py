@@ -6,12 +6,13 @@ Cron use: `computefence fleet check --format prometheus --output
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from computefence.evaluate.fleet import ready_hosts
-from computefence.evaluate.run import gpu_means, progress
-from computefence.models import HostStatus, Report, Severity
+from computefence.evaluate.run import Progress, gpu_means, progress
+from computefence.models import Facts, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.interface import Renderer
 from computefence.text import clean
@@ -66,9 +67,9 @@ def render(report: Report) -> str:
         out.family(
             "computefence_host_info",
             "Versions found on the host (value is always 1).",
-            [({"host": h.name, **_info(h)}, 1) for h in hosts if h.facts is not None],
+            [({"host": h.name, **_info(h, h.facts)}, 1) for h in hosts if h.facts is not None],
         )
-    findings = []
+    findings: list[tuple[dict[str, Any], float]] = []
     for h in hosts:
         counts: dict[str, dict[Severity, int]] = {}
         for f in h.findings:
@@ -143,16 +144,19 @@ def render(report: Report) -> str:
 
 def _watch_families(out: _Exposition, report: Report) -> None:
     """`fleet watch`: each pod's run as gauges (step, loss, GPU utilisation, ...)."""
-    runs = [(h, progress(h.facts)) for h in report.hosts if h.status is HostStatus.OK and h.facts is not None]
-    runs = [(h, p) for h, p in runs if p is not None]
+    runs = [
+        (h, p)
+        for h in report.hosts
+        if h.status is HostStatus.OK and h.facts is not None and (p := progress(h.facts)) is not None
+    ]
 
-    def each(value_of) -> list[tuple[dict, float]]:
+    def each(value_of: Callable[[HostReport, Progress], float | None]) -> list[tuple[dict[str, Any], float]]:
         return [({"host": h.name}, v) for h, p in runs if (v := value_of(h, p)) is not None]
 
     out.family(
         "computefence_watch_training_processes",
         "Training processes found on the host (torchrun, accelerate, deepspeed, python train...).",
-        each(lambda h, p: len(h.facts.watch.processes.processes)),
+        each(_training_processes),
     )
     out.family("computefence_watch_step", "The run's current step.", each(lambda h, p: p.step))
     out.family("computefence_watch_max_steps", "The run's max_steps.", each(lambda h, p: p.max_steps))
@@ -180,6 +184,7 @@ def _watch_families(out: _Exposition, report: Report) -> None:
         [
             ({"host": h.name, "gpu": index}, round(value, 1))
             for h, _ in runs
+            if h.facts is not None and h.facts.watch is not None
             for index, value in gpu_means(h.facts.watch).items()
         ],
     )
@@ -194,8 +199,12 @@ def _loss(value: float | str | None) -> float | None:
         return None
 
 
-def _info(host) -> dict[str, str]:
-    facts = host.facts
+def _training_processes(host: HostReport, progress: Progress) -> float | None:
+    watch = host.facts.watch if host.facts is not None else None
+    return len(watch.processes.processes) if watch is not None else None
+
+
+def _info(host: HostReport, facts: Facts) -> dict[str, str]:
     return {
         "provider": host.provider.provider if host.provider else "",
         "driver": facts.gpu.driver_version or "",

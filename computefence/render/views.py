@@ -20,6 +20,7 @@ from computefence.models import (
     HostVerdict,
     Report,
     Severity,
+    SourceStatus,
     StepKind,
     StepPlace,
 )
@@ -170,7 +171,9 @@ class FindingGroup:
         return names
 
 
-def group_findings(hosts: list[HostReport], severities=(Severity.BLOCK, Severity.WARN)) -> list[FindingGroup]:
+def group_findings(
+    hosts: list[HostReport], severities: tuple[Severity, ...] = (Severity.BLOCK, Severity.WARN)
+) -> list[FindingGroup]:
     """Findings grouped across pods: one group per (check, severity), and inside it one
     variant per distinct wording, so the same finding on 40 pods shows once. Groups come
     worst first, then by how many pods they hit."""
@@ -180,7 +183,7 @@ def group_findings(hosts: list[HostReport], severities=(Severity.BLOCK, Severity
             if finding.severity not in severities:
                 continue
             group = groups.setdefault((finding.check, finding.severity), FindingGroup(finding.check, finding.severity))
-            message = _template(finding.message, finding.subject)
+            message = _template(finding.message, finding.subject) or ""
             fix = _fix_template(finding.fix, finding.subject)
             variant = next((v for v in group.variants if v.message_template == message and v.fix_template == fix), None)
             if variant is None:
@@ -243,7 +246,7 @@ def drift_cells(values: dict[str, list[str]], names: int = DRIFT_NAMES) -> list[
 def host_state(host: HostReport) -> str:
     """'ok' hosts by their worst finding, others by their status."""
     if host.status is not HostStatus.OK:
-        return host.status.value
+        return str(host.status.value)
     if host.blockers:
         return "blocked"
     if host.warnings:
@@ -444,7 +447,7 @@ def not_ok_hosts(report: Report) -> list[HostReport]:
     return [h for h in report.hosts if h.status is not HostStatus.OK]
 
 
-def failed_sources(report: Report):
+def failed_sources(report: Report) -> list[SourceStatus]:
     return [s for s in report.sources if not s.ok]
 
 
@@ -476,7 +479,7 @@ def change_lines(changes: Changes) -> list[ChangeLine]:
         was = f" (was {c.severity_before.value})" if c.severity_before else ""
         lines.append(
             ChangeLine(
-                f"new {_SEVERITY_WORD[c.severity_after]}",
+                f"new {_SEVERITY_WORD[c.severity_after] if c.severity_after else 'finding'}",
                 c.host,
                 f"{one_line(c.finding.check)}: {one_line(c.finding.message)}{was}",
                 fix=c.finding.fix,
@@ -492,7 +495,10 @@ def change_lines(changes: Changes) -> list[ChangeLine]:
         now = f" (now {c.severity_after.value})" if c.severity_after else ""
         lines.append(
             ChangeLine(
-                f"cleared {_SEVERITY_WORD[c.severity_before]}", c.host, f"{one_line(c.finding.check)}{now}", worse=False
+                f"cleared {_SEVERITY_WORD[c.severity_before] if c.severity_before else 'finding'}",
+                c.host,
+                f"{one_line(c.finding.check)}{now}",
+                worse=False,
             )
         )
     lines += [ChangeLine("appeared", name, "new since the last run") for name in changes.appeared]
