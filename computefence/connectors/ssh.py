@@ -128,7 +128,7 @@ class RunOptions:
     # Seconds before the one retry of a transient connect failure (jittered up to 2x).
     retry_backoff: float = 1.0
     # Extra probe parameters (e.g. per-collector "timeouts"), added to every pod's.
-    probe_params: dict = field(default_factory=dict)
+    probe_params: dict[str, Any] = field(default_factory=dict)
     # Which probe to send (payload.PROBES): "check" (fleet check) or "watch" (fleet watch).
     probe: str = "check"
 
@@ -157,7 +157,7 @@ class _Client(asyncssh.SSHClient):
     def __init__(self, check: _HostKeyCheck | None):
         self._check = check
 
-    def validate_host_public_key(self, host, addr, port, key) -> bool:
+    def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
         return self._check is not None and self._check.unlisted_key(key)
 
 
@@ -169,7 +169,7 @@ class SshConnector:
         self.semaphore = asyncio.Semaphore(max(1, options.concurrency))
         self.store: HostKeyStore | None = None
         if not options.insecure_no_host_key_check:
-            files = list(options.known_hosts)
+            files: list[str | Path] = list(options.known_hosts)
             if options.use_user_known_hosts:
                 files.insert(0, str(user_known_hosts_path()))
             self.store = HostKeyStore(files, options.own_known_hosts or own_known_hosts_path())
@@ -239,10 +239,13 @@ class SshConnector:
             outcome = _connect_failure(target, exc, lookup, check, self.options)
             if target.proxy_jump or target.proxy_command:
                 # The hop fails in the same ways the pod does: say which way the connection went.
-                outcome.reason += f" (connecting through {target.proxy_jump or 'ProxyCommand ' + target.proxy_command})"
+                hop = target.proxy_jump or f"ProxyCommand {target.proxy_command}"
+                outcome.reason += f" (connecting through {hop})"
             return outcome
 
-    async def _connect(self, target, client_keys, known_hosts, check) -> asyncssh.SSHClientConnection:
+    async def _connect(
+        self, target: Target, client_keys: list[Any] | None, known_hosts: object, check: _HostKeyCheck | None
+    ) -> asyncssh.SSHClientConnection:
         options = self.options
         kwargs = dict(
             port=target.port,
@@ -285,7 +288,7 @@ class SshConnector:
             return None  # asyncssh's defaults: ~/.ssh/id_* and the agent, as ssh does
         paths = tuple(os.path.expanduser(p) for p in target.identity_files)
         if paths not in self._keys:
-            self._keys[paths] = asyncssh.load_keypairs(list(paths))
+            self._keys[paths] = list(asyncssh.load_keypairs(list(paths)))
         return self._keys[paths]
 
     async def _probe(
@@ -354,7 +357,14 @@ class SshConnector:
         return _judge_exit(completed.exit_status, completed.exit_signal, stdout, stderr, limit, self.options.probe)
 
 
-def _judge_exit(exit_status, exit_signal, stdout: bytes, stderr: bytes, limit: int, probe: str = "check") -> Outcome:
+def _judge_exit(
+    exit_status: int | None,
+    exit_signal: tuple[str, bool, str, str] | None,
+    stdout: bytes,
+    stderr: bytes,
+    limit: int,
+    probe: str = "check",
+) -> Outcome:
     if exit_status is None and exit_signal is None:
         # asyncssh's way of saying the connection died before the command finished.
         return Outcome(HostStatus.CONNECTION_LOST, "the connection dropped while the probe ran (no exit status)")
@@ -409,7 +419,7 @@ def _connect_failure(
         if check is not None and check.record_error:
             return Outcome(HostStatus.HOST_KEY_UNKNOWN, check.record_error, fingerprint)
         reason = f"the host key of {where} is not in any known_hosts file"
-        if fingerprint:
+        if presented is not None and fingerprint:
             reason += f" (it offers {presented.get_algorithm()} {fingerprint})"
         return Outcome(HostStatus.HOST_KEY_UNKNOWN, reason, fingerprint)
     if isinstance(exc, asyncssh.PermissionDenied):
@@ -478,8 +488,9 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, (asyncssh.ConnectionLost, ConnectionResetError, ConnectionAbortedError, BrokenPipeError))
 
 
-async def _read_capped(stream, cap: int) -> tuple[bytes, bool]:
-    chunks, size = [], 0
+async def _read_capped(stream: asyncssh.SSHReader[bytes], cap: int) -> tuple[bytes, bool]:
+    chunks: list[bytes] = []
+    size = 0
     while True:
         data = await stream.read(65536)
         if not data:
@@ -490,7 +501,7 @@ async def _read_capped(stream, cap: int) -> tuple[bytes, bool]:
         chunks.append(data)
 
 
-def _stop_remote(proc) -> None:
+def _stop_remote(proc: asyncssh.SSHClientProcess[bytes]) -> None:
     """The run was cancelled (Ctrl-C): stop the probe on the pod now, not at its deadline.
     TERM reaches `timeout`, which passes it to the probe's process group, and the probe kills
     its children's groups; closing the channel makes sshd close the probe's stdout, which the

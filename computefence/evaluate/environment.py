@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 
 from computefence.errors import ConfigError
 from computefence.evaluate.context import block, passed, q, training_python, warn
-from computefence.evaluate.fingerprint import NOT_INSTALLED, fingerprint, is_package, label, outlier_fields
+from computefence.evaluate.fingerprint import fingerprint, is_package, label, outlier_fields
+from computefence.evaluate.fleet import NOT_INSTALLED
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import install_command, parse_version
 from computefence.models import BaselineLock, Facts, Finding, Fix, FixStep, HostReport, HostStatus
@@ -28,6 +29,12 @@ def _checked(hosts: list[HostReport]) -> list[HostReport]:
     return [h for h in hosts if h.status is HostStatus.OK and h.facts is not None]
 
 
+def _facts(host: HostReport) -> Facts:
+    """The facts of a host that _checked kept."""
+    assert host.facts is not None
+    return host.facts
+
+
 # ---------------------------------------------------------------- the lock
 
 
@@ -36,7 +43,7 @@ def build_lock(hosts: list[HostReport], from_pod: str | None = None) -> Baseline
     checked = _checked(hosts)
     if not checked:
         raise ConfigError("no pod could be checked: nothing to record in a baseline")
-    prints = {h.name: {k: v for k, v in fingerprint(h.facts).items() if k not in _DERIVED} for h in checked}
+    prints = {h.name: {k: v for k, v in fingerprint(_facts(h)).items() if k not in _DERIVED} for h in checked}
     if from_pod is not None:
         if from_pod not in prints:
             names = ", ".join(sorted(prints))
@@ -86,7 +93,7 @@ def _torch_tag(cuda_build: str) -> str | None:
     return f"cu{version[0]}{version[1]}" if version and len(version) >= 2 else None
 
 
-def match_fix(facts: Facts, wanted: dict[str, str]) -> Fix:
+def match_fix(facts: Facts, wanted: Mapping[str, str]) -> Fix:
     """Commands that give this pod the `wanted` values (field -> value) where pip can, and
     words for what comes with the image or the machine."""
     python = training_python(facts)
@@ -109,9 +116,9 @@ def match_fix(facts: Facts, wanted: dict[str, str]) -> Fix:
     return Fix(advice=note or "redeploy from the image the reference pod ran")
 
 
-def drift_finding(host: HostReport, lock: BaselineLock, severity: dict[str, str]) -> Finding:
+def drift_finding(host: HostReport, lock: BaselineLock, severity: Mapping[str, str]) -> Finding:
     """One env.drift finding for a pod: every field that moved, old -> new."""
-    values = fingerprint(host.facts)
+    values = fingerprint(_facts(host))
     moved = [
         (field, old, values[field])
         for field, old in lock.fingerprint.items()
@@ -128,7 +135,7 @@ def drift_finding(host: HostReport, lock: BaselineLock, severity: dict[str, str]
         message = "; ".join(f"{label(field)} {old} → {new}" for field, old, new in kept)
     finding = block if raised else warn
     return finding(
-        DRIFT, f"differs from the baseline: {message}", match_fix(host.facts, {f: old for f, old, _ in kept})
+        DRIFT, f"differs from the baseline: {message}", match_fix(_facts(host), {f: old for f, old, _ in kept})
     )
 
 
@@ -142,7 +149,7 @@ def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
     found: dict[str, list[Finding]] = {}
     if len(checked) < 3:
         return found
-    prints = {h.name: outlier_fields(fingerprint(h.facts)) for h in checked}
+    prints = {h.name: outlier_fields(fingerprint(_facts(h))) for h in checked}
     fields: list[str] = []
     for values in prints.values():
         fields += [f for f in values if f not in fields]
@@ -166,12 +173,12 @@ def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
             ):
                 continue
             # A torch fix installs the majority's whole build (version and CUDA index), never half of it.
-            wanted = (
+            wanted: dict[str, str] = (
                 {k: majority[k][0] for k in ("torch", "torch-cuda") if k in majority}
                 if field in ("torch", "torch-cuda")
                 else {field: value}
             )
-            fix = match_fix(host.facts, wanted)
+            fix = match_fix(_facts(host), wanted)
             found.setdefault(host.name, []).append(
                 warn(
                     OUTLIER,

@@ -181,7 +181,7 @@ def _span(values: list[float], digits: int = 0) -> str:
 # ---------------------------------------------------------------- gpu.perf-pcie
 
 
-def _link(facts: Facts, gpu: GpuPerf, model) -> tuple[int, int] | None:
+def _link(facts: Facts, gpu: GpuPerf, model: GpuModel | None) -> tuple[int, int] | None:
     health = next((h for h in facts.gpu.health if h.index == gpu.index), None)
     gen = health.pcie_gen_max if health and health.pcie_gen_max else (model.pcie_gen if model else None)
     width = health.pcie_width_current if health and health.pcie_width_current else 16
@@ -202,14 +202,15 @@ def check_perf_pcie(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fi
         measured.append(slowest)
         link = _link(facts, gpu, data.model_of(gpu.name))
         expected = data.pcie_gbps(*link) if link else None
+        gen, lanes = link or (0, 0)
         if expected and slowest < PCIE_SHARE * expected:
             findings.append(
                 warn(
                     cid,
                     (
                         f"GPU {gpu.index} copies host-to-device {gpu.h2d_gbps:.1f} GB/s and device-to-host "
-                        f"{gpu.d2h_gbps:.1f} GB/s, {slowest / expected:.0%} of the ~{expected:.0f} GB/s a PCIe gen{link[0]} "
-                        f"x{link[1]} link carries"
+                        f"{gpu.d2h_gbps:.1f} GB/s, {slowest / expected:.0%} of the ~{expected:.0f} GB/s a PCIe gen{gen} "
+                        f"x{lanes} link carries"
                     ),
                     Fix(
                         commands=[
@@ -240,6 +241,7 @@ def check_perf_interconnect(facts: Facts, checks: CheckOptions, ctx: Context) ->
     model = data.model_of(perf.gpus[0].name)
     nccl = perf.interconnect_method == "nccl-allreduce"
     what = "NCCL all-reduce bus bandwidth" if nccl else "peer-to-peer copy bandwidth"
+    expected: float | None
     if model is not None and model.nvlink_gbps:
         expected, path = model.nvlink_gbps * data.nvlink_achievable, f"{model.model} NVLink"
     else:
@@ -289,9 +291,9 @@ def beside_fleet_median(hosts: list[HostReport]) -> list[HostReport]:
     """Each pod's perf findings with its figure beside the median of the fleet's pods with the
     same GPU model (an RTX 4090 is not slow next to an H100), so the slow pod stands out."""
     measured = {
-        h.name: h.facts.perf
+        h.name: perf
         for h in hosts
-        if h.status is HostStatus.OK and h.facts is not None and _perf(h.facts) is not None and h.facts.perf.gpus
+        if h.status is HostStatus.OK and h.facts is not None and (perf := _perf(h.facts)) is not None and perf.gpus
     }
     by_model: dict[str | None, list[str]] = {}
     for name, perf in measured.items():
@@ -300,7 +302,7 @@ def beside_fleet_median(hosts: list[HostReport]) -> list[HostReport]:
     for host in hosts:
         perf = measured.get(host.name)
         peers = by_model.get(perf.gpus[0].name, []) if perf is not None else []
-        if len(peers) < 2:
+        if perf is None or len(peers) < 2:
             out.append(host)
             continue
         mine = _figures(perf)
