@@ -347,3 +347,32 @@ def test_a_pod_that_drops_the_connection_mid_apply_spoils_no_other(ssh_fleet, st
     assert dropped["steps"][0]["status"] == "failed" and "connection" in dropped["steps"][0]["reason"]
     assert dropped["results"][0]["outcome"] == "failed"
     assert _host(document, fine.name)["results"][0]["outcome"] == "fixed"
+
+
+def test_a_disruptive_step_is_skipped_without_the_flag_and_run_with_it(ssh_fleet, start_pods, run_cli, tmp_path):
+    # Not on a provider: the fix is to start nv-fabricmanager on the machine itself.
+    systemctl = {"/usr/local/bin/systemctl": '#!/bin/sh\necho "$@" >> /tmp/systemctl-calls\n'}
+    spec = PodSpec(
+        "fabric-down",
+        **dict(READY, nvidia_smi="h100x8-fabric-manager-stopped", env={"HF_HOME": "/workspace/hf"}, files=systemctl),
+    )
+    (pod,) = start_pods(spec)
+    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod], checks=CKPT)
+    calls = str(pod.merged) + "/tmp/systemctl-calls"
+
+    held, document = _fix(run_cli, inventory, "--only", "gpu.fabric-manager", "--apply", "--yes")
+
+    restart = next(s for s in _host(document, pod.name)["steps"] if s["kind"] == "disruptive")
+    assert restart["status"] == "skipped" and "--allow-disruptive" in restart["reason"]
+    assert held.code == 1 and _host(document, pod.name)["results"][0]["outcome"] == "skipped"
+    assert pod.in_namespace(["sh", "-c", 'test -e "$1" && echo yes || echo no', "sh", calls]).strip() == "no"
+
+    allowed, document = _fix(
+        run_cli, inventory, "--only", "gpu.fabric-manager", "--apply", "--yes", "--allow-disruptive"
+    )
+
+    restart = next(s for s in _host(document, pod.name)["steps"] if s["kind"] == "disruptive")
+    assert restart["status"] == "ran" and restart["run"] == "systemctl start nvidia-fabricmanager"
+    assert pod.in_namespace(["cat", calls]) == "start nvidia-fabricmanager\n"
+    # The fake driver still reports the fabric down: the step ran, the finding stays, and says so.
+    assert allowed.code == 1 and _host(document, pod.name)["results"][0]["outcome"] == "still_failing"
