@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sys
 from pathlib import Path
 
 import typer
@@ -84,6 +85,16 @@ def doctor(
         metavar="FILE",
         help="Also record this machine's environment as a baseline lock (see `fleet snapshot`).",
     ),
+    fix: bool = typer.Option(
+        False, "--fix", help="Run the safe fix steps here (asks first), re-check, and say per finding what they did."
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="With --fix: do not ask (needed without a terminal)."),
+    allow_disruptive: bool = typer.Option(
+        False, "--allow-disruptive", help="With --fix: also steps that restart a service or the GPU."
+    ),
+    step_timeout: float = typer.Option(
+        300.0, "--step-timeout", min=1.0, metavar="SECONDS", help="With --fix: stop a step running longer."
+    ),
 ) -> int:
     """Check this machine: storage that vanishes, CPU fallbacks, broken drivers, launch configs.
 
@@ -102,6 +113,10 @@ def doctor(
     ):
         if value is not None and not value.strip():
             raise ConfigError(f"{flag} is empty; give a path")
+    if (yes or allow_disruptive) and not fix:
+        raise ConfigError(f"{'--yes' if yes else '--allow-disruptive'} needs --fix")
+    if fix and not yes and not sys.stdin.isatty():
+        raise ConfigError("--fix without a terminal needs --yes (nothing was changed)")
     checks = CheckOptions(
         output_dir=output_dir,
         accelerate_config=accelerate_config,
@@ -130,6 +145,20 @@ def doctor(
     if host.status is not HostStatus.OK or host.facts is None:
         raise ProbeOutputError(host.reason or "the probe gave no facts")
     hosts = run.evaluate_hosts(plan, [host])
+    if fix:
+        from computefence.cli.fix import fix_this_machine
+
+        return fix_this_machine(
+            plan,
+            hosts[0],
+            settings,
+            {"deadline_s": timeout},
+            fmt=fmt.value,
+            output=output,
+            yes=yes,
+            allow_disruptive=allow_disruptive,
+            step_timeout=step_timeout,
+        )
     if snapshot is not None:
         write_lock(build_lock(hosts), snapshot)
     report = run.report_for(plan, hosts, kind="doctor", fail_on=fail_on.severity)

@@ -329,3 +329,67 @@ def _now() -> str:
 def _width() -> int:
     console = Console()
     return console.width if console.is_terminal else 100
+
+
+def fix_this_machine(
+    plan: run.Plan,
+    host: HostReport,
+    settings: ConnectSettings,
+    probe_params: dict[str, Any],
+    *,
+    fmt: str,
+    output: Path | None,
+    yes: bool,
+    allow_disruptive: bool,
+    step_timeout: float,
+) -> int:
+    """`doctor --fix`: the safe steps of this machine's findings, after the same prompt as
+    fleet fix (or --yes), then a re-probe and each finding's outcome."""
+    from computefence.connectors.shell import LocalShell
+
+    if fmt not in FORMATS:
+        raise ConfigError(f"doctor --fix writes {' or '.join(FORMATS)}, not {fmt}")
+    if not yes and not sys.stdin.isatty():
+        raise ConfigError("--fix without a terminal needs --yes (nothing was changed)")
+    _check_writable(output, "--output", directory=False)
+    planned = fixes.plan_host(host, allow_disruptive)
+    report = fixes.FixReport(tool_version=__version__, generated_at=_now(), allow_disruptive=allow_disruptive)
+    steps = sum(1 for s in planned.steps if s.status == "planned")
+    if steps and not yes and not _confirm(f"apply {steps} steps on this machine? [y/N] "):
+        print("computefence: nothing applied", file=sys.stderr)
+        return 1
+
+    async def apply_and_reprobe() -> tuple[fixes.FixHost, HostReport | None, bool]:
+        async def open_shell(name: str) -> Shell | Outcome:
+            return LocalShell()
+
+        with stop_on_sigint() as stop:
+            with _StepProgress(steps) as progress:
+                [(done, _)] = await fixes.apply_all(
+                    [planned], open_shell, fixes.ApplyOptions(step_timeout, 1), stop, progress.update
+                )
+            after = None
+            if fixes.executed(done) and not stop.is_set():
+                with open_connector("local", settings) as session:
+                    [after] = await run.probe_targets(plan, session.connect(plan.targets), probe_params, stop=stop)
+            return done, after, stop.is_set()
+
+    done, after, interrupted = asyncio.run(apply_and_reprobe())
+    judged_after = run.evaluate_hosts(plan, [after])[0] if after is not None else None
+    final = fixes.judge(done, host, judged_after, interrupted)
+    report = report.model_copy(update={"applied": True, "interrupted": interrupted, "hosts": [final]})
+    report = report.model_copy(update={"summary": fixes.summarize(report.hosts)})
+    text = render_fix(report, fmt, _width())
+    if interrupted:
+        if output is None:
+            write_stdout(text)
+        print(
+            "computefence: interrupted; --output left untouched" if output else "computefence: interrupted",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    if output is not None:
+        write_output(text, output)
+    else:
+        write_stdout(text)
+    return report.exit_code()
