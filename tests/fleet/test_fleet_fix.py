@@ -376,3 +376,22 @@ def test_a_disruptive_step_is_skipped_without_the_flag_and_run_with_it(ssh_fleet
     assert pod.in_namespace(["cat", calls]) == "start nvidia-fabricmanager\n"
     # The fake driver still reports the fabric down: the step ran, the finding stays, and says so.
     assert allowed.code == 1 and _host(document, pod.name)["results"][0]["outcome"] == "still_failing"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--yes"], "--yes needs --apply"),
+        (["--allow-disruptive"], "--allow-disruptive needs --apply"),
+        (["--format", "junit"], "junit"),
+        (["--apply", "--yes", "--log", "/proc/version"], "--log /proc/version: not a directory"),
+    ],
+)
+def test_usage_errors_exit_2_before_any_pod_is_contacted(run_cli, tmp_path, argv, says):
+    inventory = tmp_path / "pods.yaml"
+    # An address nothing answers on: a run that got as far as connecting would say so instead.
+    inventory.write_text("hosts:\n  - {name: nowhere, host: 192.0.2.1, port: 9}\n")
+
+    result = run_cli("fleet", "fix", "-i", str(inventory), *argv)
+
+    assert result.code == 2 and says in result.stderr
