@@ -29,6 +29,7 @@ import shlex
 import shutil
 import string
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ class _Vaulted:
     """A `!vault` value: only Ansible with the vault password can read it."""
 
 
-class _VarsLoader(SAFE_LOADER):
+class _VarsLoader(SAFE_LOADER):  # type: ignore[valid-type,misc]  # libyaml's loader where it is built
     """YAML as Ansible writes it: `!vault` and `!unsafe` values are legal."""
 
 
@@ -578,7 +579,7 @@ def _read_file(file: Path, inventory: _Inventory) -> None:
     _parse_ini(file, inventory, text)
 
 
-def _with_ancestors(groups, parent_of: dict[str, list[str]]) -> set[str]:
+def _with_ancestors(groups: Iterable[str], parent_of: dict[str, list[str]]) -> set[str]:
     """The groups and every group above them."""
     member = set(groups)
     stack = list(member)
@@ -726,8 +727,10 @@ def _ansible_messages(text: str) -> list[str]:
 
 def targets_from_ansible_list(document: dict[str, Any], source: str) -> tuple[list[Target], list[str]]:
     """Targets from `ansible-inventory --list` JSON: `_meta.hostvars` and the groups' members."""
-    meta = document.get("_meta") if isinstance(document.get("_meta"), dict) else {}
-    hostvars = meta.get("hostvars") if isinstance(meta.get("hostvars"), dict) else {}
+    meta_value = document.get("_meta")
+    meta: dict[str, Any] = meta_value if isinstance(meta_value, dict) else {}
+    hostvars_value = meta.get("hostvars")
+    hostvars: dict[str, Any] = hostvars_value if isinstance(hostvars_value, dict) else {}
     groups = {name: body for name, body in document.items() if name != "_meta" and isinstance(body, dict)}
     parent_of: dict[str, list[str]] = {}
     member_of: dict[str, list[str]] = {}
@@ -751,7 +754,8 @@ def targets_from_ansible_list(document: dict[str, Any], source: str) -> tuple[li
     ignored: dict[str, Any] = {}
     for host in order:
         member = _with_ancestors(member_of.get(host, []), parent_of)
-        raw = hostvars.get(host) if isinstance(hostvars.get(host), dict) else {}
+        raw_value = hostvars.get(host)
+        raw: dict[str, Any] = raw_value if isinstance(raw_value, dict) else {}
         variables = {str(k): _Value(v, f"{source}: host {host}") for k, v in raw.items()}
         tags = sorted(member - {"all", "ungrouped"})
         targets.append(_target(host, f"{source} (ansible-inventory)", tags, variables, ignored))
