@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from computefence.evaluate.context import Context, block, passed, skipped, sudo, warn
+from computefence.evaluate.context import Context, Rule, block, passed, skipped, sudo, warn
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep, GpuHealth, StepKind
 
@@ -66,7 +66,7 @@ def _move_on(ctx: Context, what: str) -> tuple[list[FixStep], str]:
     return [], f"{what}: reboot the machine; if it persists, the GPU or its slot is faulty"
 
 
-def _health_rule(cid: str, judge: Callable[[Facts, Context, list[GpuHealth]], list[Finding]]):
+def _health_rule(cid: str, judge: Callable[[Facts, Context, list[GpuHealth]], list[Finding]]) -> Rule:
     def rule(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
         if not ctx.gpu_usable or not facts.gpu.health:
             return []
@@ -144,13 +144,13 @@ def _judge_pcie(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fin
     if not known:
         return [skipped(cid, "PCIe link width unknown: the driver does not report it")]
     # Link generation is not compared: GPUs drop it at idle to save power.
-    narrow = [g for g in known if g.pcie_width_current < g.pcie_width_max]
+    narrow = [g for g in known if (g.pcie_width_current or 0) < (g.pcie_width_max or 0)]
     if not narrow:
-        widths = sorted({g.pcie_width_max for g in known})
+        widths = sorted({g.pcie_width_max or 0 for g in known})
         return [passed(cid, f"PCIe links at full width (x{'/x'.join(str(w) for w in widths)})")]
     findings = []
     for gpu in narrow:
-        make = block if gpu.pcie_width_current <= 1 else warn
+        make = block if (gpu.pcie_width_current or 0) <= 1 else warn
         message = (
             f"GPU {gpu.index} ({gpu.name or '?'}) runs its PCIe link at x{gpu.pcie_width_current} of "
             f"x{gpu.pcie_width_max}: host-device copies and data loading run at "
@@ -226,7 +226,7 @@ def _judge_power(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fi
     known = [g for g in health if g.power_limit_w and g.power_limit_default_w]
     if not known:
         return [skipped(cid, "power limits unknown: the driver does not report them")]
-    capped = [g for g in known if g.power_limit_w < POWER_LIMIT_SHARE * g.power_limit_default_w]
+    capped = [g for g in known if (g.power_limit_w or 0) < POWER_LIMIT_SHARE * (g.power_limit_default_w or 0)]
     if not capped:
         return [
             passed(
@@ -238,7 +238,7 @@ def _judge_power(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fi
         ]
     findings = []
     for gpu in capped:
-        share = gpu.power_limit_w / gpu.power_limit_default_w
+        share = (gpu.power_limit_w or 0) / (gpu.power_limit_default_w or 1)
         message = (
             f"GPU {gpu.index} ({gpu.name or '?'}) is capped at {gpu.power_limit_w:.0f} W, {share:.0%} of its "
             f"{gpu.power_limit_default_w:.0f} W default: expect lower clocks under load"
@@ -309,8 +309,8 @@ def _judge_compute_mode(facts: Facts, ctx: Context, health: list[GpuHealth]) -> 
     known = [g for g in health if g.compute_mode]
     if not known:
         return [skipped(cid, "compute mode unknown: the driver does not report it")]
-    prohibited = [g for g in known if g.compute_mode.lower() == "prohibited"]
-    exclusive = [g for g in known if g.compute_mode.lower() in ("exclusive_process", "exclusive_thread")]
+    prohibited = [g for g in known if (g.compute_mode or "").lower() == "prohibited"]
+    exclusive = [g for g in known if (g.compute_mode or "").lower() in ("exclusive_process", "exclusive_thread")]
     processes = _processes_per_node(facts)
     crowded = exclusive if processes is not None and processes > len(health) else []
     findings = []
@@ -337,7 +337,7 @@ def _judge_compute_mode(facts: Facts, ctx: Context, health: list[GpuHealth]) -> 
             )
     if findings:
         return findings
-    modes = ", ".join(sorted({g.compute_mode for g in known}))
+    modes = ", ".join(sorted({g.compute_mode or "" for g in known}))
     return [passed(cid, f"compute mode {modes}")]
 
 
@@ -365,7 +365,7 @@ def check_fabric_manager(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         return [passed(cid, "NVSwitch system with nv-fabricmanager running")]
     if unready:
         first = unready[0]
-        state = first.fabric_state + (f", status {first.fabric_status}" if first.fabric_status else "")
+        state = (first.fabric_state or "") + (f", status {first.fabric_status}" if first.fabric_status else "")
         message = f"NVSwitch fabric not initialised on {_label(unready)} (state {state})" + (
             "; nv-fabricmanager is not running" if fm_down else ""
         )
