@@ -395,3 +395,36 @@ def test_usage_errors_exit_2_before_any_pod_is_contacted(run_cli, tmp_path, argv
     result = run_cli("fleet", "fix", "-i", str(inventory), *argv)
 
     assert result.code == 2 and says in result.stderr
+
+
+def test_env_drift_fix_is_proven_against_a_baseline_lock(ssh_fleet, start_pods, run_cli, tmp_path):
+    # The pod that worked (torch cu124) makes the lock; the other runs a cu121 build.
+    reference, drifted = start_pods(
+        PodSpec("drift-reference", **READY),
+        with_pip_shim(PodSpec("drift-cu121", **dict(READY, torch="cu121-h100")), cu124="cu124"),
+    )
+    pods = [reference, drifted]
+    both = write_inventory(tmp_path / "both.yaml", ssh_fleet, [host_entry(p) for p in pods], trusted=pods, checks=CKPT)
+    lock = tmp_path / "computefence.lock.json"
+    made = run_cli("fleet", "snapshot", "-i", str(both), "--from", reference.name, "-o", str(lock))
+    assert made.code == 0, made.stderr
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(drifted)], trusted=[drifted], checks=CKPT
+    )
+    args = ("--no-policy", "--baseline", str(lock), "--only", "env.drift")
+
+    applied, document = _fix(run_cli, inventory, *args, "--apply", "--yes")
+
+    host = _host(document, drifted.name)
+    assert applied.code == 0 and [r["outcome"] for r in host["results"]] == ["fixed"], json.dumps(host, indent=1)
+    ran = [s["run"] for s in host["steps"] if s["status"] == "ran"]
+    assert ran and all("--index-url https://download.pytorch.org/whl/cu124" in r for r in ran)
+    fixed_state = content(drifted)
+    again, second = _fix(run_cli, inventory, *args, "--apply", "--yes")
+    assert again.code == 0 and _host(second, drifted.name)["steps"] == []
+    asyncio.run(_run_again(ssh_fleet, drifted, ran))
+    assert content(drifted) == fixed_state
+
+
+# Checks proven by a test of their own above, not through PROOFS.
+PROVEN_APART = {"env.drift": test_env_drift_fix_is_proven_against_a_baseline_lock}
