@@ -114,9 +114,7 @@ def test_the_source_scan_finds_the_safe_fixes_it_must():
 
 # Checks whose safe steps are the same pip installs proven for policy.requirement and the torch
 # checks, but whose fault needs more than one pod or a baseline lock: not yet proven on their own.
-NOT_YET_PROVEN = {
-    "env.outlier": "needs a fleet with a majority; its steps are the pip installs proven for env.drift",
-}
+NOT_YET_PROVEN: dict[str, str] = {}
 PROVEN = set(PROOFS) | set(PROVEN_APART)
 
 

@@ -428,3 +428,28 @@ def test_env_drift_fix_is_proven_against_a_baseline_lock(ssh_fleet, start_pods, 
 
 # Checks proven by a test of their own above, not through PROOFS.
 PROVEN_APART = {"env.drift": test_env_drift_fix_is_proven_against_a_baseline_lock}
+
+
+def test_env_outlier_fix_is_proven_on_a_fleet_with_a_majority(ssh_fleet, start_pods, run_cli, tmp_path):
+    majority = [PodSpec(f"outlier-ok-{i}", **READY) for i in range(2)]
+    odd = with_pip_shim(PodSpec("outlier-cu121", **dict(READY, torch="cu121-h100")), cu124="cu124")
+    pods = start_pods(*majority, odd)
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(p) for p in pods], trusted=pods, checks=CKPT
+    )
+    args = ("--no-policy", "--only", "env.outlier")
+
+    applied, document = _fix(run_cli, inventory, *args, "--apply", "--yes")
+
+    host = _host(document, "outlier-cu121")
+    assert applied.code == 0 and [r["outcome"] for r in host["results"]] == ["fixed"], json.dumps(host, indent=1)
+    assert all(_host(document, p.name)["steps"] == [] for p in pods[:2])
+    ran = [s["run"] for s in host["steps"] if s["status"] == "ran"]
+    fixed_state = content(pods[2])
+    again, second = _fix(run_cli, inventory, *args, "--apply", "--yes")
+    assert again.code == 0 and all(h["steps"] == [] for h in second["hosts"])
+    asyncio.run(_run_again(ssh_fleet, pods[2], ran))
+    assert content(pods[2]) == fixed_state
+
+
+PROVEN_APART["env.outlier"] = test_env_outlier_fix_is_proven_on_a_fleet_with_a_majority
