@@ -20,7 +20,7 @@ from computefence.errors import ConfigError
 from computefence.evaluate.context import Context, passed, q, skipped, warn
 from computefence.evaluate.profiles import profiles_dir
 from computefence.evaluate.spec import CheckSpec, Remedy
-from computefence.models import CheckOptions, Facts, Finding, Fix, GpuPerf, HostReport, HostStatus, PerfFacts
+from computefence.models import CheckOptions, Facts, Finding, Fix, GpuHealth, GpuPerf, HostReport, HostStatus, PerfFacts
 
 CHECKS: dict[str, CheckSpec] = {
     "gpu.perf-compute": CheckSpec(
@@ -94,6 +94,18 @@ def load_performance_data(path: Path | None = None) -> PerformanceData:
         raise ConfigError(f"GPU performance data {path}: {where}: {first.get('msg')}") from None
 
 
+def _models(data: PerformanceData):
+    """data.model_of, its regexes tried once per GPU name rather than once per GPU."""
+    seen: dict[str | None, GpuModel | None] = {}
+
+    def model_of(name: str | None) -> GpuModel | None:
+        if name not in seen:
+            seen[name] = data.model_of(name)
+        return seen[name]
+
+    return model_of
+
+
 def _perf(facts: Facts) -> PerfFacts | None:
     return facts.perf if facts.perf is not None and facts.perf.ran else None
 
@@ -123,6 +135,7 @@ def check_perf_compute(facts: Facts, checks: CheckOptions, ctx: Context) -> list
             )
         ]
     data = load_performance_data()
+    model_of = _models(data)
     findings, measured = [], []
     for gpu in perf.gpus:
         if gpu.error:
@@ -140,7 +153,7 @@ def check_perf_compute(facts: Facts, checks: CheckOptions, ctx: Context) -> list
             continue
         if gpu.matmul_tflops is None:
             continue
-        model = data.model_of(gpu.name)
+        model = model_of(gpu.name)
         measured.append(gpu.matmul_tflops)
         if model is not None and gpu.matmul_tflops < COMPUTE_SHARE * model.expected_tflops:
             findings.append(
@@ -161,7 +174,7 @@ def check_perf_compute(facts: Facts, checks: CheckOptions, ctx: Context) -> list
             )
     if findings or not measured:
         return findings
-    models = {g.name: data.model_of(g.name) for g in perf.gpus}
+    models = {name: model_of(name) for name in {g.name for g in perf.gpus}}
     known = {m.model: m for m in models.values() if m is not None}
     if None in models.values():
         reference = " (no reference figure for this GPU model)"
@@ -181,8 +194,17 @@ def _span(values: list[float], digits: int = 0) -> str:
 # ---------------------------------------------------------------- gpu.perf-pcie
 
 
-def _link(facts: Facts, gpu: GpuPerf, model: GpuModel | None) -> tuple[int, int] | None:
-    health = next((h for h in facts.gpu.health if h.index == gpu.index), None)
+def _health_by_index(facts: Facts) -> dict[int, GpuHealth]:
+    """Each GPU's health entry by index (the first for an index listed twice), built once per
+    pod: a lookup per GPU over the whole list made a 10,000-GPU answer quadratic."""
+    by_index: dict[int, GpuHealth] = {}
+    for health in facts.gpu.health:
+        by_index.setdefault(health.index, health)
+    return by_index
+
+
+def _link(health_by_index: dict[int, GpuHealth], gpu: GpuPerf, model: GpuModel | None) -> tuple[int, int] | None:
+    health = health_by_index.get(gpu.index)
     gen = health.pcie_gen_max if health and health.pcie_gen_max else (model.pcie_gen if model else None)
     width = health.pcie_width_current if health and health.pcie_width_current else 16
     return (gen, width) if gen else None
@@ -194,13 +216,15 @@ def check_perf_pcie(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Fi
     if perf is None:
         return []
     data = load_performance_data()
+    health = _health_by_index(facts)
+    model_of = _models(data)
     findings, measured = [], []
     for gpu in perf.gpus:
         if gpu.h2d_gbps is None or gpu.d2h_gbps is None:
             continue
         slowest = min(gpu.h2d_gbps, gpu.d2h_gbps)
         measured.append(slowest)
-        link = _link(facts, gpu, data.model_of(gpu.name))
+        link = _link(health, gpu, model_of(gpu.name))
         expected = data.pcie_gbps(*link) if link else None
         gen, lanes = link or (0, 0)
         if expected and slowest < PCIE_SHARE * expected:
@@ -245,7 +269,7 @@ def check_perf_interconnect(facts: Facts, checks: CheckOptions, ctx: Context) ->
     if model is not None and model.nvlink_gbps:
         expected, path = model.nvlink_gbps * data.nvlink_achievable, f"{model.model} NVLink"
     else:
-        link = _link(facts, perf.gpus[0], model)
+        link = _link(_health_by_index(facts), perf.gpus[0], model)
         pcie = data.pcie_gbps(*link) if link else None
         expected = pcie * data.pcie.p2p_achievable if pcie else None
         path = f"PCIe gen{link[0]} x{link[1]}" if link else "PCIe"
@@ -298,6 +322,8 @@ def beside_fleet_median(hosts: list[HostReport]) -> list[HostReport]:
     by_model: dict[str | None, list[str]] = {}
     for name, perf in measured.items():
         by_model.setdefault(perf.gpus[0].name, []).append(name)
+    # Once per pod, not once per pod and peer: a fleet of N pods was N^2 medians.
+    figures_of = {name: _figures(perf) for name, perf in measured.items()}
     out = []
     for host in hosts:
         perf = measured.get(host.name)
@@ -305,8 +331,8 @@ def beside_fleet_median(hosts: list[HostReport]) -> list[HostReport]:
         if perf is None or len(peers) < 2:
             out.append(host)
             continue
-        mine = _figures(perf)
-        figures = [_figures(measured[name]) for name in peers]
+        mine = figures_of[host.name]
+        figures = [figures_of[name] for name in peers]
         findings = []
         for f in host.findings:
             values = [each[f.check] for each in figures if f.check in each]
