@@ -6,10 +6,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from computefence.errors import ConfigError
 from computefence.files import read_config_bytes
 from computefence.models import BASELINE_SCHEMA_VERSION, AppliedFile, BaselineLock
 from computefence.policy import LoadedPolicy
+from computefence.saved_files import LOCK, check_schema_version, kind_of, require_kind, top_level_keys, validation_error
 
 # A lock of 1000 pods' disagreements is well under this.
 MAX_LOCK_BYTES = 16 * 2**20
@@ -19,15 +22,12 @@ def load_baseline(path: Path) -> tuple[BaselineLock, AppliedFile]:
     raw = read_config_bytes(path, "baseline lock", limit=MAX_LOCK_BYTES)
     try:
         lock = BaselineLock.model_validate_json(raw)
-    except ValueError as exc:
-        errors = getattr(exc, "errors", None)
-        first = errors()[0]["msg"] if callable(errors) else str(exc)
-        raise ConfigError(f"{path}: not a computefence baseline lock ({' '.join(str(first).split())})") from None
-    if lock.schema_version > BASELINE_SCHEMA_VERSION:
-        raise ConfigError(
-            f"{path} has schema_version {lock.schema_version}; this computefence reads up to "
-            f"{BASELINE_SCHEMA_VERSION} (upgrade it)"
-        )
+    except ValidationError as exc:
+        if kind_of(top_level_keys(raw)) not in (LOCK, None):
+            require_kind(path, BaselineLock.model_construct(), raw, LOCK)
+        raise validation_error(path, raw, exc, "a computefence baseline lock") from None
+    require_kind(path, lock, raw, LOCK)
+    check_schema_version(path, lock.schema_version, BASELINE_SCHEMA_VERSION)
     return lock, AppliedFile(path=str(path), sha256=hashlib.sha256(raw).hexdigest())
 
 

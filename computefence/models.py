@@ -20,8 +20,9 @@ PROBE_SCHEMA_VERSION = 1
 
 class _Model(BaseModel):
     # Unknown keys from a newer probe are ignored, never fatal. Strings from pods and APIs
-    # arrive already free of lone surrogates (computefence.jsontext).
-    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+    # arrive already free of lone surrogates (computefence.jsontext). No number is NaN or
+    # infinite (a saved report's, a provider's): JUnit and Prometheus readers reject them.
+    model_config = ConfigDict(extra="ignore", validate_assignment=True, allow_inf_nan=False)
 
 
 # Parsed fact models with the same fields set share one set of their names: pydantic keeps
@@ -29,10 +30,19 @@ class _Model(BaseModel):
 _FIELDS_SETS: dict[frozenset[str], set[str]] = {}
 
 
+# The largest magnitude a pod's whole-number fact may have (bytes, MiB, counts, error totals):
+# beyond it a value is no measurement, and float() of it overflows in the evaluator.
+FACT_INT_LIMIT = 2**63
+
+
 class _Fact(_Model):
-    """A fact from the probe."""
+    """A fact from the probe. A number that is not finite (NaN, Infinity) or out of range is
+    a validation error naming its field: the pod's answer is probe_failed, never judged."""
 
     def model_post_init(self, context: Any) -> None:
+        for name, value in self.__dict__.items():
+            if type(value) is int and not -FACT_INT_LIMIT <= value <= FACT_INT_LIMIT:
+                raise ValueError(f"{name} is out of range (a {value.bit_length()}-bit number)")
         names = self.__pydantic_fields_set__
         object.__setattr__(self, "__pydantic_fields_set__", _FIELDS_SETS.setdefault(frozenset(names), names))
 
@@ -254,13 +264,18 @@ class TorchFacts(_Fact):
     warnings: list[str] = Field(default_factory=list)
 
 
+# No GPU or link measures more (B200 sparse FP4 is ~20,000 TFLOPS, NVLink 5 1,800 GB/s):
+# a figure outside 0..PERF_LIMIT is a broken canary, not a fast pod.
+PERF_LIMIT = 1e5
+
+
 class GpuPerf(_Fact):
     index: int
     name: str | None = None
     dtype: str | None = None  # "bfloat16" or "float16"
-    matmul_tflops: float | None = None
-    h2d_gbps: float | None = None
-    d2h_gbps: float | None = None
+    matmul_tflops: float | None = Field(None, ge=0, le=PERF_LIMIT)
+    h2d_gbps: float | None = Field(None, ge=0, le=PERF_LIMIT)
+    d2h_gbps: float | None = Field(None, ge=0, le=PERF_LIMIT)
     error: str | None = None
 
 
@@ -275,7 +290,7 @@ class PerfFacts(_Fact):
     gpus: list[GpuPerf] = Field(default_factory=list)
     # "nccl-allreduce" (bus bandwidth) or "p2p-copy", on multi-GPU pods.
     interconnect_method: str | None = None
-    interconnect_gbps: float | None = None
+    interconnect_gbps: float | None = Field(None, ge=0, le=PERF_LIMIT)
     interconnect_error: str | None = None
 
 

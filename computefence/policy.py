@@ -65,7 +65,8 @@ def normalize_name(name: str) -> str:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A threshold of NaN or infinity compares false (or true) with everything: an error instead.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # ---------------------------------------------------------------- value types
@@ -609,7 +610,13 @@ def _to_python(
     if isinstance(node, yaml.SequenceNode):
         seen.add(id(node))
         return [_to_python(item, loader, path + (i,), lines, seen) for i, item in enumerate(node.value)]
-    return loader.construct_object(node)
+    try:
+        value = loader.construct_object(node)
+    except (ValueError, OverflowError):  # an integer of 5,000 digits: int() refuses it
+        raise ConfigError(
+            f"{{file}}:{node.start_mark.line + 1}: a number of {len(node.value)} digits is out of range"
+        ) from None
+    return value
 
 
 def parse_policy_text(text: str, filename: str, checks: Collection[str] | None = None) -> Policy:

@@ -258,10 +258,7 @@ def evaluate_hosts(run_plan: Plan, hosts: Sequence[HostReport]) -> list[HostRepo
     for host in hosts:
         target = by_name.get(host.name)
         if target is not None and host.status is HostStatus.OK and host.facts is not None:
-            findings = evaluate.evaluate_host(
-                host.facts, target.checks, target.provider, run_plan.policies.get(target.name)
-            )
-            host = host.model_copy(update={"findings": findings})
+            host = evaluate.judge_host(host, target.checks, target.provider, run_plan.policies.get(target.name))
         judged.append(host)
     rules_ = run_plan.rules
     return evaluate.finish_hosts(judged, run_plan.policies, rules_.lock, only=list(rules_.only), skip=list(rules_.skip))

@@ -82,6 +82,7 @@ __all__ = [
     "evaluate_watch",
     "exit_code",
     "finish_hosts",
+    "judge_host",
     "reapply_policy",
     "remedy_of",
     "select_findings",
@@ -95,19 +96,25 @@ def evaluate_host(
 ) -> list[Finding]:
     """All findings for one host, passes included, in RULES order, then the policy's own;
     the policy's severities and skips are applied by finish_hosts."""
-    ctx = build_context(
-        facts,
-        checks,
-        provider,
-        policy.thresholds if policy is not None else None,
-        policy.hardware.gpu_count if policy is not None else None,
-        job.host_job(policy.job if policy is not None else None, facts),
-    )
     findings: list[Finding] = []
-    for rule in RULES:
-        findings.extend(rule(facts, checks, ctx))
-    if policy is not None:
-        findings.extend(policy_rules.policy_findings(facts, policy, ctx))
+    rule_name = "context"
+    try:
+        ctx = build_context(
+            facts,
+            checks,
+            provider,
+            policy.thresholds if policy is not None else None,
+            policy.hardware.gpu_count if policy is not None else None,
+            job.host_job(policy.job if policy is not None else None, facts),
+        )
+        for rule in RULES:
+            rule_name = rule.__name__.removeprefix("check_")
+            findings.extend(rule(facts, checks, ctx))
+        if policy is not None:
+            rule_name = "policy"
+            findings.extend(policy_rules.policy_findings(facts, policy, ctx))
+    except Exception as exc:  # a value no rule foresaw; the pod fails closed
+        raise JudgingError(f"{rule_name}: {type(exc).__name__}: {one_line(exc, 160)}") from exc
     return [_finish(f) for f in findings]
 
 
@@ -116,6 +123,30 @@ def evaluate_watch(
 ) -> list[Finding]:
     """The run.* findings for one pod's watch facts; nothing else judges a watch."""
     return [_finish(f) for f in run_rules.evaluate_watch(facts, checks, provider, settings)]
+
+
+class JudgingError(Exception):
+    """A rule failed on one pod's facts: that pod cannot be judged, the others still are."""
+
+
+def judge_host(
+    host: HostReport, checks: CheckOptions, provider: ProviderInfo | None, policy: EffectivePolicy | None
+) -> HostReport:
+    """`host` with its findings; probe_failed, naming the rule, where its facts break a rule:
+    one pod's answer never crashes the run or decides its exit status, and never passes."""
+    assert host.facts is not None
+    try:
+        findings = evaluate_host(host.facts, checks, provider, policy)
+    except JudgingError as exc:
+        return host.model_copy(
+            update={
+                "status": HostStatus.PROBE_FAILED,
+                "reason": f"its answer could not be judged ({exc})",
+                "facts": None,
+                "findings": [],
+            }
+        )
+    return host.model_copy(update={"findings": findings})
 
 
 def finish_hosts(

@@ -8,7 +8,7 @@ import functools
 from collections.abc import Mapping
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from computefence.evaluate.context import (
     Context,
@@ -82,7 +82,7 @@ def _title(name: str) -> str:
 def _satisfies(spec: SpecifierSet, version: str) -> bool | None:
     try:
         return spec.contains(Version(version), prereleases=True)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a release number too long for int()
         return None
 
 

@@ -67,10 +67,11 @@ def driver_cuda(driver: tuple[int, ...]) -> str | None:
 # Every pod of a fleet reports the same few versions and architectures: parsed once each.
 @lru_cache(maxsize=4096)
 def parse_version(text: str | None) -> tuple[int, ...] | None:
-    """(2, 3, 1) from '2.3.1+cu121'; (12, 4) from '12.4'; None if there is no number."""
+    """(2, 3, 1) from '2.3.1+cu121'; (12, 4) from '12.4'; None if there is no number, or a
+    part longer than 9 digits (no version has one; int() of 5,000 digits raises)."""
     if not text:
         return None
-    match = re.match(r"\s*(\d+(?:\.\d+)*)", text)
+    match = re.match(r"\s*(\d{1,9}(?:\.\d{1,9})*)(?![\d.]*\d)", text)
     return tuple(int(part) for part in match.group(1).split(".")) if match else None
 
 
@@ -84,7 +85,7 @@ def parse_capability(text: str | None) -> tuple[int, int] | None:
         version = parse_version(text)
         return (version[0], version[1] if len(version) > 1 else 0) if version else None
     digits = re.match(r"(\d+)", text)
-    if not digits or len(digits.group(1)) < 2:
+    if not digits or not 2 <= len(digits.group(1)) <= 9:
         return None
     number = digits.group(1)
     return int(number[:-1]), int(number[-1])

@@ -12,10 +12,17 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from computefence.errors import ConfigError
 from computefence.files import read_config_bytes
 from computefence.models import SCHEMA_VERSION, Changes, Report
 from computefence.render.interface import Renderer
+from computefence.saved_files import (
+    REPORT,
+    check_schema_version,
+    kind_of,
+    require_kind,
+    top_level_keys,
+    validation_error,
+)
 
 # A 1000-pod report with full facts is a few MiB; anything far larger is not one.
 MAX_REPORT_BYTES = 256 * 2**20
@@ -56,14 +63,11 @@ def load_report(path: Path, model: type[Report] = Report) -> Report:
     try:
         report = model.model_validate_json(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        detail = f"{where}: {first['msg']}" if where else first["msg"]
-        raise ConfigError(f"{path} is not a computefence JSON report ({' '.join(detail.split())})") from None
-    if report.schema_version > SCHEMA_VERSION:
-        raise ConfigError(
-            f"{path} has schema_version {report.schema_version}; this computefence reads up to {SCHEMA_VERSION} (upgrade it)"
-        )
+        if kind_of(top_level_keys(raw)) not in (REPORT, None):
+            require_kind(path, model.model_construct(), raw, REPORT)
+        raise validation_error(path, raw, exc, "a computefence JSON report") from None
+    require_kind(path, report, raw, REPORT)
+    check_schema_version(path, report.schema_version, SCHEMA_VERSION)
     return report
 
 

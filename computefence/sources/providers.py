@@ -5,6 +5,7 @@ computefence.sources.registry, which imports those modules; this one imports non
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections import Counter
@@ -51,18 +52,18 @@ def target_names(raw: Sequence[tuple[str | None, str]], provider: str) -> list[s
 
 
 def as_int(value: object) -> int | None:
-    """An API number as int, None when absent or not a number (never a crash on odd data)."""
-    try:
-        return None if value is None or isinstance(value, bool) else int(float(value))  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        return None
+    """An API number as int, None when absent, not a number or beyond 2**63 (never a crash on odd data)."""
+    number = as_float(value)
+    return int(number) if number is not None and abs(number) < 2**63 else None
 
 
 def as_float(value: object) -> float | None:
+    """An API number as a finite float; None when absent, not a number, NaN or infinite."""
     try:
-        return None if value is None or isinstance(value, bool) else float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        number = None if value is None or isinstance(value, bool) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 def as_str(value: object) -> str | None:

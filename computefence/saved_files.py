@@ -1,0 +1,99 @@
+"""What a saved JSON file is, for commands that read one back (`report show/diff/merge`,
+`--baseline`, `--history`): a ComputeFence report and a baseline lock both validate as the
+other's model (their fields have defaults), so the keys a file was written with decide.
+
+A file of the wrong kind is a ConfigError saying what it is and what was expected, before
+any schema_version check: a lock read as a report never prints READY, and a report read as
+a lock never asks to upgrade ComputeFence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from computefence.errors import ConfigError
+from computefence.text import one_line
+
+REPORT = "a ComputeFence report"
+LOCK = "a baseline lock"
+# Keys every file of the kind has, as ComputeFence writes it.
+_KEYS = {REPORT: ("hosts",), LOCK: ("fingerprint",)}
+_HOW = {
+    REPORT: "save one with `computefence fleet check --format json -o FILE`",
+    LOCK: "take one with `computefence fleet snapshot -o FILE`",
+}
+
+
+def kind_of(fields: Sequence[str] | set[str]) -> str | None:
+    """REPORT or LOCK by the top-level keys of a document; None for neither."""
+    for kind, keys in _KEYS.items():
+        if all(key in fields for key in keys):
+            return kind
+    return None
+
+
+def top_level_keys(raw: bytes) -> set[str]:
+    try:
+        document = json.loads(raw)
+    except (ValueError, RecursionError):
+        return set()
+    return set(document) if isinstance(document, dict) else set()
+
+
+def require_kind(path: Path, model: BaseModel, raw: bytes, expected: str) -> None:
+    """ConfigError unless `model` (validated from `raw`) was written as `expected`."""
+    if kind_of(model.model_fields_set) == expected:
+        return
+    actual = kind_of(top_level_keys(raw))
+    what = f"is {actual}" if actual else "is not a file ComputeFence wrote"
+    raise ConfigError(f"{path} {what}, not {expected}: {_HOW[expected]}")
+
+
+def _line_of(raw: bytes, loc: Sequence[Any]) -> int | None:
+    """The line of the key an error is at, when that key occurs once in the file."""
+    key = next((part for part in reversed(loc) if isinstance(part, str)), None)
+    if key is None:
+        return None
+    text = raw.decode("utf-8", "replace")
+    found = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text)]
+    return text.count("\n", 0, found[0]) + 1 if len(found) == 1 else None
+
+
+def _bare_constant_line(raw: bytes) -> int | None:
+    """The line of a NaN or Infinity outside strings: JSON has no such number."""
+    text = raw.decode("utf-8", "replace")
+    for match in re.finditer(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)', text):
+        if match.group(1):
+            return text.count("\n", 0, match.start()) + 1
+    return None
+
+
+def validation_error(path: Path, raw: bytes, exc: ValidationError, expected: str) -> ConfigError:
+    """FILE:LINE: where: what, for the first error of a saved file."""
+    first = exc.errors()[0]
+    loc = first.get("loc", ())
+    where = ".".join(str(p) for p in loc)
+    if first["type"] == "finite_number":
+        line = _bare_constant_line(raw) or _line_of(raw, loc)
+    elif first["type"] == "json_invalid":
+        line = None
+    else:
+        line = _line_of(raw, loc)
+    detail = f"{where}: {first['msg']}" if where else first["msg"]
+    at = f"{path}:{line}" if line else str(path)
+    return ConfigError(f"{at}: not {expected} ({one_line(detail, 200)})")
+
+
+def check_schema_version(path: Path, found: int, known: int) -> None:
+    """ConfigError for a schema_version this ComputeFence does not read; an absurd one is no upgrade."""
+    if found <= known:
+        return
+    if found > 1000:
+        raise ConfigError(f"{path}: its schema_version is not one any ComputeFence wrote")
+    raise ConfigError(f"{path} has schema_version {found}; this computefence reads up to {known} (upgrade it)")
