@@ -12,7 +12,7 @@ from computefence.errors import ConfigError
 from computefence.files import read_config_bytes
 from computefence.models import BASELINE_SCHEMA_VERSION, AppliedFile, BaselineLock
 from computefence.policy import LoadedPolicy
-from computefence.saved_files import LOCK, check_schema_version, kind_of, require_kind, top_level_keys, validation_error
+from computefence.saved_files import LOCK, check_saved, kind_of, require_kind, top_level_keys, validation_error
 
 # A lock of 1000 pods' disagreements is well under this.
 MAX_LOCK_BYTES = 16 * 2**20
@@ -26,8 +26,7 @@ def load_baseline(path: Path) -> tuple[BaselineLock, AppliedFile]:
         if kind_of(top_level_keys(raw)) not in (LOCK, None):
             require_kind(path, BaselineLock.model_construct(), raw, LOCK)
         raise validation_error(path, raw, exc, "a computefence baseline lock") from None
-    require_kind(path, lock, raw, LOCK)
-    check_schema_version(path, lock.schema_version, BASELINE_SCHEMA_VERSION)
+    check_saved(path, lock, raw, LOCK, lock.schema_version, BASELINE_SCHEMA_VERSION)
     return lock, AppliedFile(path=str(path), sha256=hashlib.sha256(raw).hexdigest())
 
 

@@ -85,9 +85,19 @@ def validation_error(path: Path, raw: bytes, exc: ValidationError, expected: str
         line = None
     else:
         line = _line_of(raw, loc)
-    detail = f"{where}: {first['msg']}" if where else first["msg"]
-    at = f"{path}:{line}" if line else str(path)
-    return ConfigError(f"{at}: not {expected} ({one_line(detail, 200)})")
+    detail = one_line(f"{where}: {first['msg']}" if where else first["msg"], 200)
+    if line and raw.count(b"\n") > 1:  # a line number says nothing in a one-line file
+        return ConfigError(f"{path}:{line}: not {expected} ({detail})")
+    return ConfigError(f"{path} is not {expected} ({detail})")
+
+
+def check_saved(path: Path, model: BaseModel, raw: bytes, expected: str, found: int, known: int) -> None:
+    """The file is of the `expected` kind and of a schema_version this ComputeFence reads: a
+    document of another kind says so; one of no known kind but a newer version asks for an upgrade."""
+    if kind_of(model.model_fields_set) != expected and kind_of(top_level_keys(raw)) is None:
+        check_schema_version(path, found, known)
+    require_kind(path, model, raw, expected)
+    check_schema_version(path, found, known)
 
 
 def check_schema_version(path: Path, found: int, known: int) -> None:

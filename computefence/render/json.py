@@ -17,7 +17,7 @@ from computefence.models import SCHEMA_VERSION, Changes, Report
 from computefence.render.interface import Renderer
 from computefence.saved_files import (
     REPORT,
-    check_schema_version,
+    check_saved,
     kind_of,
     require_kind,
     top_level_keys,
@@ -66,8 +66,7 @@ def load_report(path: Path, model: type[Report] = Report) -> Report:
         if kind_of(top_level_keys(raw)) not in (REPORT, None):
             require_kind(path, model.model_construct(), raw, REPORT)
         raise validation_error(path, raw, exc, "a computefence JSON report") from None
-    require_kind(path, report, raw, REPORT)
-    check_schema_version(path, report.schema_version, SCHEMA_VERSION)
+    check_saved(path, report, raw, REPORT, report.schema_version, SCHEMA_VERSION)
     return report
 
 
