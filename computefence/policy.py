@@ -622,9 +622,9 @@ def _to_python(
 def parse_policy_text(text: str, filename: str, checks: Collection[str] | None = None) -> Policy:
     """The policy in `text`, or ConfigError `filename:LINE: ...`. `checks`: the check ids its
     severity and skip may name (evaluate.CHECKS); None takes their patterns as written."""
-    loader = _LineLoader(text)
     lines: dict[tuple[Any, ...], int] = {}
     try:
+        loader = _LineLoader(text)  # its reader refuses control characters here
         try:
             root = loader.get_single_node()
             data = {} if root is None else _to_python(root, loader, (), lines, set())

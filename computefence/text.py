@@ -6,7 +6,11 @@ the "..." marking a cut included. Every module that quotes such text uses these 
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import unicodedata
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 # Bidirectional overrides can make a hostile hostname display as something else.
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -31,3 +35,35 @@ def one_line(text: object, limit: int | None = None) -> str:
     characters long ("..." included) when a limit is given. None is the empty string."""
     flat = " ".join(clean("" if text is None else text).split())
     return flat if limit is None or len(flat) <= limit else flat[: max(0, limit - 3)] + "..."
+
+
+class _CleanStream:
+    """A text stream whose every write passes through `clean`; `unfiltered` is the stream itself."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.unfiltered = inner
+
+    def write(self, text: str) -> int:
+        self.unfiltered.write(clean(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding
+        return getattr(self.unfiltered, name)
+
+
+@contextlib.contextmanager
+def clean_stderr() -> Iterator[None]:
+    """sys.stderr cleaned while a command runs: a pod's, provider's or inventory's text in a
+    progress line, warning or message can never move the cursor, retitle the terminal or hide
+    what follows (ESC, CR, BEL, bidi overrides), whichever module prints it."""
+    saved = sys.stderr
+    sys.stderr = _CleanStream(saved)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stderr = saved
+
+
+def unfiltered_stderr() -> TextIO:
+    """The terminal itself, for a rich live line of ComputeFence's own text (its spinner's escapes)."""
+    return getattr(sys.stderr, "unfiltered", sys.stderr)

@@ -13,6 +13,7 @@ import typer
 
 from computefence.cli.app import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, app
 from computefence.errors import ComputeFenceError
+from computefence.text import clean, clean_stderr
 
 SHOWN_CHARS = 200
 
@@ -42,7 +43,8 @@ def _cut_long_words(message: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and in a console script, exits with) the exit code."""
     try:
-        result = app(args=argv, prog_name="computefence", standalone_mode=False)
+        with clean_stderr():
+            result = app(args=argv, prog_name="computefence", standalone_mode=False)
         code = result if isinstance(result, int) else EXIT_OK
     except typer.Exit as exc:
         code = exc.exit_code
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"computefence: error: {exc}", file=sys.stderr)
         code = EXIT_USAGE
     except ComputeFenceError as exc:
-        print(f"computefence: error: {_cut_long_words(str(exc))}", file=sys.stderr)
+        print(f"computefence: error: {clean(_cut_long_words(str(exc)))}", file=sys.stderr)
         code = exc.exit_code
     except KeyboardInterrupt:
         print("computefence: interrupted", file=sys.stderr)

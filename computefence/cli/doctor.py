@@ -20,6 +20,7 @@ from computefence.evaluate.environment import build_lock
 from computefence.models import CheckOptions, HostStatus, Target
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
+from computefence.text import unfiltered_stderr
 
 # Time the probe process gets beyond its own deadline to print its answer.
 _GRACE_S = 10.0
@@ -136,7 +137,7 @@ def doctor(
     )
     with open_connector("local", settings) as session:
         probe = run.probe_targets(plan, session.connect(plan.targets), {"deadline_s": timeout})
-        status_console = Console(stderr=True)
+        status_console = Console(file=unfiltered_stderr())
         if status_console.is_terminal:
             with status_console.status("probing this machine..."):
                 [host] = asyncio.run(probe)

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from computefence.models import HostReport, HostStatus
+from computefence.text import unfiltered_stderr
 
 
 @contextlib.contextmanager
@@ -45,7 +46,7 @@ class ProgressLine:
 
     def __init__(self, total: int, quiet: bool = False):
         self.total, self.done, self.failed = total, 0, 0
-        self.console = Console(stderr=True)
+        self.console = Console(file=unfiltered_stderr())
         self.live = self.console.is_terminal and not quiet
         self.quiet = quiet
         self._progress: Progress | None = None

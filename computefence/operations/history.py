@@ -46,10 +46,24 @@ class History:
     def __init__(self, directory: Path, keep: int):
         self.directory = directory
         self.keep = keep
+        self._warned: set[str] = set()
+
+    def _warn(self, line: str) -> None:
+        if line not in self._warned:  # once a run, however often the entries are listed
+            self._warned.add(line)
+            print(line, file=sys.stderr)
 
     def entries(self) -> list[Path]:
-        """The run files, oldest first (their names sort by time)."""
-        return sorted(p for p in self.directory.iterdir() if ENTRY_RE.match(p.name))
+        """The run files, oldest first (their names sort by time). A name that looks like a run
+        but is no time, or is not a regular file, is skipped with a warning."""
+        entries = []
+        for path in sorted(p for p in self.directory.iterdir() if ENTRY_RE.match(p.name)):
+            problem = _not_an_entry(path)
+            if problem:
+                self._warn(f"computefence: warning: history: skipping {path}: {problem}")
+                continue
+            entries.append(path)
+        return entries
 
     def latest(self) -> Report | None:
         """The newest readable run; an unreadable entry is skipped with a warning."""
@@ -57,7 +71,7 @@ class History:
             try:
                 return load_report(path)
             except ConfigError as exc:
-                print(f"computefence: warning: history: skipping {exc}", file=sys.stderr)
+                self._warn(f"computefence: warning: history: skipping {exc}")
         return None
 
     def with_changes(self, report: Report) -> Report:
@@ -73,13 +87,44 @@ class History:
         when = _utc(report.generated_at)
         entries = self.entries()
         if entries:
-            newest = datetime.strptime(entries[-1].stem, _STAMP).replace(tzinfo=timezone.utc)
-            when = max(when, newest + timedelta(seconds=1))
+            newest = _entry_time(entries[-1])
+            # An entry dated in the far future (9999-12-31) is no run to follow.
+            if newest is not None and newest < when + timedelta(days=1):
+                when = max(when, newest + timedelta(seconds=1))
         path = self.directory / f"{when.strftime(_STAMP)}.json"
         write_output(render_chunks(report), path, flag="--history")
-        for old in self.entries()[: -self.keep]:
-            old.unlink(missing_ok=True)
+        self._prune()
         return path
+
+    def _prune(self) -> None:
+        """Delete the runs beyond the newest `keep`: only files that read as ComputeFence
+        reports; anything else that has a run's name stays, with a warning."""
+        for old in self.entries()[: -self.keep]:
+            try:
+                load_report(old, model=_RunSeen)
+            except ConfigError as exc:
+                self._warn(f"computefence: warning: history: not deleting {exc}")
+                continue
+            old.unlink(missing_ok=True)
+
+
+def _entry_time(path: Path) -> datetime | None:
+    try:
+        return datetime.strptime(path.stem, _STAMP).replace(tzinfo=timezone.utc)
+    except ValueError:  # 20251399T999999Z: digits, but no time
+        return None
+
+
+def _not_an_entry(path: Path) -> str | None:
+    if _entry_time(path) is None:
+        return "its name is not a valid UTC time"
+    try:
+        info = path.lstat()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    return None
 
 
 def _utc(generated_at: str) -> datetime:
@@ -89,7 +134,10 @@ def _utc(generated_at: str) -> datetime:
         return datetime.now(timezone.utc).replace(microsecond=0)
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).replace(microsecond=0)
+    try:
+        return when.astimezone(timezone.utc).replace(microsecond=0)
+    except OverflowError:  # 9999-12-31T23:59:59-01:00
+        return datetime.now(timezone.utc).replace(microsecond=0)
 
 
 @contextlib.contextmanager
