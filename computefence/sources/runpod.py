@@ -170,9 +170,14 @@ class _Transport:
         kwargs["headers"] = {**(kwargs.get("headers") or {}), "Accept-Encoding": "identity"}
 
         def work(expired: Callable[[], bool]) -> Any:
+            import urllib3
+
             response = self._requests.post(url, **kwargs)
             with response:
-                raw = read_capped(iter_chunks(lambda n: response.raw.read(n, decode_content=False)), expired)
+                try:
+                    raw = read_capped(iter_chunks(lambda n: response.raw.read(n, decode_content=False)), expired)
+                except urllib3.exceptions.HTTPError as exc:  # a reset mid-body: what requests would call it
+                    raise self._requests.ConnectionError(type(exc).__name__) from None
             return response, decoded_body(raw, response.headers.get("Content-Encoding"))
 
         try:

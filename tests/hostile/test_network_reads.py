@@ -89,6 +89,10 @@ class HostileServer:
                 body = _bomb()
                 self._send(conn, head + f"Content-Encoding: gzip\r\nContent-Length: {len(body)}\r\n\r\n".encode())
                 self._send(conn, body)
+            # Read the rest of the request before closing: unread data would reset the connection.
+            conn.shutdown(socket.SHUT_WR)
+            while conn.recv(65536):
+                pass
         except OSError:  # the client hung up: what a bounded client does
             pass
         finally:
