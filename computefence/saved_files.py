@@ -46,9 +46,9 @@ def top_level_keys(raw: bytes) -> set[str]:
     return set(document) if isinstance(document, dict) else set()
 
 
-def require_kind(path: Path, model: BaseModel, raw: bytes, expected: str) -> None:
-    """ConfigError unless `model` (validated from `raw`) was written as `expected`."""
-    if kind_of(model.model_fields_set) == expected:
+def require_kind(path: Path, fields: set[str], raw: bytes, expected: str) -> None:
+    """ConfigError unless the document `raw` (whose validated model set `fields`) was written as `expected`."""
+    if kind_of(fields) == expected:
         return
     actual = kind_of(top_level_keys(raw))
     what = f"is {actual}" if actual else "is not a file ComputeFence wrote"
@@ -96,7 +96,7 @@ def check_saved(path: Path, model: BaseModel, raw: bytes, expected: str, found: 
     document of another kind says so; one of no known kind but a newer version asks for an upgrade."""
     if kind_of(model.model_fields_set) != expected and kind_of(top_level_keys(raw)) is None:
         check_schema_version(path, found, known)
-    require_kind(path, model, raw, expected)
+    require_kind(path, model.model_fields_set, raw, expected)
     check_schema_version(path, found, known)
 
 

@@ -57,7 +57,7 @@ def clean_stderr() -> Iterator[None]:
     progress line, warning or message can never move the cursor, retitle the terminal or hide
     what follows (ESC, CR, BEL, bidi overrides), whichever module prints it."""
     saved = sys.stderr
-    sys.stderr = _CleanStream(saved)  # type: ignore[assignment]
+    sys.stderr = _CleanStream(saved)
     try:
         yield
     finally:

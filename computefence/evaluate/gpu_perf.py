@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -94,7 +95,7 @@ def load_performance_data(path: Path | None = None) -> PerformanceData:
         raise ConfigError(f"GPU performance data {path}: {where}: {first.get('msg')}") from None
 
 
-def _models(data: PerformanceData):
+def _models(data: PerformanceData) -> Callable[[str | None], GpuModel | None]:
     """data.model_of, its regexes tried once per GPU name rather than once per GPU."""
     seen: dict[str | None, GpuModel | None] = {}
 

@@ -64,7 +64,7 @@ def load_report(path: Path, model: type[Report] = Report) -> Report:
         report = model.model_validate_json(raw)
     except ValidationError as exc:
         if kind_of(top_level_keys(raw)) not in (REPORT, None):
-            require_kind(path, model.model_construct(), raw, REPORT)
+            require_kind(path, set(), raw, REPORT)
         raise validation_error(path, raw, exc, "a computefence JSON report") from None
     check_saved(path, report, raw, REPORT, report.schema_version, SCHEMA_VERSION)
     return report
