@@ -566,7 +566,8 @@ class OutputDirFacts(_Fact):
     # The newest few, newest first; checkpoint_count is all of them.
     checkpoints: list[Checkpoint] = Field(default_factory=list)
     checkpoint_count: int = 0
-    # The largest of the newest ten: what one checkpoint takes (a save cut short is smaller).
+    # The largest of the newest ten that hold data: what one checkpoint takes (a save cut
+    # short is smaller, or empty).
     largest_checkpoint: Checkpoint | None = None
     trainer_state: TrainerState | None = None
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console, Group
 from rich.live import Live
-from rich.text import Text
 
 from computefence import evaluate, run
 from computefence import watch as watching
@@ -264,10 +263,10 @@ def _loop(
             if previous is not None:
                 report = report.model_copy(update={"changes": compare_reports(previous, report)})
             if live is not None:
-                from computefence.render.terminal import renderables
+                from computefence.render.terminal import live_renderables
 
-                footer = Text(f"next pass in {interval:g} s · Ctrl-C to stop", style="dim")
-                live.update(Group(*renderables(report, console.width), footer), refresh=True)
+                footer = f"next pass in {interval:g} s · Ctrl-C to stop · --once for the fixes"
+                live.update(Group(*live_renderables(report, console.width, footer)), refresh=True)
             else:
                 emit(report, fmt, output, quiet=quiet)
             if alerts is not None and previous is not None:

@@ -24,6 +24,7 @@ _SIZE_FILES_MAX = 4000
 _KEPT = 3
 # Checkpoints sized (newest first), for the largest of them.
 _SIZED = 10
+_EXAMINED = 50
 _HISTORY_KEPT = 60
 _STATE_BYTES = 8 << 20
 
@@ -172,8 +173,10 @@ def _describe_dir(path, origin, mounts, deadline):
     checkpoints.sort(reverse=True)
     entry["checkpoint_count"] = len(checkpoints)
     described = []
-    for mtime, ckpt_path, name, is_dir, step in checkpoints[:_SIZED]:
-        if time.time() > deadline:
+    # Newest first until _SIZED of them hold data: saves cut short by a full disk leave empty
+    # folders behind the last one that was written whole.
+    for mtime, ckpt_path, name, is_dir, step in checkpoints[:_EXAMINED]:
+        if time.time() > deadline or sum(1 for c in described if c["size_bytes"]) >= _SIZED:
             break
         if is_dir:
             size, partial = _tree_size(ckpt_path, min(deadline, time.time() + 1.0))
@@ -193,7 +196,7 @@ def _describe_dir(path, origin, mounts, deadline):
     entry["checkpoints"] = described[:_KEPT]
     if described:
         # A save cut short (a full disk) leaves a small or empty folder: the largest of the
-        # newest few is what one checkpoint takes.
+        # newest ones is what one checkpoint takes.
         entry["largest_checkpoint"] = max(described, key=lambda c: c["size_bytes"])
     states = [os.path.join(c[1], "trainer_state.json") for c in checkpoints[:_SIZED] if c[3]]
     states.append(os.path.join(found.get("resolved") or path, "trainer_state.json"))

@@ -45,9 +45,32 @@ def render(
     return _print(_renderables(report, width, group_by, quiet), color=color, width=width)
 
 
-def renderables(report: Report, width: int = 100) -> list[RenderableType]:
-    """The report as rich renderables, for a live display (fleet watch)."""
-    return _renderables(report, width, "check", False)
+def live_renderables(report: Report, width: int = 100, footer: str = "") -> list[RenderableType]:
+    """fleet watch's live screen, short enough for a terminal: the title and `footer`, what
+    changed since the last pass, the watch table, then one line per finding (its check, pod
+    and message cut to the width). The full report with fixes is --once's."""
+    out: list[RenderableType] = [
+        Text.assemble(
+            ("ComputeFence fleet watch", "bold"),
+            f" · {views.plural(len(report.hosts), 'pod')}",
+            (f" · {clean(report.generated_at)}", "dim"),
+        )
+    ]
+    if footer:
+        out.append(Text(footer, style="dim"))
+    if report.changes is not None and not report.changes.empty:
+        out.append(Text(clean(views.changes_count_line(report.changes))))
+    out.extend(_watch_table(report.hosts, width))
+    for host in views.hosts_worst_first(report.hosts):
+        if host.status is not HostStatus.OK:
+            out.append(Text(one_line(f"{host.name}: {host.status.value}: {host.reason or ''}", width), style="magenta"))
+            continue
+        for finding in sorted(host.findings, key=lambda f: -f.severity.rank):
+            if finding.severity in (Severity.BLOCK, Severity.WARN):
+                line = f"{_MARK[finding.severity]} {finding.check} {host.name}: {finding.message}"
+                out.append(Text(one_line(clean(line), max(20, width - 1)), style=_STYLE[finding.severity]))
+    out.append(_verdict(report))
+    return out
 
 
 def render_changes(changes: Changes, *, color: bool = False, width: int = 100) -> str:
