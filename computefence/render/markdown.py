@@ -19,18 +19,29 @@ _ICON = {Severity.BLOCK: "🛑", Severity.WARN: "⚠️", Severity.PASS: "✅", 
 # Backslash-escaped: emphasis, code, links, tables, strikethrough, headings and
 # GitHub's $math$ ('$7/h ... $2/h' would otherwise render as a formula).
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#$])")
+# GitHub refuses a step summary over 1 MiB (the whole summary is then lost): the report stops
+# short of it, and no one value takes more than its share.
+SUMMARY_LIMIT_BYTES = 1024 * 1024
+_BUDGET_BYTES = SUMMARY_LIMIT_BYTES - 16 * 1024
+MAX_VALUE_CHARS = 2000
+MAX_BLOCK_CHARS = 20_000
+CUT_MARK = " … (cut; the full text is in --format json)"
+
+
+def _capped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + CUT_MARK
 
 
 def md(text: object) -> str:
     """Inline text: safe in a paragraph and in a table cell."""
-    text = clean(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _capped(clean(text), MAX_VALUE_CHARS).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return "<br>".join(line.strip() for line in text.splitlines()) if "\n" in text else text
 
 
 def code_span(text: object) -> str:
     """Inline code, safe in a table cell (GFM splits cells on '|' even inside code)."""
-    text = one_line(text).replace("|", "\\|")
+    text = _capped(one_line(text), MAX_VALUE_CHARS).replace("|", "\\|")
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -38,7 +49,7 @@ def code_span(text: object) -> str:
 
 
 def code_block(text: str, lang: str = "sh") -> str:
-    text = clean(text)
+    text = _capped(clean(text), MAX_BLOCK_CHARS)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
@@ -47,7 +58,30 @@ def code_block(text: str, lang: str = "sh") -> str:
 def render(report: Report, *, group_by: str = "check") -> str:
     """`group_by` "pod": each pod that is not ready with its fix commands in one block."""
     lines = _fleet(report, group_by) if report.kind in views.FLEET_KINDS else _single(report)
-    return "\n".join(lines).rstrip() + "\n"
+    return "\n".join(_within_budget(lines)).rstrip() + "\n"
+
+
+def _within_budget(lines: list[str]) -> list[str]:
+    """`lines` up to GitHub's step-summary limit; past it, a closing fence if one is open
+    and a line saying how much was cut."""
+    lines = "\n".join(lines).split("\n")  # a code block is one item with its lines inside
+    used, fence = 0, None
+    for index, line in enumerate(lines):
+        used += len(line.encode()) + 1
+        if used > _BUDGET_BYTES:
+            kept = lines[:index] + ([fence] if fence else [])
+            return [
+                *kept,
+                "",
+                f"**Cut at GitHub's 1 MiB step-summary limit: {index} of {len(lines)} lines shown; "
+                "the full report is in `--format json`.**",
+            ]
+        opener = re.match(r"(`{3,})", line)
+        if opener and fence is None:
+            fence = opener.group(1)
+        elif fence is not None and line.strip() == fence:
+            fence = None
+    return lines
 
 
 def _heading(report: Report, title: str) -> list[str]:
