@@ -18,15 +18,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
-from pydantic_core import ErrorDetails
 
 from computefence.errors import ConfigError
 from computefence.files import read_config_text
 from computefence.models import CheckOptions, Target
 from computefence.sources.yaml_document import line_at, load_yaml_document, marks_at
+
+if TYPE_CHECKING:
+    # pydantic's own dependency, for the type of an error entry only.
+    from pydantic_core import ErrorDetails
 
 INVENTORY_SUFFIXES = (".yaml", ".yml")
 # Target names end up in `Host` lines, --limit patterns, JUnit suites and Prometheus labels.
