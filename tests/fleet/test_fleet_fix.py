@@ -453,3 +453,18 @@ def test_env_outlier_fix_is_proven_on_a_fleet_with_a_majority(ssh_fleet, start_p
 
 
 PROVEN_APART["env.outlier"] = test_env_outlier_fix_is_proven_on_a_fleet_with_a_majority
+
+
+def test_history_keeps_the_fleet_state_after_the_fixes(ssh_fleet, start_pods, run_cli, tmp_path):
+    spec, checks, _ = PROOFS["storage.output-dir"]
+    (pod,) = start_pods(spec)
+    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod], checks=checks)
+    history = tmp_path / "history"
+
+    result, _ = _fix(run_cli, inventory, "--only", "storage.output-dir", "--apply", "--yes", "--history", str(history))
+
+    (saved,) = sorted(history.glob("*.json"))
+    state = json.loads(saved.read_text())
+    (host,) = state["hosts"]
+    assert result.code == 0 and state["kind"] == "fleet"
+    assert [f["severity"] for f in host["findings"] if f["check"] == "storage.output-dir"] == ["pass"]
