@@ -254,3 +254,14 @@ def read_config_text(path: Path, what: str, *, limit: int | None = None) -> str:
 
 def _size(limit: int) -> str:
     return f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit} bytes"
+
+
+def check_output_path(path: Path | None, flag: str = "--output") -> None:
+    """Before connecting: an output path that can never be written (a directory, or in a
+    folder that does not exist) is a ConfigError now, not after every pod was probed."""
+    if path is None or str(path) == "-":
+        return
+    if path.is_dir():
+        raise ConfigError(f"{flag} {path} is a directory")
+    if not path.parent.is_dir():
+        raise ConfigError(f"{flag} {path}: directory {path.parent} does not exist")

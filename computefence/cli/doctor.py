@@ -17,6 +17,7 @@ from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt,
 from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.errors import ConfigError, ProbeOutputError
 from computefence.evaluate.environment import build_lock
+from computefence.files import check_output_path
 from computefence.models import CheckOptions, HostStatus, Target
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
@@ -105,6 +106,7 @@ def doctor(
     # Checked before the probe runs: a typo in --only or the policy should not cost a 30 s probe first.
     loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
     rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
+    check_output_path(output)
     # `--output-dir "$CKPT"` with CKPT unset must not silently skip the check it asked for.
     for flag, value in (
         ("--output-dir", output_dir),

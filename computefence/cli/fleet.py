@@ -21,7 +21,7 @@ from computefence.cli.targets import own_pods_connector, session_targets, target
 from computefence.connectors.interface import Connector
 from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.errors import ConfigError
-from computefence.files import write_output
+from computefence.files import check_output_path, write_output
 from computefence.models import HostReport, HostStatus
 from computefence.operations.gate import HEALTHY_FORMATS, check_gate_path, healthy_file
 from computefence.operations.notify import NOTIFY_FORMATS, NOTIFY_ON, alert_settings
@@ -222,6 +222,7 @@ def check(
         insecure_no_host_key_check=insecure_no_host_key_check,
         recording=replay,
     )
+    check_output_path(output)
     if healthy_out is not None:
         check_gate_path(healthy_out)
     alerts = alert_settings(

@@ -18,8 +18,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from computefence.errors import ConfigError
 from computefence.evaluate.fleet import ready_hosts
+from computefence.files import check_output_path
 from computefence.models import Report, Target
 from computefence.safe_words import shown, unprintable, unsafe_host, unsafe_proxy_jump, unsafe_user, unsafe_word
 from computefence.sources.export import export_yaml
@@ -90,10 +90,7 @@ def unsafe_for_gate(target: Target, fmt: str) -> str | None:
 
 def check_gate_path(path: Path) -> None:
     """Before connecting: a --healthy-out that can never be written fails now, not after the run."""
-    if path.is_dir():
-        raise ConfigError(f"--healthy-out {path} is a directory")
-    if str(path) != "-" and not path.parent.is_dir():
-        raise ConfigError(f"--healthy-out {path}: directory {path.parent} does not exist")
+    check_output_path(path, "--healthy-out")
 
 
 def _warn(line: str) -> None:

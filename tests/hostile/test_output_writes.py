@@ -221,3 +221,20 @@ def test_a_piece_that_fails_to_render_leaves_the_old_file_and_no_temp(tmp_path):
         write_output(pieces(), target)
     assert target.read_text() == "good\n"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+@pytest.mark.parametrize("where", ["missing-folder", "folder"])
+def test_an_output_that_can_never_be_written_is_refused_before_any_pod_is_probed(where, tmp_path, capsys):
+    from computefence.cli import main
+
+    target = tmp_path / "no-such-dir" / "r.json" if where == "missing-folder" else tmp_path
+    code = main(["fleet", "check", "--demo", "--format", "json", "--output", str(target)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    # One line and no progress line: nothing was probed.
+    expected = (
+        f"--output {target}: directory {target.parent} does not exist"
+        if where == "missing-folder"
+        else f"--output {target} is a directory"
+    )
+    assert err == f"computefence: error: {expected}\n"
