@@ -19,6 +19,7 @@ from computefence.errors import ConfigError, SourceError
 from computefence.files import write_output
 from computefence.models import SourceStatus, Target, TargetList
 from computefence.render.columns import Column, fit_table, wrap
+from computefence.render.views import plural
 from computefence.sources import TargetSelection
 from computefence.sources.export import EXPORT_FORMATS
 
@@ -176,11 +177,12 @@ def export_targets(
     text = EXPORT_FORMATS[fmt.value](targets)
     if skipped:
         print(
-            f"computefence: left out {skipped} target(s) that cannot be checked (listed in the header)", file=sys.stderr
+            f"computefence: left out {plural(skipped, 'target')} that cannot be checked (listed in the header)",
+            file=sys.stderr,
         )
     if output is None:
         write_stdout(text)
     else:
         write_output(text, output)
-        print(f"computefence: wrote {len(targets) - skipped} target(s) to {output}", file=sys.stderr)
+        print(f"computefence: wrote {plural(len(targets) - skipped, 'target')} to {output}", file=sys.stderr)
     return 0

@@ -40,4 +40,13 @@ BaselineOpt = Annotated[
 def write_lock(lock: BaselineLock, path: Path) -> None:
     """The lock as stable, indented JSON (fields in schema order), so it diffs cleanly in git."""
     write_output(lock.model_dump_json(indent=2) + "\n", path)
-    print(f"computefence: wrote the baseline of {len(lock.pods)} pod(s) to {path}", file=sys.stderr)
+    print(f"computefence: wrote {baseline_words(lock)} to {path}", file=sys.stderr)
+
+
+def baseline_words(lock: BaselineLock) -> str:
+    """'the baseline of pod-a' (--from: reference 'pod pod-a'), 'the majority baseline of 5 pods'."""
+    if lock.reference.startswith("pod "):
+        return f"the baseline of {lock.reference.removeprefix('pod ')}"
+    if len(lock.pods) == 1:
+        return f"the baseline of {lock.pods[0]}"
+    return f"the majority baseline of {len(lock.pods)} pod{'' if len(lock.pods) == 1 else 's'}"

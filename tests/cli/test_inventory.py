@@ -150,7 +150,7 @@ def test_default_inventory_and_no_inventory(capsys, tmp_path, monkeypatch):
 def test_export_yaml_round_trips_through_the_cli(capsys, inv, tmp_path):
     out_file = tmp_path / "exported.yaml"
     code, out, err = run(capsys, "inventory", "export", "-i", str(inv), "--format", "yaml", "--output", str(out_file))
-    assert code == 0 and out == "" and f"wrote 2 target(s) to {out_file}" in err
+    assert code == 0 and out == "" and f"wrote 2 targets to {out_file}" in err
     _, before, _ = run(capsys, "inventory", "list", "-i", str(inv), "-f", "json")
     _, after, _ = run(capsys, "inventory", "list", "-i", str(out_file), "-f", "json")
     strip = lambda doc: [{k: v for k, v in t.items() if k != "source"} for t in json.loads(doc)["targets"]]  # noqa: E731
@@ -262,7 +262,7 @@ def test_export_leaves_out_what_cannot_be_checked(capsys, fake_providers):
     assert code == 0
     assert "- name: rp-live" in out and "name: rp-proxy-only" not in out
     assert "# Left out, not checkable: rp-proxy-only: no public TCP port 22" in out
-    assert "left out 1 target(s)" in err
+    assert "left out 1 target that" in err
     code, _, err = run(capsys, "inventory", "export", "--provider", "lambda")
     assert code == 2 and "nothing to export: no targets" in err
 

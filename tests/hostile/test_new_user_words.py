@@ -1,0 +1,24 @@
+"""What a new user read and tripped on: counts that say "(s)" or "1 hosts", and a baseline
+taken from one pod described as the baseline of the whole fleet."""
+
+from __future__ import annotations
+
+from computefence.cli import main
+from computefence.models import Target
+from computefence.sources.export import export_yaml
+
+
+def test_a_baseline_from_one_pod_names_that_pod(tmp_path, capsys):
+    assert main(["fleet", "snapshot", "--demo", "--from", "pod-healthy", "-o", str(tmp_path / "l.json")]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == f"computefence: wrote the baseline of pod-healthy to {tmp_path / 'l.json'}"
+
+
+def test_a_majority_baseline_counts_its_pods_in_words(tmp_path, capsys):
+    assert main(["fleet", "snapshot", "--demo", "-o", str(tmp_path / "l.json")]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == f"computefence: wrote the majority baseline of 5 pods to {tmp_path / 'l.json'}"
+
+
+def test_one_exported_host_is_one_host():
+    assert export_yaml([Target(name="a", host="10.0.0.1")]).splitlines()[0].endswith("(1 host).")
