@@ -3,6 +3,7 @@ compares two, `report merge` joins shards into one."""
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from pathlib import Path
 
@@ -32,7 +33,7 @@ class _ShowByDefault(TyperGroup):
 report_app = typer.Typer(
     name="report",
     cls=_ShowByDefault,
-    help="Re-render, compare or merge saved JSON reports.",
+    help="Re-render, compare or merge saved JSON reports. `computefence report FILE.json` is `report show FILE.json`.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -71,12 +72,18 @@ ChangesFormat = Enum("ChangesFormat", {name: name for name in CHANGES_FORMATS}, 
 def diff_command(
     old: Path = typer.Argument(..., metavar="OLD.json", help="The earlier report."),
     new: Path = typer.Argument(..., metavar="NEW.json", help="The later report."),
-    fmt: ChangesFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
+    fmt: ChangesFormat | None = typer.Option(
+        None, "--format", "-f", help="Output format (default: COMPUTEFENCE_FORMAT where it is one of these, else rich)."
+    ),
     output: Path | None = typer.Option(
         None, "--output", "-o", metavar="FILE", help="Write the changes here (atomically) instead of stdout."
     ),
 ) -> int:
     """What changed from OLD to NEW; exits 1 when NEW has blockers OLD did not."""
+    if fmt is None:
+        # A COMPUTEFENCE_FORMAT=junit set for fleet check has no changes form: it is not an error here.
+        wanted = os.environ.get("COMPUTEFENCE_FORMAT", "").strip()
+        fmt = ChangesFormat(wanted if wanted in CHANGES_FORMATS else "rich")
     earlier, later = load_report(old), load_report(new)
     changes = compare_reports(earlier, later)
     emit_text(lambda **style: render_changes(changes, fmt.value, **style), fmt.value, output, what="the changes")

@@ -22,3 +22,17 @@ def test_a_majority_baseline_counts_its_pods_in_words(tmp_path, capsys):
 
 def test_one_exported_host_is_one_host():
     assert export_yaml([Target(name="a", host="10.0.0.1")]).splitlines()[0].endswith("(1 host).")
+
+
+def test_report_help_names_the_report_file_form(capsys):
+    assert main(["report", "--help"]) == 0
+    assert "`computefence report FILE.json` is `report show FILE.json`" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_computefence_format_with_no_changes_form_leaves_report_diff_working(tmp_path, capsys, monkeypatch):
+    assert main(["fleet", "check", "--demo", "--format", "json", "-o", str(tmp_path / "r.json")]) == 1
+    monkeypatch.setenv("COMPUTEFENCE_FORMAT", "junit")  # set for fleet check's CI step
+    capsys.readouterr()
+    code = main(["report", "diff", str(tmp_path / "r.json"), str(tmp_path / "r.json")])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "") and "nothing changed" in out
