@@ -32,6 +32,27 @@ def _bomb() -> bytes:
     return gzip.compress(b" " * 300_000_000, compresslevel=9)
 
 
+def _read_request(conn: socket.socket) -> None:
+    """The whole request, head and body: requests sends them in two writes."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        body += chunk
+
+
 class HostileServer:
     """One behaviour for every connection: 'trickle-head', 'trickle-body', 'huge' or 'gzip-bomb'."""
 
@@ -65,7 +86,7 @@ class HostileServer:
     def _answer(self, conn: socket.socket) -> None:
         conn.settimeout(30)
         try:
-            conn.recv(65536)
+            _read_request(conn)
             head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
             # At most 8 s of trickling: an unbounded client fails its timing assertion, not the suite.
             stop_at = time.monotonic() + 8
@@ -90,6 +111,10 @@ class HostileServer:
                 self._send(conn, head + f"Content-Encoding: gzip\r\nContent-Length: {len(body)}\r\n\r\n".encode())
                 self._send(conn, body)
             # Read the rest of the request before closing: unread data would reset the connection.
+            conn.shutdown(socket.SHUT_WR)
+            while conn.recv(65536):
+                pass
+            # Closing with the client's bytes unread would send a reset that can overtake the answer.
             conn.shutdown(socket.SHUT_WR)
             while conn.recv(65536):
                 pass
