@@ -60,8 +60,10 @@ def hosts_command(
         None, "--output", "-o", metavar="FILE", help="Write it here (atomically) instead of stdout."
     ),
 ) -> int:
-    """Every machine seen in the history: its provider and id, GPU model, runs seen and blocked
-    (by which checks), last Xid, perf against the fleet median, last seen."""
+    """Every machine seen in the history, with the runs it blocked and by which checks.
+
+    Its provider and id, GPU model, runs seen and blocked, last Xid, perf against the fleet
+    median, last seen."""
     ledger = _ledger(history, min_runs)
     title = f"{history}"
     emit_text(

@@ -59,8 +59,9 @@ def release_command(
         None, "--output", "-o", metavar="FILE", help="Write the result here (atomically) instead of stdout."
     ),
 ) -> int:
-    """Give back the pods a saved report condemns: stop or terminate them through the provider
-    APIs (RunPod, Vast.ai, Lambda Cloud). A dry run unless --yes.
+    """Give back the pods a saved report condemns, through the provider APIs (a dry run unless --yes).
+
+    Stops or terminates them on RunPod, Vast.ai or Lambda Cloud.
 
     Selected: provider pods blocked by a check whose remedy is `replace` (the machine is at
     fault), or by the --checks named, and with --history/--unreachable-runs pods that did not

@@ -128,8 +128,10 @@ def watch(
     notify_on: NotifyOn | None = typer.Option(None, "--notify-on", rich_help_panel=_OPS),
     notify_format: NotifyFormat | None = typer.Option(None, "--notify-format", rich_help_panel=_OPS),
 ) -> int:
-    """Watch the training run on every pod: a job that is not there, idle GPUs, a loss stuck
-    at ln(k) or NaN, a stalled log, checkpoints on vanishing storage, a disk that fills.
+    """Watch the training run on every pod, for the silent failures the run.* checks catch.
+
+    A job that is not there, idle GPUs, a loss stuck at ln(k) or NaN, a stalled log,
+    checkpoints on vanishing storage, a disk that fills.
 
     Exit status: 0 no blockers; 1 blockers (run.loss-nan, run.checkpoint-ephemeral,
     run.disk-eta), where a pod that could not be reached counts unless --allow-unreachable;
