@@ -22,7 +22,7 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 
 from computefence import __version__, evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
-from computefence.cli.fleet import ensure_open_files, fleet_app, probe_with_progress
+from computefence.cli.fleet import check_host_key_flags, fleet_app, prepare_connections, probe_with_progress
 from computefence.cli.output import write_stdout
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import stop_on_sigint
@@ -141,22 +141,14 @@ def fix(
     """
     loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
     rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
-    if accept_new and insecure_no_host_key_check:
-        raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")
-    for path in known_hosts:
-        if not path.is_file():
-            raise ConfigError(f"--known-hosts {path}: no such file")
+    check_host_key_flags(accept_new, insecure_no_host_key_check, known_hosts)
     if not apply and (yes or allow_disruptive):
         raise ConfigError(f"{'--yes' if yes else '--allow-disruptive'} needs --apply (without it fleet fix only plans)")
     if apply and not yes and not sys.stdin.isatty():
         raise ConfigError("--apply without a terminal needs --yes (nothing was changed)")
     _check_writable(output, "--output", directory=False)
     _check_writable(log, "--log", directory=True)
-    if insecure_no_host_key_check:
-        from computefence.connectors.ssh import INSECURE_WARNING
-
-        print(INSECURE_WARNING, file=sys.stderr)
-    ensure_open_files(concurrency)
+    prepare_connections(concurrency, insecure=insecure_no_host_key_check)
     settings = ConnectSettings(
         concurrency=concurrency,
         connect_timeout=connect_timeout,

@@ -200,17 +200,8 @@ def check(
     # The policy, the baseline and a typo in --only/--skip fail here, before any pod is contacted.
     loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
     rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
-    if accept_new and insecure_no_host_key_check:
-        raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")
-    for path in known_hosts:
-        if not path.is_file():
-            raise ConfigError(f"--known-hosts {path}: no such file")
-    if insecure_no_host_key_check:
-        # asyncssh loads only when a fleet is checked, not for every other command.
-        from computefence.connectors.ssh import INSECURE_WARNING
-
-        print(INSECURE_WARNING, file=sys.stderr)
-    ensure_open_files(concurrency)
+    check_host_key_flags(accept_new, insecure_no_host_key_check, known_hosts)
+    prepare_connections(concurrency, insecure=insecure_no_host_key_check)
     ctx.with_resource(collect_less_often())
     settings = ConnectSettings(
         concurrency=concurrency,
@@ -314,6 +305,25 @@ def collect_less_often() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
+
+
+def check_host_key_flags(accept_new: bool, insecure: bool, known_hosts: list[Path]) -> None:
+    """The host-key options every SSH command takes, refused before any pod is contacted."""
+    if accept_new and insecure:
+        raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")
+    for path in known_hosts:
+        if not path.is_file():
+            raise ConfigError(f"--known-hosts {path}: no such file")
+
+
+def prepare_connections(concurrency: int, *, insecure: bool) -> None:
+    """Once the options are accepted: the unsafe-mode warning, and room for a socket per pod."""
+    if insecure:
+        # asyncssh loads only when pods are contacted, not for every other command.
+        from computefence.connectors.ssh import INSECURE_WARNING
+
+        print(INSECURE_WARNING, file=sys.stderr)
+    ensure_open_files(concurrency)
 
 
 def ensure_open_files(concurrency: int) -> None:

@@ -10,7 +10,7 @@ import typer
 
 from computefence import evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
-from computefence.cli.fleet import ensure_open_files, fleet_app, probe_with_progress
+from computefence.cli.fleet import check_host_key_flags, fleet_app, prepare_connections, probe_with_progress
 from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt, write_lock
 from computefence.cli.targets import own_pods_connector, session_targets, target_options
 from computefence.connectors.registry import ConnectSettings, open_connector
@@ -49,10 +49,8 @@ def snapshot(
     kernel, GPUs and packages (the fixed list plus the policy's). Where pods disagree, the lock keeps the majority value and the pods that differ are printed.
     """
     loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
-    for path in known_hosts:
-        if not path.is_file():
-            raise ConfigError(f"--known-hosts {path}: no such file")
-    ensure_open_files(concurrency)
+    check_host_key_flags(accept_new, False, known_hosts)
+    prepare_connections(concurrency, insecure=False)
     settings = ConnectSettings(
         concurrency=concurrency, deadline=timeout, known_hosts=tuple(str(p) for p in known_hosts), accept_new=accept_new
     )

@@ -24,9 +24,10 @@ from computefence.cli.app import EXIT_INTERRUPTED
 from computefence.cli.fleet import (
     NotifyFormat,
     NotifyOn,
+    check_host_key_flags,
     collect_less_often,
-    ensure_open_files,
     fleet_app,
+    prepare_connections,
     probe_with_progress,
 )
 from computefence.cli.output import FailOn, OutputFormat, emit
@@ -144,20 +145,12 @@ def watch(
             if not (pattern == "run" or pattern.startswith("run.")):
                 raise ConfigError(f"{flag} {pattern!r}: fleet watch judges only the run.* checks")
     evaluate.select_findings([], only=only, skip=skip)
-    if accept_new and insecure_no_host_key_check:
-        raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")
-    for path in known_hosts:
-        if not path.is_file():
-            raise ConfigError(f"--known-hosts {path}: no such file")
+    check_host_key_flags(accept_new, insecure_no_host_key_check, known_hosts)
     labels = _dataset_labels(labels_from) if labels_from is not None else {}
     if history is not None and not once:
         raise ConfigError("--history keeps one entry per cron run: add --once")
     rules = run.Rules(policy=loaded, only=tuple(only), skip=tuple(skip))
-    if insecure_no_host_key_check:
-        from computefence.connectors.ssh import INSECURE_WARNING
-
-        print(INSECURE_WARNING, file=sys.stderr)
-    ensure_open_files(concurrency)
+    prepare_connections(concurrency, insecure=insecure_no_host_key_check)
     ctx.with_resource(collect_less_often())
     settings = ConnectSettings(
         concurrency=concurrency,

@@ -7,16 +7,15 @@ under its check id instead of beside it.
 
 from __future__ import annotations
 
-import io
-
 from rich import box
-from rich.console import Console, RenderableType
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.columns import Column, fit_table, wrap
+from computefence.render.console import console_text
 from computefence.render.interface import Renderer
 from computefence.text import clean, one_line
 
@@ -42,7 +41,7 @@ def render(
 ) -> str:
     """`group_by` "pod" lists each pod with its verdict and its fixes in order; `quiet` only
     the verdict and what is not ready (for cron mail)."""
-    return _print(_renderables(report, width, group_by, quiet), color=color, width=width)
+    return console_text(_renderables(report, width, group_by, quiet), color=color, width=width)
 
 
 def live_renderables(report: Report, width: int = 100, footer: str = "") -> list[RenderableType]:
@@ -75,28 +74,7 @@ def live_renderables(report: Report, width: int = 100, footer: str = "") -> list
 
 def render_changes(changes: Changes, *, color: bool = False, width: int = 100) -> str:
     """`report diff`: the 'Since the last run' section alone."""
-    return _print(changes_section(changes), color=color, width=width)
-
-
-def _print(renderables: list[RenderableType], *, color: bool, width: int) -> str:
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        force_terminal=color,
-        no_color=not color,
-        color_system="auto" if color else None,
-        width=width,
-        highlight=False,
-        emoji=False,
-        markup=False,
-        legacy_windows=False,
-    )
-    for renderable in renderables:
-        # no_wrap Text (fix commands) goes out unfolded; the terminal wraps it softly.
-        console.print(renderable, soft_wrap=isinstance(renderable, Text) and bool(renderable.no_wrap))
-    text = buffer.getvalue()
-    # Cells are padded to the width; plain output (files, pipes) should not carry that.
-    return text if color else "\n".join(line.rstrip() for line in text.split("\n"))
+    return console_text(changes_section(changes), color=color, width=width)
 
 
 def _renderables(report: Report, width: int, group_by: str, quiet: bool) -> list[RenderableType]:
