@@ -995,9 +995,10 @@ class Summary(_Model):
     hosts: int = 0
     ok: int = 0
     not_ok: int = 0
-    hosts_blocked: int = 0
-    hosts_warned: int = 0
-    hosts_clean: int = 0
+    # Each checked pod counts once, under its worst finding (render/views.pod_counts words them).
+    hosts_blocked: int = Field(0, description="Checked pods with at least one blocker (their warnings too).")
+    hosts_warned: int = Field(0, description="Checked pods with warnings and no blocker.")
+    hosts_clean: int = Field(0, description="Checked pods with no blocker and no warning.")
     blockers: int = 0
     warnings: int = 0
     passed: int = 0

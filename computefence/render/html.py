@@ -387,12 +387,7 @@ def _page(report: Report) -> Page:
         applied=views.applied_line(report),
     )
     if fleet:
-        page.counts = [
-            ("blocked", s.hosts_blocked, "blocked"),
-            ("not checked", s.not_ok, "not-checked"),
-            ("with warnings", s.hosts_warned, "warnings"),
-            ("ready", len(page.ready), "ready"),
-        ]
+        page.counts = views.pod_counts(s, watch=report.kind == "watch")
         page.failed_sources = [(src.name, src.error or "unknown error") for src in views.failed_sources(report)]
         page.groups = _groups(report, anchors)
         page.drift = [(row.component, views.drift_cells(row.values)) for row in report.drift]
@@ -721,12 +716,7 @@ def _history_page(runs: list[RunDigest]) -> HistoryPage:
         verdict=verdict,
         verdict_word=views.run_verdict_word(s.verdict, newest.fail_on),
         verdict_mark={"blocked": "✖", "warnings": "⚠", "ready": "✔"}[verdict],
-        counts=[
-            ("blocked", s.hosts_blocked, "blocked"),
-            ("not checked", s.not_ok, "not-checked"),
-            ("with warnings", s.hosts_warned, "warnings"),
-            ("ready", s.hosts_clean, "ready"),
-        ],
+        counts=views.pod_counts(s),
         ready=[name for name, st in newest.pods.items() if st.verdict is HostVerdict.READY],
         matrix=_matrix(runs, pods),
         trend=_trend(runs),

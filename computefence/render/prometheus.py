@@ -100,7 +100,7 @@ def render(report: Report) -> str:
     )
     out.family(
         "computefence_hosts",
-        "Hosts in the run by state.",
+        "Hosts in the run by their worst state (warned: warnings and no blocker).",
         [
             ({"state": "blocked"}, s.hosts_blocked),
             ({"state": "warned"}, s.hosts_warned),

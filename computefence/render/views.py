@@ -23,6 +23,7 @@ from computefence.models import (
     SourceStatus,
     StepKind,
     StepPlace,
+    Summary,
 )
 from computefence.text import one_line
 
@@ -356,17 +357,29 @@ def verdict_detail(report: Report) -> str:
             return f"{host.status.value}: {one_line(host.reason or '')}".rstrip(": ")
         skipped = f", {s.skipped} skipped" if s.skipped else ""
         return f"{plural(s.blockers, 'blocker')}, {plural(s.warnings, 'warning')}, {s.passed} passed{skipped}"
-    if report.kind == "watch":
-        parts = [f"{s.hosts_blocked} of {plural(s.hosts, 'pod')} failing"]
-        if s.not_ok:
-            parts.append(f"{s.not_ok} not reached" + (" (allowed)" if report.allow_unreachable else ""))
-        return ", ".join([*parts, f"{s.hosts_warned} with warnings", f"{s.hosts_clean} healthy"])
-    parts = [f"{s.hosts_blocked} of {plural(s.hosts, 'pod')} blocked"]
-    if s.not_ok:
-        parts.append(f"{s.not_ok} not checked" + (" (allowed)" if report.allow_unreachable else ""))
-    parts.append(f"{s.hosts_warned} with warnings")
-    parts.append(f"{s.hosts_clean} clean")
+    watch = report.kind == "watch"
+    parts = []
+    for label, count, key in pod_counts(s, watch=watch):
+        if key == "blocked":
+            parts.append(f"{count} of {plural(s.hosts, 'pod')} {label}")
+        elif key != "not-checked" or count:
+            parts.append(
+                f"{count} {label}" + (" (allowed)" if key == "not-checked" and report.allow_unreachable else "")
+            )
     return ", ".join(parts)
+
+
+def pod_counts(summary: Summary, *, watch: bool = False) -> list[tuple[str, int, str]]:
+    """(words, count, verdict key) for each kind of pod, worst first: the one wording of
+    report.summary's pod counts, for the verdict line and the HTML tiles alike. A pod counts
+    once, under its worst finding, so the warnings count is of pods with warnings only (a
+    blocked pod's warnings are counted with it as blocked)."""
+    return [
+        ("failing" if watch else "blocked", summary.hosts_blocked, "blocked"),
+        ("not reached" if watch else "not checked", summary.not_ok, "not-checked"),
+        ("with warnings only", summary.hosts_warned, "warnings"),
+        ("healthy" if watch else "clean", summary.hosts_clean, "ready"),
+    ]
 
 
 def money_line(report: Report) -> str | None:

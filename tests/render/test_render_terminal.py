@@ -118,7 +118,7 @@ def test_reads_the_summary_the_evaluator_builds(fleet_report):
     report = build_report(fleet_report.hosts, kind="fleet", sources=fleet_report.sources)
     text = render(report, "rich", width=200)
     assert "Money at risk: 3 blocked or unchecked pods burn $7.47/h (of $7.47/h for the fleet)" in text
-    assert "BLOCKED  3 of 5 pods blocked, 1 not checked, 0 with warnings, 1 clean" in text
+    assert "BLOCKED  3 of 5 pods blocked, 1 not checked, 0 with warnings only, 1 clean" in text
     assert "torch CUDA build" in text  # a drift row the evaluator found (12.4 vs CPU)
 
 
