@@ -22,7 +22,8 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 
 from computefence import __version__, evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
-from computefence.cli.fleet import check_host_key_flags, fleet_app, prepare_connections, probe_with_progress
+from computefence.cli.connection import connection_options, prepare_connections
+from computefence.cli.fleet import fleet_app, probe_with_progress
 from computefence.cli.output import write_stdout
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import stop_on_sigint
@@ -48,9 +49,16 @@ _RUN = "Running"
 
 @fleet_app.command("fix", no_args_is_help=False)
 @target_options
+@connection_options(
+    concurrency=32,
+    concurrency_help="Pods worked on at once.",
+    timeout_help="Deadline per pod for each probe (before and after).",
+    envvars=False,
+)
 def fix(
     ctx: typer.Context,
     selection: TargetSelection = TargetSelection(),
+    connection: ConnectSettings = ConnectSettings(),
     apply: bool = typer.Option(
         False,
         "--apply",
@@ -83,39 +91,6 @@ def fix(
     ),
     skip: list[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
     only: list[str] = typer.Option([], "--only", metavar="ID", help="Fix only this check (repeatable)."),
-    concurrency: int = typer.Option(
-        32, "--concurrency", min=1, metavar="N", help="Pods worked on at once.", rich_help_panel=_RUN
-    ),
-    connect_timeout: float = typer.Option(
-        10.0,
-        "--connect-timeout",
-        min=0.1,
-        metavar="SECONDS",
-        help="Time to connect, handshake and log in.",
-        rich_help_panel=_RUN,
-    ),
-    timeout: float = typer.Option(
-        60.0,
-        "--timeout",
-        min=1.0,
-        metavar="SECONDS",
-        help="Deadline per pod for each probe (before and after).",
-        rich_help_panel=_RUN,
-    ),
-    accept_new: bool = typer.Option(
-        False, "--accept-new", help="Trust the host key of a pod seen for the first time.", rich_help_panel=_RUN
-    ),
-    insecure_no_host_key_check: bool = typer.Option(
-        False, "--insecure-no-host-key-check", help="Do not verify host keys at all (unsafe).", rich_help_panel=_RUN
-    ),
-    known_hosts: list[Path] = typer.Option(
-        [],
-        "--known-hosts",
-        metavar="FILE",
-        envvar="COMPUTEFENCE_KNOWN_HOSTS",
-        help="Another known_hosts file to trust (repeatable).",
-        rich_help_panel=_RUN,
-    ),
     fmt: FixFormat = typer.Option("rich", "--format", "-f", help="Output format: rich (text) or json."),
     output: Path | None = typer.Option(
         None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."
@@ -141,28 +116,19 @@ def fix(
     """
     loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
     rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
-    check_host_key_flags(accept_new, insecure_no_host_key_check, known_hosts)
     if not apply and (yes or allow_disruptive):
         raise ConfigError(f"{'--yes' if yes else '--allow-disruptive'} needs --apply (without it fleet fix only plans)")
     if apply and not yes and not sys.stdin.isatty():
         raise ConfigError("--apply without a terminal needs --yes (nothing was changed)")
     _check_writable(output, "--output", directory=False)
     _check_writable(log, "--log", directory=True)
-    prepare_connections(concurrency, insecure=insecure_no_host_key_check)
-    settings = ConnectSettings(
-        concurrency=concurrency,
-        connect_timeout=connect_timeout,
-        deadline=timeout,
-        known_hosts=tuple(str(p) for p in known_hosts),
-        accept_new=accept_new,
-        insecure_no_host_key_check=insecure_no_host_key_check,
-    )
+    prepare_connections(connection)
     run_history = None
     if history is not None:
         from computefence.operations.history import open_history  # fcntl: POSIX only
 
         run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
-    with open_connector("ssh", settings) as session:
+    with open_connector("ssh", connection) as session:
         targets, sources = session_targets(session, selection)
         if not targets and all(source.ok for source in sources):
             raise ConfigError("no targets to check")
@@ -186,7 +152,7 @@ def fix(
             if not isinstance(connector, SshConnector):  # the ssh row's connector, always
                 raise ConfigError("fleet fix runs its steps over SSH only")
             done, reprobed, interrupted = asyncio.run(
-                _apply_and_reprobe(plans, plan, connector, fixes.ApplyOptions(step_timeout, concurrency))
+                _apply_and_reprobe(plans, plan, connector, fixes.ApplyOptions(step_timeout, connection.concurrency))
             )
             after = run.evaluate_hosts(plan, [reprobed.get(h.name, h) for h in probed])
             after_by_name = {h.name: h for h in after}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import sys
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import typer
 
 from computefence import evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED, app
+from computefence.cli.connection import connection_options, prepare_connections
 from computefence.cli.output import GROUP_BY_HELP, QUIET_HELP, FailOn, GroupBy, OutputFormat, emit
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import ProgressLine, stop_on_sigint
@@ -47,9 +49,11 @@ NotifyFormat = Enum("NotifyFormat", {name: name for name in NOTIFY_FORMATS}, typ
 
 @fleet_app.command("check", no_args_is_help=False)
 @target_options
+@connection_options()
 def check(
     ctx: typer.Context,
     selection: TargetSelection = TargetSelection(),
+    connection: ConnectSettings = ConnectSettings(),
     demo: bool = typer.Option(False, "--demo", help="Start a small simulated fleet on loopback and check it."),
     replay: Path | None = typer.Option(
         None,
@@ -57,50 +61,6 @@ def check(
         metavar="DIR",
         hidden=True,
         help="Serve the pods and probe outputs recorded in DIR instead of contacting any pod (tests, demos).",
-    ),
-    concurrency: int = typer.Option(
-        256,
-        "--concurrency",
-        min=1,
-        metavar="N",
-        envvar="COMPUTEFENCE_CONCURRENCY",
-        help="Pods checked at once.",
-        rich_help_panel=_RUN,
-    ),
-    connect_timeout: float = typer.Option(
-        10.0,
-        "--connect-timeout",
-        min=0.1,
-        metavar="SECONDS",
-        help="Time to connect, handshake and log in.",
-        rich_help_panel=_RUN,
-    ),
-    timeout: float = typer.Option(
-        60.0,
-        "--timeout",
-        min=1.0,
-        metavar="SECONDS",
-        envvar="COMPUTEFENCE_TIMEOUT",
-        help="Deadline per pod, connecting included; the probe is killed on the pod past it.",
-        rich_help_panel=_RUN,
-    ),
-    accept_new: bool = typer.Option(
-        False,
-        "--accept-new",
-        help="Trust the host key of a pod seen for the first time (recorded in "
-        "ComputeFence's own known_hosts); a changed key is still refused.",
-        rich_help_panel=_RUN,
-    ),
-    insecure_no_host_key_check: bool = typer.Option(
-        False, "--insecure-no-host-key-check", help="Do not verify host keys at all (unsafe).", rich_help_panel=_RUN
-    ),
-    known_hosts: list[Path] = typer.Option(
-        [],
-        "--known-hosts",
-        metavar="FILE",
-        envvar="COMPUTEFENCE_KNOWN_HOSTS",
-        help="Another known_hosts file to trust (repeatable).",
-        rich_help_panel=_RUN,
     ),
     fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
     output: Path | None = typer.Option(
@@ -200,18 +160,11 @@ def check(
     # The policy, the baseline and a typo in --only/--skip fail here, before any pod is contacted.
     loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
     rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
-    check_host_key_flags(accept_new, insecure_no_host_key_check, known_hosts)
-    prepare_connections(concurrency, insecure=insecure_no_host_key_check)
+    prepare_connections(connection)
     ctx.with_resource(collect_less_often())
-    settings = ConnectSettings(
-        concurrency=concurrency,
-        connect_timeout=connect_timeout,
-        # The canary runs after the machine checks, on its own budget.
-        deadline=timeout + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0),
-        known_hosts=tuple(str(p) for p in known_hosts),
-        accept_new=accept_new,
-        insecure_no_host_key_check=insecure_no_host_key_check,
-        recording=replay,
+    # The canary runs after the machine checks, on its own budget.
+    settings = dataclasses.replace(
+        connection, deadline=connection.deadline + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0), recording=replay
     )
     check_output_path(output)
     if healthy_out is not None:
@@ -305,36 +258,3 @@ def collect_less_often() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
-
-
-def check_host_key_flags(accept_new: bool, insecure: bool, known_hosts: list[Path]) -> None:
-    """The host-key options every SSH command takes, refused before any pod is contacted."""
-    if accept_new and insecure:
-        raise ConfigError("--accept-new and --insecure-no-host-key-check exclude each other")
-    for path in known_hosts:
-        if not path.is_file():
-            raise ConfigError(f"--known-hosts {path}: no such file")
-
-
-def prepare_connections(concurrency: int, *, insecure: bool) -> None:
-    """Once the options are accepted: the unsafe-mode warning, and room for a socket per pod."""
-    if insecure:
-        # asyncssh loads only when pods are contacted, not for every other command.
-        from computefence.connectors.ssh import INSECURE_WARNING
-
-        print(INSECURE_WARNING, file=sys.stderr)
-    ensure_open_files(concurrency)
-
-
-def ensure_open_files(concurrency: int) -> None:
-    """Each pod in flight holds a socket: lift the soft open-files limit (256 on macOS) toward the hard one."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = concurrency + 64
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        resource.setrlimit(
-            resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard)
-        )

@@ -10,7 +10,8 @@ import typer
 
 from computefence import evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
-from computefence.cli.fleet import check_host_key_flags, fleet_app, prepare_connections, probe_with_progress
+from computefence.cli.connection import connection_options, prepare_connections
+from computefence.cli.fleet import fleet_app, probe_with_progress
 from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt, write_lock
 from computefence.cli.targets import own_pods_connector, session_targets, target_options
 from computefence.connectors.registry import ConnectSettings, open_connector
@@ -23,6 +24,7 @@ from computefence.sources import TargetSelection
 
 @fleet_app.command("snapshot", no_args_is_help=False)
 @target_options
+@connection_options(concurrency_help="Pods probed at once.", timeout_help="Deadline per pod, connecting included.")
 def snapshot(
     output: Path = typer.Option(
         ..., "--output", "-o", metavar="FILE", help="Where to write the lock, e.g. computefence.lock.json."
@@ -31,15 +33,8 @@ def snapshot(
         None, "--from", metavar="POD", help="Take this pod's values as the baseline (default: each field's majority)."
     ),
     selection: TargetSelection = TargetSelection(),
+    connection: ConnectSettings = ConnectSettings(),
     demo: bool = typer.Option(False, "--demo", help="Snapshot the simulated demo fleet."),
-    concurrency: int = typer.Option(256, "--concurrency", min=1, metavar="N", help="Pods probed at once."),
-    timeout: float = typer.Option(
-        60.0, "--timeout", min=1.0, metavar="SECONDS", help="Deadline per pod, connecting included."
-    ),
-    accept_new: bool = typer.Option(False, "--accept-new", help="Trust the host key of a pod seen for the first time."),
-    known_hosts: list[Path] = typer.Option(
-        [], "--known-hosts", metavar="FILE", help="Another known_hosts file to trust (repeatable)."
-    ),
     policy: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
 ) -> int:
@@ -49,13 +44,9 @@ def snapshot(
     kernel, GPUs and packages (the fixed list plus the policy's). Where pods disagree, the lock keeps the majority value and the pods that differ are printed.
     """
     loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
-    check_host_key_flags(accept_new, False, known_hosts)
-    prepare_connections(concurrency, insecure=False)
-    settings = ConnectSettings(
-        concurrency=concurrency, deadline=timeout, known_hosts=tuple(str(p) for p in known_hosts), accept_new=accept_new
-    )
+    prepare_connections(connection)
     name = own_pods_connector("demo", "--demo", selection) if demo else "ssh"
-    with open_connector(name, settings) as session:
+    with open_connector(name, connection) as session:
         targets, _sources = session_targets(session, selection)
         if not targets:
             raise ConfigError("no targets to snapshot")

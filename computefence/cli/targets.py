@@ -12,14 +12,13 @@ selection from their values; `gather_targets` then reads it:
 
 from __future__ import annotations
 
-import functools
-import inspect
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
 
+from computefence.cli.option_groups import option_group
 from computefence.connectors.registry import Session
 from computefence.errors import ConfigError
 from computefence.models import SourceStatus, Target
@@ -135,27 +134,13 @@ _OPTIONS = (
 _NARROWING = ("limit", "tags")
 
 
-def target_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Declare the target-selection options where `command` has its `selection` parameter,
-    and call it with the TargetSelection their values make."""
-    signature = inspect.signature(command, eval_str=True)
-    params = list(signature.parameters.values())
-    at = [param.name for param in params].index("selection")
-    options = [
-        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=kind)
-        for name, kind, _ in _OPTIONS
-    ]
+def _selection(values: dict[str, Any]) -> TargetSelection:
+    return TargetSelection(**{field: values[name] for name, _, field in _OPTIONS if values[name] is not None})
 
-    @functools.wraps(command)
-    def with_selection(*args: Any, **kwargs: Any) -> Any:
-        values = {field: kwargs.pop(name) for name, _, field in _OPTIONS}
-        selection = TargetSelection(**{field: value for field, value in values.items() if value is not None})
-        return command(*args, selection=selection, **kwargs)
 
-    declared = signature.replace(parameters=params[:at] + options + params[at + 1 :])
-    with_selection.__signature__ = declared  # type: ignore[attr-defined]  # what typer reads
-    with_selection.__annotations__ = {param.name: param.annotation for param in declared.parameters.values()}
-    return with_selection
+# Declare the target-selection options where a command has its `selection` parameter, and
+# call it with the TargetSelection their values make.
+target_options = option_group("selection", [(name, kind, None) for name, kind, _ in _OPTIONS], _selection)
 
 
 def source_options(selection: TargetSelection) -> list[str]:

@@ -8,6 +8,7 @@ facts with computefence/evaluate/run.py only.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -21,13 +22,12 @@ from rich.live import Live
 from computefence import evaluate, run
 from computefence import watch as watching
 from computefence.cli.app import EXIT_INTERRUPTED
+from computefence.cli.connection import connection_options, prepare_connections
 from computefence.cli.fleet import (
     NotifyFormat,
     NotifyOn,
-    check_host_key_flags,
     collect_less_often,
     fleet_app,
-    prepare_connections,
     probe_with_progress,
 )
 from computefence.cli.output import FailOn, OutputFormat, emit
@@ -51,9 +51,16 @@ _OPS = "Fleet operations"
 
 @fleet_app.command("watch", no_args_is_help=False)
 @target_options
+@connection_options(
+    concurrency_help="Pods watched at once.",
+    timeout=30.0,
+    timeout_min=5.0,
+    timeout_help="Deadline per pod and pass, connecting included.",
+)
 def watch(
     ctx: typer.Context,
     selection: TargetSelection = TargetSelection(),
+    connection: ConnectSettings = ConnectSettings(),
     once: bool = typer.Option(False, "--once", help="One pass, then exit (for cron)."),
     interval: float = typer.Option(
         60.0, "--interval", min=5.0, metavar="SECONDS", help="Seconds between passes without --once."
@@ -64,27 +71,6 @@ def watch(
         min=1.0,
         metavar="MINUTES",
         help="run.stalled: the job's log and trainer_state.json older than this (by the pod's clock).",
-    ),
-    concurrency: int = typer.Option(
-        256, "--concurrency", min=1, metavar="N", envvar="COMPUTEFENCE_CONCURRENCY", rich_help_panel=_RUN
-    ),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, metavar="SECONDS", rich_help_panel=_RUN),
-    timeout: float = typer.Option(
-        30.0,
-        "--timeout",
-        min=5.0,
-        metavar="SECONDS",
-        help="Deadline per pod and pass, connecting included.",
-        rich_help_panel=_RUN,
-    ),
-    accept_new: bool = typer.Option(
-        False, "--accept-new", help="Trust the host key of a pod seen for the first time.", rich_help_panel=_RUN
-    ),
-    insecure_no_host_key_check: bool = typer.Option(
-        False, "--insecure-no-host-key-check", help="Do not verify host keys at all (unsafe).", rich_help_panel=_RUN
-    ),
-    known_hosts: list[Path] = typer.Option(
-        [], "--known-hosts", metavar="FILE", envvar="COMPUTEFENCE_KNOWN_HOSTS", rich_help_panel=_RUN
     ),
     fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
     output: Path | None = typer.Option(
@@ -145,22 +131,13 @@ def watch(
             if not (pattern == "run" or pattern.startswith("run.")):
                 raise ConfigError(f"{flag} {pattern!r}: fleet watch judges only the run.* checks")
     evaluate.select_findings([], only=only, skip=skip)
-    check_host_key_flags(accept_new, insecure_no_host_key_check, known_hosts)
     labels = _dataset_labels(labels_from) if labels_from is not None else {}
     if history is not None and not once:
         raise ConfigError("--history keeps one entry per cron run: add --once")
     rules = run.Rules(policy=loaded, only=tuple(only), skip=tuple(skip))
-    prepare_connections(concurrency, insecure=insecure_no_host_key_check)
+    prepare_connections(connection)
     ctx.with_resource(collect_less_often())
-    settings = ConnectSettings(
-        concurrency=concurrency,
-        connect_timeout=connect_timeout,
-        deadline=timeout,
-        known_hosts=tuple(str(p) for p in known_hosts),
-        accept_new=accept_new,
-        insecure_no_host_key_check=insecure_no_host_key_check,
-        probe="watch",
-    )
+    settings = dataclasses.replace(connection, probe="watch")
     alerts = alert_settings(
         notify,
         notify_on and notify_on.value,
