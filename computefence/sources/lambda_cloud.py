@@ -7,17 +7,23 @@ Instances carry `jupyter_token` and `jupyter_url`, which are secrets: they are n
 
 from __future__ import annotations
 
-import contextlib
 import re
 from typing import Any
-
-import httpx
 
 from computefence.errors import ConfigError, SourceError
 from computefence.http import ApiClient, RetryPolicy
 from computefence.models import Fix, ProviderInfo, Target
 from computefence.sources.interface import ActionAnswer
-from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, find_api_key, target_names
+from computefence.sources.providers import (
+    HeldClient,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+    base_url,
+    find_api_key,
+    target_names,
+)
 
 PROVIDER = "Lambda Cloud"
 DEFAULT_API = "https://cloud.lambda.ai"
@@ -35,26 +41,13 @@ _STATE_FIX = {
 }
 
 
-class LambdaSource:
+class LambdaSource(HeldClient):
     """Every Lambda Cloud instance of the account; active ones are checkable."""
 
     name = "lambda"
     title = PROVIDER
 
-    def __init__(
-        self,
-        api_url: str | None = None,
-        *,
-        policy: RetryPolicy | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self.api_url = api_url
-        self.transport = transport
-        self._api: ApiClient | None = None
-        self.policy = policy or RATE_LIMITED
-
-    def __repr__(self) -> str:
-        return f"LambdaSource(api_url={self.api_url!r})"
+    default_policy = RATE_LIMITED
 
     def _base(self) -> str:
         return base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API)
@@ -70,20 +63,6 @@ class LambdaSource:
 
     # Lambda Cloud instances cannot be stopped, only terminated.
     actions = ("terminate",)
-
-    def __enter__(self) -> LambdaSource:
-        # One client for every call until __exit__ (listings included), so the provider's
-        # pacing (Lambda: a request a second) spans them all.
-        self._api = self._client()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._api is not None:
-            self._api.__exit__()
-            self._api = None
-
-    def _session(self) -> contextlib.AbstractContextManager[ApiClient]:
-        return contextlib.nullcontext(self._api) if self._api is not None else self._client()
 
     def accepts(self, pod_id: str) -> bool:
         return INSTANCE_ID.fullmatch(pod_id) is not None

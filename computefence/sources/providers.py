@@ -5,16 +5,59 @@ computefence.sources.registry, which imports those modules; this one imports non
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import httpx
 
 from computefence.errors import ConfigError
-from computefence.http import check_base_url
+from computefence.http import ApiClient, RetryPolicy, check_base_url
+
+_Held = TypeVar("_Held", bound="HeldClient")
+
+
+class HeldClient:
+    """A provider source that keeps one ApiClient for every call between __enter__ and
+    __exit__ (listings included), so the provider's pacing (Lambda: a request a second) spans
+    them all; outside a `with`, each call makes its own."""
+
+    default_policy = RetryPolicy()
+
+    def __init__(
+        self,
+        api_url: str | None = None,
+        *,
+        policy: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.api_url = api_url
+        self.transport = transport
+        self.policy = policy or self.default_policy
+        self._api: ApiClient | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(api_url={self.api_url!r})"
+
+    def _client(self) -> ApiClient:
+        raise NotImplementedError
+
+    def __enter__(self: _Held) -> _Held:
+        self._api = self._client()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._api is not None:
+            self._api.__exit__()
+            self._api = None
+
+    def _session(self) -> contextlib.AbstractContextManager[ApiClient]:
+        return contextlib.nullcontext(self._api) if self._api is not None else self._client()
 
 
 def base_url(provider: str, api_url: str | None, env_var: str, default: str) -> str:

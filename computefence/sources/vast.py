@@ -7,20 +7,26 @@ The vastai CLI's conventions: key from VAST_API_KEY, else $XDG_CONFIG_HOME/vasta
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shlex
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from computefence.errors import ConfigError, SourceError
-from computefence.http import ApiClient, RetryPolicy
+from computefence.http import ApiClient
 from computefence.models import Fix, FixStep, ProviderInfo, StepKind, Target
 from computefence.sources.interface import ActionAnswer
-from computefence.sources.providers import as_dict, as_float, as_int, as_str, base_url, find_api_key, target_names
+from computefence.sources.providers import (
+    HeldClient,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+    base_url,
+    find_api_key,
+    target_names,
+)
 
 PROVIDER = "Vast.ai"
 DEFAULT_API = "https://console.vast.ai"
@@ -42,26 +48,11 @@ def key_files() -> list[Path]:
     return [Path(config_home) / "vastai" / "vast_api_key", Path.home() / ".vast_api_key"]
 
 
-class VastSource:
+class VastSource(HeldClient):
     """Every Vast.ai instance of the account; running ones are checkable."""
 
     name = "vast"
     title = PROVIDER
-
-    def __init__(
-        self,
-        api_url: str | None = None,
-        *,
-        policy: RetryPolicy | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self.api_url = api_url
-        self.transport = transport
-        self._api: ApiClient | None = None
-        self.policy = policy or RetryPolicy()
-
-    def __repr__(self) -> str:
-        return f"VastSource(api_url={self.api_url!r})"
 
     def _base(self) -> str:
         url_env = URL_ENV if os.environ.get(URL_ENV) or not os.environ.get(OLD_URL_ENV) else OLD_URL_ENV
@@ -84,20 +75,6 @@ class VastSource:
 
     # stop ends GPU billing and keeps the disk (which still bills); terminate destroys the instance.
     actions = ("stop", "terminate")
-
-    def __enter__(self) -> VastSource:
-        # One client for every call until __exit__ (listings included), so the provider's
-        # pacing (Lambda: a request a second) spans them all.
-        self._api = self._client()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._api is not None:
-            self._api.__exit__()
-            self._api = None
-
-    def _session(self) -> contextlib.AbstractContextManager[ApiClient]:
-        return contextlib.nullcontext(self._api) if self._api is not None else self._client()
 
     def accepts(self, pod_id: str) -> bool:
         return INSTANCE_ID.fullmatch(pod_id) is not None
