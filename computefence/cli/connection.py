@@ -26,6 +26,7 @@ from computefence.connectors.registry import ConnectSettings
 from computefence.errors import ConfigError
 
 _PANEL = "Running"
+_KEYS = "Host keys"
 
 
 def connection_options(
@@ -92,7 +93,7 @@ def connection_options(
                     "--accept-new",
                     help="Trust the host key of a pod seen for the first time (recorded in "
                     "ComputeFence's own known_hosts); a changed key is still refused.",
-                    rich_help_panel=_PANEL,
+                    rich_help_panel=_KEYS,
                 ),
             ],
             False,
@@ -104,7 +105,7 @@ def connection_options(
                 typer.Option(
                     "--insecure-no-host-key-check",
                     help="Do not verify host keys at all (unsafe).",
-                    rich_help_panel=_PANEL,
+                    rich_help_panel=_KEYS,
                 ),
             ],
             False,
@@ -118,7 +119,7 @@ def connection_options(
                     metavar="FILE",
                     envvar="COMPUTEFENCE_KNOWN_HOSTS",
                     help="Another known_hosts file to trust (repeatable).",
-                    rich_help_panel=_PANEL,
+                    rich_help_panel=_KEYS,
                 ),
             ],
             [],

@@ -71,3 +71,27 @@ def test_a_bad_environment_value_is_a_usage_error_naming_the_variable(capsys, mo
     monkeypatch.setenv(name, value)
     assert main(["fleet", "check", "--replay", str(DEMO_RECORDING)]) == 2
     assert name in capsys.readouterr().err
+
+
+def _command_paths(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = [prefix]
+    for name, sub in getattr(group, "commands", {}).items():
+        if not getattr(sub, "hidden", False):
+            paths += _command_paths(sub, (*prefix, name))
+    return paths
+
+
+def test_every_help_page_shows_its_option_names_whole_at_80_columns(capsys, monkeypatch):
+    import typer.main
+
+    from computefence.cli.app import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    cut = {}
+    for path in _command_paths(typer.main.get_command(app)):
+        main([*path, "--help"])
+        text = capsys.readouterr().out
+        assert "Usage: computefence" in text
+        cut[" ".join(path)] = [line for line in text.splitlines() if "…" in line]
+    assert len(cut) > 20
+    assert {name: lines for name, lines in cut.items() if lines} == {}
