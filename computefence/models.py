@@ -13,7 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer, model_validator
 
 # 2: findings and host statuses carry fix_commands/fix_advice; severity "skip"; summary.skipped;
-#    later fix_steps ({run, on, kind}) beside them (readers of 2 without it still read).
+#    later fix_steps ({run, on, kind}) beside them, and findings' key (readers of 2 without
+#    them still read).
 SCHEMA_VERSION = 2
 PROBE_SCHEMA_VERSION = 1
 
@@ -877,6 +878,10 @@ class Finding(_WithFix):
     subject: str | None = None
     # The check's remedy class (evaluate/spec.py); None in reports saved before it existed.
     remedy: Remedy | None = None
+    # What identifies the finding across runs of this pod (evaluate/identity.py): the subject,
+    # a path named from the pod's own places (`<output_dir>`, `~/...`). None in reports saved
+    # before it existed, and where there is no subject.
+    key: str | None = None
 
 
 class HostStatus(str, Enum):

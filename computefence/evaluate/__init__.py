@@ -29,6 +29,7 @@ from computefence.evaluate import run as run_rules
 from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context
 from computefence.evaluate.fleet import build_report, exit_code
+from computefence.evaluate.identity import with_keys
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import (
     BaselineLock,
@@ -122,7 +123,7 @@ def evaluate_watch(
     facts: Facts, checks: CheckOptions, provider: ProviderInfo | None, settings: run_rules.WatchSettings
 ) -> list[Finding]:
     """The run.* findings for one pod's watch facts; nothing else judges a watch."""
-    return [_finish(f) for f in run_rules.evaluate_watch(facts, checks, provider, settings)]
+    return with_keys(facts, [_finish(f) for f in run_rules.evaluate_watch(facts, checks, provider, settings)])
 
 
 class JudgingError(Exception):
@@ -157,7 +158,8 @@ def finish_hosts(
     skip: list[str],
 ) -> list[HostReport]:
     """The fleet-wide findings (env.outlier, env.drift against `lock`) added to each checked
-    host, then each host's policy severities and skips, then --only/--skip."""
+    host, then each host's policy severities and skips, then --only/--skip; every finding
+    with its key (what identifies it across runs)."""
     severities = {name: p.severity for name, p in policies.items()}
     extra = environment.environment_findings(hosts, lock, severities)
     finished = []
@@ -169,7 +171,8 @@ def finish_hosts(
         policy = policies.get(host.name)
         if policy is not None:
             findings = policy_rules.apply_policy(findings, policy)
-        finished.append(host.model_copy(update={"findings": select_findings(findings, only=only, skip=skip)}))
+        findings = with_keys(host.facts, select_findings(findings, only=only, skip=skip))
+        finished.append(host.model_copy(update={"findings": findings}))
     return finished
 
 
@@ -225,7 +228,7 @@ def reapply_policy(host: HostReport, policy: EffectivePolicy) -> HostReport:
     kept = [f for f in host.findings if not f.check.startswith(("policy.", "custom.")) and f.check not in job.CHECKS]
     sized = [f for rule in job.RULES for f in rule(host.facts, _saved_checks(host, policy), ctx)]
     findings = [*kept, *(_finish(f) for f in [*sized, *policy_rules.policy_findings(host.facts, policy, ctx)])]
-    return host.model_copy(update={"findings": policy_rules.apply_policy(findings, policy)})
+    return host.model_copy(update={"findings": with_keys(host.facts, policy_rules.apply_policy(findings, policy))})
 
 
 def _saved_checks(host: HostReport, policy: EffectivePolicy) -> CheckOptions:

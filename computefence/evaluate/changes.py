@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from computefence.evaluate.fleet import component_versions
+from computefence.evaluate.identity import finding_identity
 from computefence.models import (
     Changes,
     FindingChange,
@@ -25,10 +26,10 @@ def _rank(severity: Severity | None) -> int:
 
 
 def _reported(host: HostReport) -> dict[tuple[str, str], Severity]:
-    """(check, subject) -> worst severity of the host's warnings and blockers."""
+    """Finding identity (check, key) -> worst severity of the host's warnings and blockers."""
     worst: dict[tuple[str, str], Severity] = {}
     for f in host.findings:
-        key = (f.check, f.subject or "")
+        key = finding_identity(host, f)
         if f.severity in _REPORTED and _rank(f.severity) > _rank(worst.get(key)):
             worst[key] = f.severity
     return worst
@@ -43,7 +44,7 @@ def _finding_changes(old: HostReport | None, new: HostReport) -> tuple[list[Find
         FindingChange(host=new.name, severity_before=before.get(key), severity_after=f.severity, finding=f)
         for f in new.findings
         if f.severity in _REPORTED
-        and f.severity is after[key := (f.check, f.subject or "")]
+        and f.severity is after[key := finding_identity(new, f)]
         and _rank(after[key]) > _rank(before.get(key))
     ]
     cleared = []
@@ -52,16 +53,16 @@ def _finding_changes(old: HostReport | None, new: HostReport) -> tuple[list[Find
             FindingChange(host=new.name, severity_before=f.severity, severity_after=after.get(key), finding=f)
             for f in old.findings
             if f.severity in _REPORTED
-            and f.severity is before[key := (f.check, f.subject or "")]
+            and f.severity is before[key := finding_identity(old, f)]
             and _rank(after.get(key)) < _rank(before[key])
         ]
-    return _unique(added), _unique(cleared)
+    return _unique(new, added), _unique(old, cleared) if old is not None else []
 
 
-def _unique(changes: list[FindingChange]) -> list[FindingChange]:
+def _unique(host: HostReport, changes: list[FindingChange]) -> list[FindingChange]:
     seen, out = set(), []
     for change in changes:
-        key = (change.finding.check, change.finding.subject or "")
+        key = finding_identity(host, change.finding)
         if key not in seen:
             seen.add(key)
             out.append(change)

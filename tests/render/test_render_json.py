@@ -30,6 +30,7 @@ def test_json_carries_the_documented_fields(fleet_report):
         "fix_steps": [{"run": OUTPUT_DIR_FIX, "on": "pod", "kind": "safe"}],
         "subject": "/root/out",
         "remedy": "config",
+        "key": None,  # set by the evaluator; this sample's findings are built by hand
     }
     # Schema 1's one-line `fix` stays for one more version: commands joined, advice as a comment.
     hf = host["findings"][1]

@@ -1,0 +1,61 @@
+"""What makes a finding the same finding in two runs of the same pod: its check and its
+subject as the pod knows it, never where the pod's files happen to be this time.
+
+A subject is often a path (the output dir, the HF cache, an accelerate config). A pod that
+keeps its files under a folder made fresh for each run (the demo's /tmp/cf-demo-XXXX/POD,
+a per-job home) reports the same problem under a new path every time. The evaluator
+declares each finding's `key`: a path subject named from the pod's own places instead
+(`<output_dir>`, `~/.cache/huggingface/accelerate/default_config.yaml`), any other subject
+as it is. Runs, `report diff` and change alerts compare findings by (check, key).
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from computefence.models import Facts, Finding, HostReport
+
+# The probe's path roles that name one place each on a pod (extra paths and volumes can be
+# several). "root", "tmp" and "shm" are the same paths on every pod.
+_PLACE_ROLES = ("home", "hf_cache", "output_dir", "workspace")
+
+
+def _places(facts: Facts) -> list[tuple[str, str]]:
+    """(path, name) of the pod's own places, longest path first."""
+    places: dict[str, str] = {}
+    roles = [p.role for p in facts.storage.paths]
+    for path in facts.storage.paths:
+        if path.role in _PLACE_ROLES and roles.count(path.role) == 1:
+            places.setdefault(posixpath.normpath(path.path), f"<{path.role}>")
+    # The user's home is "~" (the name a shell gives it), and wins over a path role it equals.
+    for where, name in ((facts.identity.cwd, "<cwd>"), (facts.identity.home, "~")):
+        if where and where.startswith("/"):
+            places[posixpath.normpath(where)] = name
+    return sorted(((p, n) for p, n in places.items() if p != "/"), key=lambda pn: -len(pn[0]))
+
+
+def stable_subject(facts: Facts | None, subject: str | None) -> str | None:
+    """`subject` with a path under one of the pod's places named from that place."""
+    if facts is None or not subject or not subject.startswith("/"):
+        return subject
+    path = posixpath.normpath(subject)
+    for place, name in _places(facts):
+        if path == place:
+            return name
+        if path.startswith(place + "/"):
+            return f"{name}/{path[len(place) + 1 :]}"
+    return subject
+
+
+def with_keys(facts: Facts | None, findings: list[Finding]) -> list[Finding]:
+    """`findings` each with its key: the rule's own where it declared one."""
+    return [
+        f if f.key is not None else f.model_copy(update={"key": stable_subject(facts, f.subject)}) for f in findings
+    ]
+
+
+def finding_identity(host: HostReport, finding: Finding) -> tuple[str, str]:
+    """(check, key): equal for the same finding on the same pod in two runs. A finding saved
+    before keys existed gets its key from the saved facts, as the evaluator gives it now."""
+    key = finding.key if finding.key is not None else stable_subject(host.facts, finding.subject)
+    return finding.check, key or ""
