@@ -16,6 +16,7 @@ from computefence.cli.output import emit_text
 from computefence.errors import ConfigError
 from computefence.models import Report
 from computefence.operations import release
+from computefence.operations.action_log import open_log
 from computefence.operations.history import ENTRY_RE
 from computefence.render.json import load_report
 from computefence.render.release import RELEASE_FORMATS, render_release
@@ -58,6 +59,13 @@ def release_command(
     output: Path | None = typer.Option(
         None, "--output", "-o", metavar="FILE", help="Write the result here (atomically) instead of stdout."
     ),
+    log: Path | None = typer.Option(
+        None,
+        "--log",
+        metavar="FILE",
+        help="With --yes: append each provider call and its answer here as JSON lines "
+        "(default: $XDG_STATE_HOME/computefence/actions.jsonl).",
+    ),
 ) -> int:
     """Give back the pods a saved report condemns, through the provider APIs (a dry run unless --yes).
 
@@ -85,7 +93,12 @@ def release_command(
     planned = release.plan(
         report, sources, patterns=checks, unreachable=unreachable, action=action.value if action else None
     )
-    pods = release.act(planned, sources) if yes else [p.pod() for p in planned]
+    if yes:
+        run = {"command": "fleet release", "report": str(report_path), "report_generated_at": report.generated_at}
+        with open_log(log, run) as action_log:
+            pods = release.act(planned, sources, log=action_log)
+    else:
+        pods = [p.pod() for p in planned]
     result = release.release_report(pods, dry_run=not yes)
     title = f"{report_path.name} of {report.generated_at} ({release.age_text(age)} old)"
     emit_text(

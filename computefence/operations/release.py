@@ -22,6 +22,7 @@ from computefence import evaluate
 from computefence.errors import ConfigError, SourceError
 from computefence.evaluate.fleet import job_may_be_running, release_findings
 from computefence.models import Finding, HostReport, HostStatus, HostVerdict, ReleasePod, ReleaseReport, Report, Target
+from computefence.operations.action_log import ActionLog
 from computefence.policy import matches
 from computefence.sources.interface import ReleasingSource
 from computefence.text import one_line
@@ -262,10 +263,14 @@ def _stopped(now: Target) -> bool:
 
 
 def act(
-    planned: Sequence[Planned], sources: Mapping[str, ReleasingSource], progress: Callable[[str], None] | None = None
+    planned: Sequence[Planned],
+    sources: Mapping[str, ReleasingSource],
+    progress: Callable[[str], None] | None = None,
+    log: ActionLog | None = None,
 ) -> list[ReleasePod]:
     """Release the planned pods: list every provider again, act on the unchanged ones, then
-    list again to show what the provider reports. Refused pods are passed through."""
+    list again to show what the provider reports. Refused pods are passed through. Each call
+    is recorded in `log` before it is sent and when it is answered."""
     say = progress or (lambda line: print(line, file=sys.stderr))
     todo = [p for p in planned if p.outcome == "would_release"]
     by_provider: dict[str, list[Planned]] = {}
@@ -281,13 +286,15 @@ def act(
             stack.enter_context(sources[name])
             say(f"computefence: listing {sources[name].title} pods again before acting")
         listings = dict(zip(names, pool.map(lambda name: _listing(sources[name]), names)))
-        for done in pool.map(lambda name: _act_provider(sources[name], by_provider[name], listings[name], say), names):
+        for done in pool.map(
+            lambda name: _act_provider(sources[name], by_provider[name], listings[name], say, log), names
+        ):
             results.update(done)
     return [results.get(id(p)) or p.pod() for p in planned]
 
 
 def _act_provider(
-    source: ReleasingSource, mine: list[Planned], now: _Now, say: Callable[[str], None]
+    source: ReleasingSource, mine: list[Planned], now: _Now, say: Callable[[str], None], log: ActionLog | None
 ) -> dict[int, ReleasePod]:
     """One provider's pods: those still as in the report get the action (in one call where the
     API takes many), then the provider is listed again to show what it reports now."""
@@ -302,15 +309,26 @@ def _act_provider(
     for action, items in ready.items():
         ids = [item.host.provider.pod_id for item in items]  # type: ignore[union-attr]
         say(f"computefence: {action} {', '.join(item.host.name for item in items)} on {source.title}")
+        if log is not None:
+            for item in items:
+                log.record("send", **_logged(item.pod("would_release"), call=item.call))
         answers = source.release_all(ids, action)
         for item, pod_id in zip(items, ids):
             results[id(item)] = item.pod(answers[pod_id].outcome, answers[pod_id].detail)
+            if log is not None:
+                log.record("answer", **_logged(results[id(item)], outcome=True))
     released = [item for item in mine if results[id(item)].outcome == "released"]
     if released:
         after = _listing(source)
         for item in released:
             results[id(item)] = _proven(results[id(item)], item, after)
     return results
+
+
+def _logged(pod: ReleasePod, *, call: str | None = None, outcome: bool = False) -> dict[str, object]:
+    """A log line's fields: the pod and action, then the call about to be sent or the answer."""
+    fields = pod.model_dump(include={"name", "provider", "pod_id", "machine_id", "action"})
+    return {**fields, "call": call} if not outcome else {**fields, "outcome": pod.outcome, "detail": pod.detail}
 
 
 def _held_back(item: Planned, source: ReleasingSource, now: _Now) -> ReleasePod | None:

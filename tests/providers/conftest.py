@@ -18,6 +18,7 @@ ENV_VARS = (
     "VAST_API_URL",
     "VAST_URL",
     "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
     "LAMBDA_API_URL",
 )
 

@@ -4,6 +4,7 @@ the exact requests it sends, what it refuses, and what it never sends."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -379,6 +380,50 @@ def test_a_key_from_the_environment_is_never_printed(api, fleet, tmp_path, capsy
         _, out, err = _run(capsys, "--from", path, *argv)
         for key in api.keys.values():
             assert key not in out and key not in err
+
+
+# ---------------------------------------------------------------- the action log
+
+
+def test_each_call_is_logged_before_it_is_sent_and_when_answered_without_the_key(api, fleet, tmp_path, capsys):
+    report = _report([_host(fleet["rp-ecc"], [_ecc()]), _host(fleet["vast-ecc"], [_ecc()])])
+    path = _save(tmp_path, report)
+    code, _, _ = _run(capsys, "--from", path)
+    log = tmp_path / "home" / ".local" / "state" / "computefence" / "actions.jsonl"
+    assert code == 0 and not log.exists()  # a dry run calls nothing, so logs nothing
+    code, _, _ = _run(capsys, "--from", path, "--yes")
+    assert code == 0
+    assert oct(log.stat().st_mode & 0o777) == "0o600"
+    text = log.read_text()
+    assert all(key not in text for key in api.keys.values())
+    lines = [json.loads(line) for line in text.splitlines()]
+    by_pod = {(e["pod_id"], e["event"]): e for e in lines}
+    assert sorted(by_pod) == [("4242", "answer"), ("4242", "send"), ("rp1ecc", "answer"), ("rp1ecc", "send")]
+    send, answer = by_pod["4242", "send"], by_pod["4242", "answer"]
+    assert send["call"] == f'PUT {api.base_url("vast")}/api/v0/instances/4242/ {{"state": "stopped"}}'
+    assert (answer["action"], answer["outcome"], answer["machine_id"]) == ("stop", "released", "31337")
+    assert answer["command"] == "fleet release" and answer["report"] == path
+    assert lines.index(send) < lines.index(answer)
+    # Run again, both pods are already stopped: nothing is sent, so nothing is added.
+    _, out, _ = _run(capsys, "--from", path, "--yes", "--format", "json")
+    assert {p["outcome"] for p in json.loads(out)["pods"]} == {"already_stopped"}
+    assert log.read_text() == text
+
+
+def test_a_log_that_cannot_be_written_stops_the_run_before_any_provider_is_called(api, fleet, tmp_path, capsys):
+    report = _report([_host(fleet["vast-ecc"], [_ecc()])])
+    path = _save(tmp_path, report)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for log, says in (
+        (tmp_path / "missing" / "actions.jsonl", "does not exist"),
+        (tmp_path, "is a directory"),
+        (fifo, "fifo"),
+    ):
+        code, _, err = _run(capsys, "--from", path, "--yes", "--log", str(log))
+        assert code == 2 and err.count("\n") == 1 and "--log" in err, err
+        assert says in err.lower() or "no such device" in err.lower(), err
+    assert api.requests == []
 
 
 # ---------------------------------------------------------------- --unreachable-runs

@@ -1,0 +1,85 @@
+"""The append-only record of every call ComputeFence makes to change a provider account.
+
+`fleet release --yes` appends one JSON line before each provider call ("send": what is about
+to be asked, of which pod) and one after it ("answer": the outcome and the provider's words,
+already redacted of keys), so that a run killed between the two still shows what may have
+happened. The file is $XDG_STATE_HOME/computefence/actions.jsonl (~/.local/state when unset)
+or --log FILE; it is opened, mode 0600, before anything is sent, and each line is one
+O_APPEND write, flushed to disk, so concurrent runs never interleave within a line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from computefence.errors import ConfigError
+from computefence.text import clean
+
+FILE_NAME = "actions.jsonl"
+
+
+def default_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "computefence" / FILE_NAME
+
+
+class ActionLog:
+    """Lines go to an open descriptor; `open_log` checks and opens the file."""
+
+    def __init__(self, fd: int, path: Path, run: dict[str, Any]):
+        self.fd, self.path, self.run = fd, path, run
+
+    def record(self, event: str, **fields: Any) -> None:
+        entry = {
+            "at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+            "event": event,
+            **self.run,
+            **{k: clean(v) if isinstance(v, str) else v for k, v in fields.items()},
+        }
+        line = (json.dumps(entry, ensure_ascii=True, sort_keys=False) + "\n").encode()
+        try:
+            os.write(self.fd, line)
+            os.fsync(self.fd)
+        except OSError as exc:
+            raise ConfigError(f"--log {self.path}: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self) -> ActionLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_log(path: Path | None, run: dict[str, Any]) -> ActionLog:
+    """Open (creating it and, for the default path, its folder) the log to append to; a path
+    that cannot take lines is a ConfigError naming --log, before any provider is called."""
+    default = path is None
+    target = default_path() if path is None else path
+    if default:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise ConfigError(f"--log {target}: cannot create its folder: {exc.strerror or exc}") from None
+    elif not target.parent.is_dir():
+        raise ConfigError(f"--log {target}: directory {target.parent} does not exist")
+    # O_NONBLOCK: a FIFO with no reader fails here instead of hanging the run.
+    try:
+        fd = os.open(
+            target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o600
+        )
+    except IsADirectoryError:
+        raise ConfigError(f"--log {target} is a directory") from None
+    except OSError as exc:
+        raise ConfigError(f"--log {target}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(f"--log {target}: not a regular file; the action log is appended to a file")
+    return ActionLog(fd, target, run)
