@@ -258,10 +258,31 @@ def _size(limit: int) -> str:
 
 def check_output_path(path: Path | None, flag: str = "--output") -> None:
     """Before connecting: an output path that can never be written (a directory, or in a
-    folder that does not exist) is a ConfigError now, not after every pod was probed."""
+    folder that does not exist or is not writable) is a ConfigError now, not after every pod
+    was probed."""
     if path is None or str(path) == "-":
         return
     if path.is_dir():
         raise ConfigError(f"{flag} {path} is a directory")
-    if not path.parent.is_dir():
-        raise ConfigError(f"{flag} {path}: directory {path.parent} does not exist")
+    _check_folder(path, flag)
+
+
+def check_output_dir(path: Path | None, flag: str) -> None:
+    """The same for a folder written into after the run (created then, in a folder that exists)."""
+    if path is None:
+        return
+    if path.exists():
+        if not path.is_dir():
+            raise ConfigError(f"{flag} {path}: not a directory")
+        if not os.access(path, os.W_OK):
+            raise ConfigError(f"{flag} {path}: not writable")
+        return
+    _check_folder(path, flag)
+
+
+def _check_folder(path: Path, flag: str) -> None:
+    parent = path.parent
+    if not parent.is_dir():
+        raise ConfigError(f"{flag} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"{flag} {path}: directory {parent} is not writable")

@@ -9,7 +9,6 @@ anything left to do included); 2 usage or configuration error; 130 interrupted.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from datetime import datetime, timezone
 from enum import Enum
@@ -32,7 +31,7 @@ from computefence.connectors.interface import Outcome
 from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.connectors.shell import Shell
 from computefence.errors import ConfigError
-from computefence.files import write_output
+from computefence.files import check_output_dir, check_output_path, write_output
 from computefence.models import HostReport
 from computefence.operations import fix as fixes
 from computefence.policy import resolve_policy
@@ -120,8 +119,8 @@ def fix(
         raise ConfigError(f"{'--yes' if yes else '--allow-disruptive'} needs --apply (without it fleet fix only plans)")
     if apply and not yes and not sys.stdin.isatty():
         raise ConfigError("--apply without a terminal needs --yes (nothing was changed)")
-    _check_writable(output, "--output", directory=False)
-    _check_writable(log, "--log", directory=True)
+    check_output_path(output)
+    check_output_dir(log, "--log")
     prepare_connections(connection)
     run_history = None
     if history is not None:
@@ -259,27 +258,6 @@ def _confirm(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _check_writable(path: Path | None, flag: str, *, directory: bool) -> None:
-    """An output that cannot be written fails now, before any pod is touched."""
-    if path is None or str(path) == "-":
-        return
-    if directory:
-        if path.exists() and not path.is_dir():
-            raise ConfigError(f"{flag} {path}: not a directory")
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"{flag} {path}: {exc.strerror or exc}") from None
-        if not os.access(path, os.W_OK):
-            raise ConfigError(f"{flag} {path}: not writable")
-        return
-    if path.is_dir():
-        raise ConfigError(f"{flag} {path} is a directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise ConfigError(f"{flag} {path}: its folder {parent} does not exist or is not writable")
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
@@ -309,7 +287,7 @@ def fix_this_machine(
         raise ConfigError(f"doctor --fix writes {' or '.join(FORMATS)}, not {fmt}")
     if not yes and not sys.stdin.isatty():
         raise ConfigError("--fix without a terminal needs --yes (nothing was changed)")
-    _check_writable(output, "--output", directory=False)
+    check_output_path(output)
     planned = fixes.plan_host(host, allow_disruptive)
     report = fixes.FixReport(tool_version=__version__, generated_at=_now(), allow_disruptive=allow_disruptive)
     steps = sum(1 for s in planned.steps if s.status == "planned")

@@ -14,6 +14,7 @@ from computefence import evaluate
 from computefence.cli.fleet import fleet_app
 from computefence.cli.output import emit_text
 from computefence.errors import ConfigError
+from computefence.files import check_output_path
 from computefence.models import Report
 from computefence.operations import release
 from computefence.operations.action_log import open_log
@@ -81,8 +82,7 @@ def release_command(
     max_age_delta = release.parse_duration(max_age, "--max-age")
     if unreachable_runs is not None and history is None:
         raise ConfigError("--unreachable-runs needs --history DIR (the runs to look at)")
-    if output is not None:
-        _check_output(output)
+    check_output_path(output)  # before any provider is called: a result must be writable after an action
     report = evaluate.with_remedies(load_report(report_path))
     if report.kind != "fleet":
         raise ConfigError(f"{report_path} is a {report.kind} report; fleet release reads a `fleet check` report")
@@ -105,14 +105,6 @@ def release_command(
         lambda **style: render_release(result, fmt.value, title=title, **style), fmt.value, output, what="the result"
     )
     return release.exit_code(result)
-
-
-def _check_output(path: Path) -> None:
-    # Before any provider is called: a result that cannot be written must not follow an action.
-    if path.is_dir():
-        raise ConfigError(f"--output {path} is a directory")
-    if str(path) != "-" and not path.parent.is_dir():
-        raise ConfigError(f"--output {path}: directory {path.parent} does not exist")
 
 
 def _sources(report: Report) -> dict[str, ReleasingSource]:

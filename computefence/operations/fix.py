@@ -393,8 +393,14 @@ def summarize(hosts: Sequence[FixHost]) -> FixSummary:
 
 
 def write_transcripts(directory: Path, transcripts: Sequence[Transcript]) -> None:
+    from computefence.errors import ConfigError
     from computefence.files import write_output
 
+    if any(t.entries for t in transcripts):
+        try:
+            directory.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--log {directory}: {exc.strerror or exc}") from None
     for transcript in transcripts:
         if transcript.entries:
             write_output(transcript.text(), directory / f"{safe_file_name(transcript.name)}.log", flag="--log")

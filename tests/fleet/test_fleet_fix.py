@@ -385,16 +385,20 @@ def test_a_disruptive_step_is_skipped_without_the_flag_and_run_with_it(ssh_fleet
         (["--allow-disruptive"], "--allow-disruptive needs --apply"),
         (["--format", "junit"], "junit"),
         (["--apply", "--yes", "--log", "/proc/version"], "--log /proc/version: not a directory"),
+        (["--apply", "--yes", "--log", "no/such/logs"], "--log no/such/logs: directory no/such does not exist"),
+        (["-o", "no/such/fix.json"], "--output no/such/fix.json: directory no/such does not exist"),
     ],
 )
-def test_usage_errors_exit_2_before_any_pod_is_contacted(run_cli, tmp_path, argv, says):
+def test_usage_errors_exit_2_before_any_pod_is_contacted(run_cli, tmp_path, monkeypatch, argv, says):
     inventory = tmp_path / "pods.yaml"
     # An address nothing answers on: a run that got as far as connecting would say so instead.
     inventory.write_text("hosts:\n  - {name: nowhere, host: 192.0.2.1, port: 9}\n")
 
+    monkeypatch.chdir(tmp_path)
     result = run_cli("fleet", "fix", "-i", str(inventory), *argv)
 
     assert result.code == 2 and says in result.stderr
+    assert not (tmp_path / "no").exists()  # no folder made for a run that never started
 
 
 def test_env_drift_fix_is_proven_against_a_baseline_lock(ssh_fleet, start_pods, run_cli, tmp_path):
