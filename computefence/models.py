@@ -784,6 +784,9 @@ class Target(_Model):
     port: int = 22
     user: str | None = None
     identity_files: list[str] = Field(default_factory=list)
+    # False after ssh_config's `IdentityFile none`: ssh then tries no ~/.ssh/id_* key, only
+    # identity_files and the agent's keys (with identity_files empty, the agent's alone).
+    default_identities: bool = True
     proxy_jump: str | None = None
     # An ssh ProxyCommand (tokens such as %h %p unexpanded); set instead of proxy_jump, never both.
     proxy_command: str | None = None

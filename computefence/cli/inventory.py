@@ -91,7 +91,10 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
             "via": (Column("via", breaks=" ", drop=4), lambda t: Text(proxy_text(t))),
             "identity": (
                 Column("identity", "key", breaks=", "),
-                lambda t: Text(", ".join(_home_short(p) for p in t.identity_files) or "ssh default"),
+                lambda t: Text(
+                    ", ".join(_home_short(p) for p in t.identity_files)
+                    or ("ssh default" if t.default_identities else "agent only")
+                ),
             ),
             "python": (Column("python", drop=1), lambda t: Text(t.python)),
             "tags": (Column("tags", breaks=", ", drop=2), lambda t: Text(", ".join(t.tags))),

@@ -154,11 +154,36 @@ class _HostKeyCheck:
 
 
 class _Client(asyncssh.SSHClient):
-    def __init__(self, check: _HostKeyCheck | None):
+    def __init__(self, check: _HostKeyCheck | None, *, agent_only: bool = False):
         self._check = check
+        self._agent_only = agent_only
+        self._agent: asyncssh.SSHAgentClient | None = None
 
     def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
         return self._check is not None and self._check.unlisted_key(key)
+
+    async def public_key_auth_requested(self) -> list[asyncssh.SSHKeyPair] | None:
+        # `IdentityFile none` and no other file: ssh offers the agent's keys and no ~/.ssh/id_*.
+        # asyncssh cannot say that (an empty client_keys means its defaults), so the connection
+        # gets client_keys=None and the agent's keys come from here, once.
+        socket_path = os.environ.get("SSH_AUTH_SOCK")
+        if not self._agent_only or self._agent is not None or not socket_path:
+            return None
+        self._agent = asyncssh.SSHAgentClient(socket_path)
+        try:
+            return list(await self._agent.get_keys())
+        except (OSError, ValueError, asyncssh.Error):
+            return None  # no agent answering: ssh goes on without its keys too
+
+    def auth_completed(self) -> None:
+        self._close_agent()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._close_agent()
+
+    def _close_agent(self) -> None:
+        if self._agent is not None:
+            self._agent.close()
 
 
 class SshConnector:
@@ -247,17 +272,18 @@ class SshConnector:
         self, target: Target, client_keys: list[Any] | None, known_hosts: object, check: _HostKeyCheck | None
     ) -> asyncssh.SSHClientConnection:
         options = self.options
+        agent_only = not target.identity_files and not target.default_identities
         kwargs = dict(
             port=target.port,
             known_hosts=known_hosts,
-            client_factory=lambda: _Client(check),
+            client_factory=lambda: _Client(check, agent_only=agent_only),
             connect_timeout=options.connect_timeout,
             keepalive_interval=options.keepalive_interval,
             keepalive_count_max=options.keepalive_count_max,
         )
         if target.user:
             kwargs["username"] = target.user
-        if client_keys is not None:
+        if client_keys is not None or agent_only:
             kwargs["client_keys"] = client_keys
         if target.proxy_jump:
             kwargs["tunnel"] = tunnel_spec(target.proxy_jump)
@@ -285,7 +311,7 @@ class SshConnector:
 
     def _client_keys(self, target: Target) -> list[Any] | None:
         if not target.identity_files:
-            return None  # asyncssh's defaults: ~/.ssh/id_* and the agent, as ssh does
+            return None  # asyncssh's defaults (~/.ssh/id_* and the agent, as ssh), or the agent's alone
         paths = tuple(os.path.expanduser(p) for p in target.identity_files)
         if paths not in self._keys:
             self._keys[paths] = list(asyncssh.load_keypairs(list(paths)))

@@ -39,6 +39,8 @@ def ssh_command(target: Target, profile: Profile, *options: str) -> str:
         parts += ["-p", str(target.port)]
     if target.identity_files:
         parts += ["-i", _path(target.identity_files[0])]
+    elif not target.default_identities:
+        parts += ["-o", "IdentityFile=none"]
     if target.proxy_jump:
         parts += ["-J", q(target.proxy_jump)]
     if target.proxy_command:

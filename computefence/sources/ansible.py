@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from computefence.errors import ConfigError, InputLimitError
-from computefence.files import read_config_text
+from computefence.files import read_config_bytes, read_config_text
 from computefence.models import Fix, Target
 from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g, unhonoured_warnings
 from computefence.sources.tools import ToolTimeout, run_tool
@@ -73,7 +73,11 @@ _VarsLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_sca
 _LITERAL_EVAL_REFUSES_RE = re.compile(r"[A-Za-z_][\w.\-/:@]*|\d+(?:\.\d+){2,}")
 # A host line without quotes, escapes or comments: shlex would split it at blanks only.
 _PLAIN_HOST_LINE_RE = re.compile(r"[^\"'\\#]*")
-_SECTION_RE = re.compile(r"^\[([^\]:\s]+)(?::(vars|children))?\]\s*(?:[#;].*)?$")
+# Ansible's INI section header and [group:children] line: after them only a `#` comment,
+# never a `;` one (ansible/plugins/inventory/ini.py, _compile_patterns).
+_SECTION_RE = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
+_CHILD_RE = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")
+_SECTION_KINDS = ("hosts", "children", "vars")
 
 
 @dataclass
@@ -215,11 +219,14 @@ def _parse_ini(path: Path, inventory: _Inventory, text: str) -> None:
             continue
         try:
             header = _SECTION_RE.match(line)
-            if header:
+            if header and (header.group(2) or "hosts") in _SECTION_KINDS:
                 section, kind = header.group(1), header.group(2) or "hosts"
                 inventory.group(section)
                 continue
-            if line.startswith("[") and not _BRACKETED_RE.match(line.split()[0]):
+            first = line.split()[0]
+            if header or (line.startswith("[") and not _BRACKETED_RE.match(first)) or _SECTION_RE.match(first):
+                # `[g:hosts]` is a header; `[g:other]`, `[g` and `[g] ; note` (Ansible reads no `;`
+                # comment there, and refuses the file) are not.
                 section = None  # the lines up to the next good header belong nowhere
                 raise ConfigError(f"{where}: bad section header {line!r}; skipped up to the next section")
             if section is None:
@@ -238,10 +245,10 @@ def _ini_line(line: str, where: str, section: str, kind: str, inventory: _Invent
             raise ConfigError(f"{where}: expected key=value in [{section}:vars], got {line!r}")
         inventory.set_group_var(section, name.strip(), _Value(_ini_value(value.strip()), where))
     elif kind == "children":
-        child = line.split("#")[0].split(";")[0].strip()
-        if not child or any(c.isspace() for c in child):
+        child = _CHILD_RE.match(line)
+        if not child:
             raise ConfigError(f"{where}: expected one group name in [{section}:children], got {line!r}")
-        inventory.add_child(section, child)
+        inventory.add_child(section, child.group(1))
     else:
         if _PLAIN_HOST_LINE_RE.fullmatch(line):
             tokens = re.split(r"[ \t]+", line)
@@ -425,6 +432,9 @@ def _ssh_args(text: str, result: _SshArgs, where: str, key: str) -> None:
                 result.ignored.append(f"-o {value}")
         elif flag == "-F":
             result.config = result.config or value
+        elif flag == "-i" and value.lower() == "none":
+            # ssh's -i names a file, even one called `none` (it never means IdentityFile none).
+            result.options.append(("identityfile", f"./{value}"))
         elif flag in _OPTION_FLAGS:
             result.options.append((_OPTION_FLAGS[flag], value))
         else:
@@ -446,7 +456,15 @@ def _hop_fields(options: list[tuple[str, str]]) -> dict[str, str | None]:
 
 
 def _identity_files(options: list[tuple[str, str]]) -> list[str]:
-    return list(dict.fromkeys(str(Path(v).expanduser()) for k, v in options if k == "identityfile"))
+    # `none` (any case) names no file, as in ssh_config; _default_identities says what it means.
+    return list(
+        dict.fromkeys(str(Path(v).expanduser()) for k, v in options if k == "identityfile" and v.lower() != "none")
+    )
+
+
+def _default_identities(options: list[tuple[str, str]]) -> bool:
+    """False where `-i none` or `-o IdentityFile=none` tells ssh to try no ~/.ssh/id_* key."""
+    return not any(k == "identityfile" and v.lower() == "none" for k, v in options)
 
 
 # ---------------------------------------------------------------- targets
@@ -514,6 +532,7 @@ def _target(name: str, where: str, groups: list[str], variables: dict[str, _Valu
         port=int(port) if port else 22,
         user=_first(options, "user"),
         identity_files=_identity_files(options),
+        default_identities=_default_identities(options),
         **_hop_fields(options),
         **rest,
     )
@@ -533,6 +552,7 @@ def _through_ssh_config(name: str, host: str, options: list[tuple[str, str]], co
             update=dict(
                 port=int(port) if port else target.port,
                 identity_files=list(dict.fromkeys(_identity_files(options) + target.identity_files)),
+                default_identities=_default_identities(options) and target.default_identities,
                 **(_hop_fields(options) if _first(options, "proxyjump") or _first(options, "proxycommand") else {}),
             )
         )
@@ -561,7 +581,16 @@ def _inventory_files(path: Path) -> list[Path]:
 def _read_file(file: Path, inventory: _Inventory) -> None:
     """One inventory file: YAML by extension, or when a file without one holds a YAML mapping
     (as Ansible's yaml plugin tries it first), else INI."""
-    text = read_config_text(file, "Ansible inventory")
+    try:
+        text = read_config_text(file, "Ansible inventory")
+    except InputLimitError:
+        raise
+    except ConfigError:
+        if file.suffix in YAML_SUFFIXES:
+            raise
+        text = _ini_text_with_binary_comments(file)
+        _parse_ini(file, inventory, text)
+        return
     if file.suffix in YAML_SUFFIXES:
         data, root = load_yaml_document(file, "Ansible inventory", loader_class=_VarsLoader, text=text)
         _parse_yaml(file, inventory, data, root)
@@ -577,6 +606,24 @@ def _read_file(file: Path, inventory: _Inventory) -> None:
             _parse_yaml(file, inventory, data, root)
             return
     _parse_ini(file, inventory, text)
+
+
+def _ini_text_with_binary_comments(file: Path) -> str:
+    """As Ansible's INI reader: comment lines may hold bytes that are not UTF-8 (they are read
+    as blank lines); any other line must be UTF-8 text."""
+    lines = []
+    for number, raw in enumerate(read_config_bytes(file, "Ansible inventory").splitlines(), 1):
+        if raw.strip()[:1] in (b"#", b";"):
+            lines.append("")
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"{file}:{number}: not UTF-8 text") from None
+        if "\x00" in line:
+            raise ConfigError(f"{file}: not a text file")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _with_ancestors(groups: Iterable[str], parent_of: dict[str, list[str]]) -> set[str]:

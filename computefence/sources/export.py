@@ -93,8 +93,9 @@ def export_yaml(targets: Sequence[Target], written_by: str = "computefence inven
         entry: dict[str, Any] = {"name": name, "host": target.host, "port": target.port}
         if target.user:
             entry["user"] = target.user
-        if target.identity_files:
-            files = [_absolute(p) for p in target.identity_files]
+        # `none` first, as ssh_config's IdentityFile none: no ~/.ssh/id_* key in any case.
+        files = ([] if target.default_identities else ["none"]) + [_absolute(p) for p in target.identity_files]
+        if files:
             entry["identity_file"] = files[0] if len(files) == 1 else files
         if target.proxy_jump:
             entry["proxy_jump"] = target.proxy_jump
@@ -140,6 +141,8 @@ def _ssh_lines(name: str, target: Target) -> list[str]:
     lines = [f"Host {name}", f"HostName {target.host}", f"Port {target.port}"]
     if target.user:
         lines.append(f"User {target.user}")
+    if not target.default_identities:
+        lines.append("IdentityFile none")
     lines.extend(f"IdentityFile {_ssh_path('identity_file', _absolute(p))}" for p in target.identity_files)
     if target.proxy_jump:
         lines.append(f"ProxyJump {target.proxy_jump}")

@@ -5,6 +5,7 @@ known_hosts: ~/.ssh/known_hosts        # or a list
 defaults: {user: root, port: 22, identity_file: ~/.ssh/id_ed25519, python: python3,
            proxy_jump: bastion, checks: {output_dir: /workspace/checkpoints}}
 # instead of proxy_jump, an ssh ProxyCommand: proxy_command: "ssh -W %h:%p bastion"
+# identity_file: none, as ssh_config's IdentityFile none: no ~/.ssh/id_* key, the agent's only
 hosts:
   - {name: pod-a, host: 203.0.113.10, port: 22022, tags: [sweep-7], checks: {output_dir: ./out}}
 ```
@@ -180,6 +181,15 @@ def safe_name(name: str) -> str:
     return cleaned or "host"
 
 
+def _says_none(values: list[str] | None) -> bool:
+    """`identity_file: none`, as ssh_config's `IdentityFile none`: no ~/.ssh/id_* key."""
+    return any(value.lower() == "none" for value in values or [])
+
+
+def _identity_paths(values: list[str], base: Path) -> list[str]:
+    return _paths([value for value in values if value.lower() != "none"], base)
+
+
 def _paths(values: list[str], base: Path) -> list[str]:
     out = []
     for value in values:
@@ -237,7 +247,8 @@ def load_inventory(path: str | Path) -> list[Target]:
     default_checks = defaults.checks.model_dump(exclude_unset=True)
     # Built once for every host that keeps the defaults (checks are never changed in place).
     shared_checks = CheckOptions(**default_checks)
-    default_identities = _paths(defaults.identity_file or [], base)
+    default_identities = _identity_paths(defaults.identity_file or [], base)
+    defaults_none = _says_none(defaults.identity_file)
     hosts_marks = marks_at(root, ("hosts",))
     targets: list[Target] = []
     first_line: dict[str, int] = {}
@@ -258,7 +269,8 @@ def load_inventory(path: str | Path) -> list[Target]:
         checks = shared_checks
         if host.checks.model_fields_set:
             checks = CheckOptions(**{**default_checks, **host.checks.model_dump(exclude_unset=True)})
-        identities = default_identities if host.identity_file is None else _paths(host.identity_file, base)
+        identities = default_identities if host.identity_file is None else _identity_paths(host.identity_file, base)
+        no_defaults = defaults_none if host.identity_file is None else _says_none(host.identity_file)
         targets.append(
             Target(
                 name=name,
@@ -266,6 +278,7 @@ def load_inventory(path: str | Path) -> list[Target]:
                 port=host.port or defaults.port or 22,
                 user=host.user or defaults.user,
                 identity_files=list(identities),
+                default_identities=not no_defaults,
                 proxy_jump=proxy[0],
                 proxy_command=proxy[1],
                 known_hosts=list(known_hosts),

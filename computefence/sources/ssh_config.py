@@ -419,7 +419,7 @@ class SshConfig:
         tokens = identity_tokens(alias, hostname, port, user or getpass.getuser())
         identity_files: list[str] = []
         for raw, line in state.identity_files:
-            if raw.lower() == "none":
+            if raw.lower() == "none":  # as ssh: no file, and no ~/.ssh/id_* in its place
                 continue
             identity = expand_tokens(raw, tokens, allow_env=True, where=f"{line.path}:{line.number}")
             identity = str(Path(identity).expanduser())
@@ -432,6 +432,7 @@ class SshConfig:
             port=port,
             user=user,
             identity_files=identity_files,
+            default_identities=not any(raw.lower() == "none" for raw, _ in state.identity_files),
             proxy_jump=proxy_jump,
             proxy_command=proxy_command,
             known_hosts=known_hosts,
@@ -504,6 +505,7 @@ def target_from_ssh_g(alias: str, values: dict[str, list[str]], *, source: str, 
         port=port,
         user=user,
         identity_files=identity_files,
+        default_identities=not any(raw.lower() == "none" for raw in raw_identities),
         proxy_jump=first("proxyjump"),
         proxy_command=first("proxycommand"),
         known_hosts=[] if known == default_known else known,

@@ -40,9 +40,11 @@ def _copy_case(case: str, tmp_path: Path) -> Path:
     return next(root / name for name in ("inventory", "inventory.yml") if (root / name).exists())
 
 
-def _ssh_options(hostvars: dict) -> tuple[list[tuple[str, str]], str | None]:
-    """(option, value) in the order of Ansible's ssh command line, and its -F file."""
+def _ssh_options(hostvars: dict) -> tuple[list[tuple[str, str]], str | None, list[str]]:
+    """(option, value) in the order of Ansible's ssh command line, its -F file, and the
+    arguments that name identity files, as ssh gets them."""
     options = []
+    identity_args = []
     for names, option in (
         (("ansible_ssh_port", "ansible_port"), "port"),
         (("ansible_ssh_private_key_file", "ansible_private_key_file"), "identityfile"),
@@ -51,6 +53,8 @@ def _ssh_options(hostvars: dict) -> tuple[list[tuple[str, str]], str | None]:
         value = next((hostvars[n] for n in names if n in hostvars), None)
         if value is not None:
             options.append((option, str(value)))
+            if option == "identityfile":
+                identity_args += ["-o", f'IdentityFile="{value}"']  # as Ansible's ssh plugin writes it
     config = None
     flags = {"-p": "port", "-l": "user", "-i": "identityfile", "-J": "proxyjump"}
     for name in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
@@ -59,11 +63,31 @@ def _ssh_options(hostvars: dict) -> tuple[list[tuple[str, str]], str | None]:
             if flag == "-o":
                 key, _, val = value.partition("=")
                 options.append((key.lower(), val))
+                if key.lower() == "identityfile":
+                    identity_args += ["-o", value]
             elif flag == "-F":
                 config = config or value
             elif flag in flags:
                 options.append((flags[flag], value))
-    return options, config
+                if flag == "-i":
+                    identity_args += ["-i", value]
+    return options, config, identity_args
+
+
+def _ssh_g(*args: str) -> dict[str, list[str]]:
+    out = subprocess.run(
+        ["ssh", "-G", *args], capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL
+    ).stdout
+    values: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        values.setdefault(key, []).append(value)
+    return values
+
+
+def _agent_only(identity_files: list[str]) -> bool:
+    """What ssh -G says: `IdentityFile none` and nothing else, so no key file, only the agent's."""
+    return bool(identity_files) and all(k.lower() == "none" for k in identity_files)
 
 
 def expected_targets(inventory: Path) -> dict[str, dict]:
@@ -94,7 +118,7 @@ def expected_targets(inventory: Path) -> dict[str, dict]:
     hostvars_of = document["_meta"]["hostvars"]
     for name in {*members("all", ("all",)), *hostvars_of}:
         hostvars = hostvars_of.get(name, {})
-        options, config = _ssh_options(hostvars)
+        options, config, identity_args = _ssh_options(hostvars)
         first = {}
         for key, value in options:
             first.setdefault("proxy" if key in ("proxyjump", "proxycommand") else key, (key, value))
@@ -105,7 +129,9 @@ def expected_targets(inventory: Path) -> dict[str, dict]:
             "host": host,
             "port": int(first["port"][1]) if "port" in first else 22,
             "user": first["user"][1] if "user" in first else None,
-            "keys": [str(Path(v).expanduser()) for k, v in options if k == "identityfile"],
+            "keys": [str(Path(v).expanduser()) for k, v in options if k == "identityfile" and v.lower() != "none"],
+            "agent_only": bool(identity_args)
+            and _agent_only(_ssh_g("-F", "/dev/null", *identity_args, "--", "host")["identityfile"]),
             "proxy": (proxy[0], proxy[1]) if proxy else None,
             "python": "python3" if python.startswith("auto") else python,
             "tags": sorted(groups.get(name, set())),
@@ -113,19 +139,13 @@ def expected_targets(inventory: Path) -> dict[str, dict]:
         if config:
             # ssh resolves the host through the -F file, the command line's options first
             flags = [arg for key, value in options for arg in ("-o", f"{key}={value}")]
-            g = subprocess.run(
-                ["ssh", "-G", "-F", config, *flags, "--", host],
-                capture_output=True,
-                text=True,
-                check=True,
-                stdin=subprocess.DEVNULL,
-            ).stdout
-            values = dict(line.split(" ", 1) for line in g.splitlines() if " " in line)
-            jump, command = values.get("proxyjump"), values.get("proxycommand")
+            values = _ssh_g("-F", config, *flags, "--", host)
+            jump, command = values.get("proxyjump", [None])[0], values.get("proxycommand", [None])[0]
             entry.update(
-                host=values["hostname"],
-                port=int(values["port"]),
-                user=values["user"],
+                host=values["hostname"][0],
+                port=int(values["port"][0]),
+                user=values["user"][0],
+                agent_only=_agent_only(values["identityfile"]),
                 proxy=("proxyjump", jump) if jump else ("proxycommand", command) if command else None,
             )
         expected[name] = entry
@@ -139,6 +159,7 @@ def resolved(source: AnsibleSource) -> dict[str, dict]:
             "port": t.port,
             "user": t.user,
             "keys": t.identity_files,
+            "agent_only": not t.identity_files and not t.default_identities,
             "proxy": ("proxyjump", t.proxy_jump)
             if t.proxy_jump
             else ("proxycommand", t.proxy_command)

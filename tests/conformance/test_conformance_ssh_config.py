@@ -62,6 +62,8 @@ def what_ssh_says(config: Path, spec: str) -> dict:
         values.setdefault(key, []).append(value)
     host, port, login = values["hostname"][0], int(values["port"][0]), values["user"][0]
     keys = values.get("identityfile", [])
+    # `IdentityFile none` and nothing else: ssh tries no key file at all, only the agent's keys.
+    agent_only = bool(keys) and all(k.lower() == "none" for k in keys)
     if keys == DEFAULT_IDENTITY_FILES:
         keys = []
     tokens = identity_tokens(alias, host, port, login)
@@ -69,7 +71,7 @@ def what_ssh_says(config: Path, spec: str) -> dict:
         dict.fromkeys(
             str(Path(expand_tokens(k, tokens, allow_env=True, where="ssh -G")).expanduser())
             for k in keys
-            if k != "none"
+            if k.lower() != "none"
         )
     )
     proxy = None
@@ -81,7 +83,15 @@ def what_ssh_says(config: Path, spec: str) -> dict:
     known = values["userknownhostsfile"][0].split()
     if known == [str(home / ".ssh/known_hosts"), str(home / ".ssh/known_hosts2")]:
         known = []
-    return {"host": host, "port": port, "user": login, "keys": keys, "proxy": proxy, "known_hosts": known}
+    return {
+        "host": host,
+        "port": port,
+        "user": login,
+        "keys": keys,
+        "agent_only": agent_only,
+        "proxy": proxy,
+        "known_hosts": known,
+    }
 
 
 def what_we_say(config: Path, spec: str) -> tuple[dict, str]:
@@ -99,6 +109,7 @@ def what_we_say(config: Path, spec: str) -> tuple[dict, str]:
         "port": target.port,
         "user": target.user or getpass.getuser(),
         "keys": target.identity_files,
+        "agent_only": not target.identity_files and not target.default_identities,
         "proxy": proxy,
         "known_hosts": target.known_hosts,
     }, source.resolver

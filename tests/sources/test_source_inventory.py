@@ -194,3 +194,24 @@ def test_an_ansible_inventory_given_to_dash_i_says_which_option_reads_it(tmp_pat
         ConfigError, match=rf"^{path}: this looks like an Ansible inventory: use --ansible-inventory {path}$"
     ):
         load_inventory(path)
+
+
+def test_identity_file_none_means_no_default_key_and_survives_export(tmp_path):
+    from computefence.sources.export import export_yaml
+
+    path = tmp_path / "pods.yaml"
+    path.write_text(
+        "defaults: {identity_file: none}\n"
+        "hosts:\n  - {name: agent, host: 10.0.0.1}\n  - {name: keyed, host: 10.0.0.2, identity_file: [NONE, k]}\n"
+        "  - {name: plain, host: 10.0.0.3, identity_file: k}\n"
+    )
+    targets = load_inventory(path)
+    got = [(t.name, t.identity_files, t.default_identities) for t in targets]
+    assert got == [
+        ("agent", [], False),
+        ("keyed", [str(tmp_path / "k")], False),
+        ("plain", [str(tmp_path / "k")], True),
+    ]
+    again = tmp_path / "again.yaml"
+    again.write_text(export_yaml(targets))
+    assert [(t.name, t.identity_files, t.default_identities) for t in load_inventory(again)] == got
