@@ -5,12 +5,14 @@ split mid-word (rich folds any word longer than its column).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import JustifyMethod
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -119,3 +121,58 @@ def _wrapped(cell: Text, breaks: str | None, width: int) -> Text:
     if cell.cell_len <= width or breaks is None:
         return cell
     return Text("\n".join(wrap(cell.plain, width, breaks)), style=cell.style)
+
+
+# Beside a label, a body narrower than this goes under it instead.
+MIN_BESIDE = 20
+_WORD = re.compile(r"\s*\S+\s*")
+
+
+def word_lines(text: Text, width: int) -> list[Text]:
+    """`text` wrapped at spaces into lines of at most `width` cells. A word is never split:
+    one longer than the line (a path, a host, a URL) stands alone on its line, whole, and
+    the terminal wraps it softly, so it is copied back as it was."""
+    out: list[Text] = []
+    for line in text.split("\n", allow_blank=True):
+        offsets = []
+        column = 0
+        for match in _WORD.finditer(line.plain):
+            word = match.group()
+            if column and column + cell_len(word.rstrip()) > width:
+                offsets.append(match.start())
+                column = 0
+            column += cell_len(word)
+        out.extend(piece.copy() for piece in line.divide(offsets))
+    for piece in out:
+        piece.rstrip()
+    return out
+
+
+class Hanging:
+    """`label`, then `body` wrapped beside it with its lines under each other (a hanging
+    indent of `indent` cells, the label's own width by default). Words are never split (see
+    word_lines); where the label leaves less than MIN_BESIDE cells, the body goes under it,
+    `under` cells in. Print it uncropped (console_text does)."""
+
+    def __init__(self, label: Text, body: Text, *, indent: int | None = None, under: int = 8) -> None:
+        self.label = label
+        self.body = body
+        self.indent = label.cell_len if indent is None else indent
+        self.under = under
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        label, indent = self.label, self.indent
+        if label.plain.strip() and width - indent < MIN_BESIDE:
+            yield from _line(console, label.copy())
+            label, indent = Text(), min(self.under, max(0, width - MIN_BESIDE))
+        for i, line in enumerate(word_lines(self.body, max(1, width - indent))):
+            head = label.copy() if i == 0 else Text()
+            head.pad_right(indent - head.cell_len)
+            yield from _line(console, Text.assemble(head, line))
+
+
+def _line(console: Console, text: Text) -> RenderResult:
+    text.rstrip()
+    yield from text.render(console)
+    yield Segment.line()

@@ -1,4 +1,5 @@
-"""Rich renderables to text: colored for a terminal, plain (no padding) for files and pipes."""
+"""Rich renderables to text: colored for a terminal, plain (no padding) for files and pipes.
+Words are never split across lines (render/columns.Hanging)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import io
 
 from rich.console import Console, RenderableType
 from rich.text import Text
+
+from computefence.render.columns import Hanging
 
 
 def console_text(renderables: list[RenderableType], *, color: bool, width: int) -> str:
@@ -22,8 +25,14 @@ def console_text(renderables: list[RenderableType], *, color: bool, width: int) 
         legacy_windows=False,
     )
     for renderable in renderables:
-        # no_wrap Text (an API call, a command) goes out unfolded; the terminal wraps it softly.
-        console.print(renderable, soft_wrap=isinstance(renderable, Text) and bool(renderable.no_wrap))
+        if isinstance(renderable, Text) and renderable.no_wrap:
+            # An API call, a command: out unfolded, the terminal wraps it softly.
+            console.print(renderable, soft_wrap=True)
+            continue
+        if isinstance(renderable, Text):
+            renderable = Hanging(Text(), renderable, indent=0)
+        # Uncropped: a word longer than the line (a path, a host) goes out whole.
+        console.print(renderable, crop=False)
     text = buffer.getvalue()
     # Cells are padded to the width; plain output should not carry that.
     return text if color else "\n".join(line.rstrip() for line in text.split("\n"))

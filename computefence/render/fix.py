@@ -40,7 +40,16 @@ def _text(report: FixReport, width: int) -> str:
 
 
 def _wrap(text: str, width: int, indent: str) -> list[str]:
-    return textwrap.wrap(clean(text), width=width, initial_indent=indent, subsequent_indent=indent + "  ") or [indent]
+    # Between words only: a path or host longer than the line stays whole (the terminal wraps it).
+    lines = textwrap.wrap(
+        clean(text),
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return lines or [indent]
 
 
 def _host(host: FixHost, applied: bool, width: int) -> list[str]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 from rich.console import RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from computefence.models import ReleasePod, ReleaseReport
+from computefence.render.columns import Hanging
 from computefence.render.console import console_text
 from computefence.text import clean, one_line
 
@@ -59,24 +59,16 @@ def _rich(result: ReleaseReport, title: str) -> list[RenderableType]:
         return out
     width = max(len(label(p)) for p in result.pods)
     for pod in result.pods:
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True, min_width=width)
-        grid.add_column(ratio=1, overflow="fold")
         where = " ".join(x for x in (pod.provider, pod.pod_id) if x)
         price = f"${pod.cost_per_hour:.2f}/h" if pod.cost_per_hour is not None else None
         body = Text.assemble((clean(pod.name), "bold"), f" ({', '.join(x for x in (clean(where), price) if x)})")
         body.append(f" · {clean(', '.join(pod.selected_by))}", style="cyan")
         if not (result.dry_run and pod.outcome == "would_release"):
             body.append(f": {one_line(pod.detail, 400)}")
-        grid.add_row(Text(label(pod), style=_STYLE[pod.outcome]), body)
-        out.append(grid)
+        out.append(Hanging(Text(label(pod).ljust(width + 1), style=_STYLE[pod.outcome]), body, under=4))
         if result.dry_run and pod.outcome == "would_release":
             for reason in pod.reasons:
-                why = Table.grid()
-                why.add_column(no_wrap=True)
-                why.add_column(ratio=1, overflow="fold")
-                why.add_row(Text("    "), Text(one_line(reason, 400), style="dim"))
-                out.append(why)
+                out.append(Hanging(Text("    "), Text(one_line(reason, 400), style="dim")))
             # The call is pasted or read as is: never folded.
             call = Text("    call: ", style="dim", no_wrap=True)
             call.append(clean(pod.detail))

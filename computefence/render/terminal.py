@@ -2,19 +2,22 @@
 
 Laid out for the terminal's width: below WIDE the pod table shortens its headers and drops
 Provider, then torch/CUDA (or stacks each pod over two lines), and a finding's message goes
-under its check id instead of beside it.
+under its check id instead of beside it. Text wraps between words only (columns.Hanging): a
+path or host longer than the line stands whole on its own line, and a `fix:` command is
+never wrapped, so both are copied back exactly.
 """
 
 from __future__ import annotations
 
-from rich import box
+from collections.abc import Iterable
+
+from rich.cells import cell_len
 from rich.console import RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
-from computefence.render.columns import Column, fit_table, wrap
+from computefence.render.columns import Column, Hanging, fit_table, wrap
 from computefence.render.console import console_text
 from computefence.render.interface import Renderer
 from computefence.text import clean, one_line
@@ -74,12 +77,12 @@ def live_renderables(report: Report, width: int = 100, footer: str = "") -> list
 
 def render_changes(changes: Changes, *, color: bool = False, width: int = 100) -> str:
     """`report diff`: the 'Since the last run' section alone."""
-    return console_text(changes_section(changes), color=color, width=width)
+    return console_text(changes_section(changes, width), color=color, width=width)
 
 
 def _renderables(report: Report, width: int, group_by: str, quiet: bool) -> list[RenderableType]:
     if quiet:
-        return _quiet(report)
+        return _quiet(report, width)
     out = _fleet(report, width, group_by) if report.kind in views.FLEET_KINDS else _single(report, width)
     applied = views.applied_line(report)
     return out + [Text(clean(applied), style="dim")] if applied else out
@@ -98,7 +101,7 @@ def _single(report: Report, width: int) -> list[RenderableType]:
             out.append(Text(clean(line), style="dim"))
         out.append(Text())
         if host.status is not HostStatus.OK:
-            out.extend(_not_ok_rows([host]))
+            out.extend(_not_ok_rows([host], width))
             out.append(Text())
         for area, findings in views.by_area(host.findings):
             out.append(_area_heading(area, findings))
@@ -136,19 +139,21 @@ def _findings_rows(findings: list[Finding], width: int) -> list[RenderableType]:
     return out
 
 
-def _row(severity: Severity, check: str, body: Text, check_width: int, width: int) -> Table:
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True)
-    mark = Text(_MARK[severity], style=_STYLE[severity])
-    if width < WIDE:
-        # Narrow: the message under the check id, with the whole line for itself.
-        grid.add_column(ratio=1, overflow="fold")
-        grid.add_row(mark, Text.assemble((clean(check), "cyan"), "\n", body))
-        return grid
-    grid.add_column(no_wrap=True, style="cyan", min_width=check_width)
-    grid.add_column(ratio=1, overflow="fold")  # long paths wrap, never cut
-    grid.add_row(mark, Text(clean(check)), body)
-    return grid
+def _row(severity: Severity, check: str, body: Text, check_width: int, width: int) -> Hanging:
+    mark = Text(_MARK[severity] + " ", style=_STYLE[severity])
+    label = Text.assemble(mark, (clean(check).ljust(check_width), "cyan"), " ")
+    longest = max((cell_len(word) for word in body.plain.split()), default=0)
+    if width < WIDE or longest > width - label.cell_len:
+        # Narrow, or a path too long to sit beside the check id: the message under the check
+        # id, with the whole line for itself.
+        return Hanging(mark, Text.assemble((clean(check), "cyan"), "\n", body))
+    return Hanging(label, body)
+
+
+def _label_width(labels: Iterable[str], width: int) -> int:
+    """A label column as wide as its widest label, but at most a third of the line: a longer
+    (hostile) pod name takes its own room rather than pushing every row's text off the line."""
+    return min(max((cell_len(label) for label in labels), default=0), width // 3)
 
 
 def _fix(fix: Fix) -> list[RenderableType]:
@@ -164,12 +169,13 @@ def _fix(fix: Fix) -> list[RenderableType]:
             text.append(f"  # {mark}", style="yellow" if step.kind.value in ("disruptive", "destructive") else "dim")
         out.append(text)
     if fix.advice:
-        grid = Table.grid()
-        grid.add_column(no_wrap=True)
-        grid.add_column(ratio=1)  # prose wraps at word boundaries, under itself
-        grid.add_row(Text(_NOTE_LABEL, style="dim"), Text(clean(fix.advice)))
-        out.append(grid)
+        out.append(_note(Text(clean(fix.advice))))
     return out
+
+
+def _note(advice: Text) -> Hanging:
+    """Prose under itself, beside its `note:` label."""
+    return Hanging(Text(_NOTE_LABEL, style="dim"), advice)
 
 
 # ---------------------------------------------------------------- fleet
@@ -185,7 +191,7 @@ def _fleet(report: Report, width: int, group_by: str) -> list[RenderableType]:
         )
     ]
     if report.changes is not None:
-        out += changes_section(report.changes)
+        out += changes_section(report.changes, width)
     for source in views.failed_sources(report):
         out.append(
             Text(f"source {one_line(source.name)} failed: {one_line(source.error or 'unknown error')}", style="red")
@@ -207,15 +213,15 @@ def _fleet(report: Report, width: int, group_by: str) -> list[RenderableType]:
     not_ok = views.not_ok_hosts(report)
     if not_ok and group_by != "pod":
         out.append(Text("Pods not checked", style="bold underline"))
-        out.extend(_not_ok_rows(not_ok))
+        out.extend(_not_ok_rows(not_ok, width))
         out.append(Text())
 
     if report.drift:
         out.append(Text("Version drift", style="bold underline"))
-        out.append(_drift_table(report))
+        out.extend(_drift(report, width))
         out.append(Text())
 
-    out.extend(_give_back(report))
+    out.extend(_give_back(report, width))
 
     money = views.money_line(report)
     if money:
@@ -230,7 +236,7 @@ def _fleet(report: Report, width: int, group_by: str) -> list[RenderableType]:
 _CHANGE_STYLE = {True: "bold red", False: "green", None: ""}
 
 
-def changes_section(changes: Changes) -> list[RenderableType]:
+def changes_section(changes: Changes, width: int) -> list[RenderableType]:
     """'Since the last run (time)': one row per change, fixes under new findings."""
     out: list[RenderableType] = [
         Text(views.since_title(changes), style="bold underline"),
@@ -239,14 +245,12 @@ def changes_section(changes: Changes) -> list[RenderableType]:
     lines = views.change_lines(changes)
     if lines:
         label_width = max(len(line.label) for line in lines)
-        host_width = max(len(clean(line.host)) for line in lines)
+        host_width = _label_width((clean(line.host) for line in lines), width)
         for line in lines:
-            grid = Table.grid(padding=(0, 1))
-            grid.add_column(no_wrap=True, min_width=label_width)
-            grid.add_column(no_wrap=True, min_width=host_width)
-            grid.add_column(ratio=1, overflow="fold")
-            grid.add_row(Text(line.label, style=_CHANGE_STYLE[line.worse]), Text(clean(line.host)), Text(line.text))
-            out.append(grid)
+            label = Text.assemble(
+                (line.label.ljust(label_width), _CHANGE_STYLE[line.worse]), " ", clean(line.host).ljust(host_width), " "
+            )
+            out.append(Hanging(label, Text(clean(line.text))))
             if line.fix:
                 out.extend(_fix(line.fix))
     out.append(Text())
@@ -354,7 +358,7 @@ def _by_pod(report: Report, width: int) -> list[RenderableType]:
     return out
 
 
-def _quiet(report: Report) -> list[RenderableType]:
+def _quiet(report: Report, width: int) -> list[RenderableType]:
     """The verdict, then one line per pod that is not ready (or, for one machine, per problem)."""
     out: list[RenderableType] = [_verdict(report)]
     if report.kind not in views.FLEET_KINDS:
@@ -371,10 +375,7 @@ def _quiet(report: Report) -> list[RenderableType]:
                         )
                     )
         return out
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True)
-    grid.add_column(no_wrap=True)
-    grid.add_column(ratio=1)
+    rows: list[tuple[Text, Text, Text]] = []
     for host in views.hosts_worst_first(report.hosts):
         state = views.host_state(host)
         if state == "ready":
@@ -385,12 +386,22 @@ def _quiet(report: Report) -> list[RenderableType]:
             )
         else:
             what = one_line(host.reason or "")
-        grid.add_row(
-            Text(clean(host.name), style="bold"),
-            Text(state, style=_STATE_STYLE.get(state, "bold magenta")),
-            Text(clean(what)),
+        rows.append(
+            (
+                Text(clean(host.name), style="bold"),
+                Text(state, style=_STATE_STYLE.get(state, "bold magenta")),
+                Text(clean(what)),
+            )
         )
-    return out + [grid] if grid.row_count else out
+    if not rows:
+        return out
+    name_width = _label_width((name.plain for name, _, _ in rows), width)
+    state_width = max(cell.cell_len for _, cell, _ in rows)
+    for name, state_text, problems in rows:
+        name.pad_right(max(0, name_width - name.cell_len) + 2)
+        state_text.pad_right(state_width - state_text.cell_len + 2)
+        out.append(Hanging(Text.assemble(name, state_text), problems, under=2))
+    return out
 
 
 def _group_rows(groups: list[views.FindingGroup], width: int) -> list[RenderableType]:
@@ -408,57 +419,60 @@ def _group_rows(groups: list[views.FindingGroup], width: int) -> list[Renderable
     return out
 
 
-def _not_ok_rows(hosts: list[HostReport]) -> list[RenderableType]:
-    width = max(len(clean(h.name)) for h in hosts)
+def _not_ok_rows(hosts: list[HostReport], width: int) -> list[RenderableType]:
+    name_width = _label_width((clean(h.name) for h in hosts), width)
     out: list[RenderableType] = []
     for host in hosts:
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True, style="bold magenta", min_width=len("host_key_mismatch"))
-        grid.add_column(no_wrap=True, min_width=width)
-        grid.add_column(ratio=1, overflow="fold")
-        grid.add_row(Text(host.status.value), Text(clean(host.name)), Text(clean(host.reason or host.status.value)))
-        out.append(grid)
+        label = Text.assemble(
+            (host.status.value.ljust(len("host_key_mismatch")), "bold magenta"),
+            " ",
+            clean(host.name).ljust(name_width),
+            " ",
+        )
+        out.append(Hanging(label, Text(clean(host.reason or host.status.value))))
         if host.fix:
             out.extend(_fix(host.fix))
     return out
 
 
-def _give_back(report: Report) -> list[RenderableType]:
+def _give_back(report: Report, width: int) -> list[RenderableType]:
     rows = views.give_back_rows(report)
     if not rows:
         return []
     out: list[RenderableType] = [Text(clean(views.give_back_title(report)), style="bold underline")]
     shown = rows[: views.GIVE_BACK_NAMED]
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True, style="bold")
-    grid.add_column(no_wrap=True, justify="right", style="bold red")
-    grid.add_column(ratio=1, overflow="fold", style="cyan")
+    name_width = _label_width((clean(row.name) for row in shown), width)
+    cost_width = max(len(row.cost) for row in shown)
     for row in shown:
-        grid.add_row(Text(clean(row.name)), Text(row.cost), Text(clean(row.checks)))
-    out.append(grid)
+        label = Text.assemble(
+            (clean(row.name).ljust(name_width), "bold"), "  ", (row.cost.rjust(cost_width), "bold red"), "  "
+        )
+        out.append(Hanging(label, Text(clean(row.checks), style="cyan"), under=2))
     if len(rows) > len(shown):
         out.append(Text(f"and {len(rows) - len(shown)} more", style="dim"))
-    note = Table.grid()
-    note.add_column(no_wrap=True)
-    note.add_column(ratio=1)
-    note.add_row(Text(_NOTE_LABEL, style="dim"), Text(views.GIVE_BACK_NOTE))
-    out += [note, Text()]
+    out += [_note(Text(views.GIVE_BACK_NOTE)), Text()]
     return out
 
 
-def _drift_table(report: Report) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("Component", style="cyan", no_wrap=True)
-    table.add_column("Version", overflow="fold")
-    table.add_column("Pods", overflow="fold")
+_DRIFT_COLUMNS = [Column("Component", breaks=" "), Column("Version"), Column("Pods", breaks=", ")]
+
+
+def _drift(report: Report, width: int) -> list[RenderableType]:
+    """A table where one fits (a pod list wraps between pods), else each component over lines."""
+    rows = [
+        [Text(clean(row.component) if i == 0 else "", style="cyan"), Text(clean(version)), Text(clean(pods))]
+        for row in report.drift
+        for i, (version, pods) in enumerate(views.drift_cells(row.values))
+    ]
+    table = fit_table(_DRIFT_COLUMNS, rows, width)
+    if table is not None:
+        return [table]
+    out: list[RenderableType] = []
     for row in report.drift:
-        for i, (version, pods) in enumerate(views.drift_cells(row.values)):
-            table.add_row(
-                Text(clean(row.component) if i == 0 else ""),
-                Text(clean(version)),
-                Text(clean(pods)),
-            )
-    return table
+        out.append(Text(clean(row.component), style="cyan"))
+        for version, pods in views.drift_cells(row.values):
+            out.append(Hanging(Text(f"  {clean(version)}  "), Text(clean(pods)), indent=4))
+    return out
 
 
 def _verdict(report: Report) -> Text:
