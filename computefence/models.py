@@ -1086,6 +1086,9 @@ class Report(_Model):
     # Options that shape the verdict, recorded so a saved report re-renders the same.
     fail_on: Severity = Severity.BLOCK
     allow_unreachable: bool = False
+    # Stopped (Ctrl-C) before every pod answered: the pods still in flight are cancelled, and
+    # the verdict is INTERRUPTED, whatever the pods checked by then say.
+    interrupted: bool = False
     # Set with `fleet check --history DIR`: what differs from the last run there.
     changes: Changes | None = None
     policy: AppliedFile | None = None

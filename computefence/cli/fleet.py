@@ -201,6 +201,8 @@ def check(
     if run_history is not None and not interrupted:
         report = run_history.with_changes(report)
     if interrupted:
+        report = report.model_copy(update={"interrupted": True})
+    if interrupted:
         # A half-finished run replaces no file: a good prev.json, gate file or history stays.
         # The partial report still goes to the terminal when no --output was asked for.
         if output is None:

@@ -16,6 +16,7 @@ from computefence.render.interface import Renderer
 from computefence.text import clean, one_line
 
 _ICON = {Severity.BLOCK: "🛑", Severity.WARN: "⚠️", Severity.PASS: "✅", Severity.SKIP: "⏭️"}
+_INTERRUPTED_ICON = "⏹️"
 # Backslash-escaped: emphasis, code, links, tables, strikethrough, headings and
 # GitHub's $math$ ('$7/h ... $2/h' would otherwise render as a formula).
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#$])")
@@ -87,7 +88,8 @@ def _within_budget(lines: list[str]) -> list[str]:
 def _heading(report: Report, title: str) -> list[str]:
     ready = views.ready_line(report)
     return [
-        f"## {_ICON[report.summary.verdict]} {title}: {views.verdict_word(report)}",
+        f"## {_INTERRUPTED_ICON if report.interrupted else _ICON[report.summary.verdict]} {title}: "
+        + views.verdict_word(report),
         "",
         md(views.verdict_detail(report)),
         "",

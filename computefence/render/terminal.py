@@ -37,6 +37,7 @@ _VERDICT_STYLE = {
     Severity.WARN: "bold black on yellow",
     Severity.PASS: "bold black on green",
 }
+_INTERRUPTED_STYLE = "bold white on magenta"
 
 
 def render(
@@ -477,7 +478,8 @@ def _drift(report: Report, width: int) -> list[RenderableType]:
 
 def _verdict(report: Report) -> Text:
     verdict = report.summary.verdict
-    text = Text(f" {views.verdict_word(report)} ", style=_VERDICT_STYLE[verdict])
+    style = _INTERRUPTED_STYLE if report.interrupted else _VERDICT_STYLE[verdict]
+    text = Text(f" {views.verdict_word(report)} ", style=style)
     text.append(" " + clean(views.verdict_detail(report)))
     if report.kind not in views.FLEET_KINDS and verdict is Severity.BLOCK:
         text.append(". Fix the blockers above before starting the job.")

@@ -336,6 +336,8 @@ _WATCH_WORDS = {Severity.BLOCK: "FAILING", Severity.WARN: "WARNINGS", Severity.P
 
 
 def verdict_word(report: Report) -> str:
+    if report.interrupted:
+        return "INTERRUPTED"
     if report.kind == "watch":
         return _WATCH_WORDS[report.summary.verdict]
     return run_verdict_word(report.summary.verdict, report.fail_on)
@@ -350,6 +352,12 @@ def run_verdict_word(verdict: Severity, fail_on: Severity) -> str:
 
 
 def verdict_detail(report: Report) -> str:
+    if report.interrupted:
+        return "stopped before every pod was checked: " + _counts_detail(report)
+    return _counts_detail(report)
+
+
+def _counts_detail(report: Report) -> str:
     s = report.summary
     if report.kind not in FLEET_KINDS:
         host = report.hosts[0] if report.hosts else None

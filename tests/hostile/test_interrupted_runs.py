@@ -3,6 +3,7 @@ report on disk is not replaced by a half-finished one, and the pods are left cle
 
 from __future__ import annotations
 
+import json
 import queue
 import signal
 import subprocess
@@ -11,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "fleet"))
 
@@ -18,17 +21,12 @@ from fleet_helpers import CLI, HEALTHY, cli_subprocess_env, host_entry, write_in
 from sshfleet import PodSpec  # noqa: E402
 
 
-def test_ctrl_c_keeps_the_previous_report_and_leaves_the_pod_clean(ssh_fleet, start_pods, tmp_path):
-    good, hung = start_pods(PodSpec("int-fine", **HEALTHY), PodSpec("int-hung", nvidia_smi="hang", torch="cu124"))
-    inventory = write_inventory(
-        tmp_path / "pods.yaml", ssh_fleet, [host_entry(good), host_entry(hung)], trusted=[good, hung]
-    )
-    previous = tmp_path / "prev.json"
-    previous.write_text('{"a good": "report"}\n')
-    home = tmp_path / "home"
-    (home / ".ssh").mkdir(parents=True)
+def _interrupted_run(good, hung, inventory: Path, home: Path, *argv: str) -> tuple[int, str, str, float]:
+    """`fleet check` on the two pods, Ctrl-C once `good` is checked and `hung` hangs in
+    nvidia-smi: (exit status, stdout, stderr, when it exited)."""
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
-        [*CLI, "fleet", "check", "-i", str(inventory), "--format", "json", "-o", str(previous), "--timeout", "60"],
+        [*CLI, "fleet", "check", "-i", str(inventory), "--timeout", "60", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -42,15 +40,34 @@ def test_ctrl_c_keeps_the_previous_report_and_leaves_the_pod_clean(ssh_fleet, st
             seen.append(lines.get(timeout=60))
         hung.wait_for_process("nvidia-smi")
         proc.send_signal(signal.SIGINT)
+        out = proc.stdout.read()
         proc.wait(timeout=30)
         cancelled_at = time.monotonic()
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    stderr = "".join(seen) + "".join(iter_queue(lines))
+    return proc.returncode, out, "".join(seen) + "".join(iter_queue(lines)), cancelled_at
 
-    assert proc.returncode == 130, stderr
+
+@pytest.fixture
+def two_pods(ssh_fleet, start_pods, tmp_path):
+    good, hung = start_pods(PodSpec("int-fine", **HEALTHY), PodSpec("int-hung", nvidia_smi="hang", torch="cu124"))
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(good), host_entry(hung)], trusted=[good, hung]
+    )
+    return good, hung, inventory
+
+
+def test_ctrl_c_keeps_the_previous_report_and_leaves_the_pod_clean(two_pods, tmp_path):
+    good, hung, inventory = two_pods
+    previous = tmp_path / "prev.json"
+    previous.write_text('{"a good": "report"}\n')
+    code, _, stderr, cancelled_at = _interrupted_run(
+        good, hung, inventory, tmp_path / "home", "--format", "json", "-o", str(previous)
+    )
+
+    assert code == 130, stderr
     assert previous.read_text() == '{"a good": "report"}\n'
     assert f"nothing written (--output {previous} left untouched)" in stderr
     # Within 2 s of the CLI's exit nothing of the run is left on the pod: no sshd session,
@@ -76,3 +93,29 @@ def iter_queue(lines: queue.Queue[str]):
             yield lines.get(timeout=1)
         except queue.Empty:
             return
+
+
+# A pod checked and blocked before the Ctrl-C: the partial report must not read as BLOCKED.
+@pytest.mark.parametrize("fmt", ["rich", "json", "markdown"])
+def test_a_report_interrupted_after_some_pods_says_interrupted_and_writes_no_history(fmt, two_pods, tmp_path):
+    good, hung, inventory = two_pods
+    history = tmp_path / "runs"
+    code, out, stderr, _ = _interrupted_run(
+        good, hung, inventory, tmp_path / "home", "--format", fmt, "--history", str(history)
+    )
+    assert code == 130, stderr
+    assert stderr.splitlines()[-1] == (
+        f"computefence: interrupted; 1 of 2 pods were not checked; nothing written (--history {history} left untouched)"
+    )
+    assert [p.name for p in history.iterdir() if p.name != ".lock"] == []
+    if fmt == "json":
+        report = json.loads(out)
+        assert report["interrupted"] is True
+        assert {h["name"]: h["status"] for h in report["hosts"]} == {good.name: "ok", hung.name: "cancelled"}
+    elif fmt == "markdown":
+        heading = next(line for line in out.splitlines() if line.startswith("## "))
+        assert heading.endswith(": INTERRUPTED") and "BLOCKED" not in heading, heading
+        assert "stopped before every pod was checked: " in out
+    else:
+        (verdict,) = [line for line in out.splitlines() if "INTERRUPTED" in line or "BLOCKED" in line]
+        assert verdict.startswith(" INTERRUPTED  stopped before every pod was checked: "), verdict
