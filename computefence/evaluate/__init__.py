@@ -161,7 +161,8 @@ def finish_hosts(
     host, then each host's policy severities and skips, then --only/--skip; every finding
     with its key (what identifies it across runs)."""
     severities = {name: p.severity for name, p in policies.items()}
-    extra = environment.environment_findings(hosts, lock, severities)
+    requirements = {name: p.requirement_specs() for name, p in policies.items()}
+    extra = environment.environment_findings(hosts, lock, severities, requirements)
     finished = []
     for host in hosts:
         if host.status is not HostStatus.OK or host.facts is None:

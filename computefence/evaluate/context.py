@@ -64,13 +64,11 @@ def build_context(
     name = provider.provider if provider is not None else detect_provider(facts.identity.provider_hints)
     profile = get_profile(name)
     gpu = facts.gpu
-    gpu_present = (
-        bool(gpu.nvidia_smi_found or gpu.device_nodes or gpu.gpus) or collector_error(facts, "gpu") is not None
-    )
     gpu_expected = checks.expect_gpu or bool(provider is not None and provider.gpu_count)
     gpu_usable = bool(gpu.nvidia_smi_found and gpu.exit_code in (0, None) and not gpu.timed_out and gpu.gpus)
     torch_installed = facts.torch.importable or bool(facts.packages.versions.get("torch"))
-    ml_host = gpu_present or gpu_expected or profile.name != "generic" or torch_installed
+    present = gpu_present(facts)
+    ml_host = present or gpu_expected or profile.name != "generic" or torch_installed
     pod_id = provider.pod_id if provider is not None else None
     if pod_id is None and profile.pod_id_hint:
         pod_id = facts.identity.provider_hints.get(profile.pod_id_hint)
@@ -79,7 +77,7 @@ def build_context(
         provider=provider,
         profile=profile,
         storage=StorageMap(facts.storage.mounts, profile, provider),
-        gpu_present=gpu_present,
+        gpu_present=present,
         gpu_expected=gpu_expected,
         gpu_usable=gpu_usable,
         ml_host=ml_host,
@@ -91,6 +89,12 @@ def build_context(
 
 
 # ---------------------------------------------------------------- fact helpers
+
+
+def gpu_present(facts: Facts) -> bool:
+    """Some sign of an NVIDIA GPU (Context.gpu_present)."""
+    gpu = facts.gpu
+    return bool(gpu.nvidia_smi_found or gpu.device_nodes or gpu.gpus) or collector_error(facts, "gpu") is not None
 
 
 def collector_error(facts: Facts, name: str) -> str | None:

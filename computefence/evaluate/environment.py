@@ -4,16 +4,18 @@ and the lock itself: the fingerprint of the pods that worked."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 
 from computefence.errors import ConfigError
-from computefence.evaluate.context import block, passed, q, training_python, warn
+from computefence.evaluate.context import block, passed, training_python, warn
 from computefence.evaluate.fingerprint import fingerprint, is_package, label, outlier_fields
 from computefence.evaluate.fleet import NOT_INSTALLED
+from computefence.evaluate.requirements import satisfies
 from computefence.evaluate.spec import CheckSpec, Remedy
-from computefence.evaluate.torch_builds import install_command, parse_version
-from computefence.models import BaselineLock, Facts, Finding, Fix, FixStep, HostReport, HostStatus
+from computefence.evaluate.torch_builds import build_misfit, install_command, parse_version, pip_install, pip_packages
+from computefence.models import BaselineLock, Facts, Finding, Fix, FixStep, HostReport, HostStatus, Severity
+from computefence.policy import Requirement
 from computefence.version import __version__
 
 CHECKS: dict[str, CheckSpec] = {
@@ -93,30 +95,106 @@ def _torch_tag(cuda_build: str) -> str | None:
     return f"cu{version[0]}{version[1]}" if version and len(version) >= 2 else None
 
 
-def match_fix(facts: Facts, wanted: Mapping[str, str]) -> Fix:
+def match_fix(
+    facts: Facts,
+    wanted: Mapping[str, str],
+    others: Sequence[Finding] = (),
+    requirements: Mapping[str, Requirement] | None = None,
+    whose: str = "the baseline's",
+) -> Fix:
     """Commands that give this pod the `wanted` values (field -> value) where pip can, and
-    words for what comes with the image or the machine."""
+    words for what comes with the image or the machine. A value gets no command where the
+    evaluator knows it cannot serve this pod: a torch build its driver or GPUs cannot run, a
+    version the pod's policy `requirements` refuse, or a package that another of the pod's
+    findings (`others`) already installs, so a pod's script never holds two installs of one
+    package."""
     python = training_python(facts)
+    requirements = requirements or {}
+    elsewhere = _installed_elsewhere(others)
     commands: list[FixStep] = []
+    held: list[str] = []
     torch_fields = {k: v for k, v in wanted.items() if k in ("torch", "torch-cuda")}
     if torch_fields and NOT_INSTALLED not in torch_fields.values():
         current = fingerprint(facts)
         version = torch_fields.get("torch", current.get("torch", "")).split("+")[0]
-        tag = _torch_tag(torch_fields.get("torch-cuda", current.get("torch-cuda", "")))
-        if version and version != NOT_INSTALLED and tag:
+        build = torch_fields.get("torch-cuda", current.get("torch-cuda", ""))
+        tag = _torch_tag(build)
+        why = _held_back(facts, "torch", torch_fields, build, elsewhere, requirements, others, whose)
+        if why:
+            held.append(why)
+        elif version and version != NOT_INSTALLED and tag:
             commands.append(FixStep.safe(install_command(python, f"torch=={version}", tag, replace=True)))
-    packages = [f"{k}=={v}" for k, v in wanted.items() if is_package(k) and v != NOT_INSTALLED]
+    packages = []
+    for field, value in wanted.items():
+        if not is_package(field) or value == NOT_INSTALLED:
+            continue
+        why = _held_back(facts, field, {field: value}, None, elsewhere, requirements, others, whose)
+        if why:
+            held.append(why)
+        else:
+            packages.append(f"{field}=={value}")
     if packages:
-        commands.append(FixStep.safe(f"{q(python)} -m pip install " + " ".join(q(p) for p in packages)))
-    handled = {"torch", "torch-cuda"} if commands else set()
-    others = [label(k) for k in wanted if not is_package(k) and k not in handled]
-    note = f"{', '.join(others)}: comes with the image or the machine; redeploy on one that matches" if others else None
+        commands.append(FixStep.safe(pip_install(python, *packages)))
+    handled = {"torch", "torch-cuda"} if commands or held else set()
+    others_words = [label(k) for k in wanted if not is_package(k) and k not in handled]
+    notes = [*held]
+    if others_words:
+        notes.append(f"{', '.join(others_words)}: comes with the image or the machine; redeploy on one that matches")
+    note = "; ".join(notes) or None
     if commands:
         return Fix(steps=commands, advice=note)
     return Fix(advice=note or "redeploy from the image the reference pod ran")
 
 
-def drift_finding(host: HostReport, lock: BaselineLock, severity: Mapping[str, str]) -> Finding:
+def _installed_elsewhere(others: Sequence[Finding]) -> dict[str, str]:
+    """Package -> the check id of another warning or blocker of the pod whose fix installs it."""
+    found: dict[str, str] = {}
+    for finding in others:
+        if finding.severity in (Severity.WARN, Severity.BLOCK) and finding.check not in (DRIFT, OUTLIER):
+            for package in pip_packages(finding.fix):
+                found.setdefault(package, finding.check)
+    return found
+
+
+def _held_back(
+    facts: Facts,
+    package: str,
+    values: Mapping[str, str],
+    build: str | None,
+    elsewhere: Mapping[str, str],
+    requirements: Mapping[str, Requirement],
+    others: Sequence[Finding],
+    whose: str,
+) -> str | None:
+    """Why `values` (field -> value, all of one package) get no command on this pod, or None."""
+    if build is not None:
+        kind = "CPU-only" if build == "CPU" else build if build.startswith("ROCm") else f"CUDA {build}"
+        version = values.get("torch", "").split("+")[0] or (facts.torch.version or "").split("+")[0]
+        shown = " ".join(word for word in ("torch", version, f"({kind} build)") if word)
+        misfit = build_misfit(facts, build)
+        if misfit:
+            failing = [f.check for f in others if f.severity is Severity.BLOCK and f.check.startswith("gpu.")]
+            see = f" (see {', '.join(dict.fromkeys(failing))})" if failing else ""
+            return f"{whose} {shown} cannot run here: {misfit}; no command on this pod helps{see}"
+    for field, value in values.items():
+        requirement = requirements.get(field)
+        if requirement is not None and not requirement.any_version:
+            if not satisfies(requirement.specifier(), value):
+                return (
+                    f"{label(field)} {value} does not satisfy the policy's {field}{requirement.spec}: "
+                    "installing it here would break the policy (see policy.requirement)"
+                )
+    if package in elsewhere:
+        return f"{elsewhere[package]}'s fix already installs {package} on this pod: run that one, not a second install"
+    return None
+
+
+def drift_finding(
+    host: HostReport,
+    lock: BaselineLock,
+    severity: Mapping[str, str],
+    requirements: Mapping[str, Requirement] | None = None,
+) -> Finding:
     """One env.drift finding for a pod: every field that moved, old -> new."""
     values = fingerprint(_facts(host))
     moved = [
@@ -135,16 +213,22 @@ def drift_finding(host: HostReport, lock: BaselineLock, severity: Mapping[str, s
         message = "; ".join(f"{label(field)} {old} → {new}" for field, old, new in kept)
     finding = block if raised else warn
     return finding(
-        DRIFT, f"differs from the baseline: {message}", match_fix(_facts(host), {f: old for f, old, _ in kept})
+        DRIFT,
+        f"differs from the baseline: {message}",
+        match_fix(_facts(host), {f: old for f, old, _ in kept}, host.findings, requirements),
     )
 
 
 # ---------------------------------------------------------------- env.outlier
 
 
-def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
+def outlier_findings(
+    hosts: list[HostReport], requirements: Mapping[str, Mapping[str, Requirement]] | None = None
+) -> dict[str, list[Finding]]:
     """Pod name -> env.outlier warnings, where >= 3 pods were checked and a strict majority
-    of them agrees on a field the job imports (torch, its CUDA build, Python minor, packages)."""
+    of them agrees on a field the job imports (torch, its CUDA build, Python minor, packages).
+    `requirements`: pod name -> its policy's requirements, which a suggested version must meet."""
+    requirements = requirements or {}
     checked = _checked(hosts)
     found: dict[str, list[Finding]] = {}
     if len(checked) < 3:
@@ -178,7 +262,7 @@ def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
                 if field in ("torch", "torch-cuda")
                 else {field: value}
             )
-            fix = match_fix(_facts(host), wanted)
+            fix = match_fix(_facts(host), wanted, host.findings, requirements.get(host.name), "the fleet's")
             found.setdefault(host.name, []).append(
                 warn(
                     OUTLIER,
@@ -191,13 +275,18 @@ def outlier_findings(hosts: list[HostReport]) -> dict[str, list[Finding]]:
 
 
 def environment_findings(
-    hosts: list[HostReport], lock: BaselineLock | None, severities: Mapping[str, Mapping[str, str]]
+    hosts: list[HostReport],
+    lock: BaselineLock | None,
+    severities: Mapping[str, Mapping[str, str]],
+    requirements: Mapping[str, Mapping[str, Requirement]] | None = None,
 ) -> dict[str, list[Finding]]:
-    """Pod name -> its env.outlier and env.drift findings (severities: pod -> the policy's map)."""
+    """Pod name -> its env.outlier and env.drift findings (severities and requirements: pod ->
+    its policy's)."""
+    requirements = requirements or {}
     # The odd pod out is for runs without a baseline; with one, env.drift says it per pod.
     if lock is None:
-        return outlier_findings(hosts)
+        return outlier_findings(hosts, requirements)
     found: dict[str, list[Finding]] = {}
     for host in _checked(hosts):
-        found[host.name] = [drift_finding(host, lock, severities.get(host.name, {}))]
+        found[host.name] = [drift_finding(host, lock, severities.get(host.name, {}), requirements.get(host.name))]
     return found

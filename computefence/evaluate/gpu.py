@@ -20,6 +20,7 @@ from computefence.evaluate.context import (
     q,
     skipped,
     sudo,
+    training_python,
     warn,
 )
 from computefence.evaluate.cuda_errors import CudaError, read_cuda_error
@@ -27,8 +28,11 @@ from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import (
     ARCH_MIN_CUDA,
     build_fix,
+    capability,
     choose_build,
     cuda_text,
+    driver_runs,
+    min_cuda_for_gpus,
     parse_capability,
     parse_version,
 )
@@ -85,33 +89,16 @@ def _wedged_fix(facts: Facts, ctx: Context, first: list[str]) -> Fix:
     return Fix(commands=first, advice=_restart_note(ctx))
 
 
-def _min_cuda_for_gpus(facts: Facts) -> tuple[int, int] | None:
-    needs = [
-        ARCH_MIN_CUDA[cap]
-        for cap in (_capability(facts, g.index, g.compute_cap) for g in facts.gpu.gpus)
-        if cap in ARCH_MIN_CUDA
-    ]
-    return max(needs) if needs else None
-
-
-def _capability(facts: Facts, index: int, from_smi: str | None) -> tuple[int, int] | None:
-    cap = parse_capability(from_smi)
-    if cap is None:
-        device = next((d for d in facts.torch.devices if d.index == index), None)
-        cap = parse_capability(device.capability) if device else None
-    return cap
-
-
 def _install_fix(
     facts: Facts, replace: bool, min_cuda: tuple[int, int] | None = None, advice: str | None = None
 ) -> Fix:
     """Reinstall torch as the CUDA build this driver runs; `advice` goes with the command."""
     torch = facts.torch
     return build_fix(
-        torch.python,
+        training_python(facts),
         facts.gpu.cuda_version,
         torch.version,
-        min_cuda or _min_cuda_for_gpus(facts),
+        min_cuda or min_cuda_for_gpus(facts),
         replace=replace,
         advice=advice,
     )
@@ -240,7 +227,7 @@ def _driver_too_old(facts: Facts) -> tuple[tuple[int, ...], tuple[int, ...]] | N
     """(driver CUDA, torch CUDA) when the driver's CUDA is older than torch's build."""
     driver = parse_version(facts.gpu.cuda_version)
     build = parse_version(facts.torch.cuda_build)
-    if driver is None or build is None or tuple(driver[:2]) >= tuple(build[:2]):
+    if driver is None or build is None or driver_runs(facts.gpu.cuda_version, facts.torch.cuda_build):
         return None
     return driver, build
 
@@ -267,7 +254,7 @@ def check_driver_too_old(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     )
     fix = _install_fix(facts, replace=True, advice=f"or use a machine whose driver supports CUDA {cuda_text(build)}")
     # A driver older than every published torch build leaves nothing to install: only another machine helps.
-    no_build = choose_build(torch.version, facts.gpu.cuda_version, _min_cuda_for_gpus(facts)) is None
+    no_build = choose_build(torch.version, facts.gpu.cuda_version, min_cuda_for_gpus(facts)) is None
     return [block(cid, message, fix, remedy=Remedy.REPLACE if no_build else None)]
 
 
@@ -348,7 +335,7 @@ def _cuda_error_fix(facts: Facts, ctx: Context, error: CudaError | None) -> Fix:
     return _install_fix(
         facts,
         replace=True,
-        advice=f"`{q(facts.torch.python)} -c 'import torch; torch.cuda.init()'` prints the underlying error",
+        advice=f"`{q(training_python(facts))} -c 'import torch; torch.cuda.init()'` prints the underlying error",
     )
 
 
@@ -375,7 +362,7 @@ def check_arch_unsupported(facts: Facts, checks: CheckOptions, ctx: Context) -> 
         return []
     by_cap: dict[tuple[int, int], list[tuple[int, str]]] = {}
     for gpu in facts.gpu.gpus:
-        cap = _capability(facts, gpu.index, gpu.compute_cap)
+        cap = capability(facts, gpu.index, gpu.compute_cap)
         if cap is not None:
             by_cap.setdefault(cap, []).append((gpu.index, gpu.name))
     if not by_cap:
@@ -390,7 +377,7 @@ def check_arch_unsupported(facts: Facts, checks: CheckOptions, ctx: Context) -> 
             f"{_torch_name(torch)} has no kernels for {sm} ({gpus[0][1]}, GPU {indices}): CUDA ops fail with "
             f"'no kernel image is available'; it was built for {' '.join(torch.arch_list)}"
         )
-        min_cuda = max(ARCH_MIN_CUDA.get(cap, (0, 0)), _min_cuda_for_gpus(facts) or (0, 0))
+        min_cuda = max(ARCH_MIN_CUDA.get(cap, (0, 0)), min_cuda_for_gpus(facts) or (0, 0))
         findings.append(block(cid, message, _install_fix(facts, replace=True, min_cuda=min_cuda), subject=sm))
     if findings:
         return findings

@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from computefence.errors import ConfigError
-from computefence.evaluate.context import Context, passed, q, skipped, warn
+from computefence.evaluate.context import Context, passed, q, skipped, training_python, warn
 from computefence.evaluate.profiles import profiles_dir
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, GpuHealth, GpuPerf, HostReport, HostStatus, PerfFacts
@@ -130,7 +130,7 @@ def check_perf_compute(facts: Facts, checks: CheckOptions, ctx: Context) -> list
                 cid,
                 f"performance canary failed: {perf.error}",
                 Fix(
-                    commands=[f"{q(facts.torch.python)} -c 'import torch; torch.ones(1).cuda()'"],
+                    commands=[f"{q(training_python(facts))} -c 'import torch; torch.ones(1).cuda()'"],
                     advice="a GPU that cannot run a matmul will not train either",
                 ),
             )

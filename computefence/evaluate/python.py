@@ -7,9 +7,9 @@ gets a pass saying so, never a blocker.
 
 from __future__ import annotations
 
-from computefence.evaluate.context import Context, block, collector_error, passed, q, skipped, warn
+from computefence.evaluate.context import Context, block, collector_error, passed, q, skipped, training_python, warn
 from computefence.evaluate.spec import CheckSpec, Remedy
-from computefence.evaluate.torch_builds import build_fix, reinstall_command
+from computefence.evaluate.torch_builds import build_fix, pip_install, reinstall_command
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep
 from computefence.text import one_line
 
@@ -61,14 +61,15 @@ def check_torch_missing(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
         message = f"torch {installed} is installed in {python} but does not import: {error}"
     else:
         message = f"torch is not installed in {python}: {error}"
-    return [block(cid, message, reinstall_command(python, installed) if installed else _install(facts), subject=python)]
+    repair = reinstall_command(training_python(facts), installed) if installed else _install(facts)
+    return [block(cid, message, repair, subject=python)]
 
 
 def _install(facts: Facts) -> Fix:
-    python = facts.torch.python
+    python = training_python(facts)
     driver = facts.gpu.cuda_version
     if driver is None:
-        return Fix(steps=[FixStep.safe(f"{q(python)} -m pip install torch")])
+        return Fix(steps=[FixStep.safe(pip_install(python, "torch"))])
     return build_fix(python, driver)
 
 

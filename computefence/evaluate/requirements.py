@@ -22,7 +22,14 @@ from computefence.evaluate.context import (
     warn,
 )
 from computefence.evaluate.spec import CheckSpec, Remedy
-from computefence.evaluate.torch_builds import choose_build, cuda_text, driver_cuda, install_command, parse_version
+from computefence.evaluate.torch_builds import (
+    choose_build,
+    cuda_text,
+    driver_cuda,
+    install_command,
+    parse_version,
+    pip_install,
+)
 from computefence.models import Facts, Finding, Fix, FixStep, Severity
 from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, matches, normalize_name
 from computefence.text import one_line
@@ -79,7 +86,7 @@ def _title(name: str) -> str:
     return SPECIAL_REQUIREMENTS.get(name, name)
 
 
-def _satisfies(spec: SpecifierSet, version: str) -> bool | None:
+def satisfies(spec: SpecifierSet, version: str) -> bool | None:
     try:
         return spec.contains(Version(version), prereleases=True)
     except ValueError:  # InvalidVersion, or a release number too long for int()
@@ -107,7 +114,7 @@ def check_requirement(
         )
     if requirement.any_version:
         return passed(REQUIREMENT, f"{title} {version} is installed", subject=name)
-    ok = _satisfies(requirement.specifier(), version)
+    ok = satisfies(requirement.specifier(), version)
     if ok:
         return passed(REQUIREMENT, f"{title} {version} satisfies {requirement.spec}", subject=name)
     reason = "is not a PEP 440 version" if ok is None else "does not satisfy"
@@ -152,7 +159,7 @@ def _fix(facts: Facts, name: str, requirement: Requirement, ctx: Context) -> Fix
     if name == "glibc":
         return Fix(advice=f"glibc comes with the OS image: use an image whose glibc is {requirement.spec}")
     target = name if requirement.any_version else f"{name}{requirement.spec}"
-    return Fix(steps=[FixStep.safe(f"{q(python)} -m pip install {q(target)}")])
+    return Fix(steps=[FixStep.safe(pip_install(python, target))])
 
 
 def _driver_fix(requirement: Requirement, ctx: Context, cuda: bool = False) -> Fix:

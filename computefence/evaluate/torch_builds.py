@@ -1,12 +1,18 @@
-"""Which PyTorch CUDA build fits a driver, and the pip command that installs it."""
+"""Which PyTorch CUDA build fits a driver and the GPUs, and the pip commands of package fixes
+(written here, and read back here to tell which packages a fix installs with which interpreter)."""
 
 from __future__ import annotations
 
 import re
+import shlex
 from functools import lru_cache
 
-from computefence.evaluate.context import q
-from computefence.models import Fix, FixStep
+from packaging.requirements import InvalidRequirement
+from packaging.requirements import Requirement as PipRequirement
+
+from computefence.evaluate.context import gpu_present, q
+from computefence.models import Facts, Fix, FixStep
+from computefence.policy import normalize_name
 
 INDEX_URL = "https://download.pytorch.org/whl/{tag}"
 
@@ -91,6 +97,55 @@ def parse_capability(text: str | None) -> tuple[int, int] | None:
     return int(number[:-1]), int(number[-1])
 
 
+def driver_runs(driver_cuda: str | None, build_cuda: str | None) -> bool | None:
+    """Whether a driver of CUDA `driver_cuda` runs a torch build for CUDA `build_cuda` (a
+    driver runs builds up to its own CUDA major.minor); None when either is not a version."""
+    driver, build = parse_version(driver_cuda), parse_version(build_cuda)
+    if driver is None or build is None:
+        return None
+    return tuple(driver[:2]) >= tuple(build[:2])
+
+
+def capability(facts: Facts, index: int, from_smi: str | None) -> tuple[int, int] | None:
+    """GPU `index`'s compute capability, from nvidia-smi, else from torch."""
+    cap = parse_capability(from_smi)
+    if cap is None:
+        device = next((d for d in facts.torch.devices if d.index == index), None)
+        cap = parse_capability(device.capability) if device else None
+    return cap
+
+
+def min_cuda_for_gpus(facts: Facts) -> tuple[int, int] | None:
+    """The oldest CUDA whose builds have kernels for every GPU of the machine, where one is known."""
+    needs = [
+        ARCH_MIN_CUDA[cap]
+        for cap in (capability(facts, g.index, g.compute_cap) for g in facts.gpu.gpus)
+        if cap in ARCH_MIN_CUDA
+    ]
+    return max(needs) if needs else None
+
+
+def build_misfit(facts: Facts, build: str) -> str | None:
+    """Why a torch build ('12.4', 'CPU', 'ROCm 6.1': the fingerprint's torch-cuda) cannot do
+    the job on this machine's NVIDIA GPUs, or None when the evaluator knows it can (or the
+    machine has no GPU, where any build runs as it would anywhere)."""
+    if not gpu_present(facts):
+        return None
+    if build == "CPU" or build.startswith("ROCm"):
+        return "it cannot use NVIDIA GPUs, so training runs on the CPU"
+    driver = facts.gpu.cuda_version
+    runs = driver_runs(driver, build)
+    if runs is None:
+        return "the driver's CUDA version is not known, so nothing says the build runs on it"
+    if not runs:
+        return f"this driver runs builds up to CUDA {cuda_text(parse_version(driver) or ())} only"
+    needed = min_cuda_for_gpus(facts)
+    built = parse_version(build) or ()
+    if needed is not None and tuple(built[:2]) < needed:
+        return f"it has no kernels for these GPUs, which need a CUDA {cuda_text(needed)} build or newer"
+    return None
+
+
 def tag_cuda(tag: str) -> tuple[int, int]:
     """(12, 1) from 'cu121'."""
     digits = tag.removeprefix("cu")
@@ -164,6 +219,11 @@ def build_fix(
     return Fix(steps=[FixStep.safe(install_command(python, requirement, tag, replace=replace))], advice=advice)
 
 
+def pip_install(python: str, *requirements: str) -> str:
+    """`python -m pip install REQ...`, each quoted."""
+    return f"{q(python)} -m pip install " + " ".join(q(r) for r in requirements)
+
+
 def install_command(python: str, requirement: str, tag: str, replace: bool) -> str:
     """The pip command line; `replace` uninstalls first, since pip treats 2.3.1+cpu as
     already satisfying torch==2.3.1 and would keep the wrong build."""
@@ -179,3 +239,32 @@ def reinstall_command(python: str, installed: str) -> str:
     release, _, local = installed.partition("+")
     index = f" --index-url {INDEX_URL.format(tag=local)}" if re.fullmatch(r"cu\d+|cpu|rocm[\d.]+", local) else ""
     return f"{q(python)} -m pip install --force-reinstall {q('torch==' + release)}{index}"
+
+
+# Options of pip install/uninstall that take a value: that value is no package.
+_PIP_VALUE_OPTIONS = frozenset({"--index-url", "-i", "--extra-index-url", "-r", "--requirement", "-c", "--constraint"})
+
+
+def pip_packages(fix: Fix | None) -> dict[str, str]:
+    """Package name (PEP 503) -> the interpreter whose pip a fix's steps install or remove it with."""
+    found: dict[str, str] = {}
+    for step in fix.steps if fix else []:
+        try:
+            words = shlex.split(step.run)
+        except ValueError:
+            continue
+        for at in range(len(words) - 3):
+            if words[at + 1 : at + 3] != ["-m", "pip"] or words[at + 3] not in ("install", "uninstall"):
+                continue
+            skip_next = False
+            for word in words[at + 4 :]:
+                if word in ("&&", "||", ";", "|"):
+                    break
+                if skip_next or word.startswith("-"):
+                    skip_next = word in _PIP_VALUE_OPTIONS
+                    continue
+                try:
+                    found.setdefault(normalize_name(PipRequirement(word).name), words[at])
+                except InvalidRequirement:
+                    continue
+    return found

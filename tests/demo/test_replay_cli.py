@@ -66,7 +66,10 @@ def test_every_format_renders_the_replayed_fleet(capsys, monkeypatch):
     code, rich, _ = _replay(capsys)
     assert code == 1 and "pod-driver-broken" in rich and "4 of 6 pods blocked" in rich
     # Fix commands stay whole on one line at 80 columns, so they paste as they are.
-    assert any(line.strip().startswith("fix: python3 -m pip uninstall -y torch && ") for line in rich.splitlines())
+    assert any(
+        line.strip().startswith("fix: /root/.pyenv/versions/3.11.7/bin/python3 -m pip uninstall -y torch && ")
+        for line in rich.splitlines()
+    )
     code, junit, _ = _replay(capsys, "--format", "junit")
     assert code == 1
     cases = ET.fromstring(junit).iter("testcase")

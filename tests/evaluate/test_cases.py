@@ -15,15 +15,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from computefence.evaluate import CHECK_IDS, evaluate_host
-from computefence.models import CheckOptions, Facts, Finding, ProviderInfo, Severity
+from computefence.evaluate import CHECK_IDS, evaluate_host, finish_hosts, judge_host
+from computefence.models import CheckOptions, Facts, Finding, HostReport, HostStatus, ProviderInfo, Severity
 from computefence.policy import EffectivePolicy
 
 CASES = Path(__file__).resolve().parent / "cases"
 # Whole facts documents that cases start from ("base"): _facts/<name>.json.
 BASES = CASES / "_facts"
 
-CASE_KEYS = {"about", "base", "facts", "checks", "provider", "policy", "findings", "no_findings", "absent"}
+CASE_KEYS = {"about", "base", "facts", "fleet", "checks", "provider", "policy", "findings", "no_findings", "absent"}
+# Checks that compare a pod with the rest of its run: their cases give the other pods ("fleet").
+FLEET_CHECKS = {"env.outlier"}
 FINDING_KEYS = {"check", "severity", "message", "commands", "commands_contain", "advice", "subject", "lacks"}
 
 
@@ -40,6 +42,8 @@ class Case:
     policy: EffectivePolicy | None
     findings: list[dict[str, Any]]
     absent: list[str] = field(default_factory=list)
+    # The other pods of the run, judged with the case's pod by finish_hosts (fleet checks).
+    fleet: list[Facts] = field(default_factory=list)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -120,12 +124,18 @@ def load_case(path: Path) -> Case:
         raise CaseError(f"unknown key {sorted(set(data) - CASE_KEYS)[0]}")
     if not isinstance(data.get("about"), str) or not data["about"].strip():
         raise CaseError("about: say in a line what the case pins")
-    facts = data.get("facts", {})
+    base_facts: dict[str, Any] = {}
     if "base" in data:
         base = BASES / f"{data['base']}.json"
         if not isinstance(data["base"], str) or "/" in data["base"] or not base.is_file():
             raise CaseError(f"base {data['base']!r}: no such file in {BASES.name}/")
-        facts = merge_patch(json.loads(base.read_text(encoding="utf-8")), facts)
+        base_facts = json.loads(base.read_text(encoding="utf-8"))
+    facts = merge_patch(base_facts, data.get("facts", {})) if "base" in data else data.get("facts", {})
+    fleet = data.get("fleet", [])
+    if not isinstance(fleet, list) or not all(isinstance(pod, dict) for pod in fleet):
+        raise CaseError("fleet: a list of the other pods' facts (patches on the base)")
+    if (check in FLEET_CHECKS) != bool(fleet):
+        raise CaseError(f"fleet: give the other pods for {', '.join(sorted(FLEET_CHECKS))} cases, and only for them")
     findings = data.get("findings", [])
     if not isinstance(findings, list) or (not findings) == (data.get("no_findings") is not True):
         raise CaseError('give the expected "findings" (a non-empty list), or "no_findings": true, not both')
@@ -140,6 +150,7 @@ def load_case(path: Path) -> Case:
         policy=_model(EffectivePolicy, data["policy"], "policy") if "policy" in data else None,
         findings=[_expected_finding(entry, check, i) for i, entry in enumerate(findings)],
         absent=absent,
+        fleet=[_model(Facts, merge_patch(base_facts, pod), f"fleet[{i}]") for i, pod in enumerate(fleet)],
     )
 
 
@@ -198,7 +209,17 @@ def mismatches(case: Case, findings: list[Finding]) -> list[str]:
 
 
 def run_case(case: Case) -> list[Finding]:
-    return evaluate_host(case.facts, case.checks, case.provider, case.policy)
+    if not case.fleet:
+        return evaluate_host(case.facts, case.checks, case.provider, case.policy)
+    # One run: every pod judged alone, then the fleet-wide findings, as fleet check does.
+    pods = [("pod", case.facts, case.provider), *((f"other-{i}", f, None) for i, f in enumerate(case.fleet, 1))]
+    hosts = [
+        judge_host(HostReport(name=name, status=HostStatus.OK, facts=facts), case.checks, provider, case.policy)
+        for name, facts, provider in pods
+    ]
+    policies = {name: case.policy for name, _, _ in pods} if case.policy is not None else {}
+    finished = finish_hosts(hosts, policies, None, only=[], skip=[])
+    return next(h for h in finished if h.name == "pod").findings
 
 
 CASE_FILES = sorted(p for p in CASES.glob("*/*.json") if p.parent != BASES)

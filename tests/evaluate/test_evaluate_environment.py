@@ -123,3 +123,17 @@ def test_a_lock_from_a_newer_computefence_is_refused(tmp_path):
     path.write_text("[1, 2]")
     with pytest.raises(ConfigError, match="not a computefence baseline lock"):
         load_baseline(path)
+
+
+def test_drift_back_to_a_build_the_driver_cannot_run_gets_words_not_a_command():
+    lock = build_lock([pod("ref")])  # torch 2.4.1+cu124
+    old = pod("old", cuda="12.6", driver="470.182.03")
+    old.facts.gpu.cuda_version = "11.4"
+    [finished] = finish_hosts([old], {}, lock, only=[], skip=[])
+    drift = only(finished.findings, "env.drift")
+    assert drift.message == (
+        "differs from the baseline: torch CUDA build 12.4 → 12.6; NVIDIA driver 550.54.15 → 470.182.03; "
+        "driver CUDA 12.4 → 11.4"
+    )
+    assert drift.fix.commands == []
+    assert "the baseline's torch 2.4.1 (CUDA 12.4 build) cannot run here" in drift.fix.advice

@@ -97,7 +97,10 @@ def test_group_by_pod_lists_each_pods_verdict_and_its_fixes_in_order():
     heads = [line.split(" · ")[0] for line in pods.splitlines() if " · " in line and not line.startswith(" ")]
     assert heads == ["pod-cpu-torch", "pod-driver-broken", "pod-ephemeral-ckpt", "pod-old-driver", "pod-unreachable"]
     cpu = pods[pods.index("pod-cpu-torch") : pods.index("pod-driver-broken")]
-    assert "gpu.torch-cpu-build" in cpu and "fix: python3 -m pip uninstall -y torch" in cpu
+    assert (
+        "gpu.torch-cpu-build" in cpu
+        and "fix: /root/.pyenv/versions/3.11.7/bin/python3 -m pip uninstall -y torch" in cpu
+    )
 
 
 def test_quiet_is_the_verdict_and_the_pods_that_are_not_ready():
