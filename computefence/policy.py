@@ -91,12 +91,14 @@ def _requirement(value: Any) -> str:
         raise ValueError(f'must be a quoted specifier such as ">=1.2" (YAML read the unquoted {value!r})')
     if value.strip() in ("", "*"):
         return value.strip() or "*"
+    example = '(e.g. ">=4.48", ">=2.4,<2.7", "==4.48.*" or "*")'
+    # packaging drops empty parts (">=2.4,," reads as ">=2.4"); pip refuses them, so do we.
+    if any(not part.strip() for part in value.split(",")):
+        raise ValueError(f"{value!r} is not a PEP 440 specifier: a comma with no specifier beside it {example}")
     try:
         SpecifierSet(value)
     except InvalidSpecifier:
-        raise ValueError(
-            f'{value!r} is not a PEP 440 specifier (e.g. ">=4.48", ">=2.4,<2.7", "==4.48.*" or "*")'
-        ) from None
+        raise ValueError(f"{value!r} is not a PEP 440 specifier {example}") from None
     return value
 
 

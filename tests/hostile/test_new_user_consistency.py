@@ -26,10 +26,15 @@ def _pip_lines(command: str) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def demo_report(tmp_path_factory):
+def demo_report_file(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "r.json"
-    assert main(["fleet", "check", "--demo", "--format", "json", "-o", str(out)]) == 1
-    return {h["name"]: h for h in json.loads(out.read_text())["hosts"]}
+    assert main(["fleet", "check", "--demo", "--no-policy", "--format", "json", "-o", str(out)]) == 1
+    return out
+
+
+@pytest.fixture(scope="module")
+def demo_report(demo_report_file):
+    return {h["name"]: h for h in json.loads(demo_report_file.read_text())["hosts"]}
 
 
 def _problems(host: dict) -> list[dict]:
@@ -67,3 +72,39 @@ def test_the_old_driver_pod_is_never_told_to_install_a_build_its_driver_cannot_r
     assert outlier["fix_steps"] == [] and "pip" not in json.dumps(outlier)
     assert "cannot run here: this driver runs builds up to CUDA 11.4 only" in outlier["fix_advice"]
     assert "no command on this pod helps (see gpu.driver-too-old)" in outlier["fix_advice"]
+
+
+# ---------------------------------------------------------------- PEP 440 specifiers in requirements
+
+# packaging's SpecifierSet reads ">=2.4,," as ">=2.4"; pip refuses it, and so must the policy.
+BAD_SPECIFIERS = [">=2.4,,", ",>=2.4", ">=2.4, ,<2.7", "=>2", ">=2.4 <2.7", "torch>=2", ">=2.4;"]
+# Each place a policy file gives requirements, with the line the specifier is on.
+PLACES = [
+    ("requirements:\n  numpy: '*'\n  torch: {spec}\n", 3, "requirements.torch"),
+    ("requirements: {{numpy: '*', torch: {spec}}}\n", 1, "requirements.torch"),
+    (
+        "requirements: {{numpy: '*'}}\noverrides:\n  - match: {{name: pod-*}}\n    requirements:\n      torch: {spec}\n",
+        5,
+        "overrides.0.requirements.torch",
+    ),
+]
+
+
+@pytest.mark.parametrize("spec", BAD_SPECIFIERS)
+@pytest.mark.parametrize(("text", "line", "where"), PLACES, ids=["block", "flow", "override"])
+def test_an_invalid_specifier_is_file_colon_line_and_exit_2(
+    tmp_path, capsys, demo_report_file, spec, text, line, where
+):
+    policy = tmp_path / "computefence.yaml"
+    policy.write_text(text.format(spec=json.dumps(spec)))
+    capsys.readouterr()
+    for argv in (
+        ["policy", "show", "--policy", str(policy)],
+        ["fleet", "check", "--demo", "--policy", str(policy)],
+        ["doctor", "--policy", str(policy)],
+        ["report", "show", str(demo_report_file), "--policy", str(policy)],
+    ):
+        assert main(argv) == 2, argv
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1, (argv, err)
+        assert err.startswith(f"computefence: error: {policy}:{line}: {where}: {spec!r} is not a PEP 440"), err
