@@ -17,6 +17,7 @@ from computefence.cli.output import write_stdout
 from computefence.cli.policy_options import PolicyOpt
 from computefence.cli.targets import gather_targets, source_options, target_options
 from computefence.errors import ConfigError
+from computefence.evaluate.fingerprint import smallest_gpu_memory, whole_gb
 from computefence.files import write_output
 from computefence.models import CheckOptions, Facts, Target
 from computefence.policy import (
@@ -171,12 +172,16 @@ def starter_policy(facts: Facts, source: str) -> str:
         if len(names) == 1:
             hardware.append(f'  gpu_model: {_q(names[0])}    # a glob on nvidia-smi\'s name, e.g. "*H100*"')
         hardware.append(f'  gpu_count: {len(gpu.gpus)}              # or ">=2"')
-        memory = [g.memory_total_mib for g in gpu.gpus if g.memory_total_mib]
-        if memory:
-            hardware.append(f"  gpu_memory_gb: {_q('>=' + str(int(min(memory) * 2**20 / 1e9)))}")
+    memory = smallest_gpu_memory(facts)
+    if memory is not None:
+        n_bytes, mib = memory
+        source_figure = f"nvidia-smi's {mib} MiB" if mib is not None else f"{n_bytes} bytes"
+        hardware.append(
+            f"  gpu_memory_gb: {_q('>=' + str(whole_gb(n_bytes)))}  # smallest GPU, whole GB of 10^9 bytes ({source_figure})"
+        )
     lines += hardware or ["  {}                      # gpu_model, gpu_count, gpu_memory_gb, disk_free_gb, shm_gb"]
     lines += [
-        "  # disk_free_gb: 100      # free where checkpoints go (checks.output_dir)",
+        "  # disk_free_gb: 100      # GB of 10^9 bytes free where checkpoints go (checks.output_dir)",
         "  # shm_gb: 8",
         "",
         "# thresholds: {disk_warn_gb: 20, disk_block_gb: 5, shm_min_gb: 1}",
@@ -245,7 +250,10 @@ def init(
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing file."),
 ) -> int:
-    """Write a commented starter policy whose requirements are true of this machine (or a saved report's pod)."""
+    """Write a commented starter policy whose requirements are true of this machine (or a saved report's pod).
+
+    Sizes (gpu_memory_gb, disk_free_gb, shm_gb) are GB of 10^9 bytes; GPU memory is the smallest
+    GPU's, in whole GB, the figure `fleet snapshot` records in the lock."""
     if str(output) != "-" and output.exists() and not force:
         raise ConfigError(f"{output} exists; use --force to replace it, or -o another file")
     if from_report is not None:

@@ -21,7 +21,7 @@ LABELS: dict[str, str] = {
     "kernel": "kernel",
     "gpu-model": "GPU model",
     "gpu-count": "GPU count",
-    "gpu-memory-gb": "GPU memory (GB)",
+    "gpu-memory-gb": "GPU memory (whole GB of 10^9 bytes)",
 }
 # What a job imports: only these make a pod an outlier without a baseline. Driver, kernel,
 # glibc and OS differ between rented machines as a matter of course.
@@ -66,14 +66,31 @@ def fingerprint(facts: Facts) -> dict[str, str]:
         names = sorted({g.name for g in gpu.gpus})
         values["gpu-model"] = ", ".join(names)
         values["gpu-count"] = str(len(gpu.gpus))
-        memory = [g.memory_total_mib for g in gpu.gpus if g.memory_total_mib]
-        if memory:
-            values["gpu-memory-gb"] = f"{min(memory) * 2**20 / 1e9:.0f}"
+    memory = smallest_gpu_memory(facts)
+    if memory is not None:
+        values["gpu-memory-gb"] = str(whole_gb(memory[0]))
     for name, version in sorted(facts.packages.versions.items()):
         key = normalize_name(name)
         if key != "torch":
             values[key] = version or NOT_INSTALLED
     return values
+
+
+def smallest_gpu_memory(facts: Facts) -> tuple[int, int | None] | None:
+    """(bytes, nvidia-smi's MiB or None) of the GPU with the least memory: nvidia-smi's
+    figure, else torch's; None when neither reported one."""
+    mib = [g.memory_total_mib for g in facts.gpu.gpus if g.memory_total_mib and g.memory_total_mib > 0]
+    if mib:
+        return min(mib) * 2**20, min(mib)
+    torch = [d.total_memory_bytes for d in facts.torch.devices if d.total_memory_bytes and d.total_memory_bytes > 0]
+    return (min(torch), None) if torch else None
+
+
+def whole_gb(n_bytes: int) -> int:
+    """GPU memory as ComputeFence states it everywhere (policy init, the lock, policy.hardware's
+    gpu_memory_gb): whole GB of 10^9 bytes, like every other size here, rounded to nearest.
+    An H100's 81559 MiB is 86 GB (79.6 GiB): a policy's ">=80" for an "80GB" card holds."""
+    return round(n_bytes / 1e9)
 
 
 def is_package(field: str) -> bool:

@@ -21,6 +21,7 @@ from computefence.evaluate.context import (
     training_python,
     warn,
 )
+from computefence.evaluate.fingerprint import smallest_gpu_memory, whole_gb
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import (
     choose_build,
@@ -193,12 +194,6 @@ def _gpu_names(facts: Facts) -> list[str]:
     return [d.name or "?" for d in facts.torch.devices]
 
 
-def _gpu_memory_gb(facts: Facts) -> float | None:
-    memory = [g.memory_total_mib * 2**20 for g in facts.gpu.gpus if g.memory_total_mib]
-    memory = memory or [d.total_memory_bytes for d in facts.torch.devices if d.total_memory_bytes]
-    return min(memory) / 1e9 if memory else None
-
-
 def _size_check(key: str, what: str, spec: NumberSpec, n_bytes: int | None, fix: Fix) -> Finding:
     if n_bytes is None:
         return warn(HARDWARE, f"{what} was not collected; the policy expects {key} {spec.text}", fix, subject=key)
@@ -206,6 +201,20 @@ def _size_check(key: str, what: str, spec: NumberSpec, n_bytes: int | None, fix:
     if spec.satisfied_by(value):
         return passed(HARDWARE, f"{what}: {gb(n_bytes)} ({key} {spec.text})", subject=key)
     return block(HARDWARE, f"{what}: {gb(n_bytes)}, the policy expects {key} {spec.text}", fix, subject=key)
+
+
+def _gpu_memory_check(facts: Facts, spec: NumberSpec, fix: Fix) -> Finding:
+    """gpu_memory_gb against the smallest GPU, in the whole GB that policy init writes and the lock records."""
+    key = "gpu_memory_gb"
+    memory = smallest_gpu_memory(facts)
+    if memory is None:
+        return warn(HARDWARE, f"GPU memory was not collected; the policy expects {key} {spec.text}", fix, subject=key)
+    n_bytes, mib = memory
+    value = whole_gb(n_bytes)
+    shown = f"{value} GB (10^9 bytes; {mib} MiB)" if mib is not None else f"{value} GB (10^9 bytes)"
+    if spec.satisfied_by(value):
+        return passed(HARDWARE, f"smallest GPU memory: {shown} ({key} {spec.text})", subject=key)
+    return block(HARDWARE, f"smallest GPU memory: {shown}, the policy expects {key} {spec.text}", fix, subject=key)
 
 
 def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[Finding]:
@@ -253,16 +262,7 @@ def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[
                 )
             )
     if hardware.gpu_memory_gb is not None:
-        memory = _gpu_memory_gb(facts)
-        found.append(
-            _size_check(
-                "gpu_memory_gb",
-                "smallest GPU memory",
-                hardware.gpu_memory_gb,
-                None if memory is None else int(memory * 1e9),
-                redeploy,
-            )
-        )
+        found.append(_gpu_memory_check(facts, hardware.gpu_memory_gb, redeploy))
     if hardware.disk_free_gb is not None:
         place = first_path(facts, "output_dir") or first_path(facts, "workspace") or first_path(facts, "volume")
         where = f"free on {place.path}" if place is not None else "free space where checkpoints go (no output_dir set)"

@@ -7,11 +7,19 @@ from __future__ import annotations
 import json
 import shlex
 from collections import Counter
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from packaging.requirements import Requirement
 
 from computefence.cli import main
+from computefence.cli.policy import starter_policy
+from computefence.evaluate import evaluate_host
+from computefence.evaluate.fingerprint import fingerprint
+from computefence.models import CheckOptions, Facts, Severity
+from computefence.policy import parse_policy_text
 
 
 def _pip_lines(command: str) -> list[tuple[str, str]]:
@@ -108,3 +116,44 @@ def test_an_invalid_specifier_is_file_colon_line_and_exit_2(
         out, err = capsys.readouterr()
         assert out == "" and err.count("\n") == 1, (argv, err)
         assert err.startswith(f"computefence: error: {policy}:{line}: {where}: {spec!r} is not a PEP 440"), err
+
+
+# ---------------------------------------------------------------- GPU memory: one unit, one rounding
+
+RUNPOD_POD = Path(__file__).resolve().parents[1] / "evaluate/cases/_facts/runpod-pod.json"
+
+
+@settings(max_examples=300, deadline=None)
+@given(mib=st.integers(min_value=1, max_value=400_000))
+def test_policy_init_and_the_lock_state_gpu_memory_as_the_same_whole_gb_and_it_holds(mib):
+    facts = Facts.model_validate_json(RUNPOD_POD.read_text())
+    facts.gpu.gpus[0].memory_total_mib = mib
+    policy = parse_policy_text(starter_policy(facts, "a test"), "computefence.yaml")
+    written = policy.hardware.gpu_memory_gb
+    assert written is not None and written.text.startswith(">=")
+    assert written.text.removeprefix(">=") == fingerprint(facts)["gpu-memory-gb"]
+    effective = policy.for_target("pod", [])
+    [memory] = [f for f in evaluate_host(facts, CheckOptions(), None, effective) if f.subject == "gpu_memory_gb"]
+    assert memory.severity is Severity.PASS
+    assert memory.message.startswith(
+        f"smallest GPU memory: {written.text.removeprefix('>=')} GB (10^9 bytes; {mib} MiB)"
+    )
+
+
+def test_the_demo_pods_policy_lock_and_check_agree_on_its_gpu_memory(tmp_path, capsys, demo_report_file):
+    policy, lock = tmp_path / "computefence.yaml", tmp_path / "computefence.lock.json"
+    assert main(["policy", "init", "--from", str(demo_report_file), "--pod", "pod-healthy", "-o", str(policy)]) == 0
+    assert main(["fleet", "snapshot", "--demo", "--no-policy", "--from", "pod-healthy", "-o", str(lock)]) == 0
+    [line] = [line for line in policy.read_text().splitlines() if "gpu_memory_gb" in line]
+    # An H100's 81559 MiB: 85.5 GB, written and recorded as the same whole 86, and the unit said.
+    assert line == '  gpu_memory_gb: ">=86"  # smallest GPU, whole GB of 10^9 bytes (nvidia-smi\'s 81559 MiB)'
+    assert json.loads(lock.read_text())["fingerprint"]["gpu-memory-gb"] == "86"
+    capsys.readouterr()
+    argv = ["fleet", "check", "--demo", "--limit", "pod-healthy", "--policy", str(policy), "--baseline", str(lock)]
+    assert main([*argv, "--format", "json"]) == 0
+    [host] = json.loads(capsys.readouterr().out)["hosts"]
+    [memory] = [f for f in host["findings"] if f["subject"] == "gpu_memory_gb"]
+    assert memory["severity"] == "pass"
+    assert memory["message"] == "smallest GPU memory: 86 GB (10^9 bytes; 81559 MiB) (gpu_memory_gb >=86)"
+    [drift] = [f for f in host["findings"] if f["check"] == "env.drift"]
+    assert drift["severity"] == "pass"
