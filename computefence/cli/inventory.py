@@ -18,7 +18,8 @@ from computefence.cli.targets import gather_targets, target_options
 from computefence.errors import ConfigError, SourceError
 from computefence.files import write_output
 from computefence.models import SourceStatus, Target, TargetList
-from computefence.render.columns import Column, fit_table, wrap
+from computefence.render.columns import Column, fit_table, records
+from computefence.render.console import console_text
 from computefence.render.views import plural
 from computefence.sources import TargetSelection
 from computefence.sources.export import EXPORT_FORMATS
@@ -80,8 +81,10 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
     checkable = [t for t in targets if not t.unreachable_reason]
     blocked = [t for t in targets if t.unreachable_reason]
     if targets:
-        # Columns that would say the same thing on every row are left out; on a narrow
-        # terminal python, tags, source and via go first (see render/columns.py).
+        # Columns with nothing to say (no proxy, the default python, no tags or provider on any
+        # target) are left out; on a narrow terminal one that holds the same value on every
+        # row is said above the table, and where no table fits each target is a record
+        # (see render/columns.py): no value is ever dropped.
         columns: dict[str, tuple[Column, Callable[[Target], Text]]] = {
             "target": (Column("target"), lambda t: Text(t.name)),
             "reached as": (
@@ -110,15 +113,11 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
         if not any(t.provider for t in targets):
             del columns["provider"]
         rows = [[cell(t) for _, cell in columns.values()] for t in targets]
-        table = fit_table([column for column, _ in columns.values()], rows, console.width)
-        if table is not None:
-            console.print(table)
-        else:
-            for row in rows:
-                console.print(Text.assemble((row[0].plain, "bold"), "  ", row[1]))
-                rest = " · ".join(cell.plain for cell in row[2:] if cell.plain)
-                for line in wrap(rest, console.width - 2, " · "):
-                    console.print(Text("  " + line, style="dim"))
+        chosen = [column for column, _ in columns.values()]
+        table = fit_table(chosen, rows, console.width, noun="target")
+        color = console.is_terminal and not console.no_color
+        shown = table if table is not None else records(chosen, rows, console.width)
+        console.file.write(console_text(list(shown), color=color, width=console.width))
     for t in blocked:
         console.print(Text(f"{t.name}: not checkable: {(t.unreachable_reason or '').rstrip('.')}.", style="red"))
         if t.unreachable_fix:

@@ -1,6 +1,8 @@
-"""Tables that fit the terminal: shorter headers, then fewer columns, then one pod per two
-lines, and a cell wraps only between its tokens, so a GPU model name or a path is never
-split mid-word (rich folds any word longer than its column).
+"""Tables that fit the terminal: shorter headers, then cells wrapped between their tokens,
+then a column that says the same on every row said once above the table; where no table
+fits, the caller shows each row as a record (`records`). A column is never dropped silently,
+and a GPU model name or a path is never split mid-word (rich folds any word longer than its
+column).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ class Column:
     justify: JustifyMethod = "left"
     # Where the cell may wrap: None never, ", " between list items, " " between words.
     breaks: str | None = None
-    # 0: always shown; otherwise dropped when space is short, lowest number first.
+    # 0: always a column; otherwise, when space is short and every row holds the same value,
+    # said once above the table instead ("Provider of every pod: runpod"), lowest number first.
     drop: int = 0
 
 
@@ -90,18 +93,26 @@ def _widths(
     return widths
 
 
-def _layouts(columns: list[Column]) -> list[tuple[bool, int, bool]]:
-    """(short headers, drop up to this level, wrap cells) from the fullest to the barest: a
-    column is dropped only when wrapping cells between their tokens does not make room."""
-    levels = sorted({c.drop for c in columns if c.drop})
+def _layouts(columns: list[Column], rows: list[list[Text]]) -> list[tuple[bool, int, bool]]:
+    """(short headers, hoist up to this level, wrap cells) from the fullest to the barest: a
+    column is said above the table only when wrapping cells between their tokens does not
+    make room, and only when it holds one value (one that differs from row to row never goes)."""
+    levels = sorted({c.drop for i, c in enumerate(columns) if c.drop and _uniform(rows, i)})
     return [(False, 0, False)] + [(True, level, wrapping) for level in [0, *levels] for wrapping in (False, True)]
 
 
-def fit_table(columns: list[Column], rows: list[list[Text]], width: int) -> Table | None:
-    """The fullest layout of `rows` that fits in `width`, or None when none does (the caller
-    then stacks each row over two lines)."""
-    for short, dropped, wrapping in _layouts(columns):
-        keep = [i for i, c in enumerate(columns) if not c.drop or c.drop > dropped]
+def _uniform(rows: list[list[Text]], index: int) -> bool:
+    return len({row[index].plain for row in rows}) == 1
+
+
+def fit_table(
+    columns: list[Column], rows: list[list[Text]], width: int, *, noun: str = "row"
+) -> list[Text | Table] | None:
+    """The fullest layout of `rows` that fits in `width`: the table, after a line for each
+    column said once ("Provider of every pod: runpod"); None when none fits (the caller then
+    shows each row as a record, every column's value in it)."""
+    for short, hoisted, wrapping in _layouts(columns, rows):
+        keep = [i for i, c in enumerate(columns) if not (c.drop and c.drop <= hoisted and _uniform(rows, i))]
         chosen = [columns[i] for i in keep]
         headers = [(c.short or c.header) if short else c.header for c in chosen]
         cells = [[row[i] for row in rows] for i in keep]
@@ -113,8 +124,26 @@ def fit_table(columns: list[Column], rows: list[list[Text]], width: int) -> Tabl
             table.add_column(header, justify=column.justify, width=column_width, no_wrap=True)
         for row in rows:
             table.add_row(*(_wrapped(row[i], columns[i].breaks, w) for i, w in zip(keep, widths)))
-        return table
+        said = [
+            Text.assemble((f"{column.header} of every {noun}: ", "dim"), rows[0][i])
+            for i, column in enumerate(columns)
+            if i not in keep
+        ]
+        return [*said, table]
     return None
+
+
+def records(columns: list[Column], rows: list[list[Text]], width: int) -> list[Text | Hanging]:
+    """Each row as a record for a terminal too narrow for the table: its first cell, then
+    every other column as 'header: value', wrapped between them (an empty value left out)."""
+    out: list[Text | Hanging] = []
+    for row in rows:
+        head = row[0].copy()
+        head.stylize("bold")
+        out.append(head)
+        pairs = [f"{c.header}: {cell.plain}" for c, cell in zip(columns[1:], row[1:]) if cell.plain.strip()]
+        out += [Hanging(Text("  "), Text(line)) for line in wrap(" · ".join(pairs), width - 2, " · ") if line]
+    return out
 
 
 def _wrapped(cell: Text, breaks: str | None, width: int) -> Text:

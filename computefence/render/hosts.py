@@ -10,7 +10,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from computefence.models import HostLedger, LedgerMachine
-from computefence.render.columns import Column, fit_table
+from computefence.render.columns import Column, fit_table, records
 from computefence.render.console import console_text
 from computefence.text import clean
 
@@ -61,11 +61,8 @@ def _rich(ledger: HostLedger, width: int, title: str) -> list[RenderableType]:
                 Text(clean(m.last_seen or "-")),
             ]
         )
-    table = fit_table(_COLUMNS, rows, width)
-    if table is not None:
-        out.append(table)
-    else:
-        out += [Text(" · ".join(cell.plain for cell in row)) for row in rows]
+    table = fit_table(_COLUMNS, rows, width, noun="machine")
+    out += table if table is not None else records(_COLUMNS, rows, width)
     notes = [(m, note) for m in ledger.hosts for note in machine_notes(m)]
     for m, note in notes:
         out.append(Text(f"{clean(m.provider)} {clean(m.machine_id)}: {clean(note)}", style="dim"))

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
-from computefence.render.columns import Column, Hanging, fit_table, wrap
+from computefence.render.columns import Column, Hanging, fit_table, records, wrap
 from computefence.render.console import console_text
 from computefence.render.interface import Renderer
 from computefence.text import clean, one_line
@@ -285,16 +285,16 @@ def _summary_table(hosts: list[HostReport], width: int) -> list[RenderableType]:
                 Text(str(host.warnings) if checked else "-", style="yellow" if host.warnings else ""),
             ]
         )
-    table = fit_table(_POD_COLUMNS, rows, width)
+    table = fit_table(_POD_COLUMNS, rows, width, noun="pod")
     if table is not None:
-        return [table, Text()]
+        return [*table, Text()]
     return [*(line for host in hosts for line in _stacked_pod(host, width)), Text()]
 
 
 _WATCH_COLUMNS = [
     Column("Pod"),
     Column("Step"),
-    Column("Pace", drop=1),
+    Column("Pace", breaks=", ", drop=1),
     Column("Loss"),
     Column("GPU util", "GPU"),
     Column("Newest checkpoint", "Checkpoint", breaks=" ", drop=2),
@@ -315,14 +315,10 @@ def _watch_table(hosts: list[HostReport], width: int) -> list[RenderableType]:
                 Text(views.watch_state(host), style=_STATE_STYLE.get(state, "bold magenta")),
             ]
         )
-    table = fit_table(_WATCH_COLUMNS, rows, width)
+    table = fit_table(_WATCH_COLUMNS, rows, width, noun="pod")
     if table is not None:
-        return [table, Text()]
-    lines: list[RenderableType] = [
-        Text(" · ".join(clean(c) for c in [host.name, *views.watch_cells(host), views.watch_state(host)]))
-        for host in hosts
-    ]
-    return [*lines, Text()]
+        return [*table, Text()]
+    return [*records(_WATCH_COLUMNS, rows, width), Text()]
 
 
 def _stacked_pod(host: HostReport, width: int) -> list[Text]:
@@ -467,7 +463,7 @@ def _drift(report: Report, width: int) -> list[RenderableType]:
     ]
     table = fit_table(_DRIFT_COLUMNS, rows, width)
     if table is not None:
-        return [table]
+        return list(table)
     out: list[RenderableType] = []
     for row in report.drift:
         out.append(Text(clean(row.component), style="cyan"))
