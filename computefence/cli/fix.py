@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from computefence import __version__, evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
@@ -25,7 +24,7 @@ from computefence.cli.connection import connection_options, prepare_connections
 from computefence.cli.fleet import fleet_app, probe_with_progress
 from computefence.cli.output import write_stdout
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
-from computefence.cli.progress import stop_on_sigint
+from computefence.cli.progress import LiveCount, stop_on_sigint
 from computefence.cli.targets import session_targets, target_options
 from computefence.connectors.interface import Outcome
 from computefence.connectors.registry import ConnectSettings, open_connector
@@ -207,48 +206,16 @@ async def _apply_and_reprobe(
         return done, reprobed, stop.is_set()
 
 
-class _StepProgress:
-    """Steps done/total on stderr: a live line on a terminal, `[i/n]` lines otherwise."""
+class _StepProgress(LiveCount):
+    """Steps done/total: a live line on a terminal, `[i/n]` lines otherwise."""
 
     def __init__(self, total: int):
-        self.total, self.done, self.failed = total, 0, 0
-        self.console = Console(stderr=True)
-        self._progress: Progress | None = None
-        self._task: TaskID | None = None
-
-    def __enter__(self) -> _StepProgress:
-        if self.console.is_terminal:
-            self._progress = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}"),
-                TimeElapsedColumn(),
-                console=self.console,
-                transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task(self._text(), total=self.total)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-
-    def _text(self, last: str = "") -> str:
-        failed = f", {self.failed} failed" if self.failed else ""
-        return f"applying: {self.done}/{self.total} steps{failed}{last}"
+        super().__init__(total, "applying", "steps")
 
     def update(self, pod: str, record: fixes.StepRecord) -> None:
-        self.done += 1
-        if record.status != "ran":
-            self.failed += 1
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, description=self._text(f" · {pod}: {record.check}"), completed=self.done)
-            return
         took = f" ({record.duration_s:.1f} s)" if record.duration_s is not None else ""
-        print(
-            f"computefence: [{self.done}/{self.total}] {pod}: {record.check}: {record.status}{took}",
-            file=sys.stderr,
-            flush=True,
+        self.advance(
+            record.status == "ran", f"{pod}: {record.check}: {record.status}{took}", last=f" · {pod}: {record.check}"
         )
 
 

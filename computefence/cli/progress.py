@@ -8,13 +8,14 @@ import contextlib
 import signal
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from computefence.models import HostReport, HostStatus
-from computefence.text import unfiltered_stderr
+from computefence.text import clean, unfiltered_stderr
 
 
 @contextlib.contextmanager
@@ -40,19 +41,23 @@ def stop_on_sigint() -> Iterator[asyncio.Event]:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-class ProgressLine:
-    """done/total and failures so far, on stderr: a live line on a terminal, plain lines
-    otherwise, none when quiet on a terminal. `update` is a run's on_progress."""
+_Count = TypeVar("_Count", bound="LiveCount")
 
-    def __init__(self, total: int, quiet: bool = False):
+
+class LiveCount:
+    """done/total and failures so far, on stderr: a live line on a terminal, one plain line
+    per item otherwise, none when quiet on a terminal."""
+
+    def __init__(self, total: int, label: str, unit: str, quiet: bool = False):
         self.total, self.done, self.failed = total, 0, 0
+        self.label, self.unit = label, unit
         self.console = Console(file=unfiltered_stderr())
         self.live = self.console.is_terminal and not quiet
         self.quiet = quiet
         self._progress: Progress | None = None
         self._task: TaskID | None = None
 
-    def __enter__(self) -> ProgressLine:
+    def __enter__(self: _Count) -> _Count:
         if self.live:
             self._progress = Progress(
                 SpinnerColumn(),
@@ -69,18 +74,28 @@ class ProgressLine:
         if self._progress is not None:
             self._progress.stop()
 
-    def _text(self) -> str:
+    def _text(self, last: str = "") -> str:
         failed = f", {self.failed} failed" if self.failed else ""
-        return f"checking pods: {self.done}/{self.total} done{failed}"
+        return f"{self.label}: {self.done}/{self.total} {self.unit}{failed}{last}"
 
-    def update(self, host: HostReport) -> None:
+    def advance(self, ok: bool, line: str, last: str = "") -> None:
+        """One more item done: `line` is its plain line, `last` what the live line adds."""
         self.done += 1
-        if host.status is not HostStatus.OK:
+        if not ok:
             self.failed += 1
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, description=self._text(), completed=self.done)
-            return
-        if self.quiet:
-            return
+            # Markup-escaped and cleaned: the live line is written unfiltered.
+            self._progress.update(self._task, description=escape(clean(self._text(last))), completed=self.done)
+        elif not self.quiet:
+            print(f"computefence: [{self.done}/{self.total}] {line}", file=sys.stderr, flush=True)
+
+
+class ProgressLine(LiveCount):
+    """Pods checked so far; `update` is a run's on_progress."""
+
+    def __init__(self, total: int, quiet: bool = False):
+        super().__init__(total, "checking pods", "done", quiet)
+
+    def update(self, host: HostReport) -> None:
         outcome = "checked" if host.status is HostStatus.OK else f"{host.status.value}: {host.reason}"
-        print(f"computefence: [{self.done}/{self.total}] {host.name}: {outcome}", file=sys.stderr, flush=True)
+        self.advance(host.status is HostStatus.OK, f"{host.name}: {outcome}")
