@@ -3,12 +3,15 @@
 Where Ansible is installed, Ansible itself reads it: `ansible-inventory -i SRC --list`
 (plugins, dynamic inventory scripts, ranges, precedence exactly as in a playbook run),
 with --vault-password-file / --vault-id passed through. Otherwise the built-in reader:
-groups, `[group:vars]`, `[group:children]` (YAML: all/hosts/vars/children), host ranges
-(`web[01:03]`, `w[:2]`, `node-[a:c]`), `host:port` and `[v6addr]:port`, inventory folders
-(recursively, skipping what Ansible skips), and `group_vars/`, `host_vars/` beside the
-inventory, with Ansible's precedence: inline group vars (by depth, ansible_group_priority,
-name) < group_vars/all < group_vars/GROUP < inline host vars < host_vars/HOST. A line it
-cannot read is skipped with a FILE:LINE warning; the rest of the inventory still counts.
+groups, `[group:vars]`, `[group:children]` (YAML: all/hosts/vars/children), `#` and `;`
+comments where Ansible's INI parser takes them, host ranges by Ansible's rules (`web[01:03]`,
+`w[:2]`, `node-[a:c]`, `[0:10:2]`, several in one name), `host:port` and `[v6addr]:port`,
+inventory folders (recursively, skipping what Ansible skips), and `group_vars/`, `host_vars/`
+beside the inventory, with Ansible's precedence: inline group vars (by depth,
+ansible_group_priority, name) < group_vars/all < group_vars/GROUP < inline host vars <
+host_vars/HOST. A line it cannot read is skipped with a FILE:LINE warning; the rest of the
+inventory still counts. A host range Ansible cannot expand is an error (Ansible refuses the
+whole file for it), and so is one of more than MAX_HOSTS_PER_PATTERN hosts.
 
 Variables used: ansible_host, ansible_port, ansible_user (and their ansible_ssh_* names,
 which win as in Ansible's ssh plugin), ansible_ssh_private_key_file,
@@ -29,7 +32,7 @@ import shlex
 import shutil
 import string
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,8 +54,6 @@ MAX_HOSTS = 1_000_000
 # What Ansible skips in an inventory folder (INVENTORY_IGNORE_EXTS, IGNORED_ALWAYS).
 _IGNORED_SUFFIXES = ("~", ".orig", ".cfg", ".retry", ".pyc", ".pyo", ".swp", ".bak", ".rpm", ".md", ".txt", ".rst")
 _IGNORED_NAMES = ("host_vars", "group_vars", "vars_plugins")
-_RANGE_RE = re.compile(r"\[([0-9a-zA-Z]*):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
-_BRACKETED_RE = re.compile(r"^\[([^\]]+)\](?::(\d+))?$")
 # How ansible-inventory says it skipped a source or a file of it.
 _UNPARSED_RE = re.compile(r"(Unable|Failed) to parse")
 _MESSAGE_LIMIT = 300
@@ -141,54 +142,142 @@ class _Inventory:
 # ---------------------------------------------------------------- host patterns
 
 
+class HostRangeError(ConfigError):
+    """A host range Ansible cannot expand (it then refuses the whole file): an error, not a
+    line skipped with a warning, since no reading of it is Ansible's."""
+
+
+def host_pattern(pattern: str, where: str) -> tuple[list[str], int | None]:
+    """The hosts and port of an inventory host pattern, as Ansible's inventory plugins read
+    it: a `:port` only where what precedes it is a hostname, IPv4 or bracketed IPv6 address
+    (ranges allowed), then every `[begin:end(:step)]` expanded. `h[1:3]:2222` is h1..h3 on
+    2222, but `h[:3]:2222` (no valid address) is the names h0:2222..h3:2222, as in Ansible."""
+    name, port = _split_port(pattern)
+    return expand_host_pattern(name, where), port
+
+
 def expand_host_pattern(pattern: str, where: str) -> list[str]:
-    """`web[01:03].example` -> web01.example, web02.example, web03.example (as Ansible)."""
+    """`web[01:03].example` -> web01.example, web02.example, web03.example, with Ansible's
+    rules: the first `[` and the first `]` delimit a range, an empty begin is 0, a begin with
+    a leading 0 sets the width (the end must be as wide), letters run through a-z then A-Z,
+    numbers are read as Python's int() reads them, a range that runs backwards gives no hosts
+    (letters: an error), and whatever follows is expanded likewise. More than
+    MAX_HOSTS_PER_PATTERN names is an InputLimitError before any is made."""
+    levels: list[tuple[str, list[str]]] = []
     count = 1
-    for each in _RANGE_RE.finditer(pattern):
-        start, end, step = each.group(1) or "0", each.group(2), int(each.group(3) or 1)
-        if step < 1:
-            raise ConfigError(f"{where}: host range [{each.group(0)[1:-1]}] in {_shown(pattern)} has a step below 1")
-        if start.isdigit() and end.isdigit():
-            count *= len(range(int(start), int(end) + 1, step))
+    rest = pattern
+    while "[" in rest:
+        pieces = rest.replace("[", "|", 1).replace("]", "|", 1).split("|")
+        if len(pieces) != 3:
+            why = "no closing ']'" if len(pieces) < 3 else "'|' or another range bracket in it"
+            raise HostRangeError(f"{where}: bad host range in {_shown(pattern)}: {why}")
+        head, spec, rest = pieces
+        size, make = _range_values(spec, pattern, where)
+        if size == 0:
+            return []  # Ansible makes no host of it, and reads no further
+        count *= size
         if count > MAX_HOSTS_PER_PATTERN:
             raise InputLimitError(
                 f"{where}: host pattern {_shown(pattern)} expands to more than {MAX_HOSTS_PER_PATTERN:,} hosts"
             )
-    return _expand(pattern, where)
+        levels.append((head, make()))
+    names = [""]
+    for head, values in levels:
+        names = [name + head + value for name in names for value in values]
+    return [name + rest for name in names]
+
+
+def _range_values(spec: str, pattern: str, where: str) -> tuple[int, Callable[[], list[str]]]:
+    """How many names one range gives, and a way to make them (after the count is checked)."""
+
+    def bad(why: str) -> HostRangeError:
+        return HostRangeError(f"{where}: bad host range [{spec[:50]}] in {_shown(pattern)}: {why}")
+
+    bounds = spec.split(":")
+    if len(bounds) not in (2, 3):
+        raise bad("expected begin:end or begin:end:step")
+    begin, end = bounds[0] or "0", bounds[1]
+    step_text = bounds[2] if len(bounds) == 3 else "1"
+    if not end:
+        raise bad("no end value")
+    width = 0
+    if begin[0] == "0" and len(begin) > 1:
+        if len(begin) != len(end):
+            raise bad(f"a zero-padded begin ({begin}) needs an end of the same width ({end})")
+        width = len(begin)
+    # As Ansible: a begin and end found in a-zA-Z (as substrings) are letters, anything else a number.
+    letters = string.ascii_letters
+    if begin in letters and end in letters:
+        first, last = letters.index(begin), letters.index(end)
+        if first > last:
+            raise bad("letters must run forwards")
+        try:
+            chosen = letters[first : last + 1 : int(step_text)]
+        except ValueError:
+            pass  # a step of 0 or not a number: Ansible then reads the bounds as numbers, and fails
+        else:
+            return len(chosen), lambda: list(chosen)
+    try:
+        numbers = range(int(begin), int(end) + 1, int(step_text))
+    except ValueError as exc:
+        raise bad("the step is 0" if "must not be zero" in str(exc) else str(exc)[:120]) from None
+    try:
+        size = len(numbers)
+    except OverflowError:
+        size = MAX_HOSTS_PER_PATTERN + 1
+    return size, lambda: [str(n).zfill(width) for n in numbers]
 
 
 def _shown(pattern: str) -> str:
     return repr(pattern if len(pattern) <= 200 else pattern[:200] + "...")
 
 
-def _expand(pattern: str, where: str) -> list[str]:
-    match = _RANGE_RE.search(pattern)
-    if not match:
-        return [pattern]
-    start, end, step = match.group(1) or "0", match.group(2), int(match.group(3) or 1)
-    head, tail = pattern[: match.start()], pattern[match.end() :]
-    if start.isdigit() and end.isdigit():
-        width = len(start) if start.startswith("0") else 0
-        values = [str(i).zfill(width) for i in range(int(start), int(end) + 1, step)]
-    elif len(start) == 1 and len(end) == 1 and start in string.ascii_letters and end in string.ascii_letters:
-        values = [chr(i) for i in range(ord(start), ord(end) + 1, step)]
-    else:
-        raise ConfigError(f"{where}: bad host range [{match.group(0)[1:-1]}] in {pattern!r}")
-    if not values or step < 1:
-        raise ConfigError(f"{where}: host range [{match.group(0)[1:-1]}] in {pattern!r} is empty")
-    return [name for value in values for name in _expand(head + value + tail, where)]
+# Host addresses a `:port` may follow, in the grammar Ansible's parse_address accepts, ranges
+# included: a hostname's labels, an IPv4 address, an IPv6 address (bracketed before a port).
+_NUMERIC_RANGE = r"\[[0-9]+:[0-9]+(?::[0-9]+)?\]"
+_HEX_RANGE = r"\[[0-9a-f]+:[0-9a-f]+(?::[0-9]+)?\]"
+_LABEL_RANGE = r"\[(?:[a-z]:[a-z]|[0-9]+:[0-9]+)(?::[0-9]+)?\]"
+_LABEL = rf"(?:\w|{_LABEL_RANGE})(?:[\w-]|{_LABEL_RANGE})*(?<![_-])"
+_HOSTNAME_RE = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$", re.I)
+_OCTET = rf"(?:[01]?[0-9]{{1,2}}|2[0-4][0-9]|25[0-5]|{_NUMERIC_RANGE})"
+_IPV4_RE = re.compile(rf"^(?:{_OCTET}\.){{3}}{_OCTET}$", re.I)
+_H = rf"(?:[0-9a-f]{{1,4}}|{_HEX_RANGE})"
+_V4 = rf"(?:{_H}\.){{3}}{_H}"
+_IPV6_RE = re.compile(
+    "^(?:"
+    + "|".join(
+        [
+            rf"(?:{_H}:){{7}}{_H}",
+            rf"(?:{_H}:){{1,6}}:",
+            *(rf"(?:{_H}:){{{left}}}(?::{_H}){{1,{7 - left}}}" for left in range(1, 7)),
+            rf":(?::{_H}){{1,6}}",
+            rf"{_H}?::",
+            rf"(?:0:){{6}}{_V4}",
+            rf"::(?:ffff:)?{_V4}",
+            rf"(?:0:){{5}}ffff:{_V4}",
+        ]
+    )
+    + ")$",
+    re.I,
+)
+_BRACKETED_PORT_RE = re.compile(r"^\[(.+)\]:([0-9]+)$")
+# Anything but `:` and brackets, or whole bracketed ranges, then `:port`.
+_HOST_PORT_RE = re.compile(r"^((?:[^:\[\]]|\[[^\]]*\])*):([0-9]+)$")
 
 
 def _split_port(pattern: str) -> tuple[str, int | None]:
-    """`host:2222` -> ("host", 2222), `[2001:db8::1]:2222` -> ("2001:db8::1", 2222);
-    a bare IPv6 address keeps its colons."""
-    bracketed = _BRACKETED_RE.match(pattern)
-    if bracketed:
-        return bracketed.group(1), int(bracketed.group(2)) if bracketed.group(2) else None
-    if pattern.count(":") == 1:
-        name, _, port = pattern.partition(":")
-        if port.isdigit():
-            return name, int(port)
+    """`host:2222` -> ("host", 2222), `[2001:db8::1]:2222` -> ("2001:db8::1", 2222), a bare
+    IPv6 address keeps its colons; what is no address keeps its `:port` in the name."""
+    address, port = pattern, None
+    for port_re in (_BRACKETED_PORT_RE, _HOST_PORT_RE):  # in turn, as Ansible: `[h:1]:2` is h, port 1
+        found = port_re.match(address)
+        if found:
+            try:
+                address, port = found.group(1), int(found.group(2))
+            except ValueError:  # past int()'s digit limit: Ansible keeps the pattern whole
+                return pattern, None
+    if any(address_re.match(address) for address_re in (_IPV4_RE, _IPV6_RE, _HOSTNAME_RE)):
+        return address, port
     return pattern, None
 
 
@@ -223,16 +312,17 @@ def _parse_ini(path: Path, inventory: _Inventory, text: str) -> None:
                 section, kind = header.group(1), header.group(2) or "hosts"
                 inventory.group(section)
                 continue
-            first = line.split()[0]
-            if header or (line.startswith("[") and not _BRACKETED_RE.match(first)) or _SECTION_RE.match(first):
-                # `[g:hosts]` is a header; `[g:other]`, `[g` and `[g] ; note` (Ansible reads no `;`
-                # comment there, and refuses the file) are not.
+            bracketed = line.startswith("[") and (line.endswith("]") or "]" not in line)
+            if header or bracketed or _SECTION_RE.match(line.split()[0]):
+                # `[g:hosts]` is a header; `[g:other]`, `[g`, `[g x]` and `[g] ; note` (Ansible reads
+                # no `;` comment there) are not, and Ansible refuses the file. A line such as
+                # `[1:3]web` or `[::1]:2222` is a host.
                 section = None  # the lines up to the next good header belong nowhere
                 raise ConfigError(f"{where}: bad section header {line!r}; skipped up to the next section")
             if section is None:
                 continue
             _ini_line(line, where, section, kind, inventory)
-        except InputLimitError:
+        except (InputLimitError, HostRangeError):
             raise
         except ConfigError as exc:
             inventory.warnings.append(str(exc))
@@ -246,6 +336,10 @@ def _ini_line(line: str, where: str, section: str, kind: str, inventory: _Invent
         inventory.set_group_var(section, name.strip(), _Value(_ini_value(value.strip()), where))
     elif kind == "children":
         child = _CHILD_RE.match(line)
+        if not child and "[" in line:
+            raise HostRangeError(
+                f"{where}: [{section}:children] takes group names, and Ansible expands no host range there: {line!r}"
+            )
         if not child:
             raise ConfigError(f"{where}: expected one group name in [{section}:children], got {line!r}")
         inventory.add_child(section, child.group(1))
@@ -257,16 +351,19 @@ def _ini_line(line: str, where: str, section: str, kind: str, inventory: _Invent
                 tokens = shlex.split(line, comments=True)
             except ValueError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
+        # The name first, as Ansible: a bad range in it is the error, whatever follows.
+        names, port = host_pattern(tokens[0], where)
+        if port is None and tokens[0].endswith(":"):
+            raise ConfigError(f"{where}: host pattern {_shown(tokens[0])} ends in ':', which Ansible keeps for a port")
         variables: dict[str, _Value] = {}
         for token in tokens[1:]:
             key, eq, value = token.partition("=")
             if not eq or not key:
                 raise ConfigError(f"{where}: expected key=value after the host name, got {token!r}")
             variables[key] = _Value(_ini_value(value), where)
-        name_pattern, port = _split_port(tokens[0])
         if port is not None:
             variables.setdefault("ansible_port", _Value(port, where))
-        for name in expand_host_pattern(name_pattern, where):
+        for name in names:
             inventory.add_host(name, section, where, variables)
 
 
@@ -308,10 +405,10 @@ def _parse_yaml(path: Path, inventory: _Inventory, data: Any, root: MarksOrLine 
                 str(k): _Value(v, f"{path}:{line_at(host_marks, (k,))}")
                 for k, v in _mapping(host_vars, host_marks, (), path, f"host {pattern!r}").items()
             }
-            name_pattern, port = _split_port(str(pattern))
+            hosts, port = host_pattern(str(pattern), where)
             if port is not None:
                 variables.setdefault("ansible_port", _Value(port, where))
-            for host in expand_host_pattern(name_pattern, where):
+            for host in hosts:
                 inventory.add_host(host, name, where, variables)
         children_marks = marks_at(marks, ("children",))
         for child, child_body in _mapping(body.get("children"), children_marks, (), path, "children").items():
@@ -844,6 +941,8 @@ class AnsibleSource:
             # Ansible drops a whole file for one bad line; the built-in reader drops only the line.
             try:
                 targets, own = read_ansible_inventory(self.path)
+            except HostRangeError:
+                raise  # Ansible refused the file for it too: say where, not "no hosts"
             except ConfigError:
                 pass
             else:

@@ -157,7 +157,7 @@ def test_a_zero_step_range_is_an_error_not_a_traceback():
     from computefence.errors import ConfigError
     from computefence.sources.ansible import expand_host_pattern
 
-    with pytest.raises(ConfigError, match=r"^hosts.ini:2: host range \[1:9:0\] in 'h\[1:9:0\]' has a step below 1$"):
+    with pytest.raises(ConfigError, match=r"^hosts.ini:2: bad host range \[1:9:0\] in 'h\[1:9:0\]': the step is 0$"):
         expand_host_pattern("h[1:9:0]", "hosts.ini:2")
 
 

@@ -5,6 +5,7 @@ asserts on what the CLI prints; where the real tool is here, it is asked too."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -108,3 +109,107 @@ def test_a_hash_inside_quotes_is_the_value_not_a_comment(tmp_path, capsys, monke
         ("p1", "ops # not a comment", ["pods"]),
         ("p2", None, ["pods"]),
     ]
+
+
+# ---------------------------------------------------------------- ranges
+
+# Ranges Ansible cannot expand: it refuses the whole file (ansible-inventory warns and lists no
+# host). The old reader skipped the line and went on with the rest, or guessed an expansion.
+REFUSED_RANGES = [
+    "h[1:b]",  # letters and digits
+    "h[a:3]",
+    "h[c:a]",  # letters backwards
+    "h[1:9:0]",  # step 0
+    "h[a:c:0]",
+    "h[1:3:x]",
+    "h[01:5]",  # a padded begin wider than the end
+    "h[01:100]",
+    "h[1:]",  # no end
+    "h[1]",
+    "h[1:2:3:4]",
+    "h[1:3",  # unterminated
+    "h[[1:3]]",
+    "h[0a:0c]",
+    "h[1:3]|x",
+]
+
+
+def _refused_range_file(folder, pattern: str, kind: str):
+    path = folder / f"{REFUSED_RANGES.index(pattern)}" / f"hosts.{kind}"
+    path.parent.mkdir(exist_ok=True)
+    if kind == "ini":
+        path.write_text(f"[pods]\ngood ansible_host=10.0.0.1\n{pattern}\n")
+    else:
+        path.write_text(f"pods:\n  hosts:\n    good:\n    {json.dumps(pattern)}:\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def refused_by_ansible(tmp_path_factory):
+    """The files of REFUSED_RANGES that ansible-inventory could not parse, asked in one run."""
+    folder = tmp_path_factory.mktemp("refused")
+    paths = [_refused_range_file(folder, p, k) for p in REFUSED_RANGES for k in ("ini", "yml")]
+    argv = ["ansible-inventory", *(a for p in paths for a in ("-i", str(p))), "--list"]
+    stderr = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL).stderr
+    return folder, set(re.findall(r"Unable to parse (\S+) as an inventory source", stderr))
+
+
+@needs_ansible
+@pytest.mark.parametrize("kind", ["ini", "yml"])
+@pytest.mark.parametrize("pattern", REFUSED_RANGES)
+def test_a_range_ansible_refuses_is_a_one_line_error(refused_by_ansible, tmp_path, monkeypatch, capsys, pattern, kind):
+    folder, refused = refused_by_ansible
+    path = _refused_range_file(folder, pattern, kind)
+    assert str(path) in refused
+    hide_ansible(tmp_path, monkeypatch)  # the built-in reader (the next test: through Ansible)
+    code, _, err = run(capsys, "inventory", "list", "--ansible-inventory", str(path))
+    err = one_line_error(code, err)
+    line = 3 if kind == "ini" else 4
+    assert f"{path}:{line}: bad host range" in err and repr(pattern) in err
+
+
+@needs_ansible
+@pytest.mark.parametrize("kind", ["ini", "yml"])
+def test_through_ansible_a_refused_range_is_the_same_one_line_error(tmp_path, capsys, kind):
+    path = _refused_range_file(tmp_path, "h[1:b]", kind)
+    err = one_line_error(*run(capsys, "inventory", "list", "--ansible-inventory", str(path))[::2])
+    line = 3 if kind == "ini" else 4
+    assert f"{path}:{line}: bad host range [1:b] in 'h[1:b]': invalid literal for int()" in err
+
+
+@needs_ansible
+def test_a_range_in_a_children_section_is_an_error(tmp_path, capsys):
+    path = tmp_path / "hosts.ini"
+    path.write_text("[pods:children]\ngpu[1:3]\n[gpu1]\ng1\n")
+    assert "Failed to parse" in ansible_list(path).stderr
+    err = one_line_error(*run(capsys, "inventory", "list", "--ansible-inventory", str(path))[::2])
+    assert f"{path}:2: [pods:children] takes group names, and Ansible expands no host range there" in err
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "h[a:Z][0:9999]",  # 52 letters x 10,000: the old count left letters out and made 520,000 hosts
+        "h[0:99999999999999999999999]",  # past what len(range) can hold: the old reader's traceback
+    ],
+)
+def test_a_range_of_too_many_hosts_is_refused_before_any_is_made(tmp_path, capsys, pattern):
+    path = tmp_path / "hosts.ini"
+    path.write_text(f"[pods]\n{pattern}\n")
+    err = one_line_error(*run(capsys, "inventory", "list", "--ansible-inventory", str(path))[::2])
+    assert f"{path}:2: host pattern {pattern!r} expands to more than 100,000 hosts" in err
+
+
+@needs_ansible
+def test_ranges_expand_as_ansible_expands_them(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "hosts.ini"
+    # A backwards numeric range is no host (and no error); `h[:2]:2222` is no address, so the
+    # port stays in the names; letters run a-z then A-Z; a port after a valid name applies.
+    path.write_text("[pods]\nkeep\nnone[5:1]\no[:1]:2222\nl[z:B]\nr[1:2]:2200\n")
+    document = json.loads(ansible_list(path).stdout)
+    expected = sorted(document["pods"]["hosts"])
+    assert expected == sorted(["keep", "o0:2222", "o1:2222", "lz", "lA", "lB", "r1", "r2"])
+    hide_ansible(tmp_path, monkeypatch)
+    targets, _ = listed(capsys, "--ansible-inventory", str(path))
+    assert sorted(t["name"] for t in targets) == expected
+    assert {t["name"]: t["port"] for t in targets if t["port"] != 22} == {"r1": 2200, "r2": 2200}

@@ -157,6 +157,9 @@ def test_ranges():
     "name,content,line,words",
     [
         ("h.ini", "[web]\nh ansible_port=99999\n", 2, ["ansible_port must be a port"]),
+        # Ansible refuses the whole file for a range it cannot expand: no line of it is dropped quietly
+        ("h.ini", "[ok]\ngood\nbad[1:b]\n", 3, ["bad host range [1:b] in 'bad[1:b]'"]),
+        ("h.ini", "[g:children]\nkid[1:3]\n", 2, ["takes group names", "no host range"]),
         ("h.ini", '[web]\nh ansible_host=\'{{ lookup("env", "IP") }}\'\n', 2, ["Jinja template"]),
         ("h.yml", "all:\n  hosts:\n    h:\n      ansible_port: nope\n", 4, ["ansible_port must be a port"]),
         ("h.yml", "all:\n  hosts: [a, b]\n", 2, ["hosts must be a mapping"]),
@@ -182,7 +185,6 @@ def test_errors_name_file_and_line(tmp_path, name, content, line, words):
         ("[ok]\ngood\n[web:vars]\nnot a var\n", 4, "expected key=value in [web:vars]"),
         ("[ok]\ngood\nhost1 port 22\n", 3, "expected key=value after the host name"),
         ("[ok]\ngood\n[g:children]\ntwo words\n", 4, "expected one group name"),
-        ("[ok]\ngood\nbad[1:b]\n", 3, "bad host range"),
     ],
 )
 def test_a_bad_line_costs_that_line_with_a_warning(tmp_path, content, line, words):
