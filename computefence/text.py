@@ -1,7 +1,8 @@
 """Text from places we do not control (pods, provider APIs, inventories) made safe to show.
 
 `clean` keeps the lines; `one_line` folds them into one line of at most `limit` characters,
-the "..." marking a cut included. Every module that quotes such text uses these two.
+the "..." marking a cut included. Every module that quotes such text uses these two. `plural`
+counts in words ("1 pod", "2 pods") for every message alike.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ def clean(text: object) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 pod', '2 pods'; `many` where adding an s is wrong ('process', 'processes')."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
 
 
 def one_line(text: object, limit: int | None = None) -> str:

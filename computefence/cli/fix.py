@@ -36,6 +36,7 @@ from computefence.operations import fix as fixes
 from computefence.policy import resolve_policy
 from computefence.render.fix import FORMATS, render_fix
 from computefence.sources import TargetSelection
+from computefence.text import plural
 
 if TYPE_CHECKING:  # asyncssh loads only when pods are contacted
     from computefence.connectors.ssh import SshConnector
@@ -142,7 +143,7 @@ def fix(
         if not interrupted and apply:
             steps = report.step_count
             pods = sum(1 for p in plans if any(s.status == "planned" for s in p.steps))
-            if steps and not yes and not _confirm(f"apply {steps} steps on {pods} pods? [y/N] "):
+            if steps and not yes and not _confirm(f"apply {plural(steps, 'step')} on {plural(pods, 'pod')}? [y/N] "):
                 print("computefence: nothing applied", file=sys.stderr)
                 return 1
             from computefence.connectors.ssh import SshConnector
@@ -168,7 +169,7 @@ def fix(
         ran = sum(1 for h in report.hosts for s in h.steps if s.status in ("ran", "failed", "timeout"))
         kept = [f"{flag} {path}" for flag, path in (("--output", output), ("--history", history)) if path is not None]
         unwritten = f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""
-        print(f"computefence: interrupted; {ran} step(s) ran before it{unwritten}", file=sys.stderr)
+        print(f"computefence: interrupted; {plural(ran, 'step')} ran before it{unwritten}", file=sys.stderr)
         return EXIT_INTERRUPTED
     text = render_fix(report, fmt.value, _width())
     if output is not None:
@@ -200,7 +201,7 @@ async def _apply_and_reprobe(
             done = await fixes.apply_all(plans, open_shell, apply_options, stop, progress.update)
         changed = [host.name for host, _ in done if fixes.executed(host)]
         if changed and not stop.is_set():
-            print(f"computefence: re-probing {len(changed)} pod(s) that changed", file=sys.stderr)
+            print(f"computefence: re-probing {plural(len(changed), 'pod')} that changed", file=sys.stderr)
             hosts = await run.probe_targets(plan.subset(changed), connector, stop=stop)
             reprobed = {h.name: h for h in hosts}
         return done, reprobed, stop.is_set()
@@ -258,7 +259,7 @@ def fix_this_machine(
     planned = fixes.plan_host(host, allow_disruptive)
     report = fixes.FixReport(tool_version=__version__, generated_at=_now(), allow_disruptive=allow_disruptive)
     steps = sum(1 for s in planned.steps if s.status == "planned")
-    if steps and not yes and not _confirm(f"apply {steps} steps on this machine? [y/N] "):
+    if steps and not yes and not _confirm(f"apply {plural(steps, 'step')} on this machine? [y/N] "):
         print("computefence: nothing applied", file=sys.stderr)
         return 1
 

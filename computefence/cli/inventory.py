@@ -20,9 +20,9 @@ from computefence.files import write_output
 from computefence.models import SourceStatus, Target, TargetList
 from computefence.render.columns import Column, fit_table, records
 from computefence.render.console import console_text
-from computefence.render.views import plural
 from computefence.sources import TargetSelection
 from computefence.sources.export import EXPORT_FORMATS
+from computefence.text import plural
 
 inventory_app = typer.Typer(
     help="Show or export the targets a fleet check would use (nothing is connected to).",

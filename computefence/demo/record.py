@@ -15,6 +15,7 @@ from pathlib import Path
 from computefence.connectors.replay import record_run
 from computefence.connectors.ssh import RunOptions, probe_targets
 from computefence.demo.fleet import demo_fleet
+from computefence.text import plural
 
 DEMO_RECORDING = Path(__file__).parent / "recordings" / "fleet"
 
@@ -28,7 +29,7 @@ def main(argv: list[str]) -> int:
         for old in folder.glob("*.json"):
             old.unlink()
         record_run(folder, fleet.targets, hosts)
-    print(f"recorded {len(hosts)} pods in {folder}")
+    print(f"recorded {plural(len(hosts), 'pod')} in {folder}")
     return 0
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from computefence.evaluate.context import Context, block, passed, q, skipped, warn
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep
-from computefence.text import one_line
+from computefence.text import one_line, plural
 
 CHECKS: dict[str, CheckSpec] = {
     "accelerate.num-processes": CheckSpec(
@@ -110,7 +110,7 @@ def check_num_processes(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
             warn(
                 cid,
                 f"accelerate config {path}: num_processes {processes} is not a multiple of num_machines "
-                f"{machines}; this machine has {visible} GPU(s)",
+                f"{machines}; this machine has {plural(visible, 'GPU')}",
                 fix,
                 subject=path,
             )
@@ -120,7 +120,7 @@ def check_num_processes(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
             block(
                 cid,
                 f"accelerate starts {per_machine} processes per machine{spread}, but this machine has "
-                f"{visible} visible GPU(s): the launch fails or hangs",
+                f"{plural(visible, 'visible GPU')}: the launch fails or hangs",
                 fix,
                 subject=path,
             )

@@ -37,7 +37,7 @@ from computefence.evaluate.torch_builds import (
     parse_version,
 )
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep, StepKind, TorchFacts
-from computefence.text import one_line
+from computefence.text import one_line, plural
 
 CHECKS: dict[str, CheckSpec] = {
     "gpu.driver": CheckSpec("nvidia-smi answers and lists the GPUs", Remedy.FIX),
@@ -173,9 +173,13 @@ def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Findi
     return [skipped(cid, NO_GPU)]
 
 
+def _all_gpus(n: int) -> str:
+    return "the GPU" if n == 1 else f"all {n} GPUs"
+
+
 def _expected_reason(checks: CheckOptions, ctx: Context) -> str:
     if ctx.provider is not None and ctx.provider.gpu_count:
-        return f", but {ctx.profile.title} lists {ctx.provider.gpu_count} GPU(s) for this pod"
+        return f", but {ctx.profile.title} lists {plural(ctx.provider.gpu_count, 'GPU')} for this pod"
     return ", but --expect-gpu says this machine should have one" if checks.expect_gpu else ""
 
 
@@ -272,14 +276,14 @@ def check_cuda_unavailable(facts: Facts, checks: CheckOptions, ctx: Context) -> 
         return [
             block(
                 cid,
-                f"torch cannot use CUDA: CUDA_VISIBLE_DEVICES={visible!r} hides all {seen} GPU(s) the driver sees",
+                f"torch cannot use CUDA: CUDA_VISIBLE_DEVICES={visible!r} hides {_all_gpus(seen)} the driver sees",
                 _visible_devices_origin(facts, visible)[1],
             )
         ]
     error = read_cuda_error(torch.cuda_error)
     why = f": {error.text}" if error else ""
     message = (
-        f"{_torch_name(torch)} cannot use CUDA although the driver sees {seen} GPU(s){why}; "
+        f"{_torch_name(torch)} cannot use CUDA although the driver sees {plural(seen, 'GPU')}{why}; "
         "training would silently run on the CPU"
     )
     subject = f"CUDA error {error.code}" if error and error.code is not None else None
@@ -451,7 +455,7 @@ def check_count_mismatch(facts: Facts, checks: CheckOptions, ctx: Context) -> li
         ]
     every = ",".join(str(g.index) for g in facts.gpu.gpus)
     if visible is not None:
-        message = f"torch sees {usable} GPU(s), the driver lists {seen}; CUDA_VISIBLE_DEVICES={visible!r}"
+        message = f"torch sees {plural(usable, 'GPU')}, the driver lists {seen}; CUDA_VISIBLE_DEVICES={visible!r}"
         # Only the job's own shell can change what it sees: words, not a step to run on the pod.
         fix = Fix(
             advice=f"run the job with CUDA_VISIBLE_DEVICES={every} (or unset it); look for a stale setting in ~/.bashrc",
@@ -459,9 +463,7 @@ def check_count_mismatch(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     else:
         nvidia_visible = env_by_source(facts, "NVIDIA_VISIBLE_DEVICES").get("process")
         shown = f" (NVIDIA_VISIBLE_DEVICES={nvidia_visible})" if nvidia_visible else ""
-        message = (
-            f"torch sees {usable} GPU(s), the driver lists {seen}: the container exposes fewer devices to CUDA{shown}"
-        )
+        message = f"torch sees {plural(usable, 'GPU')}, the driver lists {seen}: the container exposes fewer devices to CUDA{shown}"
         fix = Fix(
             commands=["ls -l /dev/nvidia*"],
             advice="the container was started with fewer GPU devices than nvidia-smi reports: " + _restart_note(ctx),

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from computefence.evaluate.context import Context, Rule, block, passed, skipped, sudo, warn
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep, GpuHealth, StepKind
+from computefence.text import plural
 
 CHECKS: dict[str, CheckSpec] = {
     "gpu.ecc": CheckSpec(
@@ -119,13 +120,15 @@ def check_ecc(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
     ]
     if len(unknown) == len(health):
         return [skipped(cid, "memory error counts unknown: the driver reports them as N/A (ECC off or not supported)")]
-    return [passed(cid, f"no uncorrectable memory errors or pending remaps on {len(health) - len(unknown)} GPU(s)")]
+    return [
+        passed(cid, f"no uncorrectable memory errors or pending remaps on {plural(len(health) - len(unknown), 'GPU')}")
+    ]
 
 
 def _memory_faults(gpu: GpuHealth) -> list[str]:
     faults = []
     if gpu.ecc_volatile_uncorrectable:
-        faults.append(f"{gpu.ecc_volatile_uncorrectable} uncorrectable ECC error(s) since the driver loaded")
+        faults.append(f"{plural(gpu.ecc_volatile_uncorrectable, 'uncorrectable ECC error')} since the driver loaded")
     if gpu.remapped_rows_failure:
         faults.append("a row remap failed")
     if gpu.remapped_rows_pending:
@@ -319,7 +322,7 @@ def _judge_compute_mode(facts: Facts, ctx: Context, health: list[GpuHealth]) -> 
         (
             crowded,
             f"compute mode Exclusive_Process on {{gpus}}, but the accelerate config starts {processes} "
-            f"processes for {len(health)} GPU(s): the processes sharing a GPU fail to start",
+            f"processes for {plural(len(health), 'GPU')}: the processes sharing a GPU fail to start",
         ),
     ):
         if gpus:
@@ -360,7 +363,7 @@ def check_fabric_manager(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     unready = [g for g in reporting if not _fabric_ok(g)]
     fm_down = gpu.fabric_manager_running is False
     if reporting and not unready:
-        return [passed(cid, f"NVSwitch fabric initialised on {len(reporting)} GPU(s)")]
+        return [passed(cid, f"NVSwitch fabric initialised on {plural(len(reporting), 'GPU')}")]
     if not unready and not fm_down:
         return [passed(cid, "NVSwitch system with nv-fabricmanager running")]
     if unready:
@@ -370,7 +373,9 @@ def check_fabric_manager(facts: Facts, checks: CheckOptions, ctx: Context) -> li
             "; nv-fabricmanager is not running" if fm_down else ""
         )
     else:
-        message = f"NVSwitch system ({len(gpu.nvswitch_nodes)} switch node(s)) but nv-fabricmanager is not running"
+        message = (
+            f"NVSwitch system ({plural(len(gpu.nvswitch_nodes), 'switch node')}) but nv-fabricmanager is not running"
+        )
     message += ": CUDA fails with error 802 'system not yet initialized'"
     if ctx.on_provider:
         commands, advice = _move_on(ctx, "only the host can start the fabric manager")
@@ -400,7 +405,7 @@ def check_xid(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
         return [skipped(cid, f"kernel log not checked for Xid errors: {log.reason}")] if log.reason else []
     serious = [event for event in log.xid_events if event.code in XID_MEANINGS]
     if not serious:
-        seen = f" ({len(log.xid_events)} other Xid line(s))" if log.xid_events else ""
+        seen = f" ({plural(len(log.xid_events), 'other Xid line')})" if log.xid_events else ""
         return [passed(cid, f"no Xid errors of failing hardware in {log.source or 'the kernel log'}{seen}")]
     codes = sorted({event.code for event in serious})
     listed = "; ".join(f"Xid {code} ({XID_MEANINGS[code]})" for code in codes)

@@ -24,7 +24,7 @@ from computefence.evaluate.profiles import profiles_dir
 from computefence.evaluate.spec import CheckSpec
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep, ModelFacts, Remedy
 from computefence.policy import Job, Lora
-from computefence.text import one_line
+from computefence.text import one_line, plural
 
 CHECKS: dict[str, CheckSpec] = {
     "storage.budget": CheckSpec(
@@ -641,7 +641,7 @@ def check_model_download(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     download = _download(model, job, table)
     if download is None:
         if model.found and model.shards and all(s.present for s in model.shards):
-            where = f"{gb(present)} in {len(model.shards)} safetensors file(s)"
+            where = f"{gb(present)} in {plural(len(model.shards), 'safetensors file')}"
             return [passed(cid, f"{job.model} is in the HF cache ({where})", subject=job.model)]
         return [skipped(cid, f"{job.model} is not in the HF cache and no job.params says how large it is")]
     total, basis = download

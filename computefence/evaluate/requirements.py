@@ -33,7 +33,7 @@ from computefence.evaluate.torch_builds import (
 )
 from computefence.models import Facts, Finding, Fix, FixStep, Severity
 from computefence.policy import SPECIAL_REQUIREMENTS, EffectivePolicy, NumberSpec, Requirement, matches, normalize_name
-from computefence.text import one_line
+from computefence.text import one_line, plural
 
 CHECKS: dict[str, CheckSpec] = {
     "policy.requirement": CheckSpec(
@@ -250,7 +250,9 @@ def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[
     if hardware.gpu_count is not None:
         count = len(names)
         if hardware.gpu_count.satisfied_by(count):
-            found.append(passed(HARDWARE, f"{count} GPUs (gpu_count {hardware.gpu_count.text})", subject="gpu_count"))
+            found.append(
+                passed(HARDWARE, f"{plural(count, 'GPU')} (gpu_count {hardware.gpu_count.text})", subject="gpu_count")
+            )
         else:
             found.append(
                 block(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 
 from computefence.operations.fix import FixHost, FixReport, StepRecord
-from computefence.text import clean, one_line
+from computefence.text import clean, one_line, plural
 
 FORMATS = ("rich", "json")
 _OUTCOME = {
@@ -32,7 +32,7 @@ def render_fix(report: FixReport, fmt: str, width: int = 100) -> str:
 
 def _text(report: FixReport, width: int) -> str:
     mode = "apply" if report.applied else "plan"
-    lines = [f"ComputeFence fix · {mode} · {len(report.hosts)} pods · {report.generated_at}", ""]
+    lines = [f"ComputeFence fix · {mode} · {plural(len(report.hosts), 'pod')} · {report.generated_at}", ""]
     for host in report.hosts:
         lines += _host(host, report.applied, width)
     lines += _summary(report)
@@ -59,7 +59,7 @@ def _host(host: FixHost, applied: bool, width: int) -> list[str]:
     to_run = [s for s in host.steps if s.status == "planned"]
     if not host.results:
         return [f"{name}: nothing to do", ""]
-    lines = [f"{name}: {len(host.results)} finding(s), {_count(host, applied, to_run)}"]
+    lines = [f"{name}: {plural(len(host.results), 'finding')}, {_count(host, applied, to_run)}"]
     if host.refused:
         lines += _wrap(f"refused: {host.refused}", width, "  ")
     if not applied:
@@ -99,28 +99,26 @@ def _host(host: FixHost, applied: bool, width: int) -> list[str]:
 
 def _count(host: FixHost, applied: bool, to_run: list[StepRecord]) -> str:
     if not applied:
-        return f"{len(to_run)} step(s) to run"
+        return f"{plural(len(to_run), 'step')} to run"
     ran = sum(1 for s in host.steps if s.status in ("ran", "failed", "timeout"))
-    return f"{ran} step(s) run"
+    return f"{plural(ran, 'step')} run"
 
 
 def _summary(report: FixReport) -> list[str]:
     s = report.summary
     if not report.applied:
-        parts = [f"{s.planned} finding(s) with steps to run", f"{s.skipped} not fixable by fleet fix"]
-        line = (
-            f"PLAN  {report.step_count} step(s) on {sum(1 for h in report.hosts if any(x.status == 'planned' for x in h.steps))} pod(s): "
-            + ", ".join(parts)
-        )
+        parts = [f"{plural(s.planned, 'finding')} with steps to run", f"{s.skipped} not fixable by fleet fix"]
+        pods = sum(1 for h in report.hosts if any(x.status == "planned" for x in h.steps))
+        line = f"PLAN  {plural(report.step_count, 'step')} on {plural(pods, 'pod')}: " + ", ".join(parts)
         if s.not_checked:
-            line += f", {s.not_checked} pod(s) not checked"
+            line += f", {plural(s.not_checked, 'pod')} not checked"
         tail = ["nothing was changed; --apply runs the steps" if report.step_count else "nothing to run"]
         return [line, *tail]
     parts = [f"{s.fixed} fixed", f"{s.still_failing} still failing", f"{s.failed} failed", f"{s.skipped} skipped"]
     if s.new:
         parts.append(f"{s.new} new")
     if s.not_checked:
-        parts.append(f"{s.not_checked} pod(s) not checked")
+        parts.append(f"{plural(s.not_checked, 'pod')} not checked")
     verdict = "FIXED" if report.exit_code() == 0 else "NOT FIXED"
     if report.interrupted:
         verdict = "INTERRUPTED"

@@ -12,7 +12,7 @@ from rich.text import Text
 from computefence.models import HostLedger, LedgerMachine
 from computefence.render.columns import Column, fit_table, records
 from computefence.render.console import console_text
-from computefence.text import clean
+from computefence.text import clean, plural
 
 HOSTS_FORMATS = ("rich", "json")
 AVOID_FORMATS = ("vast", "json")
@@ -38,7 +38,7 @@ def render_hosts(ledger: HostLedger, fmt: str, *, color: bool = False, width: in
 
 def _rich(ledger: HostLedger, width: int, title: str) -> list[RenderableType]:
     head = Text("ComputeFence hosts", style="bold")
-    head.append(f" · {len(ledger.hosts)} machines in {ledger.runs} runs")
+    head.append(f" · {plural(len(ledger.hosts), 'machine')} in {plural(ledger.runs, 'run')}")
     if title:
         head.append(f" · {clean(title)}", style="dim")
     out: list[RenderableType] = [head]

@@ -22,7 +22,7 @@ from computefence.evaluate.gpu_perf import fleet_figures
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, HostVerdict, Report, Severity
 from computefence.render import views
 from computefence.render.interface import Renderer
-from computefence.text import clean, one_line
+from computefence.text import clean, one_line, plural
 
 if TYPE_CHECKING:
     import jinja2
@@ -68,7 +68,7 @@ def _environment() -> jinja2.Environment:
         finalize=_finalize,
     )
     env.globals.update(
-        plural=views.plural,
+        plural=plural,
         LARGE_FLEET=LARGE_FLEET,
         READY_NAMED=views.READY_NAMED,
         SEVERITY_MARK={s.value: mark for s, mark in SEVERITY_MARK.items()},

@@ -25,7 +25,7 @@ from computefence.evaluate.fleet import fails
 from computefence.models import Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.interface import Renderer
-from computefence.text import clean, one_line
+from computefence.text import clean, one_line, plural
 
 
 def render(report: Report) -> str:
@@ -111,7 +111,7 @@ def _sources_suite(report: Report) -> ET.Element:
             ET.SubElement(case, "error", message=message, type="source").text = message
         else:
             read_by = f" (read by {source.resolver})" if source.resolver else ""
-            ET.SubElement(case, "system-out").text = _x(f"{source.targets} targets{read_by}")
+            ET.SubElement(case, "system-out").text = _x(f"{plural(source.targets, 'target')}{read_by}")
     return suite
 
 

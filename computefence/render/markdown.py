@@ -13,7 +13,7 @@ import textwrap
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.interface import Renderer
-from computefence.text import clean, one_line
+from computefence.text import clean, one_line, plural
 
 _ICON = {Severity.BLOCK: "🛑", Severity.WARN: "⚠️", Severity.PASS: "✅", Severity.SKIP: "⏭️"}
 _INTERRUPTED_ICON = "⏹️"
@@ -199,7 +199,7 @@ def _fleet(report: Report, group_by: str) -> list[str]:
             for variant in group.variants:
                 pods = views.hosts_with_subjects(variant, sep="\n")  # one line per pod where values differ
                 lines += [
-                    f"{_ICON[group.severity]} **{md(group.check)}** ({views.plural(len(variant.hosts), 'pod')}): {md(variant.message)}",
+                    f"{_ICON[group.severity]} **{md(group.check)}** ({plural(len(variant.hosts), 'pod')}): {md(variant.message)}",
                     "",
                     f"Pods: {md(pods)}",
                     "",

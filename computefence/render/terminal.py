@@ -20,7 +20,7 @@ from computefence.render import views
 from computefence.render.columns import Column, Hanging, fit_table, records, wrap
 from computefence.render.console import console_text
 from computefence.render.interface import Renderer
-from computefence.text import clean, one_line
+from computefence.text import clean, one_line, plural
 
 # From this width on, a finding's message sits beside its check id.
 WIDE = 100
@@ -55,7 +55,7 @@ def live_renderables(report: Report, width: int = 100, footer: str = "") -> list
     out: list[RenderableType] = [
         Text.assemble(
             ("ComputeFence fleet watch", "bold"),
-            f" · {views.plural(len(report.hosts), 'pod')}",
+            f" · {plural(len(report.hosts), 'pod')}",
             (f" · {clean(report.generated_at)}", "dim"),
         )
     ]
@@ -117,8 +117,8 @@ def _area_heading(area: str, findings: list[Finding]) -> Text:
     text = Text(views.area_title(area), style="bold underline")
     text.append("  ")
     parts = [
-        (views.plural(counts[Severity.BLOCK], "blocker"), _STYLE[Severity.BLOCK] if counts[Severity.BLOCK] else "dim"),
-        (views.plural(counts[Severity.WARN], "warning"), _STYLE[Severity.WARN] if counts[Severity.WARN] else "dim"),
+        (plural(counts[Severity.BLOCK], "blocker"), _STYLE[Severity.BLOCK] if counts[Severity.BLOCK] else "dim"),
+        (plural(counts[Severity.WARN], "warning"), _STYLE[Severity.WARN] if counts[Severity.WARN] else "dim"),
         (f"{counts[Severity.PASS]} passed", "green" if counts[Severity.PASS] else "dim"),
     ]
     if counts[Severity.SKIP]:
@@ -187,7 +187,7 @@ def _fleet(report: Report, width: int, group_by: str) -> list[RenderableType]:
     out: list[RenderableType] = [
         Text.assemble(
             (f"ComputeFence fleet {'watch' if report.kind == 'watch' else 'check'}", "bold"),
-            f" · {views.plural(s.hosts, 'pod')}",
+            f" · {plural(s.hosts, 'pod')}",
             (f" · {clean(report.generated_at)}", "dim"),
         )
     ]
@@ -327,7 +327,7 @@ def _stacked_pod(host: HostReport, width: int) -> list[Text]:
     state = views.host_state(host)
     head = Text.assemble((clean(host.name), "bold"), "  ", (state, _STATE_STYLE.get(state, "bold magenta")))
     if host.status is HostStatus.OK:
-        head.append(f"  {views.plural(host.blockers, 'blocker')}, {views.plural(host.warnings, 'warning')}")
+        head.append(f"  {plural(host.blockers, 'blocker')}, {plural(host.warnings, 'warning')}")
     parts = [views.gpu_cell(host), views.torch_cell(host), views.provider_cell(host)]
     machine = " · ".join(clean(p) for p in parts if p and p != "-")
     return [head, *(Text("  " + line, style="dim") for line in wrap(machine, width - 2, " · ") if line)]
@@ -343,7 +343,7 @@ def _by_pod(report: Report, width: int) -> list[RenderableType]:
         state = views.host_state(host)
         head = Text.assemble((clean(host.name), "bold"), " · ", (state, _STATE_STYLE.get(state, "bold magenta")))
         if host.status is HostStatus.OK:
-            head.append(f" · {views.plural(host.blockers, 'blocker')}, {views.plural(host.warnings, 'warning')}")
+            head.append(f" · {plural(host.blockers, 'blocker')}, {plural(host.warnings, 'warning')}")
         out.append(head)
         if host.status is not HostStatus.OK:
             out.append(Text("  " + one_line(host.reason or host.status.value)))
@@ -407,7 +407,7 @@ def _group_rows(groups: list[views.FindingGroup], width: int) -> list[Renderable
     for group in groups:
         for variant in group.variants:
             body = Text(clean(variant.message))
-            body.append(f"\n{views.plural(len(variant.hosts), 'pod')}:", style="bold")
+            body.append(f"\n{plural(len(variant.hosts), 'pod')}:", style="bold")
             per_pod = len(variant.subjects) > 1  # one line per pod with its own value
             body.append(("\n  " if per_pod else " ") + clean(views.hosts_with_subjects(variant, sep="\n  ")))
             out.append(_row(group.severity, group.check, body, check_width, width))

@@ -25,7 +25,7 @@ from computefence.models import (
     StepPlace,
     Summary,
 )
-from computefence.text import one_line
+from computefence.text import one_line, plural
 
 AREA_TITLES = {
     "storage": "Storage",
@@ -53,10 +53,6 @@ def area_title(area: str) -> str:
 
 def area_sort_key(area: str) -> tuple[int, str]:
     return (_AREA_ORDER.index(area) if area in _AREA_ORDER else len(_AREA_ORDER), area)
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word if n == 1 else word + 's'}"
 
 
 # ---------------------------------------------------------------- findings

@@ -101,7 +101,7 @@ def test_healthy_h100x8_passes_every_health_check():
     ]
     assert sorted(f.check for f in findings) == sorted(HEALTH_CHECKS)
     assert problems(findings) == []
-    assert only(findings, "gpu.fabric-manager").message == "NVSwitch fabric initialised on 8 GPU(s)"
+    assert only(findings, "gpu.fabric-manager").message == "NVSwitch fabric initialised on 8 GPUs"
     assert only(findings, "gpu.pcie-link").message == "PCIe links at full width (x16)"
 
 

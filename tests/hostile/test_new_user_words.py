@@ -1,14 +1,26 @@
-"""What a new user read and tripped on: counts that say "(s)" or "1 hosts", and a baseline
-taken from one pod described as the baseline of the whole fleet."""
+"""What a new user read and tripped on: counts that say "(s)" or "1 hosts", a baseline taken
+from one pod described as the baseline of the whole fleet, "0 with warnings" beside pods
+that have warnings, `report FILE` missing from `report --help`, and COMPUTEFENCE_FORMAT=junit
+breaking `report diff`."""
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from collections import Counter
+from pathlib import Path
 
+import computefence
 from computefence.cli import main
-from computefence.models import Target
+from computefence.evaluate.ledger import build_ledger
+from computefence.models import HostReport, HostStatus, ProviderInfo, Report, Target
+from computefence.operations.fix import FindingResult, FixHost, FixReport, StepRecord
+from computefence.render.fix import render_fix
+from computefence.render.hosts import render_hosts
 from computefence.sources.export import export_yaml
+
+PACKAGE = Path(computefence.__file__).parent
 
 
 def test_a_baseline_from_one_pod_names_that_pod(tmp_path, capsys):
@@ -64,3 +76,53 @@ def test_the_pod_counts_never_say_no_warnings_beside_pods_that_have_some(tmp_pat
     html = _shown(tmp_path, capsys, "html")
     assert f'<p class="detail">{detail}</p>' in html
     assert f'<b>{verdicts["warnings"]}</b><span class="state v-warnings">with warnings only</span>' in html
+
+
+COUNTED = re.compile(r"\b1 (pods|GPUs|hosts|steps|findings|targets|machines|runs|errors|files|lines)\b|\w\(s\)")
+
+
+def test_the_demo_report_counts_in_words(capsys):
+    # Its accelerate finding said "1 visible GPU(s)".
+    assert main(["fleet", "check", "--demo"]) == 1
+    out, err = capsys.readouterr()
+    assert COUNTED.findall(out + err) == []
+    assert "has 1 visible GPU: the launch fails or hangs" in " ".join(out.split())
+
+
+def test_a_fix_plan_for_one_pod_counts_in_words():
+    step = StepRecord(
+        check="gpu.torch-cpu-build", run="python3 -m pip install torch", on="pod", kind="safe", status="planned"
+    )
+    result = FindingResult(check="gpu.torch-cpu-build", outcome="planned")
+    plan = FixReport(
+        tool_version="0", generated_at="now", hosts=[FixHost(name="pod-a", steps=[step], results=[result])]
+    )
+    plan.summary.planned = 1
+    text = render_fix(plan, "rich")
+    assert COUNTED.findall(text) == []
+    assert text.startswith("ComputeFence fix · plan · 1 pod · now")
+    assert "pod-a: 1 finding, 1 step to run" in text
+    assert "PLAN  1 step on 1 pod: 1 finding with steps to run" in text
+
+
+def test_a_ledger_of_one_machine_in_one_run_counts_in_words():
+    pod = HostReport(
+        name="pod-a",
+        status=HostStatus.OK,
+        provider=ProviderInfo(provider="vast", pod_id="1", machine_id="1001", gpu_type="H100 SXM"),
+    )
+    ledger = build_ledger(
+        [Report(tool_version="0", kind="fleet", generated_at="2026-12-01T20:00:00+00:00", hosts=[pod])]
+    )
+    assert render_hosts(ledger, "rich").startswith("ComputeFence hosts · 1 machine in 1 run")
+
+
+def test_no_message_in_the_code_counts_with_an_s_in_brackets():
+    # The class, not the examples: every count goes through text.plural.
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if re.search(r"[A-Za-z]\(s\)", node.value.replace("http(s)", "")):
+                    found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {node.value.strip()[:60]}")
+    assert found == []

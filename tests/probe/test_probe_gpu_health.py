@@ -48,7 +48,7 @@ def test_healthy_h100x8_with_nvswitch(pod):
 @pytest.mark.parametrize(
     "scenario, check, severity, words",
     [
-        ("h100x8", "gpu.fabric-manager", Severity.PASS, "NVSwitch fabric initialised on 8 GPU(s)"),
+        ("h100x8", "gpu.fabric-manager", Severity.PASS, "NVSwitch fabric initialised on 8 GPUs"),
         ("h100x8-fabric-manager-stopped", "gpu.fabric-manager", Severity.BLOCK, "state In Progress"),
         ("a100x1-remap-pending", "gpu.ecc", Severity.BLOCK, "a row remap is pending"),
         ("rtx4090x1-driver535", "gpu.pcie-link", Severity.PASS, "full width (x16)"),

@@ -16,6 +16,7 @@ from recorded_fleets import recorded_fleet
 
 from computefence.render import render, views
 from computefence.render.columns import Column, fit_table, wrap
+from computefence.text import plural
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 WIDTHS = (80, 100, 140)
@@ -75,7 +76,7 @@ def test_narrow_terminals_shorten_headers_and_say_a_one_value_column_once():
     report = recorded_fleet(6)
     stacked = render(report, "rich", width=50).splitlines()
     old = next(h for h in report.hosts if h.name == "pod-old-driver")
-    counts = f"{views.plural(old.blockers, 'blocker')}, {views.plural(old.warnings, 'warning')}"
+    counts = f"{plural(old.blockers, 'blocker')}, {plural(old.warnings, 'warning')}"
     assert f"pod-old-driver  blocked  {counts}" in stacked
     assert "  1x A100-SXM4-40GB · 2.6.0+cu126 · runpod" in stacked
 
