@@ -65,7 +65,7 @@ def release_command(
         "--log",
         metavar="FILE",
         help="With --yes: append each provider call and its answer here as JSON lines "
-        "(default: $XDG_STATE_HOME/computefence/actions.jsonl).",
+        "(default: computefence/actions.jsonl under $XDG_STATE_HOME, else ~/.local/state).",
     ),
 ) -> int:
     """Give back the pods a saved report condemns, through the provider APIs (a dry run unless --yes).
