@@ -1,15 +1,25 @@
-"""`python -m computefence`: the CLI, with a Ctrl-C during its imports (the first half second)
-one line and exit 130 like any other interrupt, never a traceback."""
+"""The `computefence` command: the console script (pyproject's [project.scripts]) and
+`python -m computefence`. A Ctrl-C while the CLI is still importing (up to a second on a busy
+machine) is held until the imports are done, then is one line and exit 130 like any other
+interrupt, never a traceback."""
 
 import os
 import sys
 
-try:
-    from computefence.cli import main
-except KeyboardInterrupt:
-    print("computefence: interrupted", file=sys.stderr, flush=True)
-    # Not sys.exit: an import cut short by the interrupt can leave CPython to report it at exit
-    # as a death by SIGINT (-2) instead of 130. Nothing has been written yet.
-    os._exit(130)
 
-main()
+def run() -> None:
+    try:
+        from computefence.interrupt import held
+
+        with held():
+            from computefence.cli import main
+    except KeyboardInterrupt:
+        print("computefence: interrupted", file=sys.stderr, flush=True)
+        # Not sys.exit: an import cut short by the interrupt (before `held` is in place) can
+        # leave CPython to report it at exit as a death by SIGINT (-2). Nothing is written yet.
+        os._exit(130)
+    main()
+
+
+if __name__ == "__main__":
+    run()

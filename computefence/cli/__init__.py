@@ -13,6 +13,7 @@ import typer
 
 from computefence.cli.app import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, app
 from computefence.errors import ComputeFenceError
+from computefence.interrupt import ignore_from_now, said_interrupted, say_interrupted
 from computefence.text import clean, clean_stderr
 
 SHOWN_CHARS = 200
@@ -42,6 +43,7 @@ def _cut_long_words(message: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and in a console script, exits with) the exit code."""
+    said_interrupted(forget=True)
     try:
         with clean_stderr():
             result = app(args=argv, prog_name="computefence", standalone_mode=False)
@@ -49,7 +51,6 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.Abort:
-        print("computefence: interrupted", file=sys.stderr)
         code = EXIT_INTERRUPTED
     except typer.TyperException as exc:
         # typer vendors its own click; its usage errors (unknown flag, bad value) land here.
@@ -63,8 +64,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"computefence: error: {clean(_cut_long_words(str(exc)))}", file=sys.stderr)
         code = exc.exit_code
     except KeyboardInterrupt:
-        print("computefence: interrupted", file=sys.stderr)
         code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED and not said_interrupted():
+        # A Ctrl-C the command did not handle: typer returns 130 for it and prints nothing.
+        say_interrupted()
     if argv is None:
+        # A Ctrl-C up to here, even after the report is written, is exit 130: the user asked
+        # to stop, so `computefence fleet check && launch` launches nothing (what was written
+        # is complete and stays). From here the status is decided and the process leaves.
+        ignore_from_now()
         sys.exit(code)
     return code

@@ -31,6 +31,7 @@ from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.connectors.shell import Shell
 from computefence.errors import ConfigError
 from computefence.files import check_output_dir, check_output_path, write_output
+from computefence.interrupt import say_interrupted
 from computefence.models import HostReport
 from computefence.operations import fix as fixes
 from computefence.policy import resolve_policy
@@ -169,7 +170,7 @@ def fix(
         ran = sum(1 for h in report.hosts for s in h.steps if s.status in ("ran", "failed", "timeout"))
         kept = [f"{flag} {path}" for flag, path in (("--output", output), ("--history", history)) if path is not None]
         unwritten = f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""
-        print(f"computefence: interrupted; {plural(ran, 'step')} ran before it{unwritten}", file=sys.stderr)
+        say_interrupted(f"computefence: interrupted; {plural(ran, 'step')} ran before it{unwritten}")
         return EXIT_INTERRUPTED
     text = render_fix(report, fmt.value, _width())
     if output is not None:
@@ -287,10 +288,7 @@ def fix_this_machine(
     if interrupted:
         if output is None:
             write_stdout(text)
-        print(
-            "computefence: interrupted; --output left untouched" if output else "computefence: interrupted",
-            file=sys.stderr,
-        )
+        say_interrupted("computefence: interrupted; --output left untouched" if output else "computefence: interrupted")
         return EXIT_INTERRUPTED
     if output is not None:
         write_output(text, output)

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import dataclasses
 import gc
-import sys
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
@@ -24,6 +23,7 @@ from computefence.connectors.interface import Connector
 from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.errors import ConfigError
 from computefence.files import check_output_path, write_output
+from computefence.interrupt import say_interrupted
 from computefence.models import HostReport, HostStatus
 from computefence.operations.gate import HEALTHY_FORMATS, check_gate_path, healthy_file
 from computefence.operations.notify import NOTIFY_FORMATS, NOTIFY_ON, alert_settings
@@ -223,9 +223,7 @@ def check(
             if path is not None
         ]
         unwritten = f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""
-        print(
-            f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked{unwritten}", file=sys.stderr
-        )
+        say_interrupted(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked{unwritten}")
         return EXIT_INTERRUPTED
     return evaluate.exit_code(report)
 

@@ -17,6 +17,7 @@ from computefence.cli.targets import own_pods_connector, session_targets, target
 from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.errors import ConfigError
 from computefence.evaluate.environment import build_lock, differing_lines
+from computefence.interrupt import say_interrupted
 from computefence.models import HostStatus
 from computefence.policy import resolve_policy
 from computefence.sources import TargetSelection
@@ -53,7 +54,7 @@ def snapshot(
         plan = run.plan(targets, run.Rules(policy=loaded))
         hosts, interrupted = asyncio.run(probe_with_progress(plan, session.connect(plan.targets)))
     if interrupted:
-        print("computefence: interrupted; no baseline written", file=sys.stderr)
+        say_interrupted("computefence: interrupted; no baseline written")
         return EXIT_INTERRUPTED
     for host in hosts:
         if host.status is not HostStatus.OK:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +36,7 @@ from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.errors import ConfigError
 from computefence.evaluate.changes import compare_reports
 from computefence.evaluate.run import DEFAULT_STALL_MINUTES
+from computefence.interrupt import say_interrupted
 from computefence.models import Report
 from computefence.operations.notify import Alerts, alert_settings
 from computefence.policy import resolve_policy
@@ -173,7 +173,7 @@ def watch(
             if interrupted:
                 if output is None:
                     emit(report, fmt.value, None, quiet=quiet)
-                print("computefence: interrupted; nothing written", file=sys.stderr)
+                say_interrupted("computefence: interrupted; nothing written")
                 return EXIT_INTERRUPTED
             if previous is not None:
                 report = report.model_copy(update={"changes": compare_reports(previous, report)})
@@ -248,5 +248,5 @@ def _loop(
     except KeyboardInterrupt:
         if live is not None:
             live.stop()
-        print("computefence: watch stopped", file=sys.stderr)
+        say_interrupted("computefence: watch stopped")
         return EXIT_INTERRUPTED

@@ -27,6 +27,7 @@ import asyncssh
 from computefence.demo.fakes import write_fake_nvidia_smi, write_fake_torch
 from computefence.demo.server import PodServer, PodShell, start_pod_server
 from computefence.errors import ConfigError
+from computefence.interrupt import held
 from computefence.models import CheckOptions, ProviderInfo, Target
 
 HOST = "127.0.0.1"
@@ -114,29 +115,31 @@ def demo_fleet(pods: tuple[DemoPod, ...] = DEMO_PODS) -> Iterator[DemoFleet]:
     servers: list[PodServer] = []
     closed_ports: list[socket.socket] = []
     try:
-        thread.start()
-        client_key = asyncssh.generate_private_key("ssh-ed25519")
-        client_key_path = root / "client_ed25519"
-        client_key.write_private_key(str(client_key_path))
-        os.chmod(client_key_path, 0o600)
-        known_hosts_path = root / "known_hosts"
-        known_lines: list[str] = []
-        targets: list[Target] = []
-        for pod in pods:
-            pod_root = root / pod.name
-            if pod.reachable:
-                shell = _build_pod(pod, pod_root)
-                host_key = asyncssh.generate_private_key("ssh-ed25519")
-                server = asyncio.run_coroutine_threadsafe(
-                    start_pod_server(shell, host_key, client_key, HOST), loop
-                ).result(_START_TIMEOUT_S)
-                servers.append(server)
-                port = server.port
-                known_lines.append(f"[{HOST}]:{port} {host_key.export_public_key().decode().strip()}")
-            else:
-                port = _closed_port(closed_ports)
-            targets.append(_target(pod, pod_root, port, client_key_path, known_hosts_path))
-        known_hosts_path.write_text("\n".join(known_lines) + "\n", encoding="utf-8")
+        # A Ctrl-C while the pods start is acted on once they are up, so none is left half started.
+        with held():
+            thread.start()
+            client_key = asyncssh.generate_private_key("ssh-ed25519")
+            client_key_path = root / "client_ed25519"
+            client_key.write_private_key(str(client_key_path))
+            os.chmod(client_key_path, 0o600)
+            known_hosts_path = root / "known_hosts"
+            known_lines: list[str] = []
+            targets: list[Target] = []
+            for pod in pods:
+                pod_root = root / pod.name
+                if pod.reachable:
+                    shell = _build_pod(pod, pod_root)
+                    host_key = asyncssh.generate_private_key("ssh-ed25519")
+                    server = asyncio.run_coroutine_threadsafe(
+                        start_pod_server(shell, host_key, client_key, HOST), loop
+                    ).result(_START_TIMEOUT_S)
+                    servers.append(server)
+                    port = server.port
+                    known_lines.append(f"[{HOST}]:{port} {host_key.export_public_key().decode().strip()}")
+                else:
+                    port = _closed_port(closed_ports)
+                targets.append(_target(pod, pod_root, port, client_key_path, known_hosts_path))
+            known_hosts_path.write_text("\n".join(known_lines) + "\n", encoding="utf-8")
         yield DemoFleet(
             targets=targets,
             known_hosts_path=str(known_hosts_path),
@@ -145,19 +148,20 @@ def demo_fleet(pods: tuple[DemoPod, ...] = DEMO_PODS) -> Iterator[DemoFleet]:
             pods=pods,
         )
     finally:
-        if thread.is_alive():
-            stop = asyncio.run_coroutine_threadsafe(_close_all(servers), loop)
-            try:
-                stop.result(_STOP_TIMEOUT_S)
-            except BaseException:
-                stop.cancel()
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(_STOP_TIMEOUT_S)
-        if not thread.is_alive():
-            loop.close()
-        for sock in closed_ports:
-            sock.close()
-        shutil.rmtree(root, ignore_errors=True)
+        with held():  # and one during the teardown once it is done
+            if thread.is_alive():
+                stop = asyncio.run_coroutine_threadsafe(_close_all(servers), loop)
+                try:
+                    stop.result(_STOP_TIMEOUT_S)
+                except BaseException:
+                    stop.cancel()
+                loop.call_soon_threadsafe(loop.stop)
+                thread.join(_STOP_TIMEOUT_S)
+            if not thread.is_alive():
+                loop.close()
+            for sock in closed_ports:
+                sock.close()
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _demo_dir() -> Path:

@@ -119,3 +119,42 @@ def test_a_report_interrupted_after_some_pods_says_interrupted_and_writes_no_his
     else:
         (verdict,) = [line for line in out.splitlines() if "INTERRUPTED" in line or "BLOCKED" in line]
         assert verdict.startswith(" INTERRUPTED  stopped before every pod was checked: "), verdict
+
+
+def test_ctrl_c_after_the_report_is_written_exits_130_and_keeps_the_complete_report(tmp_path):
+    """The report and the history entry are written, the alert is on its way: a Ctrl-C now is
+    still exit 130 (the user asked to stop, so `fleet check && launch` launches nothing), and
+    what was written is the complete report."""
+    from webhook_server import Answer, WebhookServer
+
+    from computefence.render.json import load_report
+
+    report, history = tmp_path / "report.json", tmp_path / "runs"
+    home = tmp_path / "home"
+    home.mkdir()
+    with WebhookServer(Answer(204, delay_s=20)) as hook:
+        env = dict(cli_subprocess_env(home), COMPUTEFENCE_NOTIFY=hook.url)
+        proc = subprocess.Popen(
+            [*CLI, "fleet", "check", "--demo", "--format", "json", "-o", str(report), "--history", str(history)]
+            + ["--notify-on", "always"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not hook.received and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.05)
+            assert hook.received, proc.communicate()
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and stderr.splitlines()[-1] == "computefence: interrupted", stderr
+    saved = load_report(report)
+    assert len(saved.hosts) == 6 and not saved.interrupted
+    assert len(list(history.glob("*.json"))) == 1

@@ -1,0 +1,67 @@
+"""Ctrl-C while the CLI starts: held, never raised mid-step, and acted on where the step ends.
+
+A KeyboardInterrupt raised in the middle of an import or of the demo fleet's start can be
+lost (a library's import that catches too much, a server half started) or leave CPython to
+report a traceback. Inside `held()` a Ctrl-C is only recorded; on leaving it, a recorded one
+is raised as KeyboardInterrupt at that clean point, which the CLI turns into one line and
+exit 130. Stdlib only: the entry point uses it before anything else is imported.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+_received: list[int] = []
+# Whether this command has printed its interrupt line (typer turns a KeyboardInterrupt that
+# reaches it into a silent 130, so the CLI prints one where nothing did).
+_said: list[str] = []
+
+
+def _record(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Ctrl-C recorded, not raised, inside; raised as KeyboardInterrupt on leaving if one
+    came (an exception of the block's own stands). Outside the main thread, where Python
+    delivers no signal, it changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _record)
+    try:
+        yield
+    except BaseException:
+        signal.signal(signal.SIGINT, previous)
+        raise
+    signal.signal(signal.SIGINT, previous)
+    if _received:
+        _received.clear()
+        raise KeyboardInterrupt
+
+
+def ignore_from_now() -> None:
+    """A Ctrl-C from here on is recorded and dropped: the exit status is decided and the
+    process is leaving (a KeyboardInterrupt in an atexit handler would print a traceback)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _record)
+
+
+def say_interrupted(line: str = "computefence: interrupted") -> None:
+    """Print the one line of an interrupted command on stderr (what it kept, if anything)."""
+    print(line, file=sys.stderr, flush=True)
+    _said.append(line)
+
+
+def said_interrupted(forget: bool = False) -> bool:
+    """Whether the interrupt line was printed; `forget`: and start afresh (a new command)."""
+    said = bool(_said)
+    if forget:
+        _said.clear()
+    return said
