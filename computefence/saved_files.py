@@ -55,14 +55,71 @@ def require_kind(path: Path, fields: set[str], raw: bytes, expected: str) -> Non
     raise ConfigError(f"{path} {what}, not {expected}: {_HOW[expected]}")
 
 
+# JSON's tokens: a string, a punctuation mark, or a bare word (number, true, false, null).
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+# A path given twice (a key repeated in one object): no line is the offending one.
+_AMBIGUOUS = 0
+
+
+def _value_lines(text: str, parts: Sequence[Any]) -> dict[tuple[Any, ...], int]:
+    """Path (keys and list indexes, as pydantic's loc) -> the line its key or list item starts on,
+    for the paths along `parts` only (an error's loc): one pass, whatever the file's size."""
+    wanted = set(parts)
+    lines: dict[tuple[Any, ...], int] = {}
+    # One frame per open container: [path, next index (list) or current key (object), awaiting a key].
+    stack: list[list[Any]] = []
+    line, last = 1, 0
+    for match in _JSON_TOKEN.finditer(text):
+        token, start = match.group(), match.start()
+        line += text.count("\n", last, start)
+        last = start
+        top = stack[-1] if stack else None
+        if token in "}]":
+            if stack:
+                stack.pop()
+            continue
+        if token == ",":
+            if top is not None:
+                if isinstance(top[1], int):
+                    top[1] += 1
+                else:
+                    top[2] = True
+            continue
+        if token == ":":
+            continue
+        if top is not None and top[2]:  # an object's key
+            try:
+                key = json.loads(token)
+            except ValueError:
+                return lines
+            top[1], top[2] = key, False
+            path = (*top[0], key)
+            if key in wanted and (not top[0] or top[0] in lines):
+                lines[path] = _AMBIGUOUS if path in lines else line
+            continue
+        path = () if top is None else (*top[0], top[1])
+        if top is not None and isinstance(top[1], int) and top[1] in wanted and (not top[0] or top[0] in lines):
+            lines.setdefault(path, line)
+        if token == "{":
+            stack.append([path, None, True])
+        elif token == "[":
+            stack.append([path, 0, False])
+    return lines
+
+
 def _line_of(raw: bytes, loc: Sequence[Any]) -> int | None:
-    """The line of the key an error is at, when that key occurs once in the file."""
-    key = next((part for part in reversed(loc) if isinstance(part, str)), None)
-    if key is None:
-        return None
-    text = raw.decode("utf-8", "replace")
-    found = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text)]
-    return text.count("\n", 0, found[0]) + 1 if len(found) == 1 else None
+    """The line of the key or list item an error is at (for a missing key, of the object that
+    lacks it); None where the document gives no one line for it (a key repeated in one object)."""
+    lines = _value_lines(raw.decode("utf-8", "replace"), loc)
+    found: int | None = None
+    path: tuple[Any, ...] = ()
+    for part in loc:
+        if (*path, part) in lines:  # other parts (a union member's name) are not in the document
+            path = (*path, part)
+            found = lines[path]
+            if found == _AMBIGUOUS:
+                return None
+    return found or None
 
 
 def _bare_constant_line(raw: bytes) -> int | None:

@@ -34,7 +34,7 @@ from computefence.evaluate.torch_builds import (
     driver_runs,
     min_cuda_for_gpus,
     parse_capability,
-    parse_version,
+    parse_cuda,
 )
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep, StepKind, TorchFacts
 from computefence.text import one_line, plural
@@ -56,6 +56,11 @@ BUSY_MIB = 1024
 
 def _torch_ok(torch: TorchFacts) -> bool:
     return torch.importable and not torch.timed_out
+
+
+def _odd(text: str) -> str:
+    """A version text from the pod that is not one, shown short and quoted."""
+    return repr(one_line(text, 40))
 
 
 def _torch_name(torch: TorchFacts) -> str:
@@ -133,13 +138,19 @@ def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Findi
     if gpu.gpus:
         names = Counter(g.name for g in gpu.gpus)
         listed = ", ".join(f"{n}x {name}" if n > 1 else name for name, n in names.items())
-        cuda = f" (CUDA {gpu.cuda_version})" if gpu.cuda_version else ""
         count = len(gpu.gpus)
-        return [
-            passed(
-                cid, f"driver {gpu.driver_version or '?'}{cuda} sees {count} GPU{'s' if count > 1 else ''}: {listed}"
-            )
-        ]
+        sees = f"sees {count} GPU{'s' if count > 1 else ''}: {listed}"
+        if gpu.cuda_version and parse_cuda(gpu.cuda_version) is None:
+            return [
+                warn(
+                    cid,
+                    f"driver {gpu.driver_version or '?'} {sees}, but its CUDA version {_odd(gpu.cuda_version)} "
+                    "is not a CUDA version: whether it runs torch's CUDA build is unknown",
+                    Fix(commands=["nvidia-smi | head -n 4"], advice="nvidia-smi's header names the CUDA version"),
+                )
+            ]
+        cuda = f" (CUDA {gpu.cuda_version})" if gpu.cuda_version else ""
+        return [passed(cid, f"driver {gpu.driver_version or '?'}{cuda} {sees}")]
     if gpu.nvidia_smi_found:
         if ctx.gpu_expected or gpu.device_nodes:
             return [block(cid, f"nvidia-smi lists no GPUs{_expected_reason(checks, ctx)}", _no_gpu_fix(ctx))]
@@ -229,8 +240,8 @@ def check_torch_cpu_build(facts: Facts, checks: CheckOptions, ctx: Context) -> l
 
 def _driver_too_old(facts: Facts) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """(driver CUDA, torch CUDA) when the driver's CUDA is older than torch's build."""
-    driver = parse_version(facts.gpu.cuda_version)
-    build = parse_version(facts.torch.cuda_build)
+    driver = parse_cuda(facts.gpu.cuda_version)
+    build = parse_cuda(facts.torch.cuda_build)
     if driver is None or build is None or driver_runs(facts.gpu.cuda_version, facts.torch.cuda_build):
         return None
     return driver, build
@@ -241,8 +252,26 @@ def check_driver_too_old(facts: Facts, checks: CheckOptions, ctx: Context) -> li
     torch = facts.torch
     if not ctx.gpu_usable or not _torch_ok(torch) or not torch.cuda_build:
         return []
-    if parse_version(facts.gpu.cuda_version) is None or parse_version(torch.cuda_build) is None:
-        return []
+    unknown = [
+        f"{what} {_odd(text)} is not a CUDA version" if text else f"no {what} was reported"
+        for what, text in (("driver CUDA version", facts.gpu.cuda_version), ("torch CUDA build", torch.cuda_build))
+        if parse_cuda(text) is None
+    ]
+    if unknown:
+        # Unknown is never a pass: a version no CUDA release has cannot be compared.
+        return [
+            warn(
+                cid,
+                f"{'; '.join(unknown)}: whether driver {facts.gpu.driver_version or '?'} runs "
+                f"{_torch_name(torch)} is unknown",
+                Fix(
+                    commands=[
+                        "nvidia-smi | head -n 4",
+                        f"{q(training_python(facts))} -c 'import torch; print(torch.version.cuda)'",
+                    ]
+                ),
+            )
+        ]
     too_old = _driver_too_old(facts)
     if too_old is None:
         return [passed(cid, f"driver CUDA {facts.gpu.cuda_version} runs torch's CUDA {torch.cuda_build} build")]

@@ -28,6 +28,7 @@ from computefence.evaluate.torch_builds import (
     cuda_text,
     driver_cuda,
     install_command,
+    parse_cuda,
     parse_version,
     pip_install,
 )
@@ -116,9 +117,15 @@ def check_requirement(
     if requirement.any_version:
         return passed(REQUIREMENT, f"{title} {version} is installed", subject=name)
     ok = satisfies(requirement.specifier(), version)
+    if name in ("driver-cuda", "torch-cuda") and parse_cuda(version) is None:
+        ok = None  # "99999999999999999999.1" is PEP 440, but no CUDA release: unknown, never a pass
     if ok:
         return passed(REQUIREMENT, f"{title} {version} satisfies {requirement.spec}", subject=name)
-    reason = "is not a PEP 440 version" if ok is None else "does not satisfy"
+    reason = (
+        ("is not a CUDA version" if name in ("driver-cuda", "torch-cuda") else "is not a PEP 440 version")
+        if ok is None
+        else "does not satisfy"
+    )
     return block(
         REQUIREMENT, f"{title} {version} {reason} {requirement.spec}", _fix(facts, name, requirement, ctx), subject=name
     )

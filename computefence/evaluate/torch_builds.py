@@ -81,6 +81,19 @@ def parse_version(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(part) for part in match.group(1).split(".")) if match else None
 
 
+# A CUDA version as nvidia-smi and torch.version.cuda print it: "12.4", "11.8", "12.4.1".
+_CUDA = re.compile(r"\s*([1-9]\d?)\.(\d{1,2})(?:\.\d{1,3})?\s*")
+
+
+@lru_cache(maxsize=4096)
+def parse_cuda(text: str | None) -> tuple[int, int] | None:
+    """(12, 4) from '12.4' or '12.4.1'; None for anything else: no number, '12.4e5', '-12.4',
+    'NaN', or a major version of three digits or more (the driver's CUDA never had one). A CUDA
+    version that reads as None is unknown, which no check takes as a pass."""
+    match = _CUDA.fullmatch(text) if text else None
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
 @lru_cache(maxsize=4096)
 def parse_capability(text: str | None) -> tuple[int, int] | None:
     """(9, 0) from '9.0', 'sm_90' or '90'."""
@@ -100,10 +113,10 @@ def parse_capability(text: str | None) -> tuple[int, int] | None:
 def driver_runs(driver_cuda: str | None, build_cuda: str | None) -> bool | None:
     """Whether a driver of CUDA `driver_cuda` runs a torch build for CUDA `build_cuda` (a
     driver runs builds up to its own CUDA major.minor); None when either is not a version."""
-    driver, build = parse_version(driver_cuda), parse_version(build_cuda)
+    driver, build = parse_cuda(driver_cuda), parse_cuda(build_cuda)
     if driver is None or build is None:
         return None
-    return tuple(driver[:2]) >= tuple(build[:2])
+    return driver >= build
 
 
 def capability(facts: Facts, index: int, from_smi: str | None) -> tuple[int, int] | None:
@@ -138,10 +151,10 @@ def build_misfit(facts: Facts, build: str) -> str | None:
     if runs is None:
         return "the driver's CUDA version is not known, so nothing says the build runs on it"
     if not runs:
-        return f"this driver runs builds up to CUDA {cuda_text(parse_version(driver) or ())} only"
+        return f"this driver runs builds up to CUDA {cuda_text(parse_cuda(driver) or ())} only"
     needed = min_cuda_for_gpus(facts)
-    built = parse_version(build) or ()
-    if needed is not None and tuple(built[:2]) < needed:
+    built = parse_cuda(build) or (0, 0)
+    if needed is not None and built < needed:
         return f"it has no kernels for these GPUs, which need a CUDA {cuda_text(needed)} build or newer"
     return None
 
@@ -184,7 +197,7 @@ def choose_build(
 
     A build of the driver's own CUDA major version is preferred (CUDA 12 extensions such as
     flash-attn expect one), then the installed torch release, then the newest release."""
-    driver = parse_version(driver_cuda)
+    driver = parse_cuda(driver_cuda)
     installed = parse_version(torch_version)
     newest = max(CUDA_TAGS)
     for same_major in (True, False):

@@ -208,3 +208,113 @@ def test_a_provider_price_or_count_that_is_not_a_finite_number_reads_as_unknown(
     pod = {"id": "p1", "name": "x", "desiredStatus": "RUNNING", "runtime": None, "costPerHr": raw, "gpuCount": raw}
     target = pod_target(pod, "x")
     assert target.provider.cost_per_hour is None and target.provider.gpu_count is None
+
+
+# A CUDA version no release has: too many digits, an exponent, a sign, NaN as text.
+ABSURD_CUDA = ["99999999999999999999.1", "12.4e5", "12.4E-1", "-12.4", "NaN", "Infinity", "1e400", "100.0", "12.4.1.1"]
+
+
+@pytest.mark.parametrize("text", ABSURD_CUDA)
+@pytest.mark.parametrize("path", ["gpu.cuda_version", "torch.cuda_build"])
+def test_an_absurd_cuda_version_never_passes_the_driver_checks(path, text):
+    facts = parse_probe_output(_with(path, json.dumps(text)))
+    findings = evaluate.evaluate_host(facts, CheckOptions(), None, None)
+    severities = {f.check: f.severity for f in findings}
+    # The driver's own CUDA makes both checks unknown; torch's odd build only the comparison.
+    judged = ["gpu.driver", "gpu.driver-too-old"] if path == "gpu.cuda_version" else ["gpu.driver-too-old"]
+    assert [severities.get(check) for check in judged] == [Severity.WARN] * len(judged)
+    for finding in (f for f in findings if f.check in judged):
+        assert repr(text) in finding.message and "is not a CUDA version" in finding.message
+
+
+@pytest.mark.parametrize("text", ["99999999999999999999.1", "12.4e5", "100.0"])
+def test_an_absurd_driver_cuda_never_satisfies_a_policys_driver_cuda(text):
+    facts = parse_probe_output(_with("gpu.cuda_version", json.dumps(text)))
+    policy = parse_policy_text("requirements: {driver-cuda: '>=12.4'}", "computefence.yaml").for_target("p", [])
+    [finding] = [f for f in evaluate.evaluate_host(facts, CheckOptions(), None, policy) if f.subject == "driver-cuda"]
+    assert finding.severity is Severity.BLOCK and f"driver CUDA {text} is not a CUDA version" in finding.message
+
+
+def test_an_absurd_driver_cuda_on_one_replayed_pod_is_no_pass_and_the_others_are_judged(tmp_path, capsys):
+    folder = _replay_dir(tmp_path, _with("gpu.cuda_version", '"99999999999999999999.1"'))
+    assert main(["fleet", "check", "--replay", str(folder), "--format", "json"]) == 1
+    hosts = {h.name: h for h in Report.model_validate_json(capsys.readouterr().out).hosts}
+    findings = {f.check: f for f in hosts["pod-healthy"].findings}
+    assert findings["gpu.driver"].severity is Severity.WARN
+    assert findings["gpu.driver-too-old"].severity is Severity.WARN
+    assert "whether driver 550.54.15 runs torch 2.5.1+cu124 is unknown" in findings["gpu.driver-too-old"].message
+    assert hosts["pod-cpu-torch"].blockers
+
+
+def _hand_lock(**changes: object) -> dict:
+    lock = {
+        "schema_version": 1,
+        "tool_version": "0.3.0",
+        "generated_at": "2026-12-01T00:00:00+00:00",
+        "reference": "majority",
+        "pods": ["pod-a", "pod-b", "pod-c"],
+        "fingerprint": {"torch": "2.5.1+cu124", "driver-cuda": "12.4"},
+        "differing": {"torch": {"pod-c": "2.4.0+cu121"}},
+    }
+    lock.update(changes)
+    return lock
+
+
+def _error_for(path: Path, text: str, argv: list[str], capsys) -> str:
+    path.write_text(text)
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    return err.strip()
+
+
+def _line(text: str, needle: str, nth: int = 0) -> int:
+    """The line of the `nth` occurrence of `needle` in `text`."""
+    at = -1
+    for _ in range(nth + 1):
+        at = text.index(needle, at + 1)
+    return text.count("\n", 0, at) + 1
+
+
+@pytest.mark.parametrize(
+    "lock, needle, nth",
+    [
+        # The key occurs twice (fingerprint and differing): the fingerprint's is the offending one.
+        (_hand_lock(fingerprint={"torch": 5, "driver-cuda": "12.4"}), '"torch"', 0),
+        (_hand_lock(differing={"torch": {"pod-c": 7}}), '"pod-c": 7', 0),
+        # A list item: its own line, not the line of the list's key.
+        (_hand_lock(pods=["pod-a", "pod-b", 9]), "9", 0),
+    ],
+    ids=["key-in-two-places", "nested-key", "list-item"],
+)
+def test_a_lock_error_names_the_line_of_the_offending_occurrence(lock, needle, nth, tmp_path, capsys):
+    text = json.dumps(lock, indent=2)
+    path = tmp_path / "lock.json"
+    err = _error_for(path, text, ["fleet", "check", "--demo", "--baseline", str(path)], capsys)
+    assert err.startswith(f"computefence: error: {path}:{_line(text, needle, nth)}: not a computefence baseline lock")
+
+
+def test_a_key_given_twice_in_one_object_names_the_file_without_a_line(tmp_path, capsys):
+    text = json.dumps(_hand_lock(), indent=2).replace('"driver-cuda": "12.4"', '"driver-cuda": "12.4",\n "torch": 5')
+    path = tmp_path / "lock.json"
+    err = _error_for(path, text, ["fleet", "check", "--demo", "--baseline", str(path)], capsys)
+    assert err.startswith(f"computefence: error: {path} is not a computefence baseline lock (fingerprint.torch")
+
+
+def test_a_missing_key_names_the_object_that_lacks_it_not_the_same_key_elsewhere(tmp_path, capsys):
+    finding = {"check": "gpu.driver", "severity": "pass", "message": "m"}
+    host = {"name": "a", "status": "ok", "findings": [finding, {"check": "gpu.ecc", "severity": "warn"}]}
+    report = {
+        "schema_version": 2,
+        "tool_version": "0.3.0",
+        "generated_at": "2026-12-01T00:00:00+00:00",
+        "hosts": [host],
+    }
+    text = json.dumps(report, indent=2)
+    path = tmp_path / "r.json"
+    err = _error_for(path, text, ["report", "show", str(path)], capsys)
+    second = _line(text, "{", 3)  # the report, its host, the first finding, then the second
+    assert (
+        err
+        == f"computefence: error: {path}:{second}: not a computefence JSON report (hosts.0.findings.1.message: Field required)"
+    )
