@@ -41,7 +41,7 @@ def test_open_files_limit_is_raised_for_the_concurrency():
     # In a child process: the limit is process-wide.
     script = (
         "import resource\n"
-        "from computefence.cli.fleet import ensure_open_files\n"
+        "from computefence.cli.connection import ensure_open_files\n"
         "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))\n"
         "ensure_open_files(500)\n"
