@@ -31,6 +31,7 @@ from computefence.evaluate.context import Rule, build_context
 from computefence.evaluate.fleet import build_report, exit_code
 from computefence.evaluate.identity import with_keys
 from computefence.evaluate.spec import CheckSpec, Remedy
+from computefence.evaluate.torch_builds import one_install_per_package
 from computefence.models import (
     BaselineLock,
     CheckOptions,
@@ -114,6 +115,8 @@ def evaluate_host(
         if policy is not None:
             rule_name = "policy"
             findings.extend(policy_rules.policy_findings(facts, policy, ctx))
+        rule_name = "one install per package"
+        findings = one_install_per_package(findings)
     except Exception as exc:  # a value no rule foresaw; the pod fails closed
         raise JudgingError(f"{rule_name}: {type(exc).__name__}: {one_line(exc, 160)}") from exc
     return [_finish(f) for f in findings]
@@ -228,7 +231,8 @@ def reapply_policy(host: HostReport, policy: EffectivePolicy) -> HostReport:
     )
     kept = [f for f in host.findings if not f.check.startswith(("policy.", "custom.")) and f.check not in job.CHECKS]
     sized = [f for rule in job.RULES for f in rule(host.facts, _saved_checks(host, policy), ctx)]
-    findings = [*kept, *(_finish(f) for f in [*sized, *policy_rules.policy_findings(host.facts, policy, ctx)])]
+    judged = [*sized, *policy_rules.policy_findings(host.facts, policy, ctx)]
+    findings = one_install_per_package([*kept, *(_finish(f) for f in judged)])
     return host.model_copy(update={"findings": with_keys(host.facts, policy_rules.apply_policy(findings, policy))})
 
 

@@ -11,7 +11,7 @@ from packaging.requirements import InvalidRequirement
 from packaging.requirements import Requirement as PipRequirement
 
 from computefence.evaluate.context import gpu_present, q
-from computefence.models import Facts, Fix, FixStep
+from computefence.models import Facts, Finding, Fix, FixStep, Severity
 from computefence.policy import normalize_name
 
 INDEX_URL = "https://download.pytorch.org/whl/{tag}"
@@ -281,3 +281,27 @@ def pip_packages(fix: Fix | None) -> dict[str, str]:
                 except InvalidRequirement:
                     continue
     return found
+
+
+def one_install_per_package(findings: list[Finding]) -> list[Finding]:
+    """`findings` with no package installed by two of their fixes: a later warning or blocker
+    loses its steps for a package an earlier one already installs (with the same interpreter,
+    training_python), and its advice names that check, so a pod's script installs it once."""
+    claimed: dict[str, str] = {}
+    kept: list[Finding] = []
+    for finding in findings:
+        fix = finding.fix
+        if finding.severity not in (Severity.WARN, Severity.BLOCK) or fix is None:
+            kept.append(finding)
+            continue
+        packages = pip_packages(fix)
+        taken = sorted(package for package in packages if package in claimed)
+        if taken:
+            steps = [step for step in fix.steps if not set(pip_packages(Fix(steps=[step]))) & set(taken)]
+            words = [f"{claimed[p]}'s fix already installs {p} on this pod: run it, then check again" for p in taken]
+            fix = Fix(steps=steps, advice="; ".join([*([fix.advice] if fix.advice else []), *words]))
+            finding = finding.model_copy(update={"fix": fix})
+        for package in packages:
+            claimed.setdefault(package, finding.check)
+        kept.append(finding)
+    return kept

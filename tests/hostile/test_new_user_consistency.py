@@ -157,3 +157,41 @@ def test_the_demo_pods_policy_lock_and_check_agree_on_its_gpu_memory(tmp_path, c
     assert memory["message"] == "smallest GPU memory: 86 GB (10^9 bytes; 81559 MiB) (gpu_memory_gb >=86)"
     [drift] = [f for f in host["findings"] if f["check"] == "env.drift"]
     assert drift["severity"] == "pass"
+
+
+# ---------------------------------------------------------------- one pod, one install per package
+
+CPU_TORCH = {"version": "2.5.1+cpu", "cuda_build": None, "cuda_available": False, "devices": [], "arch_list": []}
+CAUSES = {
+    "cpu-torch-and-a-torch-policy": ({"torch": CPU_TORCH}, "requirements: {torch: '>=2.6', torch-cuda: '>=12.4'}"),
+    "old-driver-and-missing-arch": (
+        {"torch": {"version": "2.6.0+cu126", "cuda_build": "12.6", "cuda_available": False, "arch_list": ["sm_80"]}},
+        "requirements: {torch: '>=2.6'}",
+    ),
+    "torch-missing-and-required": (
+        {"torch": {"importable": False, "version": None, "cuda_build": None, "import_error": "No module named torch"}},
+        "requirements: {torch: '>=2.4', torch-cuda: '>=12.1', transformers: '>=4.50'}",
+    ),
+    "a-venv-interpreter": (
+        {"torch": {**CPU_TORCH, "python": "python3", "python_executable": "/opt/venv/bin/python3"}},
+        "requirements: {transformers: '>=4.50', torch: '>=2.6'}",
+    ),
+}
+
+
+@pytest.mark.parametrize("cause", CAUSES)
+def test_a_pod_with_several_causes_installs_each_package_once_with_one_interpreter(cause):
+    patch, policy_text = CAUSES[cause]
+    data = json.loads(RUNPOD_POD.read_text())
+    for section, values in patch.items():
+        data[section] = {**data[section], **values}
+    facts = Facts.model_validate(data)
+    policy = parse_policy_text(policy_text, "computefence.yaml").for_target("pod", [])
+    findings = [f for f in evaluate_host(facts, CheckOptions(), None, policy) if f.severity.value in ("warn", "block")]
+    installs = [
+        (f.check, line) for f in findings for step in (f.fix.steps if f.fix else []) for line in _pip_lines(step.run)
+    ]
+    # An uninstall and its install of one build are one fix: count the findings that touch each package.
+    per_package = Counter(package for _, package in {(check, package) for check, (_, package) in installs})
+    assert installs and [p for p, n in per_package.items() if n > 1] == [], installs
+    assert {python for _, (python, _) in installs} == {facts.torch.python_executable}
