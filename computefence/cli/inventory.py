@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.text import Text
 
 from computefence.cli.app import app
@@ -18,7 +18,7 @@ from computefence.cli.targets import gather_targets, target_options
 from computefence.errors import ConfigError, SourceError
 from computefence.files import write_output
 from computefence.models import SourceStatus, Target, TargetList
-from computefence.render.columns import Column, fit_table, records
+from computefence.render.columns import Column, Hanging, fit_table, records
 from computefence.render.console import console_text
 from computefence.sources import TargetSelection
 from computefence.sources.export import EXPORT_FORMATS
@@ -80,6 +80,7 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
     console = Console(highlight=False)
     checkable = [t for t in targets if not t.unreachable_reason]
     blocked = [t for t in targets if t.unreachable_reason]
+    out: list[RenderableType] = []
     if targets:
         # Columns with nothing to say (no proxy, the default python, no tags or provider on any
         # target) are left out; on a narrow terminal one that holds the same value on every
@@ -115,26 +116,22 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
         rows = [[cell(t) for _, cell in columns.values()] for t in targets]
         chosen = [column for column, _ in columns.values()]
         table = fit_table(chosen, rows, console.width, noun="target")
-        color = console.is_terminal and not console.no_color
-        shown = table if table is not None else records(chosen, rows, console.width)
-        console.file.write(console_text(list(shown), color=color, width=console.width))
+        out.extend(table if table is not None else records(chosen, rows, console.width))
     for t in blocked:
-        console.print(Text(f"{t.name}: not checkable: {(t.unreachable_reason or '').rstrip('.')}.", style="red"))
+        out.append(Text(f"{t.name}: not checkable: {(t.unreachable_reason or '').rstrip('.')}.", style="red"))
         if t.unreachable_fix:
-            for command in t.unreachable_fix.commands:
-                console.print(Text(f"  fix: {command}", style="red"), soft_wrap=True)
+            # A command is pasted: never folded (console_text prints no_wrap text whole).
+            out += [Text(f"  fix: {command}", style="red", no_wrap=True) for command in t.unreachable_fix.commands]
             if t.unreachable_fix.advice:
-                console.print(Text(f"  note: {t.unreachable_fix.advice}", style="red"))
-    for status in sources:
-        if not status.ok:
-            console.print(Text(f"source failed: {_source_error(status)}", style="bold red"))
-    for status in sources:
-        if status.resolver:
-            console.print(f"{status.name}: resolved by {status.resolver}")
-    counted = f"{len(checkable)} target{'s' if len(checkable) != 1 else ''} to check"
+                out.append(Hanging(Text("  note: ", style="red"), Text(t.unreachable_fix.advice, style="red")))
+    out += [Text(f"source failed: {_source_error(s)}", style="bold red") for s in sources if not s.ok]
+    out += [Text(f"{s.name}: resolved by {s.resolver}") for s in sources if s.resolver]
+    counted = f"{plural(len(checkable), 'target')} to check"
     if blocked:
         counted += f", {len(blocked)} not checkable"
-    console.print(f"{counted}, from {len(sources)} source{'s' if len(sources) != 1 else ''}; nothing was connected to.")
+    out.append(Text(f"{counted}, from {plural(len(sources), 'source')}; nothing was connected to."))
+    color = console.is_terminal and not console.no_color
+    console.file.write(console_text(out, color=color, width=console.width))
 
 
 @inventory_app.command("list")
