@@ -10,10 +10,11 @@ import re
 import pytest
 
 from computefence.cli import main
-from computefence.models import Report, Severity
+from computefence.models import ReleasePod, ReleaseReport, Report, Severity
 from computefence.operations.fix import FindingResult, FixHost, FixReport, StepRecord
 from computefence.render import render, views
 from computefence.render.fix import render_fix
+from computefence.render.release import render_release
 
 WIDTHS = (40, 60, 80, 100, 120, 200)
 LAYOUTS = ({}, {"group_by": "pod"})
@@ -130,3 +131,42 @@ def test_a_fix_plans_reasons_keep_paths_and_hyphenated_names_whole(width):
     plan.hosts[0].results.append(FindingResult(check="storage.output-dir", outcome="planned"))
     printed = render_fix(plan, "rich", width=width).split()
     assert sorted(set(reason.split()) - set(printed)) == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_report_diff_keeps_every_changed_pod_and_message_whole(width, demo, tmp_path, capsys, monkeypatch):
+    # The hostile fleet after the demo: a pod renamed (one vanished, one appeared), messages
+    # grown by a deep path (blockers new and cleared), an unreachable pod's reason changed.
+    hostile = _hostile(demo)
+    (tmp_path / "a.json").write_text(demo.model_dump_json())
+    (tmp_path / "b.json").write_text(hostile.model_dump_json())
+    monkeypatch.setenv("COLUMNS", str(width))
+    capsys.readouterr()
+    main(["report", "diff", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+    out = capsys.readouterr().out
+    assert "pod-" + "x" * 76 + "-old-driver" in out.split() and "pod-old-driver" in out.split()
+    assert DEEP in out.split()
+    fix_lines = [line for line in out.splitlines() if FIX_LINE.match(line)]
+    for line in out.splitlines():
+        assert len(line) <= width or line in fix_lines or max(map(len, line.split())) > width // 3, line
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_release_plan_keeps_pod_names_reasons_and_the_call_whole(width):
+    call = (
+        'runpod.stop_pod("podidpodidpod"): POST https://api.runpod.io/graphql podStop(input: {podId: "podidpodidpod"})'
+    )
+    pod = ReleasePod(
+        name="pod-" + "x" * 76 + "-old-driver",
+        provider="runpod",
+        pod_id="podidpodidpod",
+        action="stop",
+        selected_by=["gpu.driver-too-old"],
+        cost_per_hour=1.29,
+        outcome="would_release",
+        detail=call,
+        reasons=[f"gpu.driver-too-old: driver 470.182.03 supports CUDA 11.4 only; see {DEEP}"],
+    )
+    out = render_release(ReleaseReport(pods=[pod]), "rich", width=width)
+    assert {pod.name, DEEP, "gpu.driver-too-old"} <= set(out.split())
+    assert f"    call: {call}" in out.splitlines()
