@@ -7,15 +7,18 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 
+from packaging.version import Version
+
 from computefence.errors import ConfigError
 from computefence.evaluate.context import block, passed, training_python, warn
 from computefence.evaluate.fingerprint import fingerprint, is_package, label, outlier_fields
 from computefence.evaluate.fleet import NOT_INSTALLED
 from computefence.evaluate.requirements import satisfies
 from computefence.evaluate.spec import CheckSpec, Remedy
-from computefence.evaluate.torch_builds import build_misfit, install_command, parse_version, pip_install, pip_packages
+from computefence.evaluate.torch_builds import build_misfit, install_command, parse_cuda, pip_install, pip_packages
 from computefence.models import BaselineLock, Facts, Finding, Fix, FixStep, HostReport, HostStatus, Severity
 from computefence.policy import Requirement
+from computefence.text import one_line
 from computefence.version import __version__
 
 CHECKS: dict[str, CheckSpec] = {
@@ -91,8 +94,8 @@ def _torch_tag(cuda_build: str) -> str | None:
     """download.pytorch.org's index for a build: 'cu124' for '12.4', 'cpu' for 'CPU'."""
     if cuda_build == "CPU":
         return "cpu"
-    version = parse_version(cuda_build)
-    return f"cu{version[0]}{version[1]}" if version and len(version) >= 2 else None
+    version = parse_cuda(cuda_build)
+    return f"cu{version[0]}{version[1]}" if version else None
 
 
 def match_fix(
@@ -177,6 +180,12 @@ def _held_back(
             see = f" (see {', '.join(dict.fromkeys(failing))})" if failing else ""
             return f"{whose} {shown} cannot run here: {misfit}; no command on this pod helps{see}"
     for field, value in values.items():
+        # A lock or a pod can hold any text; only a PEP 440 version makes a pip requirement.
+        if (field == "torch" or is_package(field)) and not _is_version(value):
+            return (
+                f"{whose} {label(field)} {one_line(value, 60)!r} is not a PEP 440 version: no pip command installs it"
+            )
+    for field, value in values.items():
         requirement = requirements.get(field)
         if requirement is not None and not requirement.any_version:
             if not satisfies(requirement.specifier(), value):
@@ -187,6 +196,14 @@ def _held_back(
     if package in elsewhere:
         return f"{elsewhere[package]}'s fix already installs {package} on this pod: run that one, not a second install"
     return None
+
+
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except ValueError:  # InvalidVersion, or a release number too long for int()
+        return False
+    return True
 
 
 def drift_finding(

@@ -318,3 +318,21 @@ def test_a_missing_key_names_the_object_that_lacks_it_not_the_same_key_elsewhere
         err
         == f"computefence: error: {path}:{second}: not a computefence JSON report (hosts.0.findings.1.message: Field required)"
     )
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["4.48,,", "1.0 --index-url http://example.invalid", "latest", DIGITS + "x"],
+    ids=["empty-part", "option-text", "word", "5000-digits"],
+)
+def test_a_lock_version_that_is_no_version_gets_words_not_a_pip_command(value, tmp_path, capsys):
+    lock = _lock(tmp_path, capsys)
+    lock["fingerprint"]["numpy"] = value
+    (tmp_path / "lock.json").write_text(json.dumps(lock, indent=2))
+    code = main(["fleet", "check", "--demo", "--baseline", str(tmp_path / "lock.json"), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "Traceback" not in err
+    [host] = [h for h in Report.model_validate_json(out).hosts if h.name == "pod-healthy"]
+    [drift] = [f for f in host.findings if f.check == "env.drift"]
+    assert drift.severity is Severity.WARN and not any("numpy" in command for command in drift.fix.commands)
+    assert "is not a PEP 440 version: no pip command installs it" in drift.fix.advice
