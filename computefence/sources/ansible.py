@@ -18,8 +18,12 @@ which win as in Ansible's ssh plugin), ansible_ssh_private_key_file,
 ansible_python_interpreter, ansible_connection, and in ansible_ssh_common_args /
 ansible_ssh_extra_args `-o ProxyCommand=`, `-o ProxyJump=`, `-J`, `-F`, `-p`, `-i`, `-l`
 (first value wins, as on ssh's command line). Any other ssh option there is a warning
-naming the hosts and the option. Jinja templates are not evaluated: a template in one of
-those variables is an error naming where it is.
+naming the hosts and the option. Of Jinja, only plain `{{ name }}` references are evaluated
+in those variables (alone or within text; to the host's variables, group_vars and host_vars
+included, inventory_hostname and inventory_hostname_short; through at most
+MAX_TEMPLATE_DEPTH references). Any other template (filters, expressions, lookups,
+statements, undefined names, loops) makes that one host not checkable, with a warning naming
+the host and the variable: it is never rendered, since rendering could run anything.
 """
 
 from __future__ import annotations
@@ -475,11 +479,73 @@ _VAULT_HELP = "pass --vault-password-file or --vault-id with Ansible installed, 
 def _plain(key: str, value: _Value) -> Any:
     if isinstance(value.value, _Vaulted) or (isinstance(value.value, dict) and "__ansible_vault" in value.value):
         raise ConfigError(f"{value.where}: {key} is vault-encrypted and cannot be read here: {_VAULT_HELP}")
-    if isinstance(value.value, str) and ("{{" in value.value or "{%" in value.value):
-        raise ConfigError(
-            f"{value.where}: {key} uses a Jinja template, which ComputeFence does not evaluate; set a literal value"
-        )
     return value.value
+
+
+# ---------------------------------------------------------------- Jinja values
+
+# The one Jinja form evaluated: a plain variable reference, `{{ name }}`, alone (the value keeps
+# its type, as Ansible's single-expression templates do) or within text. Filters, expressions,
+# lookups, statements and comments are never evaluated: they could run anything.
+_JINJA_RE = re.compile(r"\{\{|\{%|\{#")
+_REFERENCE_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+# References followed through other variables before giving up (Ansible has no such limit).
+MAX_TEMPLATE_DEPTH = 10
+
+
+class _TemplateRefused(Exception):
+    """A Jinja value ComputeFence will not evaluate: that one host is not checked."""
+
+    def __init__(self, key: str, value: _Value, why: str):
+        super().__init__(f"{key} {why}")
+        self.key, self.where = key, value.where
+
+
+def _evaluated(key: str, value: _Value, variables: dict[str, _Value], host: str, chain: tuple[str, ...] = ()) -> Any:
+    """A variable's value as Ansible templates it, where that needs no more than plain
+    `{{ name }}` references (to the host's own variables, inventory_hostname and
+    inventory_hostname_short); _TemplateRefused for anything else."""
+    raw = _plain(key, value)
+    if not isinstance(raw, str) or not _JINJA_RE.search(raw):
+        return raw
+    shown = _shown(raw)
+    if len(chain) >= MAX_TEMPLATE_DEPTH:
+        raise _TemplateRefused(chain[0], value, f"refers through more than {MAX_TEMPLATE_DEPTH} variables (at {key})")
+    if _JINJA_RE.search(_REFERENCE_RE.sub("", raw)):
+        raise _TemplateRefused(
+            chain[0] if chain else key,
+            value,
+            f"is a Jinja template beyond a plain {{{{ variable }}}} reference ({key} = {shown}); "
+            "ComputeFence does not evaluate it",
+        )
+
+    def resolve(name: str) -> Any:
+        if name == "inventory_hostname":
+            return host
+        if name == "inventory_hostname_short":
+            return host.split(".")[0]
+        if name in chain or name == key:
+            raise _TemplateRefused(chain[0] if chain else key, value, f"refers to itself through {name}")
+        found = variables.get(name)
+        if found is None:
+            raise _TemplateRefused(chain[0] if chain else key, value, f"refers to {name}, which is not defined")
+        return _evaluated(name, found, variables, host, (*chain, key))
+
+    whole = _REFERENCE_RE.fullmatch(raw)
+    if whole:
+        return resolve(whole.group(1))
+
+    def text(match: re.Match[str]) -> str:
+        found = resolve(match.group(1))
+        if isinstance(found, bool) or not isinstance(found, (str, int)):
+            raise _TemplateRefused(
+                chain[0] if chain else key,
+                value,
+                f"puts {match.group(1)} (a {type(found).__name__}) into text; ComputeFence does not evaluate that",
+            )
+        return str(found)
+
+    return _REFERENCE_RE.sub(text, raw)
 
 
 # ---------------------------------------------------------------- ssh arguments
@@ -567,15 +633,35 @@ def _default_identities(options: list[tuple[str, str]]) -> bool:
 # ---------------------------------------------------------------- targets
 
 
-def _target(name: str, where: str, groups: list[str], variables: dict[str, _Value], ignored: dict[str, Any]) -> Target:
-    """The target Ansible's ssh connection would reach for one host's merged variables."""
+def _target(
+    name: str, where: str, groups: list[str], variables: dict[str, _Value], ignored: dict[str, Any], warnings: list[str]
+) -> Target:
+    """The target Ansible's ssh connection would reach for one host's merged variables; a
+    host with a Jinja value ComputeFence does not evaluate is not checkable, with a warning."""
+    try:
+        return _reached(name, where, groups, variables, ignored)
+    except _TemplateRefused as refused:
+        host = "" if refused.where.endswith(f": host {name}") else f"host {name}: "
+        warnings.append(f"{refused.where}: {host}{refused}; the host is not checked")
+        return Target(
+            name=name,
+            host=name,
+            tags=groups,
+            source=where,
+            unreachable_reason=f"{refused.key} is a Jinja template ComputeFence does not evaluate",
+            unreachable_fix=Fix(
+                advice=f"set {refused.key} to a literal value, or to a plain {{{{ variable }}}} reference"
+            ),
+        )
 
+
+def _reached(name: str, where: str, groups: list[str], variables: dict[str, _Value], ignored: dict[str, Any]) -> Target:
     def var(*names: str) -> tuple[str, Any] | None:
         # As in Ansible's ssh plugin, the ansible_ssh_* spelling wins over the short one.
         for var_name in names:
             value = variables.get(var_name)
             if value is not None:
-                return var_name, _plain(var_name, value)
+                return var_name, _evaluated(var_name, value, variables, name)
         return None
 
     # Ansible's ssh command line: -o Port=, -o IdentityFile=, -o User= from the variables,
@@ -793,7 +879,7 @@ def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
             by_groups[groups] = (sorted(member - {"all", "ungrouped"}), group_variables)
         tags, group_variables = by_groups[groups]
         variables = {**group_variables, **host.vars, **host.file_vars}
-        targets.append(_target(host.name, host.where, list(tags), variables, ignored))
+        targets.append(_target(host.name, host.where, list(tags), variables, ignored, inventory.warnings))
     return targets, inventory.warnings + unhonoured_warnings(str(path), ignored)
 
 
@@ -896,14 +982,15 @@ def targets_from_ansible_list(document: dict[str, Any], source: str) -> tuple[li
         order[str(name)] = None
     targets = []
     ignored: dict[str, Any] = {}
+    refused: list[str] = []
     for host in order:
         member = _with_ancestors(member_of.get(host, []), parent_of)
         raw_value = hostvars.get(host)
         raw: dict[str, Any] = raw_value if isinstance(raw_value, dict) else {}
         variables = {str(k): _Value(v, f"{source}: host {host}") for k, v in raw.items()}
         tags = sorted(member - {"all", "ungrouped"})
-        targets.append(_target(host, f"{source} (ansible-inventory)", tags, variables, ignored))
-    return targets, unhonoured_warnings(source, ignored)
+        targets.append(_target(host, f"{source} (ansible-inventory)", tags, variables, ignored, refused))
+    return targets, refused + unhonoured_warnings(source, ignored)
 
 
 class AnsibleSource:

@@ -13,6 +13,8 @@ before the common and extra args on ssh's command line, where ssh keeps first va
 from __future__ import annotations
 
 import json
+import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -90,6 +92,41 @@ def _agent_only(identity_files: list[str]) -> bool:
     return bool(identity_files) and all(k.lower() == "none" for k in identity_files)
 
 
+# The variables the mapping reads; ansible-inventory lists them untemplated.
+CONNECTION_VARS = (
+    "ansible_ssh_host",
+    "ansible_host",
+    "ansible_ssh_port",
+    "ansible_port",
+    "ansible_ssh_private_key_file",
+    "ansible_private_key_file",
+    "ansible_ssh_user",
+    "ansible_user",
+    "ansible_ssh_common_args",
+    "ansible_ssh_extra_args",
+    "ansible_python_interpreter",
+)
+
+
+def templated(inventory: Path, hostvars: dict[str, dict]) -> None:
+    """Replace the connection variables that hold `{{ }}` with what Ansible makes of them at
+    run time, asked of `ansible HOST -m debug` (it runs here and connects nowhere)."""
+    if not any("{{" in str(v) for hv in hostvars.values() for k, v in hv.items() if k in CONNECTION_VARS):
+        return
+    keys = json.dumps(list(CONNECTION_VARS))
+    expression = f"hostvars[inventory_hostname] | dict2items | selectattr('key', 'in', {keys}) | items2dict | to_json"
+    out = subprocess.run(
+        ["ansible", "-i", str(inventory), "all", "-m", "debug", "-a", "msg={{ " + expression + " }}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "ANSIBLE_NOCOLOR": "1"},
+    ).stdout
+    for host, block in re.findall(r"^(\S+) \| SUCCESS => (\{.*?^\})", out, re.M | re.S):
+        hostvars.setdefault(host, {}).update(json.loads(json.loads(block)["msg"]))
+
+
 def expected_targets(inventory: Path) -> dict[str, dict]:
     out = subprocess.run(
         ["ansible-inventory", "-i", str(inventory), "--list"],
@@ -99,6 +136,7 @@ def expected_targets(inventory: Path) -> dict[str, dict]:
         stdin=subprocess.DEVNULL,
     ).stdout
     document = json.loads(out)
+    templated(inventory, document["_meta"]["hostvars"])
     groups: dict[str, set[str]] = {}
 
     def members(group: str, seen: tuple[str, ...]) -> set[str]:

@@ -213,3 +213,71 @@ def test_ranges_expand_as_ansible_expands_them(tmp_path, capsys, monkeypatch):
     targets, _ = listed(capsys, "--ansible-inventory", str(path))
     assert sorted(t["name"] for t in targets) == expected
     assert {t["name"]: t["port"] for t in targets if t["port"] != 22} == {"r1": 2200, "r2": 2200}
+
+
+# ---------------------------------------------------------------- Jinja values
+
+CODE_RUNNING_TEMPLATES = [
+    # Each would run a command if it were rendered (Ansible renders them when it connects).
+    "{{ lookup('pipe', 'touch MARK') }}",
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}{{ lookup('pipe', 'touch MARK') }}",
+    "{% set x = lookup('pipe', 'touch MARK') %}/keys/k",
+    "{{ query('pipe', 'touch MARK') | first }}",
+]
+
+
+@pytest.mark.parametrize("use_ansible", [True, False], ids=["ansible-inventory", "built-in"])
+@pytest.mark.parametrize("template", CODE_RUNNING_TEMPLATES)
+def test_a_template_that_would_run_code_refuses_only_its_host(tmp_path, capsys, monkeypatch, template, use_ansible):
+    if use_ansible and ansible_inventory_command() is None:
+        pytest.skip("needs ansible-inventory")
+    if not use_ansible:
+        hide_ansible(tmp_path, monkeypatch)
+    mark = tmp_path / "pwned"
+    path = tmp_path / "hosts.yml"
+    value = template.replace("MARK", str(mark))
+    path.write_text(
+        "pods:\n  hosts:\n    good: {ansible_host: 10.0.0.1}\n"
+        f"    evil: {{ansible_host: 10.0.0.2, ansible_ssh_private_key_file: {json.dumps(value)}}}\n"
+    )
+    targets, err = listed(capsys, "--ansible-inventory", str(path))
+    # the old reader refused the whole inventory (exit 2): one host's value cost every host
+    assert {t["name"]: t["unreachable_reason"] for t in targets} == {
+        "good": None,
+        "evil": "ansible_ssh_private_key_file is a Jinja template ComputeFence does not evaluate",
+    }
+    warning = next(line for line in err.splitlines() if "evil" in line)
+    assert "host evil: ansible_ssh_private_key_file is a Jinja template beyond a plain {{ variable }}" in warning
+    assert not mark.exists()
+
+
+@needs_ansible
+def test_plain_references_resolve_as_ansible_resolves_them(tmp_path, capsys):
+    path = tmp_path / "hosts.ini"
+    path.write_text(
+        "[pods]\np1 ansible_ssh_private_key_file='{{ key }}' ansible_port='{{ port }}'\n"
+        "p2 ansible_private_key_file='{{ dir }}/{{ inventory_hostname }}.pem' ansible_user='{{ a }}' a='{{ b }}' b=ops\n"
+        "[pods:vars]\nkey=/keys/fleet\nport=2222\ndir=/keys/pods\n"
+    )
+    out = subprocess.run(
+        [
+            "ansible",
+            "-i",
+            str(path),
+            "all",
+            "-m",
+            "debug",
+            "-a",
+            "msg={{ [ansible_private_key_file | default(ansible_ssh_private_key_file), ansible_port | default(22), ansible_user | default(None)] }}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    ansible_says = {
+        h: json.loads(b)["msg"] for h, b in re.findall(r"^(\S+) \| SUCCESS => (\{.*?^\})", out, re.M | re.S)
+    }
+    assert ansible_says == {"p1": ["/keys/fleet", 2222, None], "p2": ["/keys/pods/p2.pem", 22, "ops"]}
+    targets, _ = listed(capsys, "--ansible-inventory", str(path))
+    ours = {t["name"]: [t["identity_files"][0], t["port"], t["user"]] for t in targets}
+    assert ours == ansible_says  # the old reader refused the whole inventory

@@ -160,7 +160,6 @@ def test_ranges():
         # Ansible refuses the whole file for a range it cannot expand: no line of it is dropped quietly
         ("h.ini", "[ok]\ngood\nbad[1:b]\n", 3, ["bad host range [1:b] in 'bad[1:b]'"]),
         ("h.ini", "[g:children]\nkid[1:3]\n", 2, ["takes group names", "no host range"]),
-        ("h.ini", '[web]\nh ansible_host=\'{{ lookup("env", "IP") }}\'\n', 2, ["Jinja template"]),
         ("h.yml", "all:\n  hosts:\n    h:\n      ansible_port: nope\n", 4, ["ansible_port must be a port"]),
         ("h.yml", "all:\n  hosts: [a, b]\n", 2, ["hosts must be a mapping"]),
         ("h.yml", "all:\n  host:\n    a:\n", 2, ["unknown key 'host'"]),
@@ -313,3 +312,39 @@ def test_a_vars_folder_that_cannot_be_listed_is_a_config_error_naming_it(tmp_pat
     with pytest.raises(ConfigError) as raised:
         read_ansible_inventory(inventory)
     assert str(raised.value) == f"{tmp_path / 'group_vars'}: cannot list it: Too many levels of symbolic links"
+
+
+@pytest.mark.parametrize(
+    "value,why",
+    [
+        ('\'{{ lookup("env", "IP") }}\'', "beyond a plain {{ variable }} reference"),
+        ("'{{ ip | default(\"10.0.0.9\") }}'", "beyond a plain {{ variable }} reference"),
+        ("'{% if true %}x{% endif %}'", "beyond a plain {{ variable }} reference"),
+        ("'{{ nowhere }}'", "refers to nowhere, which is not defined"),
+        ("'{{ loop_a }}' loop_a='{{ loop_b }}' loop_b='{{ loop_a }}'", "refers to itself through loop_a"),
+        ("'{{ items }}x' items=\"['a']\"", "puts items (a list) into text"),
+    ],
+)
+def test_a_jinja_value_beyond_a_plain_reference_refuses_only_its_host(tmp_path, value, why):
+    path = write(tmp_path / "h.ini", f"[web]\nok ansible_host=10.0.0.1\nh ansible_host={value}\n")
+    targets, warnings = read_ansible_inventory(path)
+    ok, refused = targets
+    assert (ok.name, ok.host, ok.unreachable_reason) == ("ok", "10.0.0.1", None)
+    assert refused.name == "h" and refused.unreachable_reason == (
+        "ansible_host is a Jinja template ComputeFence does not evaluate"
+    )
+    (warning,) = warnings
+    assert warning.startswith(f"{path}:") and "host h: ansible_host " in warning and why in warning
+    assert warning.endswith("; the host is not checked") and "\n" not in warning
+
+
+def test_plain_references_follow_chains_up_to_the_depth_cap(tmp_path):
+    chain = " ".join(f"v{i}='{{{{ v{i + 1} }}}}'" for i in range(30)) + " v30=deploy"
+    path = write(
+        tmp_path / "h.ini",
+        f"[web]\nnear ansible_user='{{{{ v21 }}}}' {chain}\nfar ansible_user='{{{{ v0 }}}}' {chain}\n",
+    )
+    (near, far), warnings = read_ansible_inventory(path)
+    assert (near.user, near.unreachable_reason) == ("deploy", None)  # 10 references
+    assert far.unreachable_reason is not None and far.user is None  # 31: past MAX_TEMPLATE_DEPTH
+    assert len(warnings) == 1 and "host far: ansible_user refers through more than 10 variables" in warnings[0]
