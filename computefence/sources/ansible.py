@@ -305,6 +305,10 @@ def _ini_value(text: str) -> Any:
 def _parse_ini(path: Path, inventory: _Inventory, text: str) -> None:
     section: str | None = "ungrouped"
     kind = "hosts"
+    # As Ansible: a group named by [g:vars] or under [p:children] must be declared in this file
+    # by [g] or [g:children], or exist already; else Ansible refuses the file (here: a warning).
+    existing, declared = set(inventory.groups), set()
+    undeclared: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         where = f"{path}:{number}"
@@ -314,6 +318,10 @@ def _parse_ini(path: Path, inventory: _Inventory, text: str) -> None:
             header = _SECTION_RE.match(line)
             if header and (header.group(2) or "hosts") in _SECTION_KINDS:
                 section, kind = header.group(1), header.group(2) or "hosts"
+                if kind != "vars":
+                    declared.add(section)
+                elif section not in existing:
+                    undeclared.setdefault(section, f"{where}: [{section}:vars] is for a group this file never declares")
                 inventory.group(section)
                 continue
             bracketed = line.startswith("[") and (line.endswith("]") or "]" not in line)
@@ -326,10 +334,19 @@ def _parse_ini(path: Path, inventory: _Inventory, text: str) -> None:
             if section is None:
                 continue
             _ini_line(line, where, section, kind, inventory)
+            child = _CHILD_RE.match(line) if kind == "children" else None
+            if child and child.group(1) not in existing:
+                undeclared.setdefault(
+                    child.group(1),
+                    f"{where}: [{section}:children] names {child.group(1)!r}, a group this file never declares",
+                )
         except (InputLimitError, HostRangeError):
             raise
         except ConfigError as exc:
             inventory.warnings.append(str(exc))
+    inventory.warnings.extend(
+        f"{message} (Ansible refuses the file for it)" for group, message in undeclared.items() if group not in declared
+    )
 
 
 def _ini_line(line: str, where: str, section: str, kind: str, inventory: _Inventory) -> None:

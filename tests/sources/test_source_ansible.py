@@ -181,9 +181,12 @@ def test_errors_name_file_and_line(tmp_path, name, content, line, words):
     "content,line,words",
     [
         ("[web\nlost\n[ok]\ngood\n", 1, "bad section header"),
-        ("[ok]\ngood\n[web:vars]\nnot a var\n", 4, "expected key=value in [web:vars]"),
+        ("[ok]\ngood\n[ok:vars]\nnot a var\n", 4, "expected key=value in [ok:vars]"),
         ("[ok]\ngood\nhost1 port 22\n", 3, "expected key=value after the host name"),
         ("[ok]\ngood\n[g:children]\ntwo words\n", 4, "expected one group name"),
+        # `#` needs a blank before it here: Ansible reads the group `kid#note`, never declared
+        ("[ok]\ngood\n[g:children]\nkid#note\n", 4, "names 'kid#note', a group this file never declares"),
+        ("[ok]\ngood\n[nog:vars]\nx=1\n", 3, "[nog:vars] is for a group this file never declares"),
     ],
 )
 def test_a_bad_line_costs_that_line_with_a_warning(tmp_path, content, line, words):
