@@ -27,8 +27,9 @@ from computefence.evaluate import (
 from computefence.evaluate import requirements as policy_rules
 from computefence.evaluate import run as run_rules
 from computefence.evaluate.connection import status_fix
-from computefence.evaluate.context import Rule, build_context
+from computefence.evaluate.context import Rule, build_context, skipped
 from computefence.evaluate.fleet import build_report, exit_code
+from computefence.evaluate.fleet_steps import FleetStep, run_fleet_step
 from computefence.evaluate.identity import with_keys
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import one_install_per_package
@@ -161,16 +162,22 @@ def finish_hosts(
     skip: list[str],
 ) -> list[HostReport]:
     """The fleet-wide findings (env.outlier, env.drift against `lock`) added to each checked
-    host, then each host's policy severities and skips, then --only/--skip; every finding
+    host (a pod whose facts break that step is probe_failed, see fleet_steps), then each host's policy severities and skips, then --only/--skip; every finding
     with its key (what identifies it across runs)."""
     severities = {name: p.severity for name, p in policies.items()}
     requirements = {name: p.requirement_specs() for name, p in policies.items()}
-    extra = environment.environment_findings(hosts, lock, severities, requirements)
+    check = environment.OUTLIER if lock is None else environment.DRIFT
+    across: FleetStep[dict[str, list[Finding]]] = run_fleet_step(
+        check, hosts, lambda some: environment.environment_findings(some, lock, severities, requirements), {}
+    )
+    extra = dict(across.result)
     finished = []
-    for host in hosts:
+    for host in across.hosts:
         if host.status is not HostStatus.OK or host.facts is None:
             finished.append(host)
             continue
+        if across.error is not None:
+            extra[host.name] = [skipped(check, f"not compared with the fleet ({across.error})")]
         findings = [*host.findings, *(_finish(f) for f in extra.get(host.name, []))]
         policy = policies.get(host.name)
         if policy is not None:

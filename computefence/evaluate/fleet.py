@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from computefence.evaluate import gpu, gpu_perf
+from computefence.evaluate.fleet_steps import FleetStep, run_fleet_step
 from computefence.models import (
     DriftRow,
     Facts,
@@ -34,15 +35,25 @@ def build_report(
     allow_unreachable: bool = False,
 ) -> Report:
     sources = list(sources)
+    hosts = list(hosts)
+    # Each fleet-wide step survives a pod whose facts break it: that pod is probe_failed.
     if kind == "fleet":
-        hosts = gpu_perf.beside_fleet_median(list(hosts))
+        beside: FleetStep[dict[str, HostReport]] = run_fleet_step(
+            "perf beside the fleet median",
+            hosts,
+            lambda some: {h.name: h for h in gpu_perf.beside_fleet_median(some)},
+            {},
+        )
+        hosts = [beside.result.get(h.name, h) for h in beside.hosts]
+    rows: FleetStep[list[DriftRow]] = run_fleet_step("version drift", hosts, drift, [])
+    hosts = rows.hosts
     return Report(
         tool_version=__version__,
         kind=kind,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         hosts=list(hosts),
         sources=sources,
-        drift=drift(hosts),
+        drift=rows.result,
         summary=summarize(hosts, sources, allow_unreachable=allow_unreachable),
         fail_on=fail_on,
         allow_unreachable=allow_unreachable,
