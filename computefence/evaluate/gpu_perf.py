@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from computefence.errors import ConfigError
 from computefence.evaluate.context import Context, passed, q, skipped, training_python, warn
+from computefence.evaluate.fleet_steps import run_fleet_step
 from computefence.evaluate.profiles import profiles_dir
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, GpuHealth, GpuPerf, HostReport, HostStatus, PerfFacts
@@ -377,6 +378,20 @@ def fleet_figures(hosts: list[HostReport]) -> list[ModelFigures]:
         for check, figure in _figures(perf).items():
             table.setdefault((model, check), {})[host.name] = figure
     return [ModelFigures(model, check, _UNITS[check], pods) for (model, check), pods in table.items()]
+
+
+def saved_fleet_figures(hosts: list[HostReport]) -> list[ModelFigures]:
+    """fleet_figures, medians included, for the views of a saved report (the hosts ledger, the
+    HTML chart): a pod whose saved facts break them is left out of the figures, never the view."""
+
+    def figures(some: list[HostReport]) -> list[ModelFigures]:
+        found = fleet_figures(some)
+        for figure in found:
+            figure.median  # noqa: B018  # computed here, inside the guard
+        return found
+
+    none: list[ModelFigures] = []
+    return run_fleet_step("perf figures", hosts, figures, none).result
 
 
 RULES = [check_perf_compute, check_perf_pcie, check_perf_interconnect]

@@ -102,7 +102,7 @@ def _gpu_name(host: HostReport) -> str | None:
 def _perf_medians(run: Report) -> dict[str, dict[str, PerfFigure]]:
     """Pod name -> perf check -> its figure beside the run's median for its GPU model."""
     out: dict[str, dict[str, PerfFigure]] = {}
-    for figures in gpu_perf.fleet_figures(run.hosts):
+    for figures in gpu_perf.saved_fleet_figures(run.hosts):
         median = figures.median
         for pod, value in figures.pods.items():
             out.setdefault(pod, {})[figures.check] = PerfFigure(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from computefence.evaluate.gpu_perf import fleet_figures
+from computefence.evaluate.gpu_perf import saved_fleet_figures
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, HostVerdict, Report, Severity
 from computefence.render import views
 from computefence.render.interface import Renderer
@@ -321,7 +321,7 @@ CHART_TOP = 28
 
 def _charts(report: Report, anchors: dict[str, str]) -> list[PerfChart]:
     by_host = {h.name: h for h in report.hosts}
-    figures = fleet_figures(report.hosts)
+    figures = saved_fleet_figures(report.hosts)
     models = list(dict.fromkeys(f.model for f in figures))
     charts = []
     for figure in sorted(figures, key=lambda f: models.index(f.model)):

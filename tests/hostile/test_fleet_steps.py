@@ -146,3 +146,22 @@ def test_the_report_names_the_tripping_pod_in_every_format(fmt, monkeypatch, cap
     out, err = capsys.readouterr()
     assert code == 1 and "Traceback" not in err
     assert "env.outlier across the fleet" in " ".join(out.split())
+
+
+def test_the_views_of_a_saved_report_leave_out_a_pod_whose_figures_break_them(monkeypatch, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    saved = runs / "20261201T120000Z.json"
+    assert main(["fleet", "check", "--replay", str(_with_perf(tmp_path)), "--format", "json", "-o", str(saved)]) == 1
+    # The saved file's pod-healthy now breaks the figures, as an edited or foreign report may.
+    monkeypatch.setattr(gpu_perf, "_figures", _raising_perf(gpu_perf._figures))
+    figures = gpu_perf.saved_fleet_figures(Report.model_validate_json(saved.read_text()).hosts)
+    assert figures and all(list(f.pods) == ["pod-cpu-torch"] for f in figures)
+    capsys.readouterr()
+    page = tmp_path / "report.html"
+    assert main(["report", "show", "--format", "html", "-o", str(page), str(saved)]) == 1
+    assert main(["hosts", "--history", str(runs), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "pod-cpu-torch" in page.read_text()
+    ledger = json.loads(out)
+    assert [m["perf"] for m in ledger["hosts"] if m["perf"]]  # the other pod's figures are still there
