@@ -30,8 +30,8 @@ def _record(signum: int, frame: FrameType | None) -> None:
 def held() -> Iterator[None]:
     """Ctrl-C recorded, not raised, inside; raised as KeyboardInterrupt on leaving if one
     came (an exception of the block's own stands). Outside the main thread, where Python
-    delivers no signal, it changes nothing."""
-    if threading.current_thread() is not threading.main_thread():
+    delivers no signal, or where Ctrl-C is ignored, it changes nothing."""
+    if threading.current_thread() is not threading.main_thread() or sigint_ignored():
         yield
         return
     previous = signal.signal(signal.SIGINT, _record)
@@ -44,6 +44,12 @@ def held() -> Iterator[None]:
     if _received:
         _received.clear()
         raise KeyboardInterrupt
+
+
+def sigint_ignored() -> bool:
+    """Whether this process was started with SIGINT ignored (a background job of a
+    non-interactive shell, nohup): it keeps ignoring it throughout, as Python and ssh do."""
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
 def ignore_from_now() -> None:

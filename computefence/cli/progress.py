@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
+from computefence.interrupt import sigint_ignored
 from computefence.models import HostReport, HostStatus
 from computefence.text import clean, unfiltered_stderr
 
@@ -29,11 +30,13 @@ def stop_on_sigint() -> Iterator[asyncio.Event]:
         stop.set()
         loop.remove_signal_handler(signal.SIGINT)
 
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-        handled = True
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-        handled = False
+    handled = False
+    if not sigint_ignored():  # started with SIGINT ignored (`cmd &` in a script): stays so
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            handled = True
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            pass
     try:
         yield stop
     finally:

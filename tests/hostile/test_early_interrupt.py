@@ -37,7 +37,7 @@ def _console_script(directory: Path) -> Path:
     return Path(path)
 
 
-def _interrupted(entry: str, after_s: float, tmp_path: Path) -> tuple[int, str]:
+def _interrupted(entry: str, after_s: float, tmp_path: Path, *, ignored: bool = False) -> tuple[int, str]:
     if entry == "module":
         prepare, run = "import runpy", "runpy.run_module('computefence', run_name='__main__', alter_sys=True)"
     else:
@@ -52,6 +52,8 @@ def _interrupted(entry: str, after_s: float, tmp_path: Path) -> tuple[int, str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # As a non-interactive shell starts `cmd &`, or nohup does: SIGINT ignored from the start.
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored else None,
     )
     assert process.stderr.readline() == STARTED + "\n"
     time.sleep(after_s)
@@ -79,3 +81,10 @@ def test_the_console_script_is_one_line_and_exit_130_too(after_s, tmp_path):
     assert code == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert err.splitlines()[-1].startswith("computefence: interrupted"), err
+
+
+@pytest.mark.parametrize("after_s", [0.1, 0.5, 1.0])
+def test_a_run_started_with_sigint_ignored_keeps_ignoring_it_and_gives_its_verdict(after_s, tmp_path):
+    code, err = _interrupted("script", after_s, tmp_path, ignored=True)
+    assert code == 1, err  # the demo's blockers: the run went on to its own verdict
+    assert "interrupted" not in err and "Traceback" not in err, err
