@@ -22,6 +22,7 @@ from computefence import __version__, evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
 from computefence.cli.connection import connection_options, prepare_connections
 from computefence.cli.fleet import fleet_app, probe_with_progress
+from computefence.cli.history_options import HistoryOptions, history_options
 from computefence.cli.output import write_stdout
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import LiveCount, stop_on_sigint
@@ -55,10 +56,12 @@ _RUN = "Running"
     timeout_help="Deadline per pod for each probe (before and after).",
     envvars=False,
 )
+@history_options("Keep the fleet's state after the run in DIR, as fleet check --history does.")
 def fix(
     ctx: typer.Context,
     selection: TargetSelection = TargetSelection(),
     connection: ConnectSettings = ConnectSettings(),
+    history: HistoryOptions = HistoryOptions(),
     apply: bool = typer.Option(
         False,
         "--apply",
@@ -95,16 +98,6 @@ def fix(
     output: Path | None = typer.Option(
         None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."
     ),
-    history: Path | None = typer.Option(
-        None,
-        "--history",
-        metavar="DIR",
-        help="Keep the fleet's state after the run in DIR, as fleet check --history does.",
-    ),
-    keep: int = typer.Option(200, "--keep", min=1, metavar="N", help="Runs kept in --history."),
-    history_wait: float = typer.Option(
-        60.0, "--history-wait", min=0.0, metavar="SECONDS", help="How long to wait for another run holding --history."
-    ),
     policy: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     baseline: BaselineOpt = None,
@@ -123,11 +116,7 @@ def fix(
     check_output_path(output)
     check_output_dir(log, "--log")
     prepare_connections(connection)
-    run_history = None
-    if history is not None:
-        from computefence.operations.history import open_history  # fcntl: POSIX only
-
-        run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
+    run_history = history.open(ctx)
     with open_connector("ssh", connection) as session:
         targets, sources = session_targets(session, selection)
         if not targets and all(source.ok for source in sources):
@@ -168,7 +157,11 @@ def fix(
         if output is None:
             write_stdout(render_fix(report, fmt.value, _width()))
         ran = sum(1 for h in report.hosts for s in h.steps if s.status in ("ran", "failed", "timeout"))
-        kept = [f"{flag} {path}" for flag, path in (("--output", output), ("--history", history)) if path is not None]
+        kept = [
+            f"{flag} {path}"
+            for flag, path in (("--output", output), ("--history", history.directory))
+            if path is not None
+        ]
         unwritten = f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""
         say_interrupted(f"computefence: interrupted; {plural(ran, 'step')} ran before it{unwritten}")
         return EXIT_INTERRUPTED

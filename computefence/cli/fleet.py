@@ -15,6 +15,7 @@ import typer
 from computefence import evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED, app
 from computefence.cli.connection import connection_options, prepare_connections
+from computefence.cli.history_options import HistoryOptions, history_options
 from computefence.cli.output import GROUP_BY_HELP, QUIET_HELP, FailOn, GroupBy, OutputFormat, emit
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import ProgressLine, stop_on_sigint
@@ -50,10 +51,12 @@ NotifyFormat = Enum("NotifyFormat", {name: name for name in NOTIFY_FORMATS}, typ
 @fleet_app.command("check", no_args_is_help=False)
 @target_options
 @connection_options()
+@history_options("Keep each run's JSON in DIR and lead the report with what changed since the last run there.")
 def check(
     ctx: typer.Context,
     selection: TargetSelection = TargetSelection(),
     connection: ConnectSettings = ConnectSettings(),
+    history: HistoryOptions = HistoryOptions(),
     demo: bool = typer.Option(False, "--demo", help="Start a small simulated fleet on loopback and check it."),
     replay: Path | None = typer.Option(
         None,
@@ -100,22 +103,6 @@ def check(
         "--healthy-format",
         help="names (one a line), names0 (NUL-ended, for xargs -0), ssh (user@host -p port), "
         "inventory (YAML of just those pods) or json.",
-        rich_help_panel=_OPS,
-    ),
-    history: Path | None = typer.Option(
-        None,
-        "--history",
-        metavar="DIR",
-        help="Keep each run's JSON in DIR and lead the report with what changed since the last run there.",
-        rich_help_panel=_OPS,
-    ),
-    keep: int = typer.Option(200, "--keep", min=1, metavar="N", help="Runs kept in --history.", rich_help_panel=_OPS),
-    history_wait: float = typer.Option(
-        60.0,
-        "--history-wait",
-        min=0.0,
-        metavar="SECONDS",
-        help="How long to wait for another run holding --history, then give up.",
         rich_help_panel=_OPS,
     ),
     shard: str | None = typer.Option(
@@ -174,13 +161,9 @@ def check(
         notify_on and notify_on.value,
         notify_format and notify_format.value,
         loaded.policy.notify if loaded is not None else None,
-        history=history is not None,
+        history=history.directory is not None,
     )
-    run_history = None
-    if history is not None:
-        from computefence.operations.history import open_history  # fcntl: POSIX only
-
-        run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
+    run_history = history.open(ctx)
     with open_connector(_connector_name(demo, replay, selection), settings) as session:
         targets, sources = session_targets(session, selection)
         if not targets and all(source.ok for source in sources):
@@ -219,7 +202,7 @@ def check(
         cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
         kept = [
             f"{flag} {path}"
-            for flag, path in (("--output", output), ("--healthy-out", healthy_out), ("--history", history))
+            for flag, path in (("--output", output), ("--healthy-out", healthy_out), ("--history", history.directory))
             if path is not None
         ]
         unwritten = f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""

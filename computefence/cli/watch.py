@@ -29,6 +29,7 @@ from computefence.cli.fleet import (
     fleet_app,
     probe_with_progress,
 )
+from computefence.cli.history_options import HistoryOptions, history_options
 from computefence.cli.output import FailOn, OutputFormat, emit
 from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt
 from computefence.cli.targets import session_targets, target_options
@@ -57,10 +58,12 @@ _OPS = "Fleet operations"
     timeout_min=5.0,
     timeout_help="Deadline per pod and pass, connecting included.",
 )
+@history_options("With --once: keep each pass's JSON in DIR and report what changed since the last one.")
 def watch(
     ctx: typer.Context,
     selection: TargetSelection = TargetSelection(),
     connection: ConnectSettings = ConnectSettings(),
+    history: HistoryOptions = HistoryOptions(),
     once: bool = typer.Option(False, "--once", help="One pass, then exit (for cron)."),
     interval: float = typer.Option(
         60.0, "--interval", min=5.0, metavar="SECONDS", help="Seconds between passes without --once."
@@ -94,15 +97,6 @@ def watch(
     ),
     policy: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
-    history: Path | None = typer.Option(
-        None,
-        "--history",
-        metavar="DIR",
-        help="With --once: keep each pass's JSON in DIR and report what changed since the last one.",
-        rich_help_panel=_OPS,
-    ),
-    keep: int = typer.Option(200, "--keep", min=1, metavar="N", help="Runs kept in --history.", rich_help_panel=_OPS),
-    history_wait: float = typer.Option(60.0, "--history-wait", min=0.0, metavar="SECONDS", rich_help_panel=_OPS),
     notify: list[str] = typer.Option(
         [],
         "--notify",
@@ -132,7 +126,7 @@ def watch(
                 raise ConfigError(f"{flag} {pattern!r}: fleet watch judges only the run.* checks")
     evaluate.select_findings([], only=only, skip=skip)
     labels = _dataset_labels(labels_from) if labels_from is not None else {}
-    if history is not None and not once:
+    if history.directory is not None and not once:
         raise ConfigError("--history keeps one entry per cron run: add --once")
     rules = run.Rules(policy=loaded, only=tuple(only), skip=tuple(skip))
     prepare_connections(connection)
@@ -144,13 +138,9 @@ def watch(
         notify_format and notify_format.value,
         loaded.policy.notify if loaded is not None else None,
         # Without --once each pass is compared with the one before, as with a history.
-        history=history is not None or not once,
+        history=history.directory is not None or not once,
     )
-    run_history = None
-    if history is not None:
-        from computefence.operations.history import open_history
-
-        run_history = ctx.with_resource(open_history(history, keep=keep, wait=history_wait))
+    run_history = history.open(ctx)
     with open_connector("ssh", settings) as session:
         targets, sources = session_targets(session, selection)
         if not targets and all(source.ok for source in sources):
