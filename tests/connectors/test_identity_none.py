@@ -3,18 +3,15 @@ A local asyncssh server accepts one key; the client's HOME holds that key as ~/.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 
 import asyncssh
 import pytest
+from loopback_pod import probe_loopback_pod
 
-from computefence.connectors.ssh import RunOptions, probe_targets
 from computefence.models import HostStatus, Target
 from computefence.sources.ssh_config import SshConfigSource
-
-ANSWER = b'{"probe_schema_version": 1, "identity": {}, "storage": {}, "gpu": {}}\n'
 
 
 @pytest.fixture
@@ -29,39 +26,6 @@ def home_key(tmp_path, monkeypatch):
     return key
 
 
-def _status(tmp_path, key: asyncssh.SSHKey, make_target) -> HostStatus:
-    host_key = asyncssh.generate_private_key("ssh-ed25519")
-
-    async def answer(process: asyncssh.SSHServerProcess) -> None:
-        while await process.stdin.read(65536):
-            pass
-        process.stdout.write(ANSWER)
-        process.exit(0)
-
-    async def run() -> HostStatus:
-        server = await asyncssh.listen(
-            "127.0.0.1",
-            0,
-            server_host_keys=[host_key],
-            process_factory=answer,
-            encoding=None,
-            authorized_client_keys=asyncssh.import_authorized_keys(key.export_public_key().decode()),
-        )
-        port = server.get_port()
-        known = tmp_path / "known_hosts"
-        known.write_text(f"[127.0.0.1]:{port} {host_key.export_public_key().decode()}")
-        target = make_target(port).model_copy(update=dict(known_hosts=[str(known)]))
-        try:
-            (report,) = await probe_targets(
-                [target], RunOptions(own_known_hosts=tmp_path / "own", use_user_known_hosts=False)
-            )
-        finally:
-            server.close()
-        return report.status
-
-    return asyncio.run(run())
-
-
 def _from_config(tmp_path, body: str):
     config = tmp_path / "config"
 
@@ -74,12 +38,15 @@ def _from_config(tmp_path, body: str):
 
 
 def test_without_identity_file_the_default_key_logs_in(tmp_path, home_key):
-    assert _status(tmp_path, home_key, _from_config(tmp_path, "")) == HostStatus.OK
+    assert probe_loopback_pod(tmp_path, home_key, _from_config(tmp_path, "")) == HostStatus.OK
 
 
 def test_identity_file_none_tries_no_default_key(tmp_path, home_key):
     # ssh with this config offers no key and is refused; the old runner logged in with ~/.ssh/id_ed25519
-    assert _status(tmp_path, home_key, _from_config(tmp_path, "  IdentityFile none\n")) == HostStatus.AUTH_FAILED
+    assert (
+        probe_loopback_pod(tmp_path, home_key, _from_config(tmp_path, "  IdentityFile none\n"))
+        == HostStatus.AUTH_FAILED
+    )
 
 
 def test_identity_file_none_still_offers_the_agents_keys(tmp_path, home_key, monkeypatch):
@@ -92,7 +59,7 @@ def test_identity_file_none_still_offers_the_agents_keys(tmp_path, home_key, mon
         (tmp_path / "agent_key").chmod(0o600)
         subprocess.run(["ssh-add", "-q", str(tmp_path / "agent_key")], check=True, stdin=subprocess.DEVNULL)
         (tmp_path / "agent_key").unlink()  # only the agent holds it now
-        status = _status(tmp_path, agent_key, _from_config(tmp_path, "  IdentityFile none\n"))
+        status = probe_loopback_pod(tmp_path, agent_key, _from_config(tmp_path, "  IdentityFile none\n"))
     finally:
         os.kill(int(env["SSH_AGENT_PID"]), 15)
     assert status == HostStatus.OK
@@ -103,5 +70,5 @@ def test_identity_file_none_then_a_file_uses_that_file(tmp_path, home_key):
     other.write_private_key(str(tmp_path / "other"))
     (tmp_path / "other").chmod(0o600)
     body = f"  IdentityFile none\n  IdentityFile {tmp_path / 'other'}\n"
-    assert _status(tmp_path, other, _from_config(tmp_path, body)) == HostStatus.OK
-    assert _status(tmp_path, home_key, _from_config(tmp_path, body)) == HostStatus.AUTH_FAILED
+    assert probe_loopback_pod(tmp_path, other, _from_config(tmp_path, body)) == HostStatus.OK
+    assert probe_loopback_pod(tmp_path, home_key, _from_config(tmp_path, body)) == HostStatus.AUTH_FAILED
