@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+from typer.core import TyperGroup
 
 from computefence.version import __version__
 
@@ -32,3 +33,16 @@ def _root(
     ),
 ) -> None:
     """ComputeFence: catch the misconfigurations that waste GPU hours, before the job starts."""
+
+
+def group_defaulting_to(default: str) -> type[TyperGroup]:
+    """A command group in which `GROUP ARGS...` means `GROUP DEFAULT ARGS...` when ARGS does not
+    start with one of its subcommands (`report FILE.json` is `report show FILE.json`)."""
+
+    class DefaultingGroup(TyperGroup):
+        def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]  # typer.Context is click's
+            if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+                args = [default, *args]
+            return super().parse_args(ctx, args)
+
+    return DefaultingGroup

@@ -8,10 +8,9 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-from typer.core import TyperGroup
 
 from computefence import evaluate
-from computefence.cli.app import app
+from computefence.cli.app import app, group_defaulting_to
 from computefence.cli.output import emit_text, write_stdout
 from computefence.errors import ConfigError
 from computefence.evaluate.ledger import avoid_list, build_ledger
@@ -20,19 +19,9 @@ from computefence.operations.history import ENTRY_RE
 from computefence.render.hosts import AVOID_FORMATS, HOSTS_FORMATS, render_avoid, render_hosts, vast_ids
 from computefence.render.json import load_report
 
-
-class _ListByDefault(TyperGroup):
-    """`hosts --history DIR` means `hosts list --history DIR`; `avoid` is a subcommand."""
-
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]  # typer.Context is click's
-        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
-            args = ["list", *args]
-        return super().parse_args(ctx, args)
-
-
 hosts_app = typer.Typer(
     name="hosts",
-    cls=_ListByDefault,
+    cls=group_defaulting_to("list"),
     help="The machines behind your pods, from a fleet check --history: which failed you, and which to avoid.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},

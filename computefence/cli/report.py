@@ -8,10 +8,9 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-from typer.core import TyperGroup
 
 from computefence import evaluate, run
-from computefence.cli.app import app
+from computefence.cli.app import app, group_defaulting_to
 from computefence.cli.output import GROUP_BY_HELP, QUIET_HELP, GroupBy, OutputFormat, emit, emit_text
 from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt
 from computefence.evaluate.changes import compare_reports, worsened
@@ -20,19 +19,9 @@ from computefence.policy import resolve_policy
 from computefence.render import CHANGES_FORMATS, render_changes
 from computefence.render.json import load_report
 
-
-class _ShowByDefault(TyperGroup):
-    """`report FILE.json` means `report show FILE.json`; `diff` and `merge` are subcommands."""
-
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]  # typer.Context is click's
-        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
-            args = ["show", *args]
-        return super().parse_args(ctx, args)
-
-
 report_app = typer.Typer(
     name="report",
-    cls=_ShowByDefault,
+    cls=group_defaulting_to("show"),
     help="Re-render, compare or merge saved JSON reports. `computefence report FILE.json` is `report show FILE.json`.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
