@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 
 _received: list[int] = []
@@ -71,3 +72,9 @@ def said_interrupted(forget: bool = False) -> bool:
     if forget:
         _said.clear()
     return said
+
+
+def left_untouched(outputs: dict[str, Path | None]) -> str:
+    """The interrupt line's tail naming the files an interrupted run did not write, by flag."""
+    kept = [f"{flag} {path}" for flag, path in outputs.items() if path is not None]
+    return f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""

@@ -32,7 +32,7 @@ from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.connectors.shell import Shell
 from computefence.errors import ConfigError
 from computefence.files import check_output_dir, check_output_path, write_output
-from computefence.interrupt import say_interrupted
+from computefence.interrupt import left_untouched, say_interrupted
 from computefence.models import HostReport
 from computefence.operations import fix as fixes
 from computefence.policy import resolve_policy
@@ -157,13 +157,10 @@ def fix(
         if output is None:
             write_stdout(render_fix(report, fmt.value, _width()))
         ran = sum(1 for h in report.hosts for s in h.steps if s.status in ("ran", "failed", "timeout"))
-        kept = [
-            f"{flag} {path}"
-            for flag, path in (("--output", output), ("--history", history.directory))
-            if path is not None
-        ]
-        unwritten = f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""
-        say_interrupted(f"computefence: interrupted; {plural(ran, 'step')} ran before it{unwritten}")
+        say_interrupted(
+            f"computefence: interrupted; {plural(ran, 'step')} ran before it"
+            + left_untouched({"--output": output, "--history": history.directory})
+        )
         return EXIT_INTERRUPTED
     text = render_fix(report, fmt.value, _width())
     if output is not None:
@@ -281,7 +278,7 @@ def fix_this_machine(
     if interrupted:
         if output is None:
             write_stdout(text)
-        say_interrupted("computefence: interrupted; --output left untouched" if output else "computefence: interrupted")
+        say_interrupted("computefence: interrupted" + left_untouched({"--output": output}))
         return EXIT_INTERRUPTED
     if output is not None:
         write_output(text, output)

@@ -24,7 +24,7 @@ from computefence.connectors.interface import Connector
 from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.errors import ConfigError
 from computefence.files import check_output_path, write_output
-from computefence.interrupt import say_interrupted
+from computefence.interrupt import left_untouched, say_interrupted
 from computefence.models import HostReport, HostStatus
 from computefence.operations.gate import HEALTHY_FORMATS, check_gate_path, healthy_file
 from computefence.operations.notify import NOTIFY_FORMATS, NOTIFY_ON, alert_settings
@@ -200,13 +200,8 @@ def check(
             alerts.send(report)
     if interrupted:
         cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
-        kept = [
-            f"{flag} {path}"
-            for flag, path in (("--output", output), ("--healthy-out", healthy_out), ("--history", history.directory))
-            if path is not None
-        ]
-        unwritten = f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""
-        say_interrupted(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked{unwritten}")
+        untouched = left_untouched({"--output": output, "--healthy-out": healthy_out, "--history": history.directory})
+        say_interrupted(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked{untouched}")
         return EXIT_INTERRUPTED
     return evaluate.exit_code(report)
 
