@@ -309,20 +309,37 @@ def _act_provider(
     for action, items in ready.items():
         ids = [item.host.provider.pod_id for item in items]  # type: ignore[union-attr]
         say(f"computefence: {action} {', '.join(item.host.name for item in items)} on {source.title}")
-        if log is not None:
+        unlogged = _record_sends(log, items)
+        if unlogged is not None:  # fail closed: a call that cannot be logged is not sent
             for item in items:
-                log.record("send", **_logged(item.pod("would_release"), call=item.call))
+                results[id(item)] = item.pod("failed", f"could not log the call, so nothing was sent: {unlogged}")
+            continue
         answers = source.release_all(ids, action)
         for item, pod_id in zip(items, ids):
-            results[id(item)] = item.pod(answers[pod_id].outcome, answers[pod_id].detail)
+            result = item.pod(answers[pod_id].outcome, answers[pod_id].detail)
             if log is not None:
-                log.record("answer", **_logged(results[id(item)], outcome=True))
+                try:
+                    log.record("answer", **_logged(result, outcome=True))
+                except ConfigError as exc:  # the call was made: its outcome stands and is shown
+                    result = result.model_copy(update={"detail": f"{result.detail}; its answer is not logged: {exc}"})
+            results[id(item)] = result
     released = [item for item in mine if results[id(item)].outcome == "released"]
     if released:
         after = _listing(source)
         for item in released:
             results[id(item)] = _proven(results[id(item)], item, after)
     return results
+
+
+def _record_sends(log: ActionLog | None, items: list[Planned]) -> ConfigError | None:
+    """Log each call before it is sent; the error when the log cannot take them."""
+    try:
+        for item in items:
+            if log is not None:
+                log.record("send", **_logged(item.pod("would_release"), call=item.call))
+    except ConfigError as exc:
+        return exc
+    return None
 
 
 def _logged(pod: ReleasePod, *, call: str | None = None, outcome: bool = False) -> dict[str, object]:

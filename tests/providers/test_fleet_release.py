@@ -11,6 +11,7 @@ import pytest
 from fake_api import Fault, lambda_instance, runpod_pod, vast_instance
 
 from computefence.cli import main
+from computefence.errors import ConfigError
 from computefence.http import RetryPolicy
 from computefence.models import (
     SCHEMA_VERSION,
@@ -20,6 +21,7 @@ from computefence.models import (
     GpuFacts,
     HostReport,
     HostStatus,
+    ReleasePod,
     Remedy,
     Report,
     Severity,
@@ -424,6 +426,32 @@ def test_a_log_that_cannot_be_written_stops_the_run_before_any_provider_is_calle
         assert code == 2 and err.count("\n") == 1 and "--log" in err, err
         assert says in err.lower() or "no such device" in err.lower(), err
     assert api.requests == []
+
+
+def test_a_log_that_fails_mid_run_sends_no_unlogged_call_and_keeps_every_answer(api, fleet, tmp_path, monkeypatch):
+    from computefence.operations import action_log
+
+    sources = {"runpod": RunPodSource(), "vast": VastSource()}
+    real_record = action_log.ActionLog.record
+
+    def act_with_disk_full_at(failing: tuple[str, str], pod: str) -> ReleasePod:
+        def record(self, event, **fields):
+            if (event, fields["provider"]) == failing:
+                raise ConfigError(f"--log {self.path}: No space left on device")
+            real_record(self, event, **fields)
+
+        monkeypatch.setattr(action_log.ActionLog, "record", record)
+        report = _report([_host(fleet[pod], [_ecc()])])
+        with action_log.open_log(tmp_path / f"{pod}.jsonl", {}) as log:
+            [released] = release.act(release.plan(report, sources), sources, progress=lambda line: None, log=log)
+        return released
+
+    sent_unlogged = act_with_disk_full_at(("send", "vast"), "vast-ecc")
+    assert sent_unlogged.outcome == "failed"
+    assert sent_unlogged.detail.startswith("could not log the call, so nothing was sent: --log ")
+    assert _writes(api) == []
+    answered_unlogged = act_with_disk_full_at(("answer", "runpod"), "rp-ecc")
+    assert answered_unlogged.outcome == "released" and "its answer is not logged: --log " in answered_unlogged.detail
 
 
 # ---------------------------------------------------------------- --unreachable-runs
