@@ -1,5 +1,6 @@
 """`fleet watch` as a library: the run's plan for the watch probe, and its hosts judged by
-the run.* checks alone (computefence/evaluate/run.py). Probing and the report are run.py's:
+the run.* checks alone (computefence/evaluate/watch_checks.py). Probing and the report are
+run.py's:
 
     plan = watch.plan(targets, run.Rules(policy=loaded))
     with open_connector("ssh", ConnectSettings(probe="watch")) as session:
@@ -16,7 +17,7 @@ from typing import Any
 
 from computefence import evaluate, run
 from computefence.evaluate import requirements as policy_rules
-from computefence.evaluate.run import DEFAULT_STALL_MINUTES, settings_for
+from computefence.evaluate.watch_checks import DEFAULT_STALL_MINUTES, settings_for
 from computefence.models import HostReport, HostStatus, Report, SourceStatus, Target, WatchFacts
 from computefence.policy import EffectivePolicy
 

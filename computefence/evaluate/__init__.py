@@ -23,9 +23,9 @@ from computefence.evaluate import (
     python,
     storage,
     system,
+    watch_checks,
 )
 from computefence.evaluate import requirements as policy_rules
-from computefence.evaluate import run as run_rules
 from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context, skipped
 from computefence.evaluate.fleet import build_report, exit_code
@@ -64,7 +64,7 @@ AREAS: dict[str, ModuleType] = {
     "environment": environment,
     # Judged only by `fleet watch` (evaluate_watch), from the watch probe's facts: its rules
     # are WATCH_RULES, not RULES.
-    "run": run_rules,
+    "run": watch_checks,
 }
 
 RULES: list[Rule] = [rule for area in AREAS.values() for rule in getattr(area, "RULES", ())]
@@ -124,10 +124,10 @@ def evaluate_host(
 
 
 def evaluate_watch(
-    facts: Facts, checks: CheckOptions, provider: ProviderInfo | None, settings: run_rules.WatchSettings
+    facts: Facts, checks: CheckOptions, provider: ProviderInfo | None, settings: watch_checks.WatchSettings
 ) -> list[Finding]:
     """The run.* findings for one pod's watch facts; nothing else judges a watch."""
-    return with_keys(facts, [_finish(f) for f in run_rules.evaluate_watch(facts, checks, provider, settings)])
+    return with_keys(facts, [_finish(f) for f in watch_checks.evaluate_watch(facts, checks, provider, settings)])
 
 
 class JudgingError(Exception):

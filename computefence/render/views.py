@@ -548,7 +548,7 @@ def changes_count_line(changes: Changes) -> str:
 def watch_cells(host: HostReport) -> list[str]:
     """Step (and max_steps), pace (and the time to max_steps), last loss, GPU utilisation
     and newest checkpoint of a watched pod; "-" where the pod did not say."""
-    from computefence.evaluate.run import progress
+    from computefence.evaluate.watch_checks import progress
 
     found = progress(host.facts) if host.status is HostStatus.OK else None
     if found is None:

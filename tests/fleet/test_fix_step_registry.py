@@ -16,7 +16,7 @@ from pathlib import Path
 from test_fleet_fix import PROOFS, PROVEN_APART
 
 import computefence.evaluate as evaluate
-from computefence.evaluate import run as watch_checks
+from computefence.evaluate import watch_checks
 
 SOURCES = sorted(Path(evaluate.__file__).parent.glob("*.py"))
 SAFE_MAKERS = {"persist_env"}

@@ -104,7 +104,7 @@ def test_one_watch_pass_names_each_pods_problem(fleet_of_runs, run_cli):
     assert severities(hosts["watch-no-job"])["run.no-job"] == {"warn"}
     idle = findings_by_check(hosts["watch-gpu-idle"])["run.gpu-idle"][0]
     # Which cause it names depends on the CPU share the pod's job got on this loaded machine
-    # (tests/evaluate/test_evaluate_run.py has both); the share is measured and shown.
+    # (tests/evaluate/test_watch_checks.py has both); the share is measured and shown.
     assert idle.severity.value == "warn" and "CPU cores" in idle.message
     assert idle.fix is not None and idle.fix.commands[0].startswith("py-spy dump --pid ")
     plateau = findings_by_check(hosts["watch-plateau"])["run.loss-plateau"][0]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from computefence.evaluate import evaluate_watch
-from computefence.evaluate.run import WatchSettings, progress, settings_for
+from computefence.evaluate.watch_checks import WatchSettings, progress, settings_for
 from computefence.models import CheckOptions, Facts, ProviderInfo, WatchFacts
 from computefence.policy import Job
 from computefence.probe.watch_files import _trainer_state
