@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sys
 from pathlib import Path
 
 import typer
@@ -118,8 +117,6 @@ def doctor(
             raise ConfigError(f"{flag} is empty; give a path")
     if (yes or allow_disruptive) and not fix:
         raise ConfigError(f"{'--yes' if yes else '--allow-disruptive'} needs --fix")
-    if fix and not yes and not sys.stdin.isatty():
-        raise ConfigError("--fix without a terminal needs --yes (nothing was changed)")
     checks = CheckOptions(
         output_dir=output_dir,
         accelerate_config=accelerate_config,

@@ -38,7 +38,7 @@ from computefence.operations import fix as fixes
 from computefence.policy import resolve_policy
 from computefence.render.fix import FORMATS, render_fix
 from computefence.sources import TargetSelection
-from computefence.text import plural
+from computefence.text import clean, plural
 
 if TYPE_CHECKING:  # asyncssh loads only when pods are contacted
     from computefence.connectors.ssh import SshConnector
@@ -111,8 +111,6 @@ def fix(
     rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
     if not apply and (yes or allow_disruptive):
         raise ConfigError(f"{'--yes' if yes else '--allow-disruptive'} needs --apply (without it fleet fix only plans)")
-    if apply and not yes and not sys.stdin.isatty():
-        raise ConfigError("--apply without a terminal needs --yes (nothing was changed)")
     check_output_path(output)
     check_output_dir(log, "--log")
     prepare_connections(connection)
@@ -130,11 +128,13 @@ def fix(
             tool_version=__version__, generated_at=_now(), applied=False, allow_disruptive=allow_disruptive, hosts=plans
         )
         after = before
+        if not interrupted and apply and not report.step_count:
+            # Nothing to run: the plan says why, and there is no question to ask.
+            print("computefence: nothing to apply: no finding has a step fleet fix runs", file=sys.stderr)
+            apply = False
         if not interrupted and apply:
-            steps = report.step_count
-            pods = sum(1 for p in plans if any(s.status == "planned" for s in p.steps))
-            if steps and not yes and not _confirm(f"apply {plural(steps, 'step')} on {plural(pods, 'pod')}? [y/N] "):
-                print("computefence: nothing applied", file=sys.stderr)
+            pods = [p.name for p in plans if any(s.status == "planned" for s in p.steps)]
+            if not yes and not _ask_after_plan(report, f"on {plural(len(pods), 'pod')} ({_names(pods)})"):
                 return 1
             from computefence.connectors.ssh import SshConnector
 
@@ -211,10 +211,24 @@ class _StepProgress(LiveCount):
         )
 
 
-def _confirm(question: str) -> bool:
-    print(question, end="", file=sys.stderr, flush=True)
-    answer = sys.stdin.readline()
-    return answer.strip().lower() in ("y", "yes")
+def _ask_after_plan(plan: fixes.FixReport, where: str) -> bool:
+    """Show the plan in full (each target's commands, in order), then ask. Without a terminal
+    there is no one to ask: a usage error, and nothing was changed."""
+    if not sys.stdin.isatty():
+        raise ConfigError("applying without a terminal needs --yes (nothing was changed)")
+    print(render_fix(plan, "rich", _width()), file=sys.stderr)
+    print(
+        f"apply {plural(plan.step_count, 'step')} {where}, as listed above? [y/N] ", end="", file=sys.stderr, flush=True
+    )
+    if sys.stdin.readline().strip().lower() in ("y", "yes"):
+        return True
+    print("computefence: nothing applied", file=sys.stderr)
+    return False
+
+
+def _names(names: list[str], shown: int = 3) -> str:
+    more = len(names) - shown
+    return ", ".join(clean(n) for n in names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def _now() -> str:
@@ -244,14 +258,18 @@ def fix_this_machine(
 
     if fmt not in FORMATS:
         raise ConfigError(f"doctor --fix writes {' or '.join(FORMATS)}, not {fmt}")
-    if not yes and not sys.stdin.isatty():
-        raise ConfigError("--fix without a terminal needs --yes (nothing was changed)")
     check_output_path(output)
     planned = fixes.plan_host(host, allow_disruptive)
-    report = fixes.FixReport(tool_version=__version__, generated_at=_now(), allow_disruptive=allow_disruptive)
-    steps = sum(1 for s in planned.steps if s.status == "planned")
-    if steps and not yes and not _confirm(f"apply {plural(steps, 'step')} on this machine? [y/N] "):
-        print("computefence: nothing applied", file=sys.stderr)
+    report = fixes.FixReport(
+        tool_version=__version__, generated_at=_now(), allow_disruptive=allow_disruptive, hosts=[planned]
+    )
+    steps = report.step_count
+    if not steps:
+        print("computefence: nothing to apply: no finding has a step doctor --fix runs", file=sys.stderr)
+        report = report.model_copy(update={"summary": fixes.summarize(report.hosts)})
+        _write(render_fix(report, fmt, _width()), output)
+        return report.exit_code()
+    if not yes and not _ask_after_plan(report, f"on this machine ({clean(host.name)})"):
         return 1
 
     async def apply_and_reprobe() -> tuple[fixes.FixHost, HostReport | None, bool]:
@@ -280,8 +298,12 @@ def fix_this_machine(
             write_stdout(text)
         say_interrupted("computefence: interrupted" + left_untouched({"--output": output}))
         return EXIT_INTERRUPTED
+    _write(text, output)
+    return report.exit_code()
+
+
+def _write(text: str, output: Path | None) -> None:
     if output is not None:
         write_output(text, output)
     else:
         write_stdout(text)
-    return report.exit_code()
