@@ -16,9 +16,11 @@ ROOT = Path(__file__).resolve().parent.parent
 class TerminalSession:
     """`python -m computefence ARGV` on a pty (stdin, stdout and stderr all the terminal)."""
 
-    def __init__(self, *argv: str, cwd: Path | None = None, columns: int = 100) -> None:
+    def __init__(
+        self, *argv: str, cwd: Path | None = None, columns: int = 100, env: dict[str, str] | None = None
+    ) -> None:
         self._master, slave = pty.openpty()
-        env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns), TERM="xterm")
+        env = dict(env or os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns), TERM="xterm")
         self._process = subprocess.Popen(
             [sys.executable, "-m", "computefence", *argv],
             stdin=slave,

@@ -26,7 +26,7 @@ from computefence.cli.history_options import HistoryOptions, history_options
 from computefence.cli.output import write_stdout
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import LiveCount, stop_on_sigint
-from computefence.cli.targets import session_targets, target_options
+from computefence.cli.targets import own_pods_connector, session_targets, target_options
 from computefence.connectors.interface import Outcome
 from computefence.connectors.registry import ConnectSettings, open_connector
 from computefence.connectors.shell import Shell
@@ -101,6 +101,11 @@ def fix(
     policy: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     baseline: BaselineOpt = None,
+    demo: bool = typer.Option(
+        False,
+        "--demo",
+        help="Fix the simulated demo fleet: its steps change files in the demo's own temporary folder only.",
+    ),
 ) -> int:
     """Apply the safe fixes on every pod at once, and prove each one with a re-probe.
 
@@ -115,7 +120,8 @@ def fix(
     check_output_dir(log, "--log")
     prepare_connections(connection)
     run_history = history.open(ctx)
-    with open_connector("ssh", connection) as session:
+    connector_name = own_pods_connector("demo", "--demo", selection) if demo else "ssh"
+    with open_connector(connector_name, connection) as session:
         targets, sources = session_targets(session, selection)
         if not targets and all(source.ok for source in sources):
             raise ConfigError("no targets to check")

@@ -235,7 +235,8 @@ def _build_pod(pod: DemoPod, pod_root: Path) -> PodShell:
         directory.mkdir(parents=True)
     write_fake_nvidia_smi(bin_dir, pod.nvidia_smi)
     write_fake_torch(site_dir, pod.torch, pod.canary)
-    _write_python_shim(bin_dir)
+    _write_python(bin_dir)
+    _write_pip(site_dir, pod_root / "builds", pod.canary)
 
     hf_home = workspace / ".cache" / "huggingface" if pod.hf_home_on_volume else home / ".cache" / "huggingface"
     hf_home.mkdir(parents=True)
@@ -264,15 +265,76 @@ def _build_pod(pod: DemoPod, pod_root: Path) -> PodShell:
     return PodShell(env=env, cwd=str(workspace))
 
 
-def _write_python_shim(bin_dir: Path) -> None:
-    # The pod's python3 is the interpreter running ComputeFence, whatever its name here.
-    shim = bin_dir / "python3"
-    shim.write_text(f'#!/bin/sh\nexec {_sh_quote(sys.executable)} "$@"\n', encoding="utf-8")
-    shim.chmod(0o755)
+def _write_python(bin_dir: Path) -> None:
+    # The pod's python3 is the interpreter running ComputeFence, linked under the pod's own
+    # name: the probe reports this path, so a fix names the pod's python, never the user's.
+    (bin_dir / "python3").symlink_to(sys.executable)
 
 
-def _sh_quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
+def _write_pip(site_dir: Path, builds: Path, canary: dict[str, Any] | None) -> None:
+    """The pod's `python3 -m pip` (site_dir comes first on its sys.path): it installs the
+    recorded torch builds from `builds` into site_dir and touches nothing outside the pod."""
+    for tag in _PIP_BUILDS:
+        write_fake_torch(builds / tag, tag, canary)
+    (site_dir / "pip").mkdir()
+    (site_dir / "pip" / "__init__.py").write_text("", encoding="utf-8")
+    (site_dir / "pip" / "__main__.py").write_text(_DEMO_PIP, encoding="utf-8")
+
+
+# The CUDA builds a demo pod's pip can install (index tag = computefence.demo.fakes scenario).
+_PIP_BUILDS = ("cu124",)
+
+_DEMO_PIP = """# pip on a computefence demo pod: installs the recorded torch builds beside this package,
+# any other package as a bare dist-info; it writes only inside the pod's own folder.
+import os
+import re
+import shutil
+import sys
+
+SITE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILDS = os.path.join(os.path.dirname(SITE), "builds")
+
+
+def remove(name):
+    for entry in os.listdir(SITE):
+        if entry == name or re.match(re.escape(name) + r"-[^-]+[.]dist-info$", entry):
+            path = os.path.join(SITE, entry)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+            print("  Successfully uninstalled " + entry)
+
+
+def main(args):
+    if args[:2] == ["uninstall", "-y"]:
+        for name in args[2:]:
+            remove(name)
+        return 0
+    if not args or args[0] != "install":
+        print("demo pip: only install and uninstall -y", file=sys.stderr)
+        return 2
+    index = args[args.index("--index-url") + 1] if "--index-url" in args else "/cu124"
+    for requirement in [a for a in args[1:] if not a.startswith("-") and a != index]:
+        name = re.split(r"[<>=!~ \\[]", requirement, maxsplit=1)[0]
+        if name == "torch":
+            build = os.path.join(BUILDS, index.rstrip("/").rsplit("/", 1)[-1])
+            if not os.path.isdir(build):
+                print("ERROR: No matching distribution found for " + requirement, file=sys.stderr)
+                return 1
+            remove("torch")
+            for entry in os.listdir(build):
+                shutil.copytree(os.path.join(build, entry), os.path.join(SITE, entry))
+        else:
+            version = (re.findall(r"[0-9][0-9a-zA-Z.]*", requirement) or ["1.0"])[0]
+            remove(name)
+            info = os.path.join(SITE, name + "-" + version + ".dist-info")
+            os.makedirs(info)
+            with open(os.path.join(info, "METADATA"), "w") as fh:
+                fh.write("Metadata-Version: 2.1\\nName: %s\\nVersion: %s\\n" % (name, version))
+        print("Successfully installed " + requirement)
+    return 0
+
+
+sys.exit(main(sys.argv[1:]))
+"""
 
 
 def _accelerate_yaml(processes: int) -> str:
