@@ -4,7 +4,8 @@ A KeyboardInterrupt raised in the middle of an import or of the demo fleet's sta
 lost (a library's import that catches too much, a server half started) or leave CPython to
 report a traceback. Inside `held()` a Ctrl-C is only recorded; on leaving it, a recorded one
 is raised as KeyboardInterrupt at that clean point, which the CLI turns into one line and
-exit 130. Stdlib only: the entry point uses it before anything else is imported.
+exit 130. Work that blocks in threads (provider calls) runs in `each_in_a_thread`, whose wait
+a Ctrl-C ends at once. Stdlib only: the entry point uses it before anything else is imported.
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 _received: list[int] = []
 # Whether this command has printed its interrupt line (typer turns a KeyboardInterrupt that
@@ -78,3 +83,29 @@ def left_untouched(outputs: dict[str, Path | None]) -> str:
     """The interrupt line's tail naming the files an interrupted run did not write, by flag."""
     kept = [f"{flag} {path}" for flag, path in outputs.items() if path is not None]
     return f"; nothing written ({', '.join(kept)} left untouched)" if kept else ""
+
+
+def each_in_a_thread(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """`work(item)` for every item at once, each in a daemon thread; the results in order, or
+    the first item's exception. A Ctrl-C ends the wait at once: a thread blocked in a read
+    that may take its whole deadline (a provider trickling its answer) is left behind and
+    ends with the process, which never waits for it (a ThreadPoolExecutor's would)."""
+    outcomes: list[dict[str, Any]] = [{} for _ in items]
+    threads = []
+    for item, outcome in zip(items, outcomes):
+
+        def run(item: T = item, outcome: dict[str, Any] = outcome) -> None:
+            try:
+                outcome["value"] = work(item)
+            except BaseException as exc:  # handed to the caller's thread
+                outcome["error"] = exc
+
+        threads.append(threading.Thread(target=run, name="computefence-each", daemon=True))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for outcome in outcomes:
+        if "error" in outcome:
+            raise outcome["error"]
+    return [outcome["value"] for outcome in outcomes]

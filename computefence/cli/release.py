@@ -11,10 +11,12 @@ from pathlib import Path
 import typer
 
 from computefence import evaluate
+from computefence.cli.app import EXIT_INTERRUPTED
 from computefence.cli.fleet import fleet_app
 from computefence.cli.output import emit_text
 from computefence.errors import ConfigError
 from computefence.files import check_output_path
+from computefence.interrupt import left_untouched, say_interrupted
 from computefence.models import Report
 from computefence.operations import release
 from computefence.operations.action_log import open_log
@@ -77,7 +79,7 @@ def release_command(
     answer in each of the last K runs. Never touched: a pod whose report shows GPU memory held
     by other processes, a ready pod, a pod without a provider id, and any pod the provider now
     lists with another SSH endpoint. Exit 0 when all went as planned (or the dry run found
-    pods), 1 when a provider call failed, 2 for usage.
+    pods), 1 when a provider call failed, 2 for usage, 130 interrupted.
     """
     max_age_delta = release.parse_duration(max_age, "--max-age")
     if unreachable_runs is not None and history is None:
@@ -96,7 +98,11 @@ def release_command(
     if yes:
         run = {"command": "fleet release", "report": str(report_path), "report_generated_at": report.generated_at}
         with open_log(log, run) as action_log:
-            pods = release.act(planned, sources, log=action_log)
+            try:
+                pods = release.act(planned, sources, log=action_log)
+            except KeyboardInterrupt:
+                say_interrupted(release.interrupted_line(action_log) + left_untouched({"--output": output}))
+                return EXIT_INTERRUPTED
     else:
         pods = [p.pod() for p in planned]
     result = release.release_report(pods, dry_run=not yes)

@@ -33,6 +33,8 @@ class ActionLog:
 
     def __init__(self, fd: int, path: Path, run: dict[str, Any]):
         self.fd, self.path, self.run = fd, path, run
+        # Calls logged as about to be sent: what a run interrupted mid-way may have done.
+        self.sends = 0
 
     def record(self, event: str, **fields: Any) -> None:
         entry = {
@@ -47,6 +49,8 @@ class ActionLog:
             os.fsync(self.fd)
         except OSError as exc:
             raise ConfigError(f"--log {self.path}: {exc.strerror or exc}") from None
+        if event == "send":
+            self.sends += 1
 
     def close(self) -> None:
         os.close(self.fd)

@@ -13,7 +13,6 @@ import contextlib
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -21,11 +20,12 @@ from pathlib import Path
 from computefence import evaluate
 from computefence.errors import ConfigError, SourceError
 from computefence.evaluate.fleet import job_may_be_running, release_findings
+from computefence.interrupt import each_in_a_thread
 from computefence.models import Finding, HostReport, HostStatus, HostVerdict, ReleasePod, ReleaseReport, Report, Target
 from computefence.operations.action_log import ActionLog
 from computefence.policy import matches
 from computefence.sources.interface import ReleasingSource
-from computefence.text import one_line
+from computefence.text import one_line, plural
 
 ACTIONS = ("stop", "terminate")
 UNREACHABLE = "unreachable"
@@ -281,12 +281,13 @@ def act(
     # Providers in parallel (Lambda's pacing of a request a second must not hold up the others),
     # each on one connection. Every provider is listed again (its key and SDK found) before
     # anything is sent to any: a missing key (ConfigError) ends the run with nothing touched.
-    with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+    # A Ctrl-C ends the wait at once, never after a trickling provider's deadline.
+    with contextlib.ExitStack() as stack:
         for name in names:
             stack.enter_context(sources[name])
             say(f"computefence: listing {sources[name].title} pods again before acting")
-        listings = dict(zip(names, pool.map(lambda name: _listing(sources[name]), names)))
-        for done in pool.map(
+        listings = dict(zip(names, each_in_a_thread(lambda name: _listing(sources[name]), names)))
+        for done in each_in_a_thread(
             lambda name: _act_provider(sources[name], by_provider[name], listings[name], say, log), names
         ):
             results.update(done)
@@ -386,6 +387,17 @@ def _proven(result: ReleasePod, item: Planned, after: _Now) -> ReleasePod:
             if item.action == "stop" and not _stopped(current):
                 note += " (a stop can take a minute to show)"
     return result.model_copy(update={"detail": f"{result.detail}; {note}"})
+
+
+def interrupted_line(log: ActionLog) -> str:
+    """What a release interrupted while acting did: nothing, or calls whose answers it did
+    not wait for (the log holds each call, logged before it was sent)."""
+    if not log.sends:
+        return "computefence: interrupted; no provider call was sent"
+    return (
+        f"computefence: interrupted; {plural(log.sends, 'provider call')} sent, "
+        f"not all answered: see {log.path} and the provider's console"
+    )
 
 
 def release_report(pods: list[ReleasePod], dry_run: bool) -> ReleaseReport:

@@ -10,7 +10,8 @@ One HTTP server serves all three under path prefixes, so each provider's base UR
   POST /lambda/api/v1/instance-operations/terminate {"instance_ids": [...]}
 Responses follow the providers' published schemas (shared/reference/providers/). A request
 without the expected bearer key gets the provider's 401. Faults queued with `fail()` are served
-before normal answers: any status, headers, body, or a delay for timeouts.
+before normal answers: any status, headers, body, a delay for timeouts, or a body trickled a
+byte at a time (each read well within a socket timeout, the whole answer far past a deadline).
 The pod builders put secrets (env values, jupyter tokens) into the data, so tests can prove
 they never come out the other side.
 """
@@ -43,6 +44,10 @@ class Fault:
     headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
     # Seconds to wait before answering (longer than the client's timeout: a timeout).
     delay_s: float = 0.0
+    # Seconds between the body's bytes, sent one at a time after the headers.
+    trickle_s: float = 0.0
+    # Served only to a request of this method (a listing answered, the call after it trickled).
+    method: str | None = None
 
 
 @dataclass
@@ -105,14 +110,17 @@ class FakeProviderApi:
     # ------------------------------------------------------------ answers
 
     def answer(self, provider: str, method: str, path: str, query: dict[str, str], headers: Any, body: str):
-        """(status, headers, body bytes, delay) for one request."""
+        """(status, headers, body bytes, delay, trickle) for one request."""
         auth = headers.get("Authorization")
         seen = Seen(provider, method, path, query, auth, body, headers.get("User-Agent"), time.monotonic())
         with self._lock:
             self.requests.append(seen)
-            fault = self._faults[provider].pop(0) if self._faults[provider] else None
+            queued = self._faults[provider]
+            fault = next((f for f in queued if f.method in (None, method)), None)
+            if fault is not None:
+                queued.remove(fault)
         if fault is not None:
-            return fault.status, fault.headers, fault.body, fault.delay_s
+            return fault.status, fault.headers, fault.body, fault.delay_s, fault.trickle_s
         if auth != f"Bearer {self.keys[provider]}":
             return _UNAUTHORIZED[provider]
         if provider == "runpod" and method == "POST" and path == "/graphql":
@@ -209,11 +217,11 @@ class FakeProviderApi:
 
 
 def _json(status: int, data: Any):
-    return status, {"Content-Type": "application/json"}, json.dumps(data).encode(), 0.0
+    return status, {"Content-Type": "application/json"}, json.dumps(data).encode(), 0.0, 0.0
 
 
 _UNAUTHORIZED = {
-    "runpod": (401, {"Content-Type": "text/plain"}, b"Unauthorized", 0.0),
+    "runpod": (401, {"Content-Type": "text/plain"}, b"Unauthorized", 0.0, 0.0),
     "vast": _json(401, {"success": False, "error": "invalid_api_key", "msg": "Invalid user key"}),
     "lambda": _json(
         401,
@@ -241,10 +249,12 @@ def _handler(api: FakeProviderApi) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length).decode() if length else ""
             if provider not in PROVIDERS:
-                status, headers, data, delay = _json(404, {"error": "unknown provider prefix"})
+                status, headers, data, delay, trickle_s = _json(404, {"error": "unknown provider prefix"})
             else:
                 query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-                status, headers, data, delay = api.answer(provider, method, "/" + rest, query, self.headers, body)
+                status, headers, data, delay, trickle_s = api.answer(
+                    provider, method, "/" + rest, query, self.headers, body
+                )
             delay += api.latency_s
             if delay:
                 time.sleep(delay)
@@ -254,7 +264,12 @@ def _handler(api: FakeProviderApi) -> type[BaseHTTPRequestHandler]:
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                if not trickle_s:
+                    self.wfile.write(data)
+                for byte in data if trickle_s else b"":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(trickle_s)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
 
