@@ -115,8 +115,8 @@ def test_show_merges_overrides_per_target(cli, tmp_path, monkeypatch):
 
 
 def test_the_readme_example_policy_loads():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("## The job's policy") :]
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "policy.md").read_text()
+    section = readme[readme.index("# The job's policy") :]
     example = section[section.index("```yaml\n") + 8 : section.index("```\n", section.index("```yaml\n") + 8)]
     policy = parse_policy_text(example, "README.md")
     assert policy.requirement_specs()["flash-attn"].any_version

@@ -187,8 +187,8 @@ def test_the_readme_job_example_loads_and_gives_its_stated_figures():
 
     from computefence.evaluate.job import derived_figures
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("### The run's size: `job:`") :]
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "policy.md").read_text()
+    section = readme[readme.index("## The run's size: `job:`") :]
     example = section[section.index("```yaml\n") + 8 : section.index("```\n", section.index("```yaml\n") + 8)]
     figures = derived_figures(parse_policy_text(example, "README.md").job)
     # The README's storage.budget example: 4 × 96.4 GB + 32.1 GB.

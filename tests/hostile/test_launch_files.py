@@ -220,8 +220,8 @@ def test_ssh_config_paths_with_quotes_blanks_and_hashes_read_back_by_ssh(tmp_pat
 
 
 def _readme_launch_recipe() -> str:
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### Launch a sweep on the pods that passed") :]
+    readme = (REPO / "docs" / "operations.md").read_text()
+    section = readme[readme.index("## Launch a sweep on the pods that passed") :]
     return re.search(r"```sh\n(.*?)```", section, re.S)[1]
 
 

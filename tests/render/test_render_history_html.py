@@ -18,7 +18,7 @@ from computefence.demo.fleet import DEMO_PODS
 from computefence.demo.record import DEMO_RECORDING
 from computefence.models import Report
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 REPLAY = ["fleet", "check", "--replay", str(DEMO_RECORDING)]
 # Three runs that differ: two pods appear in the second, a blocker clears in the third.
 RUNS = (
@@ -167,7 +167,7 @@ def test_unreadable_runs_are_skipped_and_no_runs_is_exit_2(tmp_path, history):
 
 
 def _readme_cron_line() -> str:
-    section = README.read_text().split("### Cron: history and what changed", 1)[1]
+    section = README.read_text().split("## Cron: history and what changed", 1)[1]
     [line] = [line for line in section.splitlines() if line.startswith("*/15 ")]
     return line
 
