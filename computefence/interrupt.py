@@ -17,7 +17,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -50,6 +53,33 @@ def held() -> Iterator[None]:
     if _received:
         _received.clear()
         raise KeyboardInterrupt
+
+
+@contextmanager
+def stop_on_sigint() -> Iterator[asyncio.Event]:
+    """An event that the first Ctrl-C sets (the run stops and keeps what finished); a
+    second Ctrl-C ends the program at once. Call it inside the running loop."""
+    import asyncio  # not for the entry point's start: only a run that probes needs it
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_sigint() -> None:
+        stop.set()
+        loop.remove_signal_handler(signal.SIGINT)
+
+    handled = False
+    if not sigint_ignored():  # started with SIGINT ignored (`cmd &` in a script): stays so
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            handled = True
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            pass
+    try:
+        yield stop
+    finally:
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
 
 
 def sigint_ignored() -> bool:

@@ -1,12 +1,11 @@
-"""The run as a library: targets, the policy applied to them, a connector's probes, the
+"""The steps of a run: targets, the policy applied to them, a connector's probes, the
 evaluator per host and across the fleet, one Report.
 
-One call:
+A command opens them as a run session (computefence/session.py), and so does one call:
 
     report = computefence.check(TargetSelection(inventories=("pods.yaml",)), "ssh", policy=Path("computefence.yaml"))
 
-or the same steps one by one, for a command that needs to act between them (`fleet check`
-re-lists provider pods that failed to answer; a fix re-probes a few pods and judges again):
+The steps one by one, for a script that acts between them:
 
     rules = run.rules(policy=..., only=[...])          # a typo or a bad file fails here
     plan = run.plan(targets, rules, perf=False)        # the policy's checks on each target
@@ -29,8 +28,6 @@ from typing import Any
 from computefence import evaluate
 from computefence.baseline import load_baseline, resolve_baseline
 from computefence.connectors.interface import Connector, check_targets
-from computefence.connectors.registry import ConnectSettings, open_connector
-from computefence.errors import ConfigError
 from computefence.evaluate.fleet import summarize
 from computefence.models import (
     AppliedFile,
@@ -52,8 +49,6 @@ __all__ = [
     "Rules",
     "applied",
     "apply_policy",
-    "check",
-    "check_async",
     "custom_ids",
     "evaluate_hosts",
     "mark_vanished",
@@ -292,104 +287,4 @@ def reevaluate(report: Report, loaded: LoadedPolicy) -> Report:
             "policy": applied(loaded),
             "summary": summarize(hosts, report.sources, allow_unreachable=report.allow_unreachable),
         }
-    )
-
-
-# ---------------------------------------------------------------- one call
-
-
-async def check_async(
-    targets: Sequence[Target] | TargetSelection | None = None,
-    connector: Connector | str = "ssh",
-    *,
-    settings: ConnectSettings | None = None,
-    policy: LoadedPolicy | Path | None = None,
-    baseline: BaselineLock | Path | None = None,
-    only: Sequence[str] = (),
-    skip: Sequence[str] = (),
-    fail_on: Severity | str = Severity.BLOCK,
-    allow_unreachable: bool = False,
-    perf: bool = False,
-    probe_params: dict[str, Any] | None = None,
-    on_progress: ProgressCallback | None = None,
-    stop: asyncio.Event | None = None,
-    kind: str = "fleet",
-) -> Report:
-    """`check` inside a running event loop."""
-    run_rules = rules(policy=policy, baseline=baseline, only=only, skip=skip)
-    if not isinstance(connector, str):
-        if targets is None:
-            raise ConfigError("no targets: give targets, or a connector name whose connector has its own pods")
-        run_plan = plan(targets, run_rules, perf=perf)
-        hosts = await probe_targets(run_plan, connector, probe_params, on_progress=on_progress, stop=stop)
-    else:
-        with open_connector(connector, settings) as session:
-            if targets is None:
-                if session.targets is None:
-                    raise ConfigError(f"no targets: the {connector} connector has no pods of its own")
-                run_plan = plan(session.targets, run_rules, perf=perf, sources=session.sources)
-            else:
-                run_plan = plan(targets, run_rules, perf=perf)
-            hosts = await probe_targets(
-                run_plan, session.connect(run_plan.targets), probe_params, on_progress=on_progress, stop=stop
-            )
-        if session.live and not (stop is not None and stop.is_set()):
-            api_url = targets.api_url if isinstance(targets, TargetSelection) else None
-            hosts = mark_vanished(run_plan.targets, hosts, api_url)
-    return report_for(
-        run_plan, evaluate_hosts(run_plan, hosts), kind=kind, fail_on=fail_on, allow_unreachable=allow_unreachable
-    )
-
-
-def check(
-    targets: Sequence[Target] | TargetSelection | None = None,
-    connector: Connector | str = "ssh",
-    *,
-    settings: ConnectSettings | None = None,
-    policy: LoadedPolicy | Path | None = None,
-    baseline: BaselineLock | Path | None = None,
-    only: Sequence[str] = (),
-    skip: Sequence[str] = (),
-    fail_on: Severity | str = Severity.BLOCK,
-    allow_unreachable: bool = False,
-    perf: bool = False,
-    probe_params: dict[str, Any] | None = None,
-    on_progress: ProgressCallback | None = None,
-    stop: asyncio.Event | None = None,
-    kind: str = "fleet",
-) -> Report:
-    """Check `targets` and return the judged Report, as `fleet check --format json` writes it.
-
-    targets: Target objects, or a TargetSelection (inventories, ssh_config, Ansible,
-    providers) to read them from; None: the connector's own pods (demo, replay).
-    connector: a name in computefence.connectors.registry.CONNECTORS ("ssh", "demo",
-    "replay", "local"), opened with `settings`, or any Connector object. A provider pod that
-    fails to answer a live connector is re-listed and may end as vanished.
-    policy: a LoadedPolicy or a computefence.yaml path (nothing is searched for); baseline:
-    a lock or a lock file (default: the policy's `baseline:`); only/skip: check-id patterns
-    as --only/--skip; fail_on ("block" or "warn") and allow_unreachable: as the CLI flags;
-    perf: also measure the GPUs; probe_params: added to every target's probe parameters;
-    on_progress: called with each host as it finishes; stop: set it to cancel what is still
-    in flight (those pods are reported as cancelled); kind: "fleet" or "doctor".
-
-    A bad file, pattern or target list raises ConfigError before any pod is contacted; a
-    pod's own failure is its HostReport's status, never an exception. Inside a running
-    event loop, await check_async instead."""
-    return asyncio.run(
-        check_async(
-            targets,
-            connector,
-            settings=settings,
-            policy=policy,
-            baseline=baseline,
-            only=only,
-            skip=skip,
-            fail_on=fail_on,
-            allow_unreachable=allow_unreachable,
-            perf=perf,
-            probe_params=probe_params,
-            on_progress=on_progress,
-            stop=stop,
-            kind=kind,
-        )
     )

@@ -1,11 +1,11 @@
 """`fleet watch` as a library: the run's plan for the watch probe, and its hosts judged by
 the run.* checks alone (computefence/evaluate/watch_checks.py). Probing and the report are
-run.py's:
+the run session's:
 
-    plan = watch.plan(targets, run.Rules(policy=loaded))
-    with open_connector("ssh", ConnectSettings(probe="watch")) as session:
-        hosts = await run.probe_targets(plan, session.connect(plan.targets))
-    report = run.report_for(plan, watch.judge(plan, hosts), kind="watch")
+    with open_session(targets, run.Rules(policy=loaded), ConnectSettings(probe="watch"),
+                      verb="watch", planner=watch.plan) as session:
+        hosts = session.probe()
+        report = session.report(watch.judge(session.plan, hosts), kind="watch")
 
 Nothing here prints or reads the terminal.
 """

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
 from computefence import evaluate, run
-from computefence.cli.app import app
+from computefence.cli.app import EXIT_INTERRUPTED, app
 from computefence.cli.output import QUIET_HELP, FailOn, OutputFormat, emit
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt, write_lock
-from computefence.connectors.registry import ConnectSettings, open_connector
+from computefence.connectors.registry import ConnectSettings
 from computefence.errors import ConfigError, ProbeOutputError
 from computefence.evaluate.environment import build_lock
 from computefence.files import check_output_path
-from computefence.models import CheckOptions, HostStatus, Target
+from computefence.interrupt import say_interrupted
+from computefence.models import CheckOptions, HostReport, HostStatus, Target
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
+from computefence.session import open_session
 from computefence.text import unfiltered_stderr
 
 # Time the probe process gets beyond its own deadline to print its answer.
@@ -127,40 +130,54 @@ def doctor(
         perf=perf,
     )
     target = Target(name=socket.gethostname() or "localhost", host="localhost", python=python, checks=checks)
-    plan = run.plan([target], rules)
     settings = ConnectSettings(
         deadline=timeout
         + _GRACE_S
         + (DEFAULT_TIMEOUTS["dataset"] if dataset else 0.0)
         + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0)
     )
-    with open_connector("local", settings) as session:
-        probe = run.probe_targets(plan, session.connect(plan.targets), {"deadline_s": timeout})
-        status_console = Console(file=unfiltered_stderr())
-        if status_console.is_terminal:
-            with status_console.status("probing this machine..."):
-                [host] = asyncio.run(probe)
-        else:
-            [host] = asyncio.run(probe)
-    if host.status is not HostStatus.OK or host.facts is None:
-        raise ProbeOutputError(host.reason or "the probe gave no facts")
-    hosts = run.evaluate_hosts(plan, [host])
-    if fix:
-        from computefence.cli.fix import fix_this_machine
+    with open_session(
+        [target],
+        rules,
+        settings,
+        connector="local",
+        probe_params={"deadline_s": timeout},
+        progress=_status,
+        sigint=True,
+    ) as session:
+        [probed] = session.probe()
+        if session.interrupted:
+            say_interrupted()
+            return EXIT_INTERRUPTED
+        if probed.status is not HostStatus.OK or probed.facts is None:
+            raise ProbeOutputError(probed.reason or "the probe gave no facts")
+        hosts = session.judge([probed])
+        if fix:
+            from computefence.cli.fix import fix_this_machine
 
-        return fix_this_machine(
-            plan,
-            hosts[0],
-            settings,
-            {"deadline_s": timeout},
-            fmt=fmt.value,
-            output=output,
-            yes=yes,
-            allow_disruptive=allow_disruptive,
-            step_timeout=step_timeout,
-        )
+            return fix_this_machine(
+                session,
+                probed,
+                hosts[0],
+                fmt=fmt.value,
+                output=output,
+                yes=yes,
+                allow_disruptive=allow_disruptive,
+                step_timeout=step_timeout,
+            )
+        report = session.report(hosts, kind="doctor", fail_on=fail_on.severity)
     if snapshot is not None:
         write_lock(build_lock(hosts), snapshot)
-    report = run.report_for(plan, hosts, kind="doctor", fail_on=fail_on.severity)
     emit(report, fmt.value, output, quiet=quiet)
     return evaluate.exit_code(report)
+
+
+@contextlib.contextmanager
+def _status(total: int) -> Iterator[Callable[[HostReport], None]]:
+    """A spinner on a terminal while this machine is probed; nothing otherwise."""
+    status_console = Console(file=unfiltered_stderr())
+    if not status_console.is_terminal:
+        yield lambda host: None
+        return
+    with status_console.status("probing this machine..."):
+        yield lambda host: None

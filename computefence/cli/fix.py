@@ -10,38 +10,33 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 
-from computefence import __version__, evaluate, run
+from computefence import evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
 from computefence.cli.connection import connection_options, prepare_connections
-from computefence.cli.fleet import fleet_app, probe_with_progress
+from computefence.cli.fleet import fleet_app
 from computefence.cli.history_options import HistoryOptions, history_options
 from computefence.cli.output import write_stdout
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
-from computefence.cli.progress import LiveCount, stop_on_sigint
-from computefence.cli.targets import own_pods_connector, session_targets, target_options
-from computefence.connectors.interface import Outcome
-from computefence.connectors.registry import ConnectSettings, open_connector
-from computefence.connectors.shell import Shell
+from computefence.cli.progress import LiveCount, note, progress_lines
+from computefence.cli.targets import own_pods_connector, target_options
+from computefence.connectors.registry import ConnectSettings
 from computefence.errors import ConfigError
 from computefence.files import check_output_dir, check_output_path, write_output
 from computefence.interrupt import left_untouched, say_interrupted
 from computefence.models import HostReport
 from computefence.operations import fix as fixes
+from computefence.operations import fix_run
 from computefence.policy import resolve_policy
 from computefence.render.fix import FORMATS, render_fix
+from computefence.session import RunSession, open_session
 from computefence.sources import TargetSelection
 from computefence.text import clean, plural
-
-if TYPE_CHECKING:  # asyncssh loads only when pods are contacted
-    from computefence.connectors.ssh import SshConnector
 
 FixFormat = Enum("FixFormat", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 _APPLY = "Applying"
@@ -120,46 +115,42 @@ def fix(
     check_output_dir(log, "--log")
     prepare_connections(connection)
     run_history = history.open(ctx)
-    connector_name = own_pods_connector("demo", "--demo", selection) if demo else "ssh"
-    with open_connector(connector_name, connection) as session:
-        targets, sources = session_targets(session, selection)
-        if not targets and all(source.ok for source in sources):
-            raise ConfigError("no targets to check")
-        plan = run.plan(targets, rules, sources=sources)
-        connector = session.connect(plan.targets)
-        probed, interrupted = asyncio.run(probe_with_progress(plan, connector))
-        before = run.evaluate_hosts(plan, probed)
-        plans = [fixes.plan_host(host, allow_disruptive) for host in before]
-        report = fixes.FixReport(
-            tool_version=__version__, generated_at=_now(), applied=False, allow_disruptive=allow_disruptive, hosts=plans
-        )
+    with open_session(
+        selection,
+        rules,
+        connection,
+        connector=own_pods_connector("demo", "--demo", selection) if demo else None,
+        progress=progress_lines(),
+        sigint=True,
+        note=note,
+    ) as session:
+        probed = session.probe()
+        before = session.judge(probed)
+        report = fix_run.plan_fixes(before, allow_disruptive)
         after = before
-        if not interrupted and apply and not report.step_count:
+        if not session.interrupted and apply and not report.step_count:
             # Nothing to run: the plan says why, and there is no question to ask.
             print("computefence: nothing to apply: no finding has a step fleet fix runs", file=sys.stderr)
             apply = False
-        if not interrupted and apply:
-            pods = [p.name for p in plans if any(s.status == "planned" for s in p.steps)]
+        if not session.interrupted and apply:
+            pods = [p.name for p in report.hosts if any(s.status == "planned" for s in p.steps)]
             if not yes and not _ask_after_plan(report, f"on {plural(len(pods), 'pod')} ({_names(pods)})"):
                 return 1
-            from computefence.connectors.ssh import SshConnector
-
-            if not isinstance(connector, SshConnector):  # the ssh row's connector, always
-                raise ConfigError("fleet fix runs its steps over SSH only")
-            done, reprobed, interrupted = asyncio.run(
-                _apply_and_reprobe(plans, plan, connector, fixes.ApplyOptions(step_timeout, connection.concurrency))
-            )
-            after = run.evaluate_hosts(plan, [reprobed.get(h.name, h) for h in probed])
-            after_by_name = {h.name: h for h in after}
-            final = [
-                fixes.judge(host, prior, after_by_name[prior.name] if prior.name in reprobed else None, interrupted)
-                for (host, _), prior in zip(done, before)
-            ]
-            report = report.model_copy(update={"applied": True, "interrupted": interrupted, "hosts": final})
+            with _StepProgress(report.step_count) as progress:
+                done = asyncio.run(
+                    fix_run.apply_and_prove(
+                        session,
+                        probed,
+                        before,
+                        report,
+                        fixes.ApplyOptions(step_timeout, connection.concurrency),
+                        progress.update,
+                    )
+                )
+            report, after = done.report, done.after
             if log is not None:
-                fixes.write_transcripts(log, [transcript for _, transcript in done])
-        report = report.model_copy(update={"summary": fixes.summarize(report.hosts)})
-    if interrupted:
+                fixes.write_transcripts(log, done.transcripts)
+    if session.interrupted:
         if output is None:
             write_stdout(render_fix(report, fmt.value, _width()))
         ran = sum(1 for h in report.hosts for s in h.steps if s.status in ("ran", "failed", "timeout"))
@@ -175,33 +166,8 @@ def fix(
     else:
         write_stdout(text)
     if run_history is not None:
-        run_history.save(run.report_for(plan, after, kind="fleet"))
+        run_history.save(session.report(after, kind="fleet"))
     return report.exit_code()
-
-
-async def _apply_and_reprobe(
-    plans: list[fixes.FixHost], plan: run.Plan, connector: SshConnector, apply_options: fixes.ApplyOptions
-) -> tuple[list[tuple[fixes.FixHost, fixes.Transcript]], dict[str, HostReport], bool]:
-    """Run the steps (Ctrl-C: no new step, TERM to the running ones), then re-probe the pods
-    where anything ran. Returns what ran, the re-probed pods' reports, and whether it was interrupted."""
-    from computefence.connectors.shell import open_ssh_shell
-
-    by_name = {t.name: t for t in plan.targets}
-    total = sum(1 for p in plans for s in p.steps if s.status == "planned")
-
-    async def open_shell(name: str) -> Shell | Outcome:
-        return await open_ssh_shell(connector, by_name[name])
-
-    reprobed: dict[str, HostReport] = {}
-    with stop_on_sigint() as stop:
-        with _StepProgress(total) as progress:
-            done = await fixes.apply_all(plans, open_shell, apply_options, stop, progress.update)
-        changed = [host.name for host, _ in done if fixes.executed(host)]
-        if changed and not stop.is_set():
-            print(f"computefence: re-probing {plural(len(changed), 'pod')} that changed", file=sys.stderr)
-            hosts = await run.probe_targets(plan.subset(changed), connector, stop=stop)
-            reprobed = {h.name: h for h in hosts}
-        return done, reprobed, stop.is_set()
 
 
 class _StepProgress(LiveCount):
@@ -237,20 +203,15 @@ def _names(names: list[str], shown: int = 3) -> str:
     return ", ".join(clean(n) for n in names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-
-
 def _width() -> int:
     console = Console()
     return console.width if console.is_terminal else 100
 
 
 def fix_this_machine(
-    plan: run.Plan,
+    session: RunSession,
+    probed: HostReport,
     host: HostReport,
-    settings: ConnectSettings,
-    probe_params: dict[str, Any],
     *,
     fmt: str,
     output: Path | None,
@@ -260,52 +221,31 @@ def fix_this_machine(
 ) -> int:
     """`doctor --fix`: the safe steps of this machine's findings, after the same prompt as
     fleet fix (or --yes), then a re-probe and each finding's outcome."""
-    from computefence.connectors.shell import LocalShell
-
     if fmt not in FORMATS:
         raise ConfigError(f"doctor --fix writes {' or '.join(FORMATS)}, not {fmt}")
     check_output_path(output)
-    planned = fixes.plan_host(host, allow_disruptive)
-    report = fixes.FixReport(
-        tool_version=__version__, generated_at=_now(), allow_disruptive=allow_disruptive, hosts=[planned]
-    )
-    steps = report.step_count
+    planned = fix_run.plan_fixes([host], allow_disruptive)
+    steps = planned.step_count
     if not steps:
         print("computefence: nothing to apply: no finding has a step doctor --fix runs", file=sys.stderr)
-        report = report.model_copy(update={"summary": fixes.summarize(report.hosts)})
-        _write(render_fix(report, fmt, _width()), output)
-        return report.exit_code()
-    if not yes and not _ask_after_plan(report, f"on this machine ({clean(host.name)})"):
+        _write(render_fix(planned, fmt, _width()), output)
+        return planned.exit_code()
+    if not yes and not _ask_after_plan(planned, f"on this machine ({clean(host.name)})"):
         return 1
-
-    async def apply_and_reprobe() -> tuple[fixes.FixHost, HostReport | None, bool]:
-        async def open_shell(name: str) -> Shell | Outcome:
-            return LocalShell()
-
-        with stop_on_sigint() as stop:
-            with _StepProgress(steps) as progress:
-                [(done, _)] = await fixes.apply_all(
-                    [planned], open_shell, fixes.ApplyOptions(step_timeout, 1), stop, progress.update
-                )
-            after = None
-            if fixes.executed(done) and not stop.is_set():
-                with open_connector("local", settings) as session:
-                    [after] = await run.probe_targets(plan, session.connect(plan.targets), probe_params, stop=stop)
-            return done, after, stop.is_set()
-
-    done, after, interrupted = asyncio.run(apply_and_reprobe())
-    judged_after = run.evaluate_hosts(plan, [after])[0] if after is not None else None
-    final = fixes.judge(done, host, judged_after, interrupted)
-    report = report.model_copy(update={"applied": True, "interrupted": interrupted, "hosts": [final]})
-    report = report.model_copy(update={"summary": fixes.summarize(report.hosts)})
-    text = render_fix(report, fmt, _width())
-    if interrupted:
+    with _StepProgress(steps) as progress:
+        done = asyncio.run(
+            fix_run.apply_and_prove(
+                session, [probed], [host], planned, fixes.ApplyOptions(step_timeout, 1), progress.update
+            )
+        )
+    text = render_fix(done.report, fmt, _width())
+    if session.interrupted:
         if output is None:
             write_stdout(text)
         say_interrupted("computefence: interrupted" + left_untouched({"--output": output}))
         return EXIT_INTERRUPTED
     _write(text, output)
-    return report.exit_code()
+    return done.report.exit_code()
 
 
 def _write(text: str, output: Path | None) -> None:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
-import gc
-from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
+from typing import cast
 
 import typer
 
@@ -16,22 +13,29 @@ from computefence import evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED, app
 from computefence.cli.connection import connection_options, prepare_connections
 from computefence.cli.history_options import HistoryOptions, history_options
-from computefence.cli.output import GROUP_BY_HELP, QUIET_HELP, FailOn, GroupBy, OutputFormat, emit
+from computefence.cli.output import (
+    GROUP_BY_HELP,
+    QUIET_HELP,
+    FailOn,
+    GroupBy,
+    NotifyFormat,
+    NotifyOn,
+    OutputFormat,
+    emit,
+)
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
-from computefence.cli.progress import ProgressLine, stop_on_sigint
-from computefence.cli.targets import own_pods_connector, session_targets, target_options
-from computefence.connectors.interface import Connector
-from computefence.connectors.registry import ConnectSettings, open_connector
-from computefence.errors import ConfigError
+from computefence.cli.progress import collect_less_often, note, progress_lines
+from computefence.cli.targets import own_pods_connector, target_options
+from computefence.connectors.registry import ConnectSettings
 from computefence.files import check_output_path, write_output
 from computefence.interrupt import left_untouched, say_interrupted
-from computefence.models import HostReport, HostStatus
 from computefence.operations.gate import HEALTHY_FORMATS, check_gate_path, healthy_file
-from computefence.operations.notify import NOTIFY_FORMATS, NOTIFY_ON, alert_settings
+from computefence.operations.notify import alert_settings
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
+from computefence.session import check_plan, open_session
 from computefence.sources import TargetSelection
-from computefence.sources.selection import parse_shard, select_shard
+from computefence.sources.selection import parse_shard
 
 fleet_app = typer.Typer(
     name="fleet",
@@ -44,8 +48,6 @@ app.add_typer(fleet_app, name="fleet")
 _RUN = "Running"
 _OPS = "Fleet operations"
 HealthyFormat = Enum("HealthyFormat", {name: name for name in HEALTHY_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
-NotifyOn = Enum("NotifyOn", {name: name for name in NOTIFY_ON}, type=str)  # type: ignore[misc]  # members from a registry table
-NotifyFormat = Enum("NotifyFormat", {name: name for name in NOTIFY_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 
 
 @fleet_app.command("check", no_args_is_help=False)
@@ -164,27 +166,25 @@ def check(
         history=history.directory is not None,
     )
     run_history = history.open(ctx)
-    with open_connector(_connector_name(demo, replay, selection), settings) as session:
-        targets, sources = session_targets(session, selection)
-        if not targets and all(source.ok for source in sources):
-            raise ConfigError("no targets to check")
-        if shard is not None:
-            targets = select_shard(targets, *shard)
-        plan = run.plan(targets, rules, perf=perf, sources=sources)
-        hosts, interrupted = asyncio.run(probe_with_progress(plan, session.connect(plan.targets), quiet=quiet))
-    if not interrupted and session.live:
-        hosts = run.mark_vanished(plan.targets, hosts, selection.api_url)
-    report = run.report_for(
-        plan,
-        run.evaluate_hosts(plan, hosts),
-        kind="fleet",
-        fail_on=fail_on.severity,
-        allow_unreachable=allow_unreachable,
-    )
+    with open_session(
+        selection,
+        rules,
+        settings,
+        connector=_own_pods(demo, replay, selection),
+        planner=check_plan(perf),
+        shard=cast("tuple[int, int] | None", shard),  # parse_shard's value; typer is told str
+        progress=progress_lines(quiet),
+        sigint=True,
+        note=note,
+    ) as session:
+        hosts = session.probe()
+        interrupted = session.interrupted
+        report = session.report(
+            session.judge(hosts), kind="fleet", fail_on=fail_on.severity, allow_unreachable=allow_unreachable
+        )
+        plan = session.plan
     if run_history is not None and not interrupted:
         report = run_history.with_changes(report)
-    if interrupted:
-        report = report.model_copy(update={"interrupted": True})
     if interrupted:
         # A half-finished run replaces no file: a good prev.json, gate file or history stays.
         # The partial report still goes to the terminal when no --output was asked for.
@@ -199,40 +199,17 @@ def check(
         if alerts is not None:
             alerts.send(report)
     if interrupted:
-        cancelled = sum(1 for h in hosts if h.status is HostStatus.CANCELLED)
+        cancelled = session.cancelled(hosts)
         untouched = left_untouched({"--output": output, "--healthy-out": healthy_out, "--history": history.directory})
         say_interrupted(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked{untouched}")
         return EXIT_INTERRUPTED
     return evaluate.exit_code(report)
 
 
-def _connector_name(demo: bool, replay: Path | None, selection: TargetSelection) -> str:
+def _own_pods(demo: bool, replay: Path | None, selection: TargetSelection) -> str | None:
+    """The connector that brings its own pods (--demo, --replay); None: the targets' own."""
     if demo:
         return own_pods_connector("demo", "--demo", selection, ["--replay"] if replay is not None else [])
     if replay is not None:
         return own_pods_connector("replay", "--replay", selection)
-    return "ssh"
-
-
-async def probe_with_progress(
-    plan: run.Plan, connector: Connector, quiet: bool = False
-) -> tuple[list[HostReport], bool]:
-    """Probe with a live progress line (per-pod lines when not on a terminal, none when
-    quiet); Ctrl-C stops the run and keeps what finished. True when it was interrupted."""
-    with stop_on_sigint() as stop, ProgressLine(len(plan.targets), quiet) as progress:
-        hosts = await run.probe_targets(plan, connector, on_progress=progress.update, stop=stop)
-    return hosts, stop.is_set()
-
-
-@contextlib.contextmanager
-def collect_less_often() -> Iterator[None]:
-    """A fleet's parsed facts are hundreds of thousands of long-lived objects. At the default
-    thresholds the cyclic collector walks them some 750 times in a 1,000-pod check (0.5 CPU-s,
-    an eighth of the run); every 50,000 allocations it takes 0.1 s (mypy raises it too). The
-    connections' reference cycles are still collected, a little later."""
-    before = gc.get_threshold()
-    gc.set_threshold(50_000, 10, 10)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
+    return None

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from computefence.files import write_output
 from computefence.models import Report, Severity
+from computefence.operations.notify import NOTIFY_FORMATS, NOTIFY_ON
 from computefence.render import FORMATS, render_pieces
 from computefence.render.terminal import GROUP_BY
 
@@ -19,6 +20,8 @@ from computefence.render.terminal import GROUP_BY
 OutputFormat = Enum("OutputFormat", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 
 
+NotifyOn = Enum("NotifyOn", {name: name for name in NOTIFY_ON}, type=str)  # type: ignore[misc]  # members from a registry table
+NotifyFormat = Enum("NotifyFormat", {name: name for name in NOTIFY_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 GroupBy = Enum("GroupBy", {name: name for name in GROUP_BY}, type=str)  # type: ignore[misc]  # members from a registry table
 GROUP_BY_HELP = (
     "check: each finding once with the pods it hits; pod: each pod with its fixes in order (rich, markdown)."

@@ -1,48 +1,21 @@
-"""What a long run shows on stderr while it runs, and how Ctrl-C stops it: shared by the
-commands that probe pods (`fleet check`, `fleet snapshot`)."""
+"""What a long run shows on stderr while it runs: shared by the commands that probe pods
+(`fleet check`, `fix`, `watch`, `snapshot`), given to their run session as its `progress`
+and `note`."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import signal
+import gc
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from computefence.interrupt import sigint_ignored
 from computefence.models import HostReport, HostStatus
 from computefence.text import clean, unfiltered_stderr
-
-
-@contextlib.contextmanager
-def stop_on_sigint() -> Iterator[asyncio.Event]:
-    """An event that the first Ctrl-C sets (the run stops and keeps what finished); a
-    second Ctrl-C ends the program at once. Call it inside the running loop."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-
-    def on_sigint() -> None:
-        stop.set()
-        loop.remove_signal_handler(signal.SIGINT)
-
-    handled = False
-    if not sigint_ignored():  # started with SIGINT ignored (`cmd &` in a script): stays so
-        try:
-            loop.add_signal_handler(signal.SIGINT, on_sigint)
-            handled = True
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-            pass
-    try:
-        yield stop
-    finally:
-        if handled:
-            loop.remove_signal_handler(signal.SIGINT)
-
 
 _Count = TypeVar("_Count", bound="LiveCount")
 
@@ -102,3 +75,35 @@ class ProgressLine(LiveCount):
     def update(self, host: HostReport) -> None:
         outcome = "checked" if host.status is HostStatus.OK else f"{host.status.value}: {host.reason}"
         self.advance(host.status is HostStatus.OK, f"{host.name}: {outcome}")
+
+
+def progress_lines(
+    quiet: bool = False,
+) -> Callable[[int], contextlib.AbstractContextManager[Callable[[HostReport], None]]]:
+    """A run session's progress: the pods checked so far, as ProgressLine shows them."""
+
+    @contextlib.contextmanager
+    def counting(total: int) -> Iterator[Callable[[HostReport], None]]:
+        with ProgressLine(total, quiet) as line:
+            yield line.update
+
+    return counting
+
+
+def note(line: str) -> None:
+    """A run session's note (a source's warning, a re-probe starting), one line on stderr."""
+    print(f"computefence: {line}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def collect_less_often() -> Iterator[None]:
+    """A fleet's parsed facts are hundreds of thousands of long-lived objects. At the default
+    thresholds the cyclic collector walks them some 750 times in a 1,000-pod check (0.5 CPU-s,
+    an eighth of the run); every 50,000 allocations it takes 0.1 s (mypy raises it too). The
+    connections' reference cycles are still collected, a little later."""
+    before = gc.get_threshold()
+    gc.set_threshold(50_000, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -11,15 +10,16 @@ import typer
 from computefence import evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
 from computefence.cli.connection import connection_options, prepare_connections
-from computefence.cli.fleet import fleet_app, probe_with_progress
+from computefence.cli.fleet import fleet_app
 from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt, write_lock
-from computefence.cli.targets import own_pods_connector, session_targets, target_options
-from computefence.connectors.registry import ConnectSettings, open_connector
-from computefence.errors import ConfigError
+from computefence.cli.progress import note, progress_lines
+from computefence.cli.targets import own_pods_connector, target_options
+from computefence.connectors.registry import ConnectSettings
 from computefence.evaluate.environment import build_lock, differing_lines
 from computefence.interrupt import say_interrupted
 from computefence.models import HostStatus
 from computefence.policy import resolve_policy
+from computefence.session import open_session
 from computefence.sources import TargetSelection
 
 
@@ -46,14 +46,18 @@ def snapshot(
     """
     loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
     prepare_connections(connection)
-    name = own_pods_connector("demo", "--demo", selection) if demo else "ssh"
-    with open_connector(name, connection) as session:
-        targets, _sources = session_targets(session, selection)
-        if not targets:
-            raise ConfigError("no targets to snapshot")
-        plan = run.plan(targets, run.Rules(policy=loaded))
-        hosts, interrupted = asyncio.run(probe_with_progress(plan, session.connect(plan.targets)))
-    if interrupted:
+    with open_session(
+        selection,
+        run.Rules(policy=loaded),
+        connection,
+        connector=own_pods_connector("demo", "--demo", selection) if demo else None,
+        verb="snapshot",
+        progress=progress_lines(),
+        sigint=True,
+        note=note,
+    ) as session:
+        hosts = session.probe()
+    if session.interrupted:
         say_interrupted("computefence: interrupted; no baseline written")
         return EXIT_INTERRUPTED
     for host in hosts:

@@ -19,10 +19,9 @@ from typing import Annotated, Any
 import typer
 
 from computefence.cli.option_groups import option_group
-from computefence.connectors.registry import Session
 from computefence.errors import ConfigError
 from computefence.models import SourceStatus, Target
-from computefence.sources import TargetSelection, collect_targets, select_targets
+from computefence.sources import TargetSelection, collect_targets
 from computefence.sources.registry import PROVIDERS
 
 _PANEL = "Targets"
@@ -173,10 +172,3 @@ def own_pods_connector(name: str, flag: str, selection: TargetSelection, conflic
         what = "simulated" if name == "demo" else "recorded"
         raise ConfigError(f"{flag} checks its own {what} pods; drop {', '.join(picked)}")
     return name
-
-
-def session_targets(session: Session, selection: TargetSelection) -> tuple[list[Target], list[SourceStatus]]:
-    """The connector's own pods narrowed by --limit/--tag, or else the selection's targets."""
-    if session.targets is None:
-        return gather_targets(selection)
-    return select_targets(session.targets, limit=selection.limit, tags=selection.tags), list(session.sources)

@@ -7,7 +7,6 @@ facts with computefence/evaluate/watch_checks.py only.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
 from collections.abc import Callable
@@ -22,18 +21,13 @@ from computefence import evaluate, run
 from computefence import watch as watching
 from computefence.cli.app import EXIT_INTERRUPTED
 from computefence.cli.connection import connection_options, prepare_connections
-from computefence.cli.fleet import (
-    NotifyFormat,
-    NotifyOn,
-    collect_less_often,
-    fleet_app,
-    probe_with_progress,
-)
+from computefence.cli.fleet import fleet_app
 from computefence.cli.history_options import HistoryOptions, history_options
-from computefence.cli.output import FailOn, OutputFormat, emit
+from computefence.cli.output import FailOn, NotifyFormat, NotifyOn, OutputFormat, emit
 from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt
-from computefence.cli.targets import session_targets, target_options
-from computefence.connectors.registry import ConnectSettings, open_connector
+from computefence.cli.progress import collect_less_often, note, progress_lines
+from computefence.cli.targets import target_options
+from computefence.connectors.registry import ConnectSettings
 from computefence.errors import ConfigError
 from computefence.evaluate.changes import compare_reports
 from computefence.evaluate.watch_checks import DEFAULT_STALL_MINUTES
@@ -41,6 +35,7 @@ from computefence.interrupt import say_interrupted
 from computefence.models import Report
 from computefence.operations.notify import Alerts, alert_settings
 from computefence.policy import resolve_policy
+from computefence.session import open_session
 from computefence.sources import TargetSelection
 
 if TYPE_CHECKING:
@@ -141,21 +136,22 @@ def watch(
         history=history.directory is not None or not once,
     )
     run_history = history.open(ctx)
-    with open_connector("ssh", settings) as session:
-        targets, sources = session_targets(session, selection)
-        if not targets and all(source.ok for source in sources):
-            raise ConfigError("no targets to watch")
-        plan = watching.plan(targets, rules, sources)
+    with open_session(
+        selection,
+        rules,
+        settings,
+        verb="watch",
+        planner=watching.plan,
+        progress=progress_lines(quiet or not once),
+        sigint=True,
+        note=note,
+    ) as session:
 
         def one_pass(previous: Report | None) -> tuple[Report, bool]:
-            hosts, interrupted = asyncio.run(
-                probe_with_progress(plan, session.connect(plan.targets), quiet=quiet or not once)
-            )
-            judged = watching.judge(plan, hosts, stall_minutes=stall_minutes, previous=previous, labels=labels)
-            report = run.report_for(
-                plan, judged, kind="watch", fail_on=fail_on.severity, allow_unreachable=allow_unreachable
-            )
-            return report, interrupted
+            hosts = session.probe()
+            judged = watching.judge(session.plan, hosts, stall_minutes=stall_minutes, previous=previous, labels=labels)
+            report = session.report(judged, kind="watch", fail_on=fail_on.severity, allow_unreachable=allow_unreachable)
+            return report, session.interrupted
 
         if once:
             previous = _previous_watch(run_history) if run_history is not None else None

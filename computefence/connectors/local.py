@@ -12,6 +12,7 @@ from typing import Any
 
 from computefence.connectors.interface import Outcome, host_report
 from computefence.connectors.payload import parse_probe_output, probe_payload
+from computefence.connectors.shell import LocalShell, Shell
 from computefence.errors import ProbeOutputError
 from computefence.models import Facts, HostReport, HostStatus, Target
 from computefence.text import one_line
@@ -39,6 +40,10 @@ class LocalConnector:
         return report.model_copy(
             update={"port": None, "reason": report.reason if outcome.status is not HostStatus.OK else None}
         )
+
+    async def open_shell(self, target: Target) -> Shell | Outcome:
+        """This machine's command session (`doctor --fix`)."""
+        return LocalShell()
 
 
 async def probe_local(params: dict[str, Any], timeout: float) -> Facts:

@@ -10,7 +10,7 @@ only for a fleet run.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,6 +123,12 @@ CONNECTORS: dict[str, ConnectorFactory] = {
     "replay": replay,
     "local": local,
 }
+
+
+def connector_for(targets: Sequence[Target]) -> str:
+    """The connector that reaches `targets` when the command names none: every source today
+    gives SSH endpoints."""
+    return "ssh"
 
 
 def open_connector(name: str, settings: ConnectSettings | None = None) -> AbstractContextManager[Session]:

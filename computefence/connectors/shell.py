@@ -16,14 +16,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from computefence.connectors.interface import Outcome
-from computefence.models import Target
 from computefence.text import one_line
 
 if TYPE_CHECKING:  # asyncssh loads only when pods are contacted
     from asyncssh import SSHClientConnection
 
-    from computefence.connectors.ssh import SshConnector
 
 MAX_STEP_OUTPUT = 64 * 1024
 # GNU/busybox `timeout`: 124 when it stopped the command, 137 when it had to KILL it.
@@ -167,14 +164,6 @@ def _terminate(proc: Any) -> None:
 
 def _reason(exc: BaseException) -> str:
     return one_line(str(getattr(exc, "reason", None) or exc) or type(exc).__name__, 200)
-
-
-async def open_ssh_shell(connector: SshConnector, target: Target) -> Shell | Outcome:
-    """An SshShell on the target through the fleet's SshConnector, or the Outcome saying why not."""
-    opened = await connector.open(target)
-    if isinstance(opened, Outcome):
-        return opened
-    return SshShell(opened)
 
 
 class LocalShell:

@@ -32,6 +32,7 @@ from computefence.connectors.known_hosts import (
     user_known_hosts_path,
 )
 from computefence.connectors.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_wire
+from computefence.connectors.shell import Shell, SshShell
 from computefence.errors import ConfigError, ProbeOutputError
 from computefence.evaluate.connection import HANDSHAKE, REVOKED_DETAIL
 from computefence.models import HostReport, HostStatus, Target
@@ -238,6 +239,11 @@ class SshConnector:
         finally:
             conn.abort()
             await conn.wait_closed()
+
+    async def open_shell(self, target: Target) -> Shell | Outcome:
+        """A command session on the target (fix steps), over a connection opened as the probe's."""
+        opened = await self.open(target)
+        return opened if isinstance(opened, Outcome) else SshShell(opened)
 
     async def open(self, target: Target) -> asyncssh.SSHClientConnection | Outcome:
         """One connection to the target, with the keys, host-key checks, hops and timeouts the

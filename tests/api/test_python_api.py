@@ -125,4 +125,4 @@ def test_import_computefence_does_not_load_the_run():
         [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "computefence.run"
+    assert done.stdout.strip() == "computefence.session"

@@ -1,0 +1,80 @@
+"""`fleet fix` and `doctor --fix` on a run session: plan each host's safe steps, apply them,
+re-probe the hosts where anything ran, and judge each finding before and after.
+
+    with open_session(selection, rules, settings, verb="check", sigint=True) as session:
+        probed = session.probe()
+        before = session.judge(probed)
+        report = fix_run.plan_fixes(before, allow_disruptive)       # the plan: nothing runs
+        done = asyncio.run(fix_run.apply_and_prove(session, probed, before, report, options))
+
+The command asks before applying; everything else is here, the same for a fleet over SSH
+and for this machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from computefence.models import HostReport
+from computefence.operations import fix as fixes
+from computefence.session import RunSession
+from computefence.text import plural
+from computefence.version import __version__
+
+
+def plan_fixes(before: Sequence[HostReport], allow_disruptive: bool) -> fixes.FixReport:
+    """The plan: each judged host's steps in order, and what will not run and why."""
+    plans = [fixes.plan_host(host, allow_disruptive) for host in before]
+    report = fixes.FixReport(
+        tool_version=__version__, generated_at=_now(), applied=False, allow_disruptive=allow_disruptive, hosts=plans
+    )
+    return report.model_copy(update={"summary": fixes.summarize(plans)})
+
+
+@dataclass
+class AppliedFixes:
+    """What applying did: the judged report, the hosts as judged after (the re-probed ones
+    replaced), and one transcript per host for --log."""
+
+    report: fixes.FixReport
+    after: list[HostReport]
+    transcripts: list[fixes.Transcript]
+
+
+async def apply_and_prove(
+    session: RunSession,
+    probed: Sequence[HostReport],
+    before: Sequence[HostReport],
+    planned: fixes.FixReport,
+    options: fixes.ApplyOptions,
+    on_step: fixes.StepProgress | None = None,
+) -> AppliedFixes:
+    """Run the planned steps (a stop: no new step, TERM to the running ones), re-probe the
+    hosts where anything ran, judge them with the whole plan, and say per finding what the
+    steps did. `probed` and `before` are the session's first probe, raw and judged, in the
+    plan's order."""
+    targets = session.plan.targets
+    async with session.stopping() as stop:
+        done = await fixes.apply_all(planned.hosts, session.open_shell, options, stop, on_step)
+        changed = [target.name for target, (host, _) in zip(targets, done) if fixes.executed(host)]
+        reprobed: dict[str, HostReport] = {}
+        if changed and not stop.is_set():
+            session.note(f"re-probing {plural(len(changed), 'pod')} that changed")
+            hosts = await session.probe_async(changed, stop=stop, progress=False)
+            reprobed = dict(zip(changed, hosts))
+    interrupted = session.interrupted
+    after = session.judge([reprobed.get(target.name, host) for target, host in zip(targets, probed)])
+    final = [
+        fixes.judge(host, prior, judged if target.name in reprobed else None, interrupted)
+        for target, (host, _), prior, judged in zip(targets, done, before, after)
+    ]
+    report = planned.model_copy(
+        update={"applied": True, "interrupted": interrupted, "hosts": final, "summary": fixes.summarize(final)}
+    )
+    return AppliedFixes(report=report, after=after, transcripts=[transcript for _, transcript in done])
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
