@@ -299,6 +299,8 @@ class PackageFacts(_Fact):
     python: str = "python3"
     python_found: bool = False
     error: str | None = None
+    # The interpreter did not list the versions within the collector's limit: they are unknown.
+    timed_out: bool = False
     # name -> version, None when not installed.
     versions: dict[str, str | None] = Field(default_factory=dict)
 

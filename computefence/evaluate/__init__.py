@@ -23,6 +23,7 @@ from computefence.evaluate import (
     python,
     storage,
     system,
+    time_limits,
     watch_checks,
 )
 from computefence.evaluate import requirements as policy_rules
@@ -58,6 +59,7 @@ AREAS: dict[str, ModuleType] = {
     "gpu_perf": gpu_perf,
     "accelerate": accelerate,
     "python": python,
+    "time_limits": time_limits,
     "dataset": dataset,
     "job": job,
     "policy": policy_rules,

@@ -97,6 +97,20 @@ def gpu_present(facts: Facts) -> bool:
     return bool(gpu.nvidia_smi_found or gpu.device_nodes or gpu.gpus) or collector_error(facts, "gpu") is not None
 
 
+def timed_out(facts: Facts, name: str) -> str | None:
+    """How `name`'s collector ran out of time ("`import torch` did not finish within 24.5s"),
+    or None when it answered in time. The collector's own limit (its thread abandoned) and a
+    limit inside it (the torch import's or package listing's subprocess) both count."""
+    status = facts.collectors.get(name)
+    if status is not None and status.timed_out:
+        return status.error or f"did not finish within {status.duration_s:g}s"
+    if name == "torch" and facts.torch.timed_out:
+        return facts.torch.import_error or "`import torch` did not finish within the probe's limit"
+    if name == "packages" and facts.packages.timed_out:
+        return facts.packages.error or "the package versions were not listed within the probe's limit"
+    return None
+
+
 def collector_error(facts: Facts, name: str) -> str | None:
     """Why a collector produced no facts, or None when it ran (or was not reported)."""
     status = facts.collectors.get(name)

@@ -3,6 +3,7 @@ comparable strings. The drift table, env.outlier, env.drift and the baseline loc
 
 from __future__ import annotations
 
+from computefence.evaluate.context import collector_error, timed_out
 from computefence.evaluate.fleet import NONE, NOT_INSTALLED
 from computefence.models import Facts
 from computefence.policy import normalize_name
@@ -43,14 +44,16 @@ def fingerprint(facts: Facts) -> dict[str, str]:
     """Field -> value, in a stable order; a field whose facts were not collected is left out."""
     torch, gpu, identity = facts.torch, facts.gpu, facts.identity
     values: dict[str, str] = {}
-    if torch.python_found or torch.importable:
+    # A collector cut off at its time limit leaves its fields unknown, never "not installed".
+    if (torch.python_found or torch.importable) and timed_out(facts, "torch") is None:
         values["torch"] = torch.version if torch.importable and torch.version else NOT_INSTALLED
         values["torch-cuda"] = _torch_build(facts)
         if torch.importable and torch.cuda_build:
             values["cudnn"] = str(torch.cudnn_version) if torch.cudnn_version else NONE
             values["nccl"] = torch.nccl_version or NONE
-    values["nvidia-driver"] = gpu.driver_version or NONE
-    values["driver-cuda"] = gpu.cuda_version or NONE
+    if gpu.driver_version or (collector_error(facts, "gpu") is None and not gpu.timed_out):
+        values["nvidia-driver"] = gpu.driver_version or NONE
+        values["driver-cuda"] = gpu.cuda_version or NONE
     python = torch.python_version or identity.python_version
     if python:
         values["python"] = python
@@ -69,7 +72,7 @@ def fingerprint(facts: Facts) -> dict[str, str]:
     memory = smallest_gpu_memory(facts)
     if memory is not None:
         values["gpu-memory-gb"] = str(whole_gb(memory[0]))
-    for name, version in sorted(facts.packages.versions.items()):
+    for name, version in sorted(facts.packages.versions.items() if timed_out(facts, "packages") is None else ()):
         key = normalize_name(name)
         if key != "torch":
             values[key] = version or NOT_INSTALLED

@@ -7,7 +7,7 @@ gets a pass saying so, never a blocker.
 
 from __future__ import annotations
 
-from computefence.evaluate.context import Context, block, collector_error, passed, q, skipped, training_python, warn
+from computefence.evaluate.context import Context, block, collector_error, passed, skipped, timed_out, training_python
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import build_fix, pip_install, reinstall_command
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep
@@ -29,21 +29,11 @@ def check_torch_missing(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
     if torch.importable and not torch.timed_out:
         where = f" (Python {torch.python_version})" if torch.python_version else ""
         return [passed(cid, f"torch {torch.version or '?'} imports in {python}{where}", subject=python)]
+    slow = timed_out(facts, "torch")
+    if slow is not None:
+        # Unknown, not missing: probe.timeout says so and blocks where torch matters.
+        return [skipped(cid, f"unknown: {slow} (see probe.timeout)", subject=python)]
     failure = collector_error(facts, "torch")
-    if torch.timed_out or (failure and "timed out" in failure):
-        make = block if needed else warn
-        return [
-            make(
-                cid,
-                f"`import torch` in {python} did not finish within the probe's time limit",
-                Fix(
-                    commands=[f"timeout 300 {q(python)} -c 'import torch; print(torch.__version__)'"],
-                    advice="an import that hangs is usually site-packages on a dead network mount, or CUDA "
-                    "initialisation stuck on a wedged GPU",
-                ),
-                subject=python,
-            )
-        ]
     if not torch.python_found:
         message = f"the training interpreter {python} was not found"
         fix = Fix(

@@ -69,8 +69,10 @@ def _installed(facts: Facts, name: str, versions: dict[str, str | None]) -> tupl
         return True, torch.cuda_build, None
     if name in ("nvidia-driver", "driver-cuda"):
         version = gpu.driver_version if name == "nvidia-driver" else gpu.cuda_version
+        # A GPU collector that never answered is no evidence of a machine without a driver.
+        unanswered = collector_error(facts, "gpu") is not None or gpu.timed_out
         return (
-            version is not None or not (gpu.nvidia_smi_found or gpu.device_nodes),
+            version is not None or not (gpu.nvidia_smi_found or gpu.device_nodes or unanswered),
             version,
             "nvidia-smi did not answer",
         )

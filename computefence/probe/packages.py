@@ -87,7 +87,7 @@ def _package_names(params):
 
 def collect_packages(params):
     python = _python_of(params)
-    facts = {"python": python, "python_found": False, "versions": {}}
+    facts = {"python": python, "python_found": False, "versions": {}, "timed_out": False}
     seconds = _time_left(params)
     result = _run_command([python, "-B", "-c", _PACKAGES_SCRIPT, json.dumps(_package_names(params))], seconds)
     if result["error"]:
@@ -95,6 +95,7 @@ def collect_packages(params):
         return facts
     facts["python_found"] = True
     if result["timed_out"]:
+        facts["timed_out"] = True
         facts["error"] = "%s did not answer within %.1fs" % (python, seconds)
         return facts
     answer = _marked_json(result["stdout"])

@@ -10,7 +10,7 @@ from evaluate_builders import only, runpod_pod
 from computefence.errors import ConfigError
 from computefence.evaluate import finish_hosts
 from computefence.evaluate.environment import build_lock, differing_lines
-from computefence.models import BaselineLock, HostReport, HostStatus, Severity
+from computefence.models import BaselineLock, CollectorStatus, HostReport, HostStatus, Severity
 from computefence.policy import parse_policy_text
 
 
@@ -137,3 +137,18 @@ def test_drift_back_to_a_build_the_driver_cannot_run_gets_words_not_a_command():
     )
     assert drift.fix.commands == []
     assert "the baseline's torch 2.4.1 (CUDA 12.4 build) cannot run here" in drift.fix.advice
+
+
+def test_collectors_past_their_limits_are_no_drift_to_not_installed():
+    lock = build_lock([pod("ref")])
+    slow = pod("slow")
+    slow.facts.torch = slow.facts.torch.model_copy(
+        update={"importable": False, "version": None, "cuda_build": None, "timed_out": True}
+    )
+    slow.facts.packages = slow.facts.packages.model_copy(update={"versions": {}, "timed_out": True})
+    slow.facts.collectors["gpu"] = CollectorStatus(ok=False, timed_out=True, error="timed out after 15.0s")
+    slow.facts.gpu = slow.facts.gpu.model_copy(update={"driver_version": None, "cuda_version": None, "gpus": []})
+    [host] = finish_hosts([slow], {}, lock, only=[], skip=[])
+    drift = only(host.findings, "env.drift")
+    # Unknown torch, packages and driver are left out of the comparison, never "not installed".
+    assert drift.severity is Severity.PASS, drift.message

@@ -71,6 +71,7 @@ def test_registry_lists_every_check_of_the_issue():
         "gpu.count-mismatch",
         "accelerate.num-processes",
         "python.torch-missing",
+        "probe.timeout",
         "dataset.unreadable",
         "dataset.columns",
         "dataset.duplicates",
@@ -104,7 +105,7 @@ def test_registry_lists_every_check_of_the_issue():
         "run.checkpoint-ephemeral",
         "run.disk-eta",
     }
-    assert len(RULES) == 29
+    assert len(RULES) == 30
 
 
 FINDINGS = [

@@ -191,3 +191,16 @@ def test_no_visible_device_is_asked_of_torch_cuda_init(pod):
     pod.env["CUDA_VISIBLE_DEVICES"] = "7"
     torch = pod.run().facts.torch
     assert torch.cuda_available is False and torch.cuda_error == "RuntimeError: No CUDA GPUs are available"
+
+
+def test_an_interpreter_too_slow_to_list_packages_is_unknown_not_empty(pod, tmp_path):
+    # A loaded pod: the interpreter answers nothing within the limits, for torch or packages.
+    slow = tmp_path / "slow-python"
+    slow.write_text("#!/bin/sh\nexec sleep 30\n")
+    slow.chmod(0o755)
+    run = pod.run(python=str(slow), timeouts={"torch": 1.0, "packages": 1.0})
+    packages, torch = run.facts.packages, run.facts.torch
+    assert packages.timed_out and packages.versions == {}
+    assert packages.error == f"{slow} did not answer within 0.5s"
+    assert torch.timed_out and torch.import_error == "`import torch` did not finish within 0.5s"
+    assert run.elapsed < 5.0, run.elapsed
