@@ -15,6 +15,9 @@ import unicodedata
 # A word no shell, xargs, ssh or ssh_config Host pattern reads as anything but itself:
 # no leading '-' (an option), no '@' (ssh reads user@host), no quote, blank, '%', '#', '*', ','.
 WORD_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+=-]*\Z")
+# A name in a NUL-separated list (xargs -0 reads no quoting): quotes, backslashes and blanks
+# are themselves there; still no leading '-' (an option) and no '@' (ssh reads user@host).
+NUL_LIST_WORD_RE = re.compile(r"[A-Za-z0-9_\"'\\ ][A-Za-z0-9_.+=\"'\\ -]*\Z")
 HOSTNAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 IPV6_RE = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*\Z")
 # A ProxyJump hop: [user@]host[:port], the host bare or in brackets (an IPv6 address).
@@ -31,6 +34,15 @@ def unsafe_word(what: str, value: str) -> str | None:
     if len(value) <= _MAX and WORD_RE.match(value):
         return None
     return f"{what} {shown(value)} is not a plain word (letters, digits and . _ + = -, not starting with '-')"
+
+
+def unsafe_nul_list_word(what: str, value: str) -> str | None:
+    if len(value) <= _MAX and NUL_LIST_WORD_RE.match(value):
+        return None
+    return (
+        f"{what} {shown(value)} is not a word xargs -0 hands on as itself "
+        "(letters, digits, blanks, quotes, backslashes and . _ + = -, not starting with '-')"
+    )
 
 
 def unsafe_host(what: str, value: str) -> str | None:

@@ -22,7 +22,7 @@ from computefence.render.columns import Column, Hanging, fit_table, records
 from computefence.render.console import console_text
 from computefence.sources import TargetSelection
 from computefence.sources.export import EXPORT_FORMATS
-from computefence.text import plural
+from computefence.text import clean, plural
 
 inventory_app = typer.Typer(
     help="Show or export the targets a fleet check would use (nothing is connected to).",
@@ -76,6 +76,12 @@ def _source_error(status: SourceStatus) -> str:
     return error if error.startswith(status.name) else f"{status.name}: {error}"
 
 
+def _text(value: str, style: str = "", no_wrap: bool | None = None) -> Text:
+    """A cell of the table: the text of a target, a provider or an inventory, its control
+    characters (ESC included) shown, never sent to the terminal."""
+    return Text(clean(value), style=style, no_wrap=no_wrap)
+
+
 def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
     console = Console(highlight=False)
     checkable = [t for t in targets if not t.unreachable_reason]
@@ -87,23 +93,23 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
         # row is said above the table, and where no table fits each target is a record
         # (see render/columns.py): no value is ever dropped.
         columns: dict[str, tuple[Column, Callable[[Target], Text]]] = {
-            "target": (Column("target"), lambda t: Text(t.name)),
+            "target": (Column("target"), lambda t: _text(t.name)),
             "reached as": (
                 Column("reached as"),
-                lambda t: Text(reached_as(t)) if not t.unreachable_reason else Text("not checkable", style="red"),
+                lambda t: _text(reached_as(t)) if not t.unreachable_reason else _text("not checkable", style="red"),
             ),
-            "via": (Column("via", breaks=" ", drop=4), lambda t: Text(proxy_text(t))),
+            "via": (Column("via", breaks=" ", drop=4), lambda t: _text(proxy_text(t))),
             "identity": (
                 Column("identity", "key", breaks=", "),
-                lambda t: Text(
+                lambda t: _text(
                     ", ".join(_home_short(p) for p in t.identity_files)
                     or ("ssh default" if t.default_identities else "agent only")
                 ),
             ),
-            "python": (Column("python", drop=1), lambda t: Text(t.python)),
-            "tags": (Column("tags", breaks=", ", drop=2), lambda t: Text(", ".join(t.tags))),
-            "source": (Column("source", drop=3), lambda t: Text(t.source or "")),
-            "provider": (Column("provider", breaks=", "), lambda t: Text(_provider_text(t))),
+            "python": (Column("python", drop=1), lambda t: _text(t.python)),
+            "tags": (Column("tags", breaks=", ", drop=2), lambda t: _text(", ".join(t.tags))),
+            "source": (Column("source", drop=3), lambda t: _text(t.source or "")),
+            "provider": (Column("provider", breaks=", "), lambda t: _text(_provider_text(t))),
         }
         if not any(t.proxy_jump or t.proxy_command for t in targets):
             del columns["via"]
@@ -118,18 +124,18 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
         table = fit_table(chosen, rows, console.width, noun="target")
         out.extend(table if table is not None else records(chosen, rows, console.width))
     for t in blocked:
-        out.append(Text(f"{t.name}: not checkable: {(t.unreachable_reason or '').rstrip('.')}.", style="red"))
+        out.append(_text(f"{t.name}: not checkable: {(t.unreachable_reason or '').rstrip('.')}.", style="red"))
         if t.unreachable_fix:
             # A command is pasted: never folded (console_text prints no_wrap text whole).
-            out += [Text(f"  fix: {command}", style="red", no_wrap=True) for command in t.unreachable_fix.commands]
+            out += [_text(f"  fix: {command}", style="red", no_wrap=True) for command in t.unreachable_fix.commands]
             if t.unreachable_fix.advice:
-                out.append(Hanging(Text("  note: ", style="red"), Text(t.unreachable_fix.advice, style="red")))
-    out += [Text(f"source failed: {_source_error(s)}", style="bold red") for s in sources if not s.ok]
-    out += [Text(f"{s.name}: resolved by {s.resolver}") for s in sources if s.resolver]
+                out.append(Hanging(_text("  note: ", style="red"), _text(t.unreachable_fix.advice, style="red")))
+    out += [_text(f"source failed: {_source_error(s)}", style="bold red") for s in sources if not s.ok]
+    out += [_text(f"{s.name}: resolved by {s.resolver}") for s in sources if s.resolver]
     counted = f"{plural(len(checkable), 'target')} to check"
     if blocked:
         counted += f", {len(blocked)} not checkable"
-    out.append(Text(f"{counted}, from {plural(len(sources), 'source')}; nothing was connected to."))
+    out.append(_text(f"{counted}, from {plural(len(sources), 'source')}; nothing was connected to."))
     color = console.is_terminal and not console.no_color
     console.file.write(console_text(out, color=color, width=console.width))
 

@@ -7,7 +7,8 @@ file (json: `[]`), so a sweep launched from it starts nothing.
 
 The file is read by xargs, a shell or ssh, so a ready pod whose name, host or user is not a
 plain word (computefence.safe_words) is left out of it with a one-line warning: the job does
-not start on a pod that cannot be named safely (fail closed).
+not start on a pod that cannot be named safely (fail closed). A name is left out only where
+the format cannot carry it: json carries any name, names0 quotes, backslashes and blanks.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ from pathlib import Path
 from computefence.evaluate.fleet import ready_hosts
 from computefence.files import check_output_path
 from computefence.models import Report, Target
-from computefence.safe_words import shown, unprintable, unsafe_host, unsafe_proxy_jump, unsafe_user, unsafe_word
+from computefence.safe_words import (
+    shown,
+    unprintable,
+    unsafe_host,
+    unsafe_nul_list_word,
+    unsafe_proxy_jump,
+    unsafe_user,
+    unsafe_word,
+)
 from computefence.sources.export import export_yaml
 
 
@@ -73,10 +82,20 @@ def _quoted_word(what: str, value: str) -> str | None:
     return f"{what} {shown(value)} holds {bad}, which the ssh format cannot quote" if bad else None
 
 
+def _unsafe_name(name: str, fmt: str) -> str | None:
+    """Why `name` cannot be written as itself in `fmt`: JSON carries any string, a NUL-separated
+    list any word that is no option or user@host, the line-based formats only plain words."""
+    if fmt == "json":
+        return None
+    if fmt == "names0":
+        return unsafe_nul_list_word("name", name)
+    return unsafe_word("name", name)
+
+
 def unsafe_for_gate(target: Target, fmt: str) -> str | None:
     """Why `target` cannot be written into a gate file of format `fmt`, or None."""
     problem = (
-        unsafe_word("name", target.name)
+        _unsafe_name(target.name, fmt)
         or unsafe_host("host", target.host)
         or (target.user is not None and unsafe_user("user", target.user))
         or (target.proxy_jump is not None and unsafe_proxy_jump(target.proxy_jump))

@@ -175,6 +175,9 @@ def plan(
     planned = []
     for host in report.hosts:
         findings = release_findings(host, list(patterns)) if host.status is HostStatus.OK else []
+        # A pod with blockers is selected by them alone; the warnings beside them select nothing.
+        blockers = [f for f in findings if f.severity.rank == 2]
+        findings = blockers or findings
         selected_by = list(dict.fromkeys(f.check for f in findings))
         if _identity(host) in unreachable:
             selected_by.append(UNREACHABLE)

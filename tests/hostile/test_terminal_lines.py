@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from computefence.cli import main
@@ -39,3 +40,21 @@ def test_an_inventory_value_quoted_in_an_error_cannot_drive_the_terminal(tmp_pat
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1
     assert not CONTROL.search(err), repr(err)
+
+
+def test_provider_strings_in_inventory_list_cannot_drive_the_terminal_from_stdout(tmp_path, monkeypatch, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
+    from fake_api import FakeProviderApi, vast_instance
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with FakeProviderApi() as api:
+        monkeypatch.setenv("VAST_URL", api.base_url("vast"))
+        monkeypatch.setenv("VAST_API_KEY", api.keys["vast"])
+        running = vast_instance(4242, f"pod{TITLE}", gpu=f"RTX 4090{WIPE}")
+        stopped = vast_instance(4243, "idle", status=f"exited{HIDDEN}")
+        api.vast_instances = [running, stopped]
+        code = main(["inventory", "list", "--provider", "vast"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert not CONTROL.search(out), repr(out)
+    assert "pod?]0;owned?" in out and "instance is exited??[Kchecked" in out
