@@ -2,10 +2,42 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import subprocess
+import sys
+import tempfile
 
 import pytest
 from sshfleet import PodSpec, SshFleet, fleet_unavailable_reason
+
+
+@functools.cache
+def package_index_unreachable_reason() -> str | None:
+    """Why pip cannot fetch from its configured index here, or None. Asked once, of pip itself
+    (its own index settings, proxies and certificates), with a build requirement of ours."""
+    with tempfile.TemporaryDirectory() as dest:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--retries", "0", "--timeout", "15"]
+                + ["--dest", dest, "hatchling"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        except subprocess.TimeoutExpired:
+            return "pip could not reach the package index within 120 s"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"pip could not reach the package index: {last}"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("network") is not None:
+        reason = package_index_unreachable_reason()
+        if reason is not None:
+            pytest.skip(reason)
 
 
 @pytest.fixture

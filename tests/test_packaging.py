@@ -51,6 +51,7 @@ def installed(wheel, tmp_path_factory) -> Path:
     return env
 
 
+@pytest.mark.network
 def test_wheel_holds_only_the_computefence_package(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/", 1)[0] for name in names}
@@ -70,6 +71,7 @@ def test_wheel_holds_only_the_computefence_package(wheel):
     } <= profiles
 
 
+@pytest.mark.network
 def test_installed_wheel_adds_no_generic_top_level_names(installed):
     purelib = _purelib(installed)
     assert not (purelib / "providers").exists()
@@ -83,6 +85,7 @@ def test_installed_wheel_adds_no_generic_top_level_names(installed):
     ]
 
 
+@pytest.mark.network
 def test_installed_doctor_runs_from_the_wheel(installed, tmp_path):
     python = installed / "bin" / "python"
     # The venv's own computefence is the one imported, not this checkout's editable one.
@@ -118,6 +121,7 @@ def test_installed_doctor_runs_from_the_wheel(installed, tmp_path):
     assert json.loads(result.stdout)["schema_version"] == report.schema_version
 
 
+@pytest.mark.network
 def test_installed_wheel_runs_the_readme_demo(installed, tmp_path):
     result = subprocess.run(
         [str(installed / "bin" / "computefence"), "fleet", "check", "--demo", "--format", "json"],
@@ -146,9 +150,11 @@ def _purelib(env: Path) -> Path:
 
 
 def test_ci_runs_exactly_the_documented_test_command():
-    readme = (ROOT / "docs" / "development.md").read_text()
-    section = readme.split("## Run the tests", 1)[1]
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("To run the tests", 1)[1]
     readme_command = section.split("```sh\n", 1)[1].split("\n```", 1)[0].strip()
+    development = (ROOT / "docs" / "development.md").read_text().split("## Run the tests", 1)[1]
+    assert readme_command == development.split("```sh\n", 1)[1].split("\n```", 1)[0].strip()
     ci_lines = [
         line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip() and not line.startswith("#")
     ]

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncssh
-
+from computefence.connectors.asyncssh_quiet import asyncssh
 from computefence.errors import ConfigError
 from computefence.files import read_config_bytes
 

@@ -102,7 +102,7 @@ class SshShell:
         self.conn = conn
 
     async def run(self, command: str, timeout_s: float, stop: asyncio.Event) -> StepRun:
-        import asyncssh
+        from computefence.connectors.asyncssh_quiet import asyncssh
 
         started = time.monotonic()
         tail = _Tail()

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncssh
-
+from computefence.connectors.asyncssh_quiet import asyncssh
 from computefence.connectors.interface import Outcome, check_targets, host_report
 from computefence.connectors.known_hosts import (
     HostKeyLookup,

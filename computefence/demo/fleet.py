@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncssh
-
+from computefence.connectors.asyncssh_quiet import asyncssh
 from computefence.demo.fakes import write_fake_nvidia_smi, write_fake_torch
 from computefence.demo.server import PodServer, PodShell, start_pod_server
 from computefence.errors import ConfigError

@@ -15,7 +15,7 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import asyncssh
+from computefence.connectors.asyncssh_quiet import asyncssh
 
 _CHUNK = 65536
 

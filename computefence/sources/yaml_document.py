@@ -53,6 +53,10 @@ class Marks:
 MarksOrLine = Marks | int
 
 
+# What libyaml's scanner says when it refuses nesting itself, before our own count sees it.
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
+
+
 class _YamlLimitError(yaml.MarkedYAMLError):
     """A document over MAX_YAML_DEPTH or MAX_YAML_NODES."""
 
@@ -99,6 +103,8 @@ def load_yaml_document(
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
+        if _LIBYAML_TOO_DEEP in (exc.problem or ""):  # libyaml's own limit, from PyYAML 6.0.4 on
+            raise InputLimitError(f"{path}{line}: {_too_deep(mark).problem}; refusing to read it") from None
         problem = ", ".join(part for part in (exc.context, exc.problem) if part) or "invalid YAML"
         raise ConfigError(f"{path}{line}: YAML syntax error: {problem}") from None
     except yaml.YAMLError as exc:
@@ -277,15 +283,13 @@ def _take_key(path: Path, mapping: _Open, tag: str, text: str, value: Any, line:
 
 
 def _add_merge(mapping: _Open, value: Any, marks: MarksOrLine) -> None:
-    """`<<: MAPPING` or `<<: [MAPPING, ...]`, in the order PyYAML's constructor applies them
-    (of a list, the first mapping wins)."""
+    """One `<<: MAPPING` in a mapping. A list of mappings, or a second `<<`, is left to PyYAML's
+    own constructor: which of them wins changed in PyYAML 6.0.4 (the last, where 6.0.3 and the
+    YAML merge spec say the first), and Ansible reads the file with the PyYAML installed."""
     mapping.key = _NO_KEY
-    if isinstance(value, dict) and isinstance(marks, Marks):
-        mapping.merges.append((value, marks))
-    elif isinstance(value, list) and isinstance(marks, Marks) and all(isinstance(v, dict) for v in value):
-        mapping.merges.extend(reversed(list(zip(value, marks.items))))
-    else:
-        raise _NeedsComposer  # not mappings: PyYAML's error says what was found
+    if mapping.merges or not (isinstance(value, dict) and isinstance(marks, Marks)):
+        raise _NeedsComposer  # also not a mapping: PyYAML's error says what was found
+    mapping.merges.append((value, marks))
 
 
 def _merged(mapping: _Open) -> tuple[dict[str, Any], Marks]:

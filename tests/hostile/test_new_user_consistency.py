@@ -68,8 +68,9 @@ def test_the_cpu_torch_pods_one_torch_fix_is_its_blocker_and_the_outlier_points_
     assert outlier["fix_steps"] == []
     assert "gpu.torch-cpu-build's fix already installs torch" in outlier["fix_advice"]
     [blocker] = [f for f in host["findings"] if f["check"] == "gpu.torch-cpu-build"]
-    # The interpreter the probe found for the job (its python3 resolves to pyenv's).
-    assert blocker["fix_steps"][0]["run"].startswith("/root/.pyenv/versions/3.11.7/bin/python3 -m pip uninstall")
+    # The interpreter the probe found for the job, whichever machine the demo runs on.
+    job_python = host["facts"]["torch"]["python_executable"]
+    assert blocker["fix_steps"][0]["run"].startswith(f"{shlex.quote(job_python)} -m pip uninstall")
 
 
 def test_the_old_driver_pod_is_never_told_to_install_a_build_its_driver_cannot_run(demo_report):
