@@ -9,6 +9,7 @@ import sys
 import tempfile
 
 import pytest
+from slurmcluster import NodeSpec, SlurmCluster, slurm_unavailable_reason
 from sshfleet import PodSpec, SshFleet, fleet_unavailable_reason
 
 
@@ -95,3 +96,29 @@ def start_pods(ssh_fleet):
     yield start
     for pod in started:
         ssh_fleet.stop(pod)
+
+
+def require_slurm() -> None:
+    """Skip locally when a Slurm cluster cannot run here; in CI that is a failure, never a skip."""
+    reason = slurm_unavailable_reason()
+    if reason is None:
+        return
+    if _in_ci():
+        pytest.fail(f"the Slurm tests must run in CI, but: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def start_slurm(tmp_path_factory):
+    """Start a Slurm cluster of the given nodes for one test module; stopped when it ends."""
+    started: list[SlurmCluster] = []
+
+    def start(nodes: list[NodeSpec], **options) -> SlurmCluster:
+        require_slurm()
+        cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"), nodes, **options)
+        started.append(cluster)
+        return cluster.start()
+
+    yield start
+    for cluster in started:
+        cluster.stop()

@@ -91,6 +91,25 @@ def check(
     policy: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
     baseline: BaselineOpt = None,
+    account: str | None = typer.Option(
+        None,
+        "--account",
+        "-A",
+        metavar="NAME",
+        help="With --slurm: srun's --account (else SLURM_ACCOUNT).",
+        rich_help_panel="Slurm",
+    ),
+    qos: str | None = typer.Option(
+        None, "--qos", metavar="NAME", help="With --slurm: srun's --qos (else SLURM_QOS).", rich_help_panel="Slurm"
+    ),
+    immediate: int = typer.Option(
+        10,
+        "--immediate",
+        min=1,
+        metavar="SECONDS",
+        help="With --slurm: a node without free resources within this is reported busy.",
+        rich_help_panel="Slurm",
+    ),
     # ---- fleet operations: launch gate, history, alerts, shards
     healthy_out: Path | None = typer.Option(
         None,
@@ -153,8 +172,16 @@ def check(
     ctx.with_resource(collect_less_often())
     # The canary runs after the machine checks, on its own budget.
     settings = dataclasses.replace(
-        connection, deadline=connection.deadline + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0), recording=replay
+        connection,
+        deadline=connection.deadline + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0),
+        recording=replay,
+        slurm_account=account,
+        slurm_qos=qos,
+        slurm_partitions=selection.slurm_partitions,
+        slurm_immediate=immediate,
     )
+    if (account or qos) and not selection.slurm:
+        raise ConfigError("--account and --qos need --slurm")
     check_output_path(output)
     if healthy_out is not None:
         check_gate_path(healthy_out)

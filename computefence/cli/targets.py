@@ -25,6 +25,7 @@ from computefence.sources import TargetSelection, collect_targets
 from computefence.sources.registry import PROVIDERS
 
 _PANEL = "Targets"
+_SLURM = "Slurm"
 
 InventoryOpt = Annotated[
     list[str] | None,
@@ -115,6 +116,34 @@ TagOpt = Annotated[
         rich_help_panel=_PANEL,
     ),
 ]
+SlurmOpt = Annotated[
+    bool,
+    typer.Option(
+        "--slurm",
+        help="Check the nodes of the Slurm cluster the environment names, each in a job step (srun).",
+        rich_help_panel=_SLURM,
+    ),
+]
+PartitionOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--partition",
+        "-p",
+        metavar="NAME",
+        help="With --slurm: only nodes of this partition, and the steps run there (repeatable).",
+        rich_help_panel=_SLURM,
+    ),
+]
+NodelistOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--nodelist",
+        "-w",
+        metavar="HOSTLIST",
+        help="With --slurm: only these nodes, a Slurm hostlist such as gpu[01-08,12].",
+        rich_help_panel=_SLURM,
+    ),
+]
 
 
 # Each option's name, type and the TargetSelection field it fills, in the order --help lists them.
@@ -129,6 +158,9 @@ _OPTIONS = (
     ("api_url", ApiUrlOpt, "api_url"),
     ("limit", LimitOpt, "limit"),
     ("tag", TagOpt, "tags"),
+    ("slurm", SlurmOpt, "slurm"),
+    ("partition", PartitionOpt, "slurm_partitions"),
+    ("nodelist", NodelistOpt, "slurm_nodelist"),
 )
 _NARROWING = ("limit", "tags")
 

@@ -36,6 +36,12 @@ class ConnectSettings:
     recording: Path | None = None
     # ssh: which probe to send (connectors.payload.PROBES): "check", or "watch" (fleet watch).
     probe: str = "check"
+    # slurm: srun's --account, --qos and --partition (else srun reads SLURM_ACCOUNT, SLURM_QOS,
+    # SLURM_PARTITION), and its --immediate bound in seconds.
+    slurm_account: str | None = None
+    slurm_qos: str | None = None
+    slurm_partitions: tuple[str, ...] = ()
+    slurm_immediate: int = 10
 
 
 @dataclass
@@ -117,18 +123,41 @@ def local(settings: ConnectSettings) -> Iterator[Session]:
     yield Session(connect=lambda targets: LocalConnector(settings.deadline), live=False)
 
 
+@contextlib.contextmanager
+def slurm(settings: ConnectSettings) -> Iterator[Session]:
+    """The targets' Slurm nodes, each probed in a job step of its own (srun)."""
+    from computefence.connectors.slurm import SlurmConnector, SlurmOptions
+
+    options = SlurmOptions(
+        concurrency=settings.concurrency,
+        deadline=settings.deadline,
+        immediate=settings.slurm_immediate,
+        account=settings.slurm_account,
+        qos=settings.slurm_qos,
+        partitions=settings.slurm_partitions,
+        probe=settings.probe,
+    )
+    if options.immediate >= options.deadline:
+        raise ConfigError(f"--immediate {options.immediate} must be shorter than --timeout {options.deadline:g}")
+    yield Session(connect=lambda targets: SlurmConnector(options), live=False)
+
+
 CONNECTORS: dict[str, ConnectorFactory] = {
     "ssh": ssh,
     "demo": demo,
     "replay": replay,
     "local": local,
+    "slurm": slurm,
 }
 
 
 def connector_for(targets: Sequence[Target]) -> str:
-    """The connector that reaches `targets` when the command names none: every source today
-    gives SSH endpoints."""
-    return "ssh"
+    """The connector that reaches `targets` when the command names none: Slurm nodes
+    (provider "slurm") are reached through srun, every other source gives SSH endpoints."""
+    slurm = {t.provider is not None and t.provider.provider == "slurm" for t in targets}
+    if slurm == {True, False}:
+        raise ConfigError("Slurm nodes are reached through srun, other targets over SSH: check them in separate runs")
+    return "slurm" if slurm == {True} else "ssh"
 
 
 def open_connector(name: str, settings: ConnectSettings | None = None) -> AbstractContextManager[Session]:

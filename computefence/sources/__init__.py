@@ -63,6 +63,10 @@ class TargetSelection(BaseModel):
     api_url: str | None = None
     limit: str | None = None
     tags: tuple[str, ...] = ()
+    # The nodes of the Slurm cluster the environment names, narrowed by partition and hostlist.
+    slurm: bool = False
+    slurm_partitions: tuple[str, ...] = ()
+    slurm_nodelist: str | None = None
     default_inventory_dir: Path = Path("inventory")
 
 
@@ -81,6 +85,14 @@ def build_sources(selection: TargetSelection) -> list[TargetSource]:
         )
         for path in selection.ansible_inventories
     )
+    if (selection.slurm_partitions or selection.slurm_nodelist is not None) and not selection.slurm:
+        raise ConfigError("--partition and --nodelist need --slurm")
+    if selection.slurm:
+        if sources or selection.providers:
+            raise ConfigError("--slurm reaches nodes through srun; check other targets in a run of their own")
+        from computefence.sources.slurm import SlurmSource
+
+        sources.append(SlurmSource(partitions=selection.slurm_partitions, nodelist=selection.slurm_nodelist))
     names = _provider_names(selection.providers)
     if selection.api_url and not names:
         raise ConfigError("--api-url needs --provider")

@@ -69,6 +69,7 @@ def test_registry_lists_every_check_of_the_issue():
         "gpu.arch-unsupported",
         "gpu.memory-in-use",
         "gpu.count-mismatch",
+        "gpu.missing",
         "accelerate.num-processes",
         "python.torch-missing",
         "probe.timeout",

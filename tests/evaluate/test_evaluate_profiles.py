@@ -16,7 +16,7 @@ from computefence.models import ProviderInfo
 
 def test_every_shipped_profile_loads():
     profiles = load_profiles()
-    assert set(profiles) == {"generic", "runpod", "vast", "lambda"}
+    assert set(profiles) == {"generic", "runpod", "vast", "lambda", "slurm"}
     assert profiles["lambda"].ssh.user == "ubuntu" and profiles["runpod"].ssh.user == "root"
     assert profiles["runpod"].storage.volume_mount_paths == ["/workspace"]
     assert not profiles["runpod"].container_env_visible_over_ssh
