@@ -108,6 +108,12 @@ def require_slurm() -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture
+def slurm_tools() -> None:
+    """Slurm's client tools (and the cluster's parts) are installed here, or the test skips."""
+    require_slurm()
+
+
 @pytest.fixture(scope="module")
 def start_slurm(tmp_path_factory):
     """Start a Slurm cluster of the given nodes for one test module; stopped when it ends."""

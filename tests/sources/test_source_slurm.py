@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
 import pytest
-from conftest import _in_ci
 
 from computefence.errors import ConfigError, SourceError
 from computefence.sources.slurm import (
@@ -59,12 +57,9 @@ def test_hostlist_is_bounded():
         expand_hostlist("n[1-300]x[1-300]")
 
 
-def test_hostlists_match_scontrol_show_hostnames(tmp_path):
+@pytest.mark.slurm
+def test_hostlists_match_scontrol_show_hostnames(tmp_path, slurm_tools):
     """The same lists through Slurm's own hostlist.c (`scontrol show hostnames`)."""
-    if shutil.which("scontrol") is None:
-        if _in_ci():
-            pytest.fail("scontrol (slurm-client) must be installed in CI", pytrace=False)
-        pytest.skip("scontrol (slurm-client) is not installed")
     # scontrol reads a configuration before it parses anything; it contacts no controller here.
     conf = tmp_path / "slurm.conf"
     conf.write_text("ClusterName=hostlists\nSlurmctldHost=localhost\nNodeName=n1\nPartitionName=p Nodes=n1\n")
