@@ -27,6 +27,7 @@ from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import collect_less_often, note, progress_lines
 from computefence.cli.targets import own_pods_connector, target_options
 from computefence.connectors.registry import ConnectSettings
+from computefence.errors import ConfigError
 from computefence.files import check_output_path, write_output
 from computefence.interrupt import left_untouched, say_interrupted
 from computefence.operations.gate import HEALTHY_FORMATS, check_gate_path, healthy_file
