@@ -28,7 +28,7 @@ NODES = [
 def cluster(start_slurm):
     cluster = start_slurm(NODES)
     cluster.run("scontrol", "update", "NodeName=n3", "State=DRAIN", "Reason=admin: bad fan")
-    cluster.run("sbatch", "--nodelist=n4", "--exclusive", "--job-name=holder", "--wrap", "sleep 600")
+    cluster.run("sbatch", "--nodelist=n4", "--exclusive", "--output=/dev/null", "--job-name=holder", "--wrap", "sleep 600")
     cluster.wait_until(lambda: cluster.state("n4") == "allocated", what="n4 allocated")
     cluster.kill_node("n5")
     return cluster
