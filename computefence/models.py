@@ -486,6 +486,23 @@ class WatchGpuFacts(_Fact):
     apps: list[ComputeApp] = Field(default_factory=list)
 
 
+class RankProcess(_Fact):
+    """One rank of a distributed job: a worker with RANK or LOCAL_RANK in its environment
+    (or --local_rank on its command line) whose parent has none."""
+
+    pid: int
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+    local_world_size: int | None = None
+    # /proc/PID/stat's state: R running, S sleeping, D uninterruptible (I/O, a driver call),
+    # T stopped, t traced, Z zombie; X: it exited during the sampling window.
+    state: str | None = None
+    # CPU seconds it has used, and the cores it kept busy over the sampling window.
+    cpu_s: float | None = None
+    cpu_cores: float | None = None
+
+
 class TrainingProcess(_Fact):
     """A training job's top process (torchrun and its workers are one)."""
 
@@ -503,12 +520,17 @@ class TrainingProcess(_Fact):
     output_dir: str | None = None
     # Its stdout, when that is a regular file (nohup ... > train.log).
     stdout: str | None = None
+    ranks: list[RankProcess] = Field(default_factory=list)
+    # torch, transformers, accelerate, deepspeed beside the torch its first rank loaded.
+    versions: dict[str, str] = Field(default_factory=dict)
 
 
 class WatchProcessesFacts(_Fact):
     processes: list[TrainingProcess] = Field(default_factory=list)
     scanned: int = 0
     cpu_window_s: float | None = None
+    # Where py-spy is on the pod's PATH, if it is.
+    py_spy: str | None = None
 
 
 class Checkpoint(_Fact):
@@ -602,6 +624,11 @@ class WatchLogFacts(_Fact):
     size_bytes: int | None = None
     # In the order they were logged, the last 200 of the tail.
     losses: list[LossValue] = Field(default_factory=list)
+    # The step each loss was logged at (its own line's "step N", else the progress bar
+    # before it), where the log says.
+    loss_steps: list[int | None] = Field(default_factory=list)
+    # Lines longer than the probe's bound, cut before they were read.
+    lines_cut: int = 0
     progress: LogProgress | None = None
     # The last lines and the last error-looking line, secrets replaced by *** on the pod.
     tail: list[str] = Field(default_factory=list)

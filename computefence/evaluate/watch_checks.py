@@ -24,6 +24,7 @@ from computefence.models import (
     OutputDirFacts,
     PathFacts,
     ProviderInfo,
+    RankProcess,
     StorageFacts,
     TrainerState,
     TrainingProcess,
@@ -48,6 +49,14 @@ IDLE_GPU_PCT = 10.0
 # A plateau: the last PLATEAU_LOSSES (at least) losses all within PLATEAU_TOLERANCE of ln(k).
 PLATEAU_LOSSES = 10
 PLATEAU_TOLERANCE = 0.02
+# A healthy run's loss sits near ln(k) for its first hundred steps or so (measured on real
+# Trainer runs): before this step a loss at chance is not yet a plateau.
+PLATEAU_MIN_STEPS = 200
+# A rank's CPU over the window: busy at or above BUSY_CORES, waiting at or below IDLE_CORES.
+BUSY_CORES = 0.5
+IDLE_CORES = 0.05
+# How large the NCCL flight recorder's ring is in the fix (entries per rank).
+NCCL_TRACE_ENTRIES = 2000
 # The last NAN_WINDOW losses are looked at for NaN and inf.
 NAN_WINDOW = 10
 DEFAULT_STALL_MINUTES = 15.0
@@ -124,14 +133,23 @@ def _finite(value: float | str | None) -> bool:
 def losses(watch: WatchFacts) -> tuple[list[float | str], str]:
     """The logged losses, oldest first, and where they came from: the log's tail when it
     has any (it runs ahead of trainer_state.json, written at checkpoints only)."""
+    found, _, where = loss_points(watch)
+    return found, where
+
+
+def loss_points(watch: WatchFacts) -> tuple[list[float | str], list[int | None], str]:
+    """losses(), with the step each was logged at where the log or trainer_state.json says."""
     if watch.log is not None and watch.log.losses:
-        return list(watch.log.losses), watch.log.path
+        steps = list(watch.log.loss_steps)
+        if len(steps) != len(watch.log.losses):
+            steps = [None] * len(watch.log.losses)
+        return list(watch.log.losses), steps, watch.log.path
     state = trainer_state(watch)
     if state is not None:
-        found = [e.loss for e in state.log_history if e.loss is not None]
-        if found:
-            return found, state.path
-    return [], ""
+        entries = [e for e in state.log_history if e.loss is not None]
+        if entries:
+            return [e.loss for e in entries if e.loss is not None], [e.step for e in entries], state.path
+    return [], [], ""
 
 
 def trainer_state(watch: WatchFacts) -> TrainerState | None:
@@ -311,25 +329,79 @@ def _classes(settings: WatchSettings) -> tuple[int, str]:
     return 2, "k = 2 by default: set job.num_labels"
 
 
+def _world_size(watch: WatchFacts) -> int:
+    """The ranks of the watched job, from their environment (else how many there are)."""
+    ranks = [r for job in watch.processes.processes for r in job.ranks]
+    sizes = [r.world_size for r in ranks if r.world_size]
+    return max(sizes) if sizes else max(1, len(ranks))
+
+
+def _major(version: str | None) -> int | None:
+    head = (version or "").split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _chance(watch: WatchFacts, settings: WatchSettings) -> tuple[int, float, str]:
+    """k, the loss a model that learned nothing logs, and how that figure was reached:
+    ln(k), times the ranks where the framework logs the loss summed over them."""
+    k, origin = _classes(settings)
+    world = _world_size(watch)
+    versions = watch.processes.processes[0].versions if watch.processes.processes else {}
+    transformers = versions.get("transformers")
+    if world > 1 and (_major(transformers) or 0) >= 5:
+        return (
+            k,
+            world * math.log(k),
+            f"{world} x ln({k}) = {world * math.log(k):.3f}: {origin}; Transformers {transformers} logs the loss "
+            f"summed over the job's {world} ranks under DDP",
+        )
+    return k, math.log(k), f"ln({k}) = {math.log(k):.3f}: {origin}"
+
+
+def _steps_span(steps: list[int | None]) -> str:
+    known = [s for s in steps if s is not None]
+    if len(known) < 2:
+        return ""
+    return f", logged over steps {known[0]}-{known[-1]} ({known[-1] - known[0]} steps watched)"
+
+
 def check_loss_plateau(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> list[Finding]:
     cid = "run.loss-plateau"
-    found, where = losses(watch)
+    found, steps, where = loss_points(watch)
     tail = found[-PLATEAU_LOSSES:]
     if len(tail) < PLATEAU_LOSSES:
         return [skipped(cid, f"{len(found)} losses logged so far; {PLATEAU_LOSSES} are needed to call a plateau")]
     if not all(_finite(v) for v in tail):
         return [skipped(cid, "the recent losses are not all numbers (see run.loss-nan)")]
-    k, origin = _classes(settings)
+    k, chance, how = _chance(watch, settings)
     two = "" if k == 2 else "; for two classes it is ln 2 = 0.693"
-    chance = math.log(k)
     numbers = [float(v) for v in tail]
     if not all(abs(v - chance) <= PLATEAU_TOLERANCE * chance for v in numbers):
-        return [passed(cid, f"last loss {numbers[-1]:.4g}, not at ln({k}) = {chance:.3f}")]
+        return [passed(cid, f"last loss {numbers[-1]:.4g}, not at chance ({how})")]
     run = 0
     for value in reversed(found):
         if not _finite(value) or abs(float(value) - chance) > PLATEAU_TOLERANCE * chance:
             break
         run += 1
+    at = progress(Facts(watch=watch))
+    known = [s for s in steps if s is not None]
+    step = max([s for s in (at.step if at else None, known[-1] if known else None) if s is not None], default=None)
+    if step is None:
+        return [
+            skipped(
+                cid,
+                f"the last {run} losses sit at chance ({how}), but {where} gives no step numbers: "
+                f"a plateau is called from step {PLATEAU_MIN_STEPS} on",
+            )
+        ]
+    if step < PLATEAU_MIN_STEPS:
+        return [
+            skipped(
+                cid,
+                f"the loss is at chance ({how}) at step {step}, as a healthy run's is for its first steps: "
+                f"a plateau is called from step {PLATEAU_MIN_STEPS} on",
+            )
+        ]
     state = trainer_state(watch)
     rates = [e.learning_rate for e in (state.log_history if state else []) if e.learning_rate is not None]
     lr = ""
@@ -338,8 +410,8 @@ def check_loss_plateau(watch: WatchFacts, settings: WatchSettings, ctx: Context)
     return [
         warn(
             cid,
-            f"the last {run} losses sit at {min(numbers):.3f}-{max(numbers):.3f}, within "
-            f"{PLATEAU_TOLERANCE:.0%} of ln({k}) = {chance:.3f} ({origin}{two}): the model "
+            f"the last {run} losses{_steps_span(steps[-run:])} sit at {min(numbers):.3f}-{max(numbers):.3f}, "
+            f"within {PLATEAU_TOLERANCE:.0%} of chance, {how}{two}: at step {step} the model still "
             f"gives each of the {k} classes the same probability, it has learned nothing{lr}",
             Fix(
                 advice="look at the labels (all one class, shuffled apart from their inputs: "
@@ -373,6 +445,64 @@ def check_loss_nan(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> 
     ]
 
 
+# A rank's state that holds its peers up: what it is, and why.
+_HOLDING_STATES = {
+    "T": ("stopped", "state T: a SIGSTOP or Ctrl-Z"),
+    "t": ("held by a debugger", "state t"),
+    "D": ("in uninterruptible sleep", "state D: a driver call or I/O that does not return"),
+    "Z": ("a zombie", "state Z: it exited, its parent has not reaped it"),
+    "X": ("gone", "it exited during the watch"),
+}
+
+
+def _rank_name(rank: RankProcess) -> str:
+    which = f"rank {rank.rank}" if rank.rank is not None else f"local rank {rank.local_rank}"
+    return f"{which} (pid {rank.pid})"
+
+
+def odd_rank(job: TrainingProcess) -> tuple[RankProcess | None, str]:
+    """The rank that holds the others up and the facts that single it out; or None and
+    what the facts show instead."""
+    ranks = sorted(job.ranks, key=lambda r: (r.rank if r.rank is not None else -1, r.pid))
+    if not ranks:
+        return None, "a hang (NCCL, a dead DataLoader worker, a full disk) or a step far slower than it should be"
+    peers = "the other rank is" if len(ranks) == 2 else f"the other {len(ranks) - 1} ranks are"
+    odd = [r for r in ranks if r.state in _HOLDING_STATES]
+    if len(odd) == 1 and len(ranks) > 1:
+        what, why = _HOLDING_STATES[odd[0].state or ""]
+        states = "/".join(sorted({r.state or "?" for r in ranks if r is not odd[0]}))
+        return odd[0], (
+            f"{_rank_name(odd[0])} is {what} ({why}); {peers} in state {states}, waiting for it in the next collective"
+        )
+    expected = max((r.local_world_size or 0 for r in ranks), default=0)
+    present = {r.local_rank for r in ranks if r.local_rank is not None}
+    missing = sorted(set(range(expected)) - present) if expected else []
+    if missing and present:
+        names = ", ".join(str(m) for m in missing)
+        return None, (
+            f"local rank{'s' if len(missing) > 1 else ''} {names} of {expected} exited while "
+            f"{'rank' if len(present) == 1 else 'ranks'} {', '.join(str(p) for p in sorted(present))} still run"
+        )
+    cores = [r.cpu_cores for r in ranks]
+    if len(ranks) > 1 and all(c is not None for c in cores):
+        busy = [r for r in ranks if (r.cpu_cores or 0) >= BUSY_CORES]
+        idle = [r for r in ranks if (r.cpu_cores or 0) <= IDLE_CORES]
+        if len(idle) == 1 and len(busy) == len(ranks) - 1:
+            return idle[0], (
+                f"{_rank_name(idle[0])} uses no CPU while {peers} spinning at "
+                f"{', '.join(f'{r.cpu_cores:.1f}' for r in busy)} cores, waiting for it"
+            )
+        if len(busy) == 1 and len(idle) == len(ranks) - 1:
+            return busy[0], (
+                f"{_rank_name(busy[0])} keeps {busy[0].cpu_cores:.1f} CPU cores busy while {peers} waiting "
+                "with none: it is still computing (a slow step, a loop) while they wait for it"
+            )
+    if len(ranks) == 1:
+        return None, f"its one rank, {_rank_name(ranks[0])}, is in state {ranks[0].state or '?'}"
+    summary = ", ".join(f"{_rank_name(r)} {r.state or '?'} at {r.cpu_cores or 0:.1f} cores" for r in ranks)
+    return None, f"the facts do not single out one rank: {summary}"
+
+
 def check_stalled(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> list[Finding]:
     cid = "run.stalled"
     jobs = watch.processes.processes
@@ -393,16 +523,30 @@ def check_stalled(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> l
     if age <= limit:
         return [passed(cid, f"{path} was written {_duration(max(0.0, age))} ago")]
     job = jobs[0]
-    steps = [FixStep.inspect(f"py-spy dump --pid {job.pid}")]
+    odd, why = odd_rank(job)
+    steps: list[FixStep] = []
+    advice: list[str] = []
+    target = odd.pid if odd is not None else (job.ranks[0].pid if job.ranks else job.pid)
+    if odd is not None and odd.state == "T":
+        advice.append(f"`kill -CONT {odd.pid}` resumes the stopped rank, if nobody stopped it on purpose")
+    if watch.processes.py_spy:
+        steps.append(FixStep.inspect(f"py-spy dump --pid {target}"))
+        advice.append("py-spy shows where that rank's Python waits")
+    else:
+        advice.append(f"`pip install py-spy` on the pod, then `py-spy dump --pid {target}` shows where it waits")
     if watch.log is not None and watch.log.exists:
         steps.append(FixStep.inspect(f"tail -n 50 {q(watch.log.path)}"))
+    if len(job.ranks) > 1:
+        advice.append(
+            f"for the next run, TORCH_NCCL_TRACE_BUFFER_SIZE={NCCL_TRACE_ENTRIES} TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
+            "make NCCL dump each rank's last collectives when one times out"
+        )
     return [
         warn(
             cid,
             f"{_job_name(job)} lives, but nothing it writes moved for {_duration(age)} "
-            f"(newest: {path}; the limit is {settings.stall_minutes:g} min): a hang (NCCL, a dead "
-            "DataLoader worker, a full disk) or a step far slower than it should be",
-            Fix(steps=steps, advice="py-spy shows where the job waits (pip install py-spy)"),
+            f"(newest: {path}; the limit is {settings.stall_minutes:g} min): {why}",
+            Fix(steps=steps, advice="; ".join(advice)),
         )
     ]
 

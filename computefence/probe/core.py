@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 PROBE_SCHEMA_VERSION = 1
 
@@ -271,6 +272,57 @@ def _finish_collector(box):
 
 def _run_collector(name, func, params, timeout):
     return _finish_collector(_start_collector(name, func, params, timeout))
+
+
+def _in_child(func, timeout):
+    """(func(), None) from a forked child killed after `timeout` seconds, else (None, why).
+    A collector's thread cannot be stopped, and a regex that runs away holds the GIL, so
+    the probe's own answer would wait on it: work on untrusted text runs here. func's
+    value must be JSON. Without fork (a limit on processes) func runs in this thread."""
+    try:
+        read_end, write_end = os.pipe()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns that a threaded process forks; the child only computes.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        return func(), None
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_end)
+            data = memoryview(json.dumps(func()).encode("utf-8"))
+            while data:
+                data = data[os.write(write_end, data) :]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    chunks, finished = [], False
+    deadline = time.time() + timeout
+    try:
+        while True:
+            left = deadline - time.time()
+            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+                break
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                finished = True
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        if not finished:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        status = os.waitpid(pid, 0)[1]
+    if not finished:
+        return None, "stopped after %.1fs" % timeout
+    if status != 0 or not chunks:
+        return None, "failed (exit status %d)" % status
+    return json.loads(b"".join(chunks).decode("utf-8")), None
 
 
 _LATER = ("perf", "dataset")

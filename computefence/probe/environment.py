@@ -44,8 +44,11 @@ _SECRET_WORD = re.compile(
 )
 _WORD_SPLIT = re.compile(r"[\s,;=\"']+")
 # Userinfo in a URL (the password may hold `/`), or `user:pass@host` without a scheme.
-_URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)[^\s]*@")
-_BARE_CREDENTIALS = re.compile(r"(^|[\s,;=])[^\s:/@,;=]+:(?!//)[^\s@]+@(?=[A-Za-z0-9\[])")
+# Linear in the text's length: a scheme is tried only where a run of scheme characters
+# starts, and a userinfo scan stops at the next "://" (the URL credentials) or ":" (the bare
+# ones), so no stretch of text is scanned again from every place a match could start.
+_URL_CREDENTIALS = re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*://)(?:[^\s:]|:(?!//))*@")
+_BARE_CREDENTIALS = re.compile(r"(^|[\s,;=])[^\s:/@,;=]+:(?!//)[^\s@:]+@(?=[A-Za-z0-9\[])")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

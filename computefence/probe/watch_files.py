@@ -10,7 +10,7 @@ import re
 import stat
 import time
 
-from .core import _number, _read_text, _root, _text, _time_left
+from .core import _in_child, _number, _read_text, _root, _text, _time_left
 from .environment import _SECRET_NAME, _secret_value, _without_credentials
 from .storage import _inspect_path, _mount_for, _parse_mountinfo, _with_timeout
 from .watch_jobs import training_jobs
@@ -61,9 +61,10 @@ def _tree_size(path, deadline):
     return total, partial
 
 
-def _find_checkpoints(root, deadline):
+def _find_checkpoints(root, deadline, elsewhere=()):
     """(path, name, is_dir, step) of checkpoints up to three levels under root (HF
-    checkpoint-N folders, Lightning's lightning_logs/version_N/checkpoints/*.ckpt)."""
+    checkpoint-N folders, Lightning's lightning_logs/version_N/checkpoints/*.ckpt), leaving
+    out the folders in `elsewhere` (described under their own name)."""
     found, seen = [], 0
     stack = [(root, 0)]
     while stack and seen < _ENTRIES_MAX and time.time() < deadline:
@@ -78,6 +79,8 @@ def _find_checkpoints(root, deadline):
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)
                     except OSError:
+                        continue
+                    if is_dir and entry.path in elsewhere:
                         continue
                     match = _CHECKPOINT_DIR.match(name) if is_dir else None
                     if match:
@@ -149,7 +152,7 @@ def _candidate_dirs(params, jobs):
     return out[:_DIRS_MAX]
 
 
-def _describe_dir(path, origin, mounts, deadline):
+def _describe_dir(path, origin, mounts, deadline, elsewhere=()):
     entry = {"path": _text(path, 1024), "origin": origin, "checkpoints": [], "checkpoint_count": 0}
     finished, found = _with_timeout(lambda: _inspect_path(path), min(2.0, max(0.1, deadline - time.time())))
     if not finished:
@@ -164,7 +167,7 @@ def _describe_dir(path, origin, mounts, deadline):
     if not found.get("exists"):
         return entry
     checkpoints = []
-    for ckpt_path, name, is_dir, step in _find_checkpoints(found.get("resolved") or path, deadline):
+    for ckpt_path, name, is_dir, step in _find_checkpoints(found.get("resolved") or path, deadline, elsewhere):
         try:
             mtime = os.stat(ckpt_path).st_mtime
         except OSError:
@@ -224,8 +227,12 @@ def collect_watch_outputs(params):
         facts["error"] = _text("mountinfo: %s" % exc, 300)
     deadline = time.time() + max(0.5, _time_left(params, reserve=1.0) - 1.0)
     jobs = training_jobs(params)
+    # Each checkpoint once, under the place the job writes it: a working directory that holds
+    # the output dir does not list the output dir's checkpoints again.
+    described = set()
     for path, origin in _candidate_dirs(params, jobs):
-        entry = _describe_dir(path, origin, facts["mounts"], deadline)
+        entry = _describe_dir(path, origin, facts["mounts"], deadline, described)
+        described.update((path, entry.get("resolved") or path))
         if origin.startswith("cwd of") and not entry["checkpoints"]:
             continue  # the job's working directory counts only when checkpoints are there
         facts["dirs"].append(entry)
@@ -246,20 +253,31 @@ def collect_watch_outputs(params):
 
 # ---------------------------------------------------------------- the log
 
-# HF Trainer prints {'loss': 0.6931, 'grad_norm': ..., 'learning_rate': ..., 'epoch': 0.1};
-# Lightning's progress bar carries loss=0.693 or train_loss(_step)=0.693.
+# HF Trainer prints {'loss': 0.6931, 'grad_norm': ..., 'learning_rate': ..., 'epoch': 0.1}
+# (Transformers 5 quotes the values: {'loss': '0.6931', ...}); Lightning's progress bar
+# carries loss=0.693 or train_loss(_step)=0.693.
 _NUMBER = r"(nan|[-+]?inf|[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
 _DEFAULT_LOSS_PATTERNS = (
     r"""['"]loss['"]\s*:\s*['"]?""" + _NUMBER,
     r"(?:^|[\s,\[|])(?:train_)?loss(?:_step)?=" + _NUMBER,
 )
+# Every pattern below that can start inside a run of its own characters starts only at the
+# run's first one (the lookbehinds): a match is then tried once per run, not once per
+# character, and each costs the run's length, so a line costs time linear in its length.
 # tqdm: " 12%|█▏        | 120/1000 [01:00<07:20,  2.00it/s]" or "... 24.10s/it]".
-_TQDM = re.compile(r"(\d+)/(\d+) \[[^\]]*?([\d.]+)\s*(it/s|s/it)")
+_TQDM = re.compile(r"(?<!\d)(\d+)/(\d+) \[[^\]\[]*?(?<![\d.])([\d.]+)\s*(it/s|s/it)")
+# The step a loss was logged at, where its own line says ("step 40 | loss 0.12").
+_STEP_WORD = re.compile(r"(?<![A-Za-z0-9_])(?:global_)?step[\s:=]*(\d{1,12})(?!\d)", re.IGNORECASE)
 _ERROR_LINE = re.compile(r"Traceback|Error|error:|Killed|CUDA out of memory|NCCL")
+_LINE_BREAKS = re.compile(r"[\r\n]+")
 _TAIL_BYTES = 256 << 10
+# A log line is cut to this many characters before anything looks at it: a printed model
+# config, tensor or base64 blob costs its first _LINE_MAX characters, however long it is.
+_LINE_MAX = 2048
 _LOSSES_KEPT = 200
 _LINES_KEPT = 5
-_SECRET_ASSIGNMENT = re.compile(r"([A-Za-z0-9_.\-]+['\"]?\s*[=:]\s*['\"]?)([^\s'\",}]+)")
+_SECRET_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_.\-])([A-Za-z0-9_.\-]+['\"]?\s*[=:]\s*['\"]?)([^\s'\",}]+)")
+_SECRET_CANDIDATE = re.compile(r"[^\s,;=\"']+")
 
 
 def _redact_line(line):
@@ -271,7 +289,7 @@ def _redact_line(line):
         return match.group(1) + "***" if _SECRET_NAME.search(name) else match.group(0)
 
     line = _SECRET_ASSIGNMENT.sub(assignment, _without_credentials(line))
-    return re.sub(r"[^\s,;=\"']+", lambda m: "***" if _secret_value(m.group(0)) else m.group(0), line)
+    return _SECRET_CANDIDATE.sub(lambda m: "***" if _secret_value(m.group(0)) else m.group(0), line)
 
 
 def _loss_value(text):
@@ -308,6 +326,49 @@ def _log_path(params, jobs):
     return None, None
 
 
+def _examine(raw, patterns):
+    """The losses (and the step each was logged at, where known), the last progress bar, the
+    last lines and the last error-looking line of a log's tail. Lines are cut to _LINE_MAX
+    first; every pattern is linear in a line's length (the custom loss_regex is the policy
+    author's own)."""
+    losses, steps, progress, error_line, step = [], [], None, None, None
+    lines = []
+    cut = 0
+    for line in _LINE_BREAKS.split(_text(raw, _TAIL_BYTES + 64)):
+        if not line.strip():
+            continue
+        if len(line) > _LINE_MAX:
+            line = line[:_LINE_MAX]
+            cut += 1
+        lines.append(line)
+        bar = _TQDM.search(line)
+        if bar:
+            rate = float(bar.group(3)) if bar.group(3).count(".") < 2 else 0.0
+            step = int(bar.group(1))
+            progress = {
+                "step": step,
+                "total": int(bar.group(2)),
+                "seconds_per_step": rate if bar.group(4) == "s/it" else (1.0 / rate if rate else None),
+            }
+        own = _STEP_WORD.search(line)
+        for pattern in patterns:
+            for match in pattern.finditer(line):
+                value = _loss_value(match.group(1) if pattern.groups else match.group(0))
+                if value is not None:
+                    losses.append(value)
+                    steps.append(int(own.group(1)) if own else step)
+        if _ERROR_LINE.search(line):
+            error_line = line
+    return {
+        "losses": losses[-_LOSSES_KEPT:],
+        "loss_steps": steps[-_LOSSES_KEPT:],
+        "progress": progress,
+        "tail": [_text(_redact_line(line.strip()), 300) for line in lines[-_LINES_KEPT:]],
+        "error_line": _text(_redact_line(error_line.strip()), 300) if error_line else None,
+        "lines_cut": cut,
+    }
+
+
 def collect_watch_log(params):
     jobs = training_jobs(params)
     path, origin = _log_path(params, jobs)
@@ -327,27 +388,10 @@ def collect_watch_log(params):
         facts["error"] = _text("%s: %s" % (type(exc).__name__, exc.strerror or exc), 300)
         return facts
     patterns, facts["regex_error"] = _loss_patterns(params)
-    # Progress bars redraw with \r: each redraw is a line of its own.
-    lines = [line for line in re.split(r"[\r\n]+", _text(raw, _TAIL_BYTES + 64)) if line.strip()]
-    losses, progress, error_line = [], None, None
-    for line in lines:
-        for pattern in patterns:
-            for match in pattern.finditer(line):
-                value = _loss_value(match.group(1) if pattern.groups else match.group(0))
-                if value is not None:
-                    losses.append(value)
-        bar = _TQDM.search(line)
-        if bar:
-            rate = float(bar.group(3))
-            progress = {
-                "step": int(bar.group(1)),
-                "total": int(bar.group(2)),
-                "seconds_per_step": rate if bar.group(4) == "s/it" else (1.0 / rate if rate else None),
-            }
-        if _ERROR_LINE.search(line):
-            error_line = line
-    facts["losses"] = losses[-_LOSSES_KEPT:]
-    facts["progress"] = progress
-    facts["tail"] = [_text(_redact_line(line.strip()), 300) for line in lines[-_LINES_KEPT:]]
-    facts["error_line"] = _text(_redact_line(error_line.strip()), 300) if error_line else None
+    # In a child of its own: whatever a line (or job.loss_regex) costs, the probe answers.
+    found, why = _in_child(lambda: _examine(raw, patterns), _time_left(params, reserve=1.0))
+    if found is None:
+        facts["error"] = "reading its last %d KiB %s" % (len(raw) >> 10, why)
+    else:
+        facts.update(found)
     return facts

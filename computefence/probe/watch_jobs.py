@@ -1,10 +1,14 @@
 # Watch probe part: the training processes, from /proc. A launcher (torchrun, accelerate,
 # deepspeed), a python running a train script or module, or what the policy's job.process
-# matches; for each, its pid, age and the CPU its process tree used over about a second.
-# Command lines go through the environment part's secret rules before they leave the pod.
+# matches; for each, its pid, age and the CPU its process tree used over about a second;
+# and for each rank under it (a worker with RANK or LOCAL_RANK in its environment or
+# --local_rank on its command line), its state, CPU time and rank, so the evaluator can tell
+# which rank holds the others up. Command lines go through the environment part's secret
+# rules before they leave the pod; of an environment only the rank variables are read.
 
 import os
 import re
+import shutil
 import threading
 import time
 
@@ -20,6 +24,15 @@ _ARGV_MAX = 128
 _ARG_CHARS = 512
 # How many matching processes are described: a pod runs one job, perhaps with a few workers.
 _JOBS_MAX = 16
+_WORKERS_MAX = 64
+_RANK_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+_ENVIRON_BYTES = 256 << 10
+_LOCAL_RANK_ARG = re.compile(r"^--local[_-]rank(?:=(\d+))?$")
+_MAPS_BYTES = 4 << 20
+# The packages whose version says how the job logs its loss, read from the dist-info beside
+# the torch a rank has loaded.
+_VERSIONED = ("torch", "transformers", "accelerate", "deepspeed")
+_DIST_INFO = re.compile(r"^([A-Za-z0-9_.\-]+?)-(\d[^-]*)\.dist-info$")
 
 
 def _argv(proc, pid):
@@ -28,10 +41,57 @@ def _argv(proc, pid):
 
 
 def _stat(proc, pid):
-    """(ppid, utime + stime in ticks, start time in ticks) from /proc/PID/stat."""
+    """(ppid, utime + stime in ticks, start time in ticks, state letter) from /proc/PID/stat."""
     text = _read_bytes(os.path.join(proc, pid, "stat"), 4096).decode("ascii", "replace")
     fields = text[text.rindex(")") + 2 :].split()
-    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[19])
+    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[19]), fields[0][:1]
+
+
+def _rank_of(proc, pid, argv):
+    """RANK, LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE of a process (its environment, else
+    torch.distributed.launch's --local_rank argument); {} when it is not a rank."""
+    found = {}
+    try:
+        raw = _read_bytes(os.path.join(proc, str(pid), "environ"), _ENVIRON_BYTES)
+    except OSError:
+        raw = b""
+    for item in raw.split(b"\0"):
+        name, _, value = item.partition(b"=")
+        if name.decode("ascii", "replace") in _RANK_VARIABLES and value.isdigit() and len(value) < 10:
+            found[name.decode("ascii").lower()] = int(value)
+    if "local_rank" not in found:
+        for index, arg in enumerate(argv):
+            match = _LOCAL_RANK_ARG.match(arg)
+            if match:
+                value = match.group(1) or (argv[index + 1] if index + 1 < len(argv) else "")
+                if value.isdigit() and len(value) < 10:
+                    found["local_rank"] = int(value)
+                break
+    return found
+
+
+def _versions_beside_torch(proc, pid):
+    """Versions of torch, transformers, accelerate and deepspeed in the site-packages whose
+    torch the process has mapped; {} when it has none mapped."""
+    try:
+        maps = _read_bytes(os.path.join(proc, str(pid), "maps"), _MAPS_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return {}
+    marker = "/torch/lib/"
+    at = maps.find(marker)
+    if at < 0:
+        return {}
+    site = maps[maps.rfind(" ", 0, at) + 1 : at]
+    try:
+        names = os.listdir(site)
+    except OSError:
+        return {}
+    versions = {}
+    for name in names:
+        match = _DIST_INFO.match(name)
+        if match and match.group(1).lower() in _VERSIONED:
+            versions[match.group(1).lower()] = _text(match.group(2), 64)
+    return versions
 
 
 def _launch_kind(argv, pattern):
@@ -124,7 +184,7 @@ _SCAN = {}  # type: dict
 
 
 def _scan_processes(params):
-    """Every process's (ppid, cpu ticks, start ticks, argv) and the training ones, once per
+    """Every process's (ppid, cpu ticks, start ticks, argv, state) and the training ones, once per
     probe run: the outputs and log collectors read the same scan as the processes one."""
     with _SCAN_LOCK:
         if "result" in _SCAN:
@@ -139,11 +199,11 @@ def _scan_processes(params):
             names = []
         for pid in names:
             try:
-                ppid, ticks, start = _stat(proc, pid)
+                ppid, ticks, start, state = _stat(proc, pid)
                 argv = _argv(proc, pid)
             except (OSError, ValueError, IndexError):
                 continue  # gone since the listing, or not ours to read
-            table[int(pid)] = (ppid, ticks, start, argv)
+            table[int(pid)] = (ppid, ticks, start, argv, state)
         training = {
             pid: kind
             for pid, kind in ((pid, _launch_kind(entry[3], pattern)) for pid, entry in table.items())
@@ -203,16 +263,36 @@ def _uptime(proc):
     return float(_read_bytes(os.path.join(proc, "uptime"), 256).split()[0])
 
 
+def _ranks(proc, table, tree):
+    """The ranks in a job's process tree: the processes with a rank whose parent has none
+    (a rank's DataLoader workers inherit its RANK)."""
+    ranked = {}
+    for pid in tree:
+        found = _rank_of(proc, pid, table[pid][3]) if pid in table else {}
+        if found:
+            ranked[pid] = found
+    return [(pid, ranked[pid]) for pid in tree if pid in ranked and table[pid][0] not in ranked][:_WORKERS_MAX]
+
+
+def _own_ticks(proc, pid):
+    try:
+        return _stat(proc, str(pid))[1]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def collect_watch_processes(params):
     table = _scan_processes(params)[0]
     proc = _root(params, "proc")
-    facts = {"processes": [], "scanned": len(table)}
+    facts = {"processes": [], "scanned": len(table), "py_spy": shutil.which("py-spy")}
     jobs = training_jobs(params)
     if not jobs:
         return facts
     tick = float(os.sysconf("SC_CLK_TCK"))
     trees = {job["pid"]: _tree(table, job["pid"]) for job in jobs}
+    ranks = {pid: _ranks(proc, table, tree) for pid, tree in trees.items()}
     first = {pid: _tree_ticks(proc, tree) for pid, tree in trees.items()}
+    first_own = {worker: _own_ticks(proc, worker) for found in ranks.values() for worker, _ in found}
     started = time.time()
     time.sleep(max(0.1, min(_number(params.get("cpu_window_s"), 1.0), 5.0)))
     elapsed = time.time() - started
@@ -222,8 +302,27 @@ def collect_watch_processes(params):
         uptime = None
     for job in jobs:
         pid = job["pid"]
-        ppid, _, start, argv = table[pid]
+        ppid, _, start, argv, _ = table[pid]
         busy = _tree_ticks(proc, trees[pid]) - first[pid]
+        workers = []
+        for worker, rank in ranks[pid]:
+            try:
+                _, ticks, _, state = _stat(proc, str(worker))
+            except (OSError, ValueError, IndexError):
+                # Exited within the window: its state is what it was at the scan.
+                ticks, state = None, "X"
+            before = first_own.get(worker)
+            workers.append(
+                dict(
+                    rank,
+                    pid=worker,
+                    state=state,
+                    cpu_s=round(ticks / tick, 2) if ticks is not None else None,
+                    cpu_cores=round(max(0, ticks - before) / tick / elapsed, 2)
+                    if ticks is not None and before is not None
+                    else None,
+                )
+            )
         facts["processes"].append(
             {
                 "pid": pid,
@@ -236,6 +335,8 @@ def collect_watch_processes(params):
                 "cwd": _text(job["cwd"], 1024) if job["cwd"] else None,
                 "output_dir": _text(_without_credentials(job["output_dir"]), 1024) if job["output_dir"] else None,
                 "stdout": _text(job["stdout"], 1024) if job["stdout"] else None,
+                "ranks": workers,
+                "versions": _versions_beside_torch(proc, workers[0]["pid"] if workers else pid),
             }
         )
     facts["cpu_window_s"] = round(elapsed, 3)

@@ -40,8 +40,12 @@ def watch(
     free: int = 500 * 10**9,
     checkpoints: list[tuple[str, int, int]] = (("checkpoint-500", 500, 16 * 10**9),),
     state: dict | None = None,
+    step: int | None = 500,
+    loss_steps: list | None = None,
+    py_spy: str | None = None,
 ) -> WatchFacts:
-    """A pod's watch facts: one GPU at `util`, one job, a log, checkpoints (name, step, bytes)."""
+    """A pod's watch facts: one GPU at `util`, one job, a log (its progress bar at `step`),
+    checkpoints (name, step, bytes)."""
     ckpts = [
         {"path": f"{out}/{name}", "name": name, "mtime": NOW - 60 * i, "size_bytes": size, "step": step}
         for i, (name, step, size) in enumerate(checkpoints)
@@ -63,9 +67,16 @@ def watch(
             "window_s": 3.0,
             "samples": [{"t": t, "gpus": [{"index": 0, "utilization_pct": util}]} for t in (0, 1, 2, 3)],
         },
-        "processes": {"processes": [job] if job else []},
+        "processes": {"processes": [job] if job else [], "py_spy": py_spy},
         "outputs": {"now": NOW, "dirs": [directory], "mounts": MOUNTS},
-        "log": {"path": "/workspace/train.log", "exists": True, "mtime": NOW - log_age_s, "losses": losses or []},
+        "log": {
+            "path": "/workspace/train.log",
+            "exists": True,
+            "mtime": NOW - log_age_s,
+            "losses": losses or [],
+            "loss_steps": loss_steps or [],
+            "progress": {"step": step, "total": 1000} if step is not None else None,
+        },
     }
     return WatchFacts.model_validate(document)
 
@@ -89,6 +100,16 @@ CASES = [
     ("healthy", watch(losses=FALLING), "run.loss-plateau", "pass", []),
     ("plateau-ln2", watch(losses=[LN2 + 0.003 * (-1) ** i for i in range(12)]), "run.loss-plateau", "warn", ["0.693"]),
     ("nine-losses", watch(losses=[LN2] * 9), "run.loss-plateau", "skip", ["10"]),
+    # A healthy run sits at ln 2 for its first hundred steps or so.
+    ("at-chance-early", watch(losses=[LN2] * 12, step=120), "run.loss-plateau", "skip", ["step 120", "200"]),
+    ("no-step-numbers", watch(losses=[LN2] * 12, step=None), "run.loss-plateau", "skip", ["no step numbers"]),
+    (
+        "steps-watched",
+        watch(losses=[LN2] * 30, step=None, loss_steps=list(range(10, 310, 10))),
+        "run.loss-plateau",
+        "warn",
+        ["last 30 losses, logged over steps 10-300 (290 steps watched)", "at step 300"],
+    ),
     ("just-outside-2pct", watch(losses=[LN2 * 1.021] * 12), "run.loss-plateau", "pass", []),
     ("nan", watch(losses=[*FALLING, "nan"]), "run.loss-nan", "block", ["nan"]),
     ("inf", watch(losses=[*FALLING, "inf", 0.4]), "run.loss-nan", "block", ["inf"]),
@@ -207,3 +228,73 @@ def test_before_the_first_checkpoint_the_job_budget_sizes_one():
         watch(free=5 * 10**9, checkpoints=(("checkpoint-100", 100, 10**9),)), "run.disk-eta", settings=settings
     )
     assert written.severity.value != "block"
+
+
+def ranked(*ranks: tuple[str, float], versions: dict | None = None) -> dict:
+    """The job with one rank per (state, CPU cores), ranks 0.. in order, as torchrun starts them."""
+    return dict(
+        JOB,
+        ranks=[
+            {"pid": 100 + i, "rank": i, "local_rank": i, "world_size": len(ranks), "local_world_size": len(ranks)}
+            | {"state": state, "cpu_cores": cores, "cpu_s": 30.0}
+            for i, (state, cores) in enumerate(ranks)
+        ],
+        versions=versions or {},
+    )
+
+
+def test_transformers_5_under_ddp_is_judged_against_the_loss_it_logs():
+    # Transformers 5 logs the loss summed over the ranks: 2 ranks at chance log 2 x ln 2 = 1.386.
+    v5 = ranked(("S", 1.0), ("S", 1.0), versions={"torch": "2.13.0", "transformers": "5.25.0"})
+    logged = [1.388, 1.391, 1.387, 1.388, 1.387, 1.386, 1.386, 1.387, 1.386, 1.388]
+    plateau = one(watch(job=v5, losses=logged), "run.loss-plateau")
+    assert plateau.severity.value == "warn" and "2 x ln(2) = 1.386" in plateau.message
+    assert "Transformers 5.25.0" in plateau.message
+    # Single-rank ln 2 from the same job is no plateau (it is half the chance it logs) ...
+    assert one(watch(job=v5, losses=[LN2] * 12), "run.loss-plateau").severity.value == "pass"
+    # ... and without Transformers 5 the ranks do not scale it.
+    v4 = ranked(("S", 1.0), ("S", 1.0), versions={"transformers": "4.46.3"})
+    assert one(watch(job=v4, losses=[LN2] * 12), "run.loss-plateau").severity.value == "warn"
+    assert one(watch(job=v4, losses=logged), "run.loss-plateau").severity.value == "pass"
+
+
+@pytest.mark.parametrize(
+    ("ranks", "odd_pid", "words"),
+    [
+        ((("S", 0.2), ("T", 0.0)), 101, ["rank 1 (pid 101) is stopped", "state T", "other rank is in state S"]),
+        ((("D", 0.0), ("S", 0.0), ("S", 0.0)), 100, ["rank 0 (pid 100) is in uninterruptible sleep"]),
+        ((("S", 0.0), ("Z", 0.0)), 101, ["rank 1 (pid 101) is a zombie"]),
+        ((("R", 1.0), ("S", 0.0), ("R", 1.0)), 101, ["rank 1 (pid 101) uses no CPU while the other 2 ranks are"]),
+        ((("R", 1.0), ("S", 0.0), ("S", 0.01)), 100, ["rank 0 (pid 100) keeps 1.0 CPU cores busy"]),
+        ((("S", 0.0), ("S", 0.0)), None, ["do not single out one rank", "rank 0 (pid 100) S", "rank 1 (pid 101) S"]),
+    ],
+)
+def test_a_stall_names_the_rank_that_holds_the_others_up(ranks, odd_pid, words):
+    found = one(watch(job=ranked(*ranks), log_age_s=40 * 60, py_spy="/usr/local/bin/py-spy"), "run.stalled")
+    assert found.severity.value == "warn"
+    for word in words:
+        assert word in found.message, found.message
+    dump = found.fix.commands[0]
+    assert dump == f"py-spy dump --pid {odd_pid if odd_pid is not None else 100}"
+    assert "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1" in found.fix.advice
+
+
+def test_a_rank_that_exited_while_the_others_run():
+    job = ranked(("S", 0.0), ("S", 0.0))
+    job["ranks"] = job["ranks"][:1]
+    found = one(watch(job=job, log_age_s=40 * 60), "run.stalled")
+    assert "local rank 1 of 2 exited while rank 0 still run" in found.message
+    # Without py-spy on the pod the fix says how to get it, and runs nothing that is not there.
+    assert not any(c.startswith("py-spy") for c in found.fix.commands)
+    assert "pip install py-spy" in found.fix.advice
+
+
+def test_a_stopped_rank_is_resumed_by_hand_only():
+    found = one(watch(job=ranked(("S", 0.0), ("T", 0.0)), log_age_s=40 * 60), "run.stalled")
+    assert "`kill -CONT 101`" in found.fix.advice
+    assert not any("kill" in c for c in found.fix.commands)
+
+
+def test_a_single_process_job_keeps_the_plain_stall_words():
+    found = one(watch(log_age_s=40 * 60), "run.stalled")
+    assert "a hang (NCCL" in found.message and "pip install py-spy" in found.fix.advice

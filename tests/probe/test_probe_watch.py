@@ -5,17 +5,27 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import os
+import random
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from computefence.connectors import payload
 from computefence.errors import ProbeOutputError
 from computefence.probe import WATCH_PARTS
-from computefence.probe.watch_files import _loss_patterns, _redact_line, _trainer_state, collect_watch_log
+from computefence.probe.core import _in_child
+from computefence.probe.watch_files import (
+    _describe_dir,
+    _loss_patterns,
+    _redact_line,
+    _trainer_state,
+    collect_watch_log,
+)
 from computefence.probe.watch_gpu import _parse_smi_csv
 from computefence.probe.watch_jobs import _launch_kind, _output_dir_arg, _redact_argv
 
@@ -181,3 +191,102 @@ def test_a_fifo_where_the_log_or_trainer_state_belongs_is_not_read(tmp_path):
     os.mkfifo(state)
     assert _trainer_state(str(state))["error"].endswith("not a regular file")
     assert time.monotonic() - started < 2
+
+
+# ---------------------------------------------------------------- real logs, hostile logs
+
+REAL_LOG = Path(__file__).parents[1] / "fixtures" / "watch" / "hf-trainer-2rank-uninformative.log"
+# Lines the probe's patterns could once take quadratic (or worse) time over: one run of
+# word characters, and runs shaped to restart a pattern at every character.
+LONG_LINES = {
+    "word characters": "a" * (1 << 20),
+    "assignments": "x=" * (1 << 19),
+    "schemes": "a://" * (1 << 18),
+    "bare credentials": ",a:" * 349525,
+    "progress bars": "1/1 [" * 209715,
+    "digits": "1" * (1 << 20),
+}
+
+
+def test_a_real_trainer_log_gives_its_losses_steps_and_bar(tmp_path):
+    # Transformers 5, torchrun with 2 ranks, labels that carry no information: tqdm's \r
+    # redraws, quoted values, the loss logged as 2 x ln 2.
+    raw = REAL_LOG.read_bytes()
+    assert b"\r" in raw and b"{'loss': '1.3" in raw
+    facts = _log(tmp_path, raw.decode())
+    assert len(facts["losses"]) == 25 and all(abs(v - 2 * math.log(2)) < 0.01 for v in facts["losses"])
+    # Each loss carries the step of the progress bar drawn before it (logging_steps=10).
+    assert facts["loss_steps"][-1] >= 240 and facts["loss_steps"] == sorted(facts["loss_steps"])
+    assert facts["progress"]["step"] == 250 and facts["progress"]["total"] == 250
+    assert facts["lines_cut"] == 0
+
+
+@pytest.mark.parametrize("shape", list(LONG_LINES))
+def test_a_one_mebibyte_line_is_cut_and_the_losses_after_it_still_read(tmp_path, shape):
+    text = LONG_LINES[shape] + "\n" + "{'loss': '0.5012', 'epoch': '0.1'}\n" * 3
+    facts = _log(tmp_path, text, _deadline=time.time() + 20)
+    assert facts.get("error") is None, facts.get("error")
+    assert facts["losses"] == [0.5012] * 3 and facts["lines_cut"] == 1
+    assert all(len(line) <= 300 + len("...[truncated]") for line in facts["tail"])
+
+
+@pytest.mark.parametrize("shape", list(LONG_LINES))
+def test_redaction_is_linear_in_the_line(shape):
+    # Run where the probe runs its log work: in a child stopped at its deadline. The old
+    # redaction took 42 s for 32 KB of word characters; this is 1 MiB.
+    found, why = _in_child(lambda: len(_redact_line(LONG_LINES[shape])), 20.0)
+    assert why is None and found >= len(LONG_LINES[shape]) // 2
+
+
+def test_millions_of_lines_cost_only_the_tail(tmp_path):
+    path = tmp_path / "train.log"
+    with open(path, "w") as handle:
+        for block in range(40):
+            handle.write("".join("{'loss': '%d.%05d'}\n" % (block, i) for i in range(50000)))
+    facts = collect_watch_log({"job_log": str(path), "roots": {"proc": "/nonexistent"}, "_deadline": time.time() + 20})
+    assert facts["size_bytes"] > 30 << 20
+    assert len(facts["losses"]) == 200 and facts["losses"][-1] == 39.49999
+
+
+def test_binary_garbage_in_the_log(tmp_path):
+    path = tmp_path / "train.log"
+    garbage = bytes(random.Random(0).randrange(256) for _ in range(200_000))
+    path.write_bytes(garbage + b"\n\x00\xff{'loss': 'nan'}\r step 7 | loss=0.25\n" + garbage[:1000])
+    facts = collect_watch_log({"job_log": str(path), "roots": {"proc": "/nonexistent"}})
+    assert facts.get("error") is None
+    assert facts["losses"][-2:] == ["nan", 0.25] and facts["loss_steps"][-1] == 7
+    json.dumps(facts, ensure_ascii=False).encode("utf-8")
+
+
+def test_a_collector_that_overruns_is_stopped_and_the_pod_still_answers(tmp_path):
+    # A job.loss_regex that backtracks exponentially on the log's one line: its child is
+    # killed at the deadline, the log collector says so, the other collectors answer.
+    log = tmp_path / "train.log"
+    log.write_text("a" * 64 + "!\n")
+    script = payload.probe_payload(
+        {
+            "gpu_window_s": 0.2,
+            "cpu_window_s": 0.1,
+            "job_log": str(log),
+            "loss_regex": r"(a|aa)+$",
+            "timeouts": {"log": 3.0},
+        },
+        "watch",
+    )
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=30)
+    document = json.loads(done.stdout)
+    assert document["watch"]["log"]["error"].startswith("reading its last 0 KiB stopped after")
+    assert document["collectors"]["log"]["ok"] and document["collectors"]["identity"]["ok"]
+    # subprocess.run returned: no child of the probe still holds its stdout open.
+
+
+def test_a_checkpoint_is_described_once_under_the_dir_the_job_writes_it(tmp_path):
+    # The job runs in /root and writes to /root/out: its cwd holds the output dir.
+    out = tmp_path / "out" / "checkpoint-50"
+    out.mkdir(parents=True)
+    (out / "model.safetensors").write_bytes(b"x" * 100)
+    deadline = time.time() + 10
+    first = _describe_dir(str(tmp_path / "out"), "--output_dir of pid 7", [], deadline)
+    assert [c["name"] for c in first["checkpoints"]] == ["checkpoint-50"]
+    again = _describe_dir(str(tmp_path), "cwd of pid 7", [], deadline, {str(tmp_path / "out")})
+    assert again["checkpoints"] == [] and again["checkpoint_count"] == 0
