@@ -108,4 +108,5 @@ def test_the_quick_start_runs_in_a_fresh_venv(tmp_path):
     assert "ComputeFence fleet check · 6 pods" in out, result.stderr[-3000:]
     assert "BLOCKED  4 of 6 pods blocked" in out
     assert "ComputeFence fix · plan · 6 pods" in out and "--apply runs the steps" in out
+    assert "ComputeFence fleet watch · 7 pods" in out and "FAILING  2 of 7 pods" in out
     assert "Traceback" not in result.stderr

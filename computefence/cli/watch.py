@@ -26,7 +26,7 @@ from computefence.cli.history_options import HistoryOptions, history_options
 from computefence.cli.output import FailOn, NotifyFormat, NotifyOn, OutputFormat, emit
 from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import collect_less_often, note, progress_lines
-from computefence.cli.targets import target_options
+from computefence.cli.targets import own_pods_connector, target_options
 from computefence.connectors.registry import ConnectSettings
 from computefence.errors import ConfigError
 from computefence.evaluate.changes import compare_reports
@@ -103,6 +103,9 @@ def watch(
     ),
     notify_on: NotifyOn | None = typer.Option(None, "--notify-on", rich_help_panel=_OPS),
     notify_format: NotifyFormat | None = typer.Option(None, "--notify-format", rich_help_panel=_OPS),
+    demo: bool = typer.Option(
+        False, "--demo", help="Watch simulated pods on loopback, each running a simulated training job."
+    ),
 ) -> int:
     """Watch the training run on every pod, for the silent failures the run.* checks catch.
 
@@ -140,6 +143,7 @@ def watch(
         selection,
         rules,
         settings,
+        connector=own_pods_connector("demo", "--demo", selection) if demo else None,
         verb="watch",
         planner=watching.plan,
         progress=progress_lines(quiet or not once),

@@ -87,10 +87,11 @@ def ssh(settings: ConnectSettings) -> Iterator[Session]:
 
 @contextlib.contextmanager
 def demo(settings: ConnectSettings) -> Iterator[Session]:
-    """A small simulated fleet on loopback, reached over SSH, for as long as the session is open."""
-    from computefence.demo.fleet import demo_fleet
+    """A small simulated fleet on loopback, reached over SSH, for as long as the session is open;
+    for the watch probe, pods running simulated training jobs."""
+    from computefence.demo.fleet import DEMO_PODS, WATCH_PODS, demo_fleet
 
-    with demo_fleet() as fleet:
+    with demo_fleet(WATCH_PODS if settings.probe == "watch" else DEMO_PODS) as fleet:
         yield Session(
             connect=lambda targets: _ssh_connector(settings, targets),
             targets=list(fleet.targets),

@@ -13,6 +13,7 @@ import asyncio
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -24,6 +25,7 @@ from typing import Any
 
 from computefence.connectors.asyncssh_quiet import asyncssh
 from computefence.demo.fakes import write_fake_nvidia_smi, write_fake_torch
+from computefence.demo.jobs import start_job, stop_jobs, wait_until_ready, write_job_files
 from computefence.demo.server import PodServer, PodShell, start_pod_server
 from computefence.errors import ConfigError
 from computefence.interrupt import held
@@ -54,6 +56,9 @@ class DemoPod:
     extra_env: dict[str, str] = field(default_factory=dict)
     # What `--perf` measures on its GPUs (computefence.demo.fakes.write_fake_torch).
     canary: dict[str, Any] | None = None
+    # A simulated training run (computefence.demo.jobs): train.py's arguments, "{workspace}"
+    # and "{home}" standing for the pod's folders. None: no job runs.
+    job: tuple[str, ...] | None = None
 
 
 # Figures a healthy card of the model reaches (see providers/hardware/gpu-performance.yaml).
@@ -93,6 +98,28 @@ DEMO_PODS: tuple[DemoPod, ...] = (
     DemoPod("pod-unreachable", "NVIDIA H100 80GB HBM3", 2.99, reachable=False),
 )
 
+# `fleet watch --demo`: one pod per failure the watch can show on this machine, and a healthy
+# run. run.disk-eta is not among them: it needs a disk that really fills.
+WATCH_PODS: tuple[DemoPod, ...] = (
+    DemoPod("run-healthy", "NVIDIA H100 80GB HBM3", 2.99, job=("--output_dir", "{workspace}/out")),
+    # The job died (or never started) and the pod bills on.
+    DemoPod("run-no-job", "NVIDIA H100 80GB HBM3", 2.99),
+    # The job runs and its GPU does nothing.
+    DemoPod(
+        "run-gpu-idle", "NVIDIA A100-SXM4-80GB", 1.89, job=("--output_dir", "{workspace}/out", "--utilization", "0")
+    ),
+    # Labels the model cannot learn from: the loss sits at ln 2.
+    DemoPod("run-plateau", "NVIDIA H100 80GB HBM3", 2.99, job=("--output_dir", "{workspace}/out", "--loss", "plateau")),
+    # The loss went to NaN at step 40.
+    DemoPod("run-nan", "NVIDIA H100 80GB HBM3", 2.99, job=("--output_dir", "{workspace}/out", "--loss", "nan")),
+    # Alive, but its log and checkpoints last moved 20 minutes ago.
+    DemoPod(
+        "run-stalled", "NVIDIA GeForce RTX 4090", 0.69, job=("--output_dir", "{workspace}/out", "--stall_after", "60")
+    ),
+    # Checkpoints under the home folder, on the container disk, not on the volume.
+    DemoPod("run-ephemeral", "NVIDIA GeForce RTX 4090", 0.69, job=("--output_dir", "{home}/out")),
+)
+
 
 @dataclass
 class DemoFleet:
@@ -113,6 +140,7 @@ def demo_fleet(pods: tuple[DemoPod, ...] = DEMO_PODS) -> Iterator[DemoFleet]:
     thread = threading.Thread(target=loop.run_forever, name="computefence-demo", daemon=True)
     servers: list[PodServer] = []
     closed_ports: list[socket.socket] = []
+    jobs: list[subprocess.Popen[bytes]] = []
     try:
         # A Ctrl-C while the pods start is acted on once they are up, so none is left half started.
         with held():
@@ -128,6 +156,8 @@ def demo_fleet(pods: tuple[DemoPod, ...] = DEMO_PODS) -> Iterator[DemoFleet]:
                 pod_root = root / pod.name
                 if pod.reachable:
                     shell = _build_pod(pod, pod_root)
+                    if pod.job is not None:
+                        jobs.append(_start_job(pod, pod_root, shell))
                     host_key = asyncssh.generate_private_key("ssh-ed25519")
                     server = asyncio.run_coroutine_threadsafe(
                         start_pod_server(shell, host_key, client_key, HOST), loop
@@ -139,6 +169,7 @@ def demo_fleet(pods: tuple[DemoPod, ...] = DEMO_PODS) -> Iterator[DemoFleet]:
                     port = _closed_port(closed_ports)
                 targets.append(_target(pod, pod_root, port, client_key_path, known_hosts_path))
             known_hosts_path.write_text("\n".join(known_lines) + "\n", encoding="utf-8")
+            wait_until_ready([root / pod.name / _READY for pod in pods if pod.job is not None], jobs)
         yield DemoFleet(
             targets=targets,
             known_hosts_path=str(known_hosts_path),
@@ -148,6 +179,7 @@ def demo_fleet(pods: tuple[DemoPod, ...] = DEMO_PODS) -> Iterator[DemoFleet]:
         )
     finally:
         with held():  # and one during the teardown once it is done
+            stop_jobs(jobs)
             if thread.is_alive():
                 stop = asyncio.run_coroutine_threadsafe(_close_all(servers), loop)
                 try:
@@ -262,6 +294,20 @@ def _build_pod(pod: DemoPod, pod_root: Path) -> PodShell:
     _write_etc(pod_root / "etc")
     _write_dev(pod_root / "dev", with_gpu=pod.nvidia_smi != "driver-unreachable")
     return PodShell(env=env, cwd=str(workspace))
+
+
+_READY = "job-ready"
+
+
+def _start_job(pod: DemoPod, pod_root: Path, shell: PodShell) -> subprocess.Popen[bytes]:
+    assert pod.job is not None
+    folders = {"workspace": str(pod_root / "workspace"), "home": str(pod_root / "root")}
+    args = (*(arg.format(**folders) for arg in pod.job), "--ready", str(pod_root / _READY))
+    job_dir = pod_root / "workspace" / "job"
+    write_job_files(pod_root / "bin", job_dir)
+    return start_job(
+        pod_root / "bin", job_dir, pod_root / "proc", pod_root / "workspace" / "train.log", shell.env, args
+    )
 
 
 def _write_python(bin_dir: Path) -> None:

@@ -105,7 +105,7 @@ def build_sources(selection: TargetSelection) -> list[TargetSource]:
             raise ConfigError(
                 f"no targets: no inventory files ({directory}/*.yaml) here; pass -i FILE, -H SSH_ALIAS, "
                 f"--ansible-inventory FILE or --provider {'|'.join(registry.PROVIDERS)} "
-                "(or try `computefence fleet check --demo`)"
+                "(or try simulated pods: fleet check, fleet fix or fleet watch with --demo)"
             )
         sources.extend(InventorySource(path) for path in found)
     return sources
