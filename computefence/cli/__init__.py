@@ -32,6 +32,9 @@ from computefence.cli import schema as _schema  # noqa: F401,E402
 from computefence.cli import script as _script  # noqa: F401,E402
 from computefence.cli import snapshot as _snapshot  # noqa: F401,E402
 from computefence.cli import watch as _watch  # noqa: F401,E402
+from computefence.cli.help_layout import built_command, tidy_help  # noqa: E402
+
+tidy_help(app)
 
 # An error quotes the value it is about; a 1 MB host name is shown by its start.
 _LONG_WORD = re.compile(r"\S{%d,}" % (SHOWN_CHARS + 1))
@@ -46,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     said_interrupted(forget=True)
     try:
         with clean_stderr():
-            result = app(args=argv, prog_name="computefence", standalone_mode=False)
+            result = built_command(app)(args=argv, prog_name="computefence", standalone_mode=False)
         code = result if isinstance(result, int) else EXIT_OK
     except typer.Exit as exc:
         code = exc.exit_code

@@ -17,11 +17,11 @@ def probe_command(
         False, "--print", help="Write the probe script (default parameters embedded) to stdout."
     ),
 ) -> None:
-    """The zero-dependency probe: `computefence probe --print > probe.py; ssh pod python3 - < probe.py`.
+    """The zero-dependency probe, to run by hand on a pod:
+    `computefence probe --print | ssh POD python3 -`.
 
-    --print writes the plain script. `fleet check` sends the same script zlib-compressed (a third of the bytes) to a small bootstrap; by hand that is:
-
-    computefence probe --print | python3 -c 'import sys,zlib; sys.stdout.buffer.write(zlib.compress(sys.stdin.buffer.read(), 9))' | ssh POD "python3 -B -c 'import sys,zlib; exec(zlib.decompress(sys.stdin.buffer.read()))'"
+    --print writes the plain script. `fleet check` sends the same script zlib-compressed (a
+    third of the bytes) to a small bootstrap that decompresses it on the pod.
     """
     if not print_script:
         raise ConfigError("nothing to do: `computefence probe --print > probe.py` writes the probe script")
