@@ -82,6 +82,7 @@ def test_a_documented_command_parses(argv, tmp_path, monkeypatch):
     parse(argv)
 
 
+@pytest.mark.network
 def test_the_quick_start_runs_in_a_fresh_venv(tmp_path):
     """The README's first block, as a new user pastes it, in a copy of the checkout."""
     (first, *_) = sh_blocks(ROOT / "README.md")
