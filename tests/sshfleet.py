@@ -21,6 +21,7 @@ import socket
 import stat
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,10 @@ POD_HOST_KEY = "/etc/ssh/computefence_host_ed25519_key"
 # Where the fake torch lives in a pod; a .pth file puts it on the pod python's path.
 POD_FAKES_SITE = "/opt/computefence-fakes/site-packages"
 POD_PTH = "/usr/lib/python3/dist-packages/computefence-fakes.pth"
+# Where the real torch (and transformers) of this test run is seen in a pod that asks for it:
+# this interpreter's site-packages, mounted read-only, on the pod's python3 (the same 3.11).
+POD_REAL_SITE = "/opt/computefence-real/site-packages"
+POD_REAL_PTH = "/usr/lib/python3/dist-packages/computefence-real.pth"
 # Connection-dropping default of OpenSSH ("10:30:100") unless a spec asks otherwise.
 BUSY_MAX_STARTUPS = "200:30:400"
 
@@ -73,6 +78,8 @@ class PodSpec:
     files: dict[str, str] = field(default_factory=dict)
     bashrc: str | None = None
     max_startups: str | None = BUSY_MAX_STARTUPS
+    # True: the real torch and transformers of this test run (and torchrun) in the pod.
+    real_torch: bool = False
     # False: the client key is not authorized (auth failure).
     authorize_client: bool = True
     shm_size: str = "64m"
@@ -304,6 +311,12 @@ class SshFleet:
                 site.mkdir(parents=True, exist_ok=True)
                 fakes.write_fake_torch(site, spec.torch, spec.canary)
                 put(POD_PTH, POD_FAKES_SITE + "\n")
+        if spec.real_torch:
+            (stage / POD_REAL_SITE.lstrip("/")).mkdir(parents=True, exist_ok=True)
+            put(POD_REAL_PTH, POD_REAL_SITE + "\n")
+            put(
+                "/usr/local/bin/torchrun", "#!/usr/bin/python3\nfrom torch.distributed.run import main\nmain()\n", 0o755
+            )
         for path, text in spec.files.items():
             put(path, text, 0o755 if "/bin/" in path else 0o644)
         for path in spec.hide:
@@ -384,6 +397,9 @@ class SshFleet:
             f"mount -t tmpfs -o mode=1777 tmp {merged}/tmp",
             f"hostname {q(spec.name)}",
         ]
+        if spec.real_torch:
+            site = sysconfig.get_paths()["purelib"]
+            steps.append(f"mount --bind -o ro {q(site)} {merged}{POD_REAL_SITE}")
         if spec.workspace_size:
             steps.append(f"mount -o loop {q(str(pod.dir / 'workspace.img'))} {merged}/workspace")
             if spec.workspace_free_bytes is not None:
