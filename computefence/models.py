@@ -1158,6 +1158,36 @@ class ReleaseReport(_Model):
     pods: list[ReleasePod] = Field(default_factory=list)
 
 
+class NodeAction(_Model):
+    """One Slurm node `fleet drain` or `fleet resume` considered: how it stood, what was
+    (or would be) run, and how that went."""
+
+    name: str
+    # "drain" or "resume".
+    action: str
+    # drain: the check ids of the machine faults; resume: the drain reason being lifted.
+    selected_by: list[str] = Field(default_factory=list)
+    # The node's Slurm state and reason when read before acting.
+    state: str | None = None
+    reason: str | None = None
+    # planned, drained, resumed, kept_drained, already_drained, not_drained, left_alone, gone, failed.
+    outcome: str
+    # The exact commands, as a shell would take them (the dry run's plan).
+    commands: list[str] = Field(default_factory=list)
+    detail: str = ""
+    # "check: message" of each fault, for the terminal (not part of the JSON).
+    reasons: list[str] = Field(default_factory=list, exclude=True)
+
+
+class NodeActionReport(_Model):
+    """What `fleet drain --format json` and `fleet resume --format json` print."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: str = "drain"
+    dry_run: bool = True
+    nodes: list[NodeAction] = Field(default_factory=list)
+
+
 # ---------------------------------------------------------------- the host ledger
 
 

@@ -125,10 +125,11 @@ class SlurmCluster:
 
     def state(self, node: str) -> str:
         """The node's state as `sinfo -h -N -o %T` prints it (idle, drained, allocated, down*...)."""
-        return self.run("sinfo", "-h", "-n", node, "-o", "%T").stdout.strip()
+        return self.run("sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.splitlines()[0].strip()
 
     def reason(self, node: str) -> str:
-        return self.run("sinfo", "-h", "-N", "-n", node, "-o", "%E").stdout.strip()
+        # One line per partition the node is in; the reason is the node's, the same in each.
+        return self.run("sinfo", "-h", "-N", "-n", node, "-o", "%E").stdout.splitlines()[0].strip()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -268,6 +269,18 @@ class SlurmCluster:
         log.close()
         self._daemons.append(process)
         return process
+
+    def set_nvidia_smi(self, name: str, scenario: str) -> None:
+        """Put another recorded driver on the running node (its NODE_BIN is its own tmpfs)."""
+        node = self.nodes[name]
+        assert node.process is not None
+        staged = self.base / "nodes" / f"{name}-next"
+        write_fake_nvidia_smi(staged, scenario)
+        subprocess.run(
+            ["nsenter", "-t", str(node.process.pid), "-m", "--", "cp", "-a", f"{staged}/.", f"{NODE_BIN}/"],
+            check=True,
+            timeout=10,
+        )
 
     def kill_node(self, name: str) -> None:
         """slurmd dies; the controller does not notice for SlurmdTimeout (300 s)."""

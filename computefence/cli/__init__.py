@@ -30,6 +30,7 @@ from computefence.cli import release as _release  # noqa: F401,E402
 from computefence.cli import report as _report  # noqa: F401,E402
 from computefence.cli import schema as _schema  # noqa: F401,E402
 from computefence.cli import script as _script  # noqa: F401,E402
+from computefence.cli import slurm_nodes as _slurm_nodes  # noqa: F401,E402
 from computefence.cli import snapshot as _snapshot  # noqa: F401,E402
 from computefence.cli import watch as _watch  # noqa: F401,E402
 from computefence.cli.help_layout import built_command, tidy_help  # noqa: E402

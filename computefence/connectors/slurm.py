@@ -52,6 +52,8 @@ class SlurmOptions:
     qos: str | None = None
     partitions: tuple[str, ...] = ()
     probe: str = "check"
+    # `fleet resume`: the maintenance reservation the node is proven in.
+    reservation: str | None = None
 
 
 def srun_argv(target: Target, options: SlurmOptions, limit_s: float) -> list[str]:
@@ -77,6 +79,8 @@ def srun_argv(target: Target, options: SlurmOptions, limit_s: float) -> list[str
         argv.append(f"--account={options.account}")
     if options.qos:
         argv.append(f"--qos={options.qos}")
+    if options.reservation:
+        argv.append(f"--reservation={options.reservation}")
     if options.partitions:
         argv.append(f"--partition={','.join(options.partitions)}")
     return [*argv, target.python, "-B", "-c", BOOTSTRAP]

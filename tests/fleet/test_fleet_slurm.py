@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -28,7 +29,9 @@ NODES = [
 def cluster(start_slurm):
     cluster = start_slurm(NODES)
     cluster.run("scontrol", "update", "NodeName=n3", "State=DRAIN", "Reason=admin: bad fan")
-    cluster.run("sbatch", "--nodelist=n4", "--exclusive", "--output=/dev/null", "--job-name=holder", "--wrap", "sleep 600")
+    cluster.run(
+        "sbatch", "--nodelist=n4", "--exclusive", "--output=/dev/null", "--job-name=holder", "--wrap", "sleep 600"
+    )
     cluster.wait_until(lambda: cluster.state("n4") == "allocated", what="n4 allocated")
     cluster.kill_node("n5")
     return cluster
@@ -88,3 +91,135 @@ def test_partition_and_nodelist_narrow_the_nodes(cli, slurm_env):
     assert code == 2 and "--partition nosuch: no such partition" in err
     code, _, err = cli("fleet", "check", "--nodelist", "n1")
     assert code == 2 and "need --slurm" in err
+
+
+def test_without_sinfo_json_the_format_fields_are_read(cli, slurm_env, tmp_path, monkeypatch):
+    """A Slurm whose sinfo has no --json (before 21.08, or built without JSON support)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sinfo = bin_dir / "sinfo"
+    sinfo.write_text(
+        "#!/bin/sh\n"
+        'for a; do [ "$a" = --json ] && { echo "sinfo: unrecognized option \'--json\'" >&2; exit 1; }; done\n'
+        'exec /usr/bin/sinfo "$@"\n'
+    )
+    sinfo.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{slurm_env.env['PATH']}")
+    _, out, err = cli("fleet", "check", "--slurm", "--no-policy", "-w", "n[2-3]", "--only", "gpu.*", "-f", "json")
+    report = json.loads(out)
+    assert report["sources"][0]["resolver"] == "sinfo -N -o", err
+    hosts = by_name(report)
+    assert hosts["n2"]["status"] == "ok" and hosts["n2"]["provider"]["gpu_count"] == 2
+    assert hosts["n3"]["reason"] == "Slurm has it drained (admin: bad fan)"
+    assert hosts["n2"]["tags"] == ["gpu", "debug"]
+
+
+@pytest.fixture(scope="module")
+def saved_report(cluster, tmp_path_factory):
+    """One check of the whole cluster, saved as drain and resume read it."""
+    path = tmp_path_factory.mktemp("reports") / "report.json"
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in cluster.env.items():
+            patch.setenv(name, value)
+        from computefence.cli import main
+
+        main(
+            [
+                "fleet",
+                "check",
+                "--slurm",
+                "--no-policy",
+                "--timeout",
+                "20",
+                "--immediate",
+                "2",
+                "-f",
+                "json",
+                "-o",
+                str(path),
+                "-q",
+            ]
+        )
+    return path
+
+
+def log_lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_drain_and_resume(cli, slurm_env, saved_report, tmp_path):
+    cluster = slurm_env
+    # A copy of the report in which n3, drained by an administrator since, was found at fault too.
+    report = json.loads(saved_report.read_text())
+    faulted = dict(by_name(report)["n7"], name="n3")
+    report["hosts"] = [h for h in report["hosts"] if h["name"] != "n3"] + [faulted]
+    with_n3 = tmp_path / "with-n3.json"
+    with_n3.write_text(json.dumps(report))
+    log = tmp_path / "actions.jsonl"
+
+    # The dry run: the nodes, their faults and the exact commands; nothing changes.
+    code, out, err = cli("fleet", "drain", "--from", str(with_n3))
+    assert code == 0, err
+    assert re.search(r"would drain +n7 · gpu.missing", out) and re.search(r"would drain +n8 · gpu.driver", out)
+    assert "$ scontrol update NodeName=n7 State=DRAIN 'Reason=computefence: gpu.missing'" in out
+    assert re.search(r"left alone +n3 · gpu.missing: Slurm has it idle\+drain \(admin: bad fan\)", out)
+    assert "n1" not in out and "n2" not in out  # healthy machines; their job-side blockers are not faults
+    assert cluster.state("n7") == "idle"
+
+    code, out, err = cli("fleet", "drain", "--from", str(with_n3), "--yes", "--log", str(log), "-f", "json")
+    assert code == 0, err
+    outcomes = {n["name"]: n["outcome"] for n in json.loads(out)["nodes"]}
+    assert outcomes == {"n7": "drained", "n8": "drained", "n3": "left_alone"}
+    assert cluster.state("n7") == "drained" and cluster.reason("n7") == "computefence: gpu.missing"
+    assert cluster.reason("n8") == "computefence: gpu.driver"
+    assert cluster.reason("n3") == "admin: bad fan"  # someone else's drain keeps its reason
+    sends = [e for e in log_lines(log) if e["event"] == "send"]
+    assert [e["node"] for e in sends] == ["n7", "n8"] and all(e["command"] == "fleet drain" for e in sends)
+
+    # Idempotent: a second run sends nothing.
+    code, out, err = cli("fleet", "drain", "--from", str(with_n3), "--yes", "--log", str(log), "-f", "json")
+    assert code == 0 and {n["outcome"] for n in json.loads(out)["nodes"]} == {"already_drained", "left_alone"}
+    assert len([e for e in log_lines(log) if e["event"] == "send"]) == 2
+
+    # n7's missing GPU is back; n8's driver is still wedged.
+    cluster.set_nvidia_smi("n7", "a100x2")
+    code, out, err = cli("fleet", "resume", "--from", str(saved_report))
+    assert code == 0, err
+    assert re.search(r"would resume +n7 · computefence: gpu.missing", out)
+    assert "$ scontrol create reservation ReservationName=computefence-resume-n7 Nodes=n7 Users=root" in out
+    assert re.search(r"left alone +n3: drained by someone else: admin: bad fan", out)
+    assert cluster.state("n7") == "drained"
+
+    code, out, err = cli(
+        "fleet", "resume", "--from", str(saved_report), "--yes", "--log", str(log), "--timeout", "20", "-f", "json"
+    )
+    assert code == 1, err  # n8 failed its proof
+    outcomes = {n["name"]: n["outcome"] for n in json.loads(out)["nodes"]}
+    assert outcomes["n7"] == "resumed" and outcomes["n8"] == "kept_drained" and outcomes["n3"] == "left_alone"
+    assert outcomes["n1"] == "not_drained"
+    assert cluster.state("n7") == "idle"
+    assert cluster.state("n8") == "drained" and cluster.reason("n8") == "computefence: gpu.driver"
+    assert cluster.reason("n3") == "admin: bad fan"
+    # No proving reservation outlives the run.
+    assert "computefence-resume" not in cluster.run("scontrol", "show", "reservation").stdout
+    calls = [e["call"] for e in log_lines(log) if e["event"] == "send" and e["command"] == "fleet resume"]
+    assert calls[:3] == [
+        "scontrol create reservation ReservationName=computefence-resume-n7 Nodes=n7 Users=root StartTime=now "
+        "Duration=30 Flags=MAINT,IGNORE_JOBS",
+        "scontrol update NodeName=n7 State=RESUME",
+        "scontrol delete ReservationName=computefence-resume-n7",
+    ]
+    assert "scontrol update NodeName=n8 State=DRAIN 'Reason=computefence: gpu.driver'" in calls
+
+    # Idempotent: n7 is in service, n8 drained again and proven faulty again.
+    code, out, err = cli("fleet", "resume", "--from", str(saved_report), "-f", "json")
+    assert {n["name"]: n["outcome"] for n in json.loads(out)["nodes"]}["n7"] == "not_drained"
+
+
+def test_a_stale_report_is_refused(cli, slurm_env, saved_report, tmp_path):
+    report = json.loads(saved_report.read_text())
+    report["generated_at"] = "2020-01-01T00:00:00+00:00"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(report))
+    code, _, err = cli("fleet", "drain", "--from", str(old), "--yes")
+    assert code == 2 and "older than --max-age" in err

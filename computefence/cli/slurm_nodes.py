@@ -1,0 +1,132 @@
+"""`computefence fleet drain` and `fleet resume`: Slurm nodes out of and back into service
+from a saved `fleet check --slurm` report (a dry run unless --yes)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from computefence import evaluate
+from computefence.cli.app import EXIT_INTERRUPTED
+from computefence.cli.fleet import fleet_app
+from computefence.cli.output import emit_text
+from computefence.connectors.slurm import SlurmOptions
+from computefence.errors import ConfigError
+from computefence.files import check_output_path
+from computefence.interrupt import left_untouched, say_interrupted
+from computefence.models import Report
+from computefence.operations import release, slurm_nodes
+from computefence.operations.action_log import open_log
+from computefence.render.json import load_report
+from computefence.render.node_actions import NODE_ACTION_FORMATS, render_node_actions
+
+NodeFormat = Enum("NodeFormat", {name: name for name in NODE_ACTION_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
+
+_FROM = typer.Option(
+    ..., "--from", metavar="REPORT.json", help="A report of `fleet check --slurm -f json -o REPORT.json`."
+)
+_YES = typer.Option(False, "--yes", help="Act. Without it, print the plan and its exact commands, and run nothing.")
+_MAX_AGE = typer.Option("1h", "--max-age", metavar="AGE", help="Refuse a report older than this (1h, 30m, 90s).")
+_FORMAT = typer.Option("rich", "--format", "-f", help="Output format.")
+_OUTPUT = typer.Option(
+    None, "--output", "-o", metavar="FILE", help="Write the result here (atomically) instead of stdout."
+)
+_LOG = typer.Option(
+    None,
+    "--log",
+    metavar="FILE",
+    help="With --yes: append each scontrol call and its answer here as JSON lines "
+    "(default: computefence/actions.jsonl under $XDG_STATE_HOME, else ~/.local/state).",
+)
+
+
+def _load(report_path: Path, max_age: str) -> tuple[Report, str]:
+    max_age_delta = release.parse_duration(max_age, "--max-age")
+    report = evaluate.with_remedies(load_report(report_path))
+    if report.kind != "fleet":
+        raise ConfigError(f"{report_path} is a {report.kind} report; it needs a `fleet check --slurm` report")
+    age = release.check_age(report, report_path, max_age_delta, datetime.now(timezone.utc))
+    if not slurm_nodes.slurm_hosts(report):
+        raise ConfigError(f"{report_path} holds no Slurm node: it needs a `fleet check --slurm` report")
+    return report, f"{report_path.name} of {report.generated_at} ({release.age_text(age)} old)"
+
+
+@fleet_app.command("drain")
+def drain_command(
+    report_path: Path = _FROM,
+    yes: bool = _YES,
+    max_age: str = _MAX_AGE,
+    fmt: NodeFormat = _FORMAT,
+    output: Path | None = _OUTPUT,
+    log: Path | None = _LOG,
+) -> int:
+    """Drain the Slurm nodes a saved report finds at fault (a dry run unless --yes).
+
+    Selected: nodes blocked by a machine fault (a check whose remedy is `replace`, or a
+    wedged driver), never by the job's own configuration. Each is drained with
+    Reason="computefence: <check ids>". A node already drained or down is left as it is,
+    its reason kept. Exit 0 when all went as planned, 1 when a call failed, 2 for usage,
+    130 interrupted.
+    """
+    check_output_path(output)
+    report, title = _load(report_path, max_age)
+    scontrol = slurm_nodes.Scontrol()
+    planned = slurm_nodes.plan_drain(report, scontrol)
+    if yes:
+        run = {"command": "fleet drain", "report": str(report_path), "report_generated_at": report.generated_at}
+        with open_log(log, run) as action_log:
+            try:
+                nodes = slurm_nodes.act_drain(planned, scontrol, action_log)
+            except KeyboardInterrupt:
+                say_interrupted(release.interrupted_line(action_log) + left_untouched({"--output": output}))
+                return EXIT_INTERRUPTED
+    else:
+        nodes = planned
+    result = slurm_nodes.node_report("drain", nodes, dry_run=not yes)
+    emit_text(
+        lambda **s: render_node_actions(result, fmt.value, title=title, **s), fmt.value, output, what="the result"
+    )
+    return slurm_nodes.exit_code(result)
+
+
+@fleet_app.command("resume")
+def resume_command(
+    report_path: Path = _FROM,
+    yes: bool = _YES,
+    max_age: str = _MAX_AGE,
+    timeout: float = typer.Option(60.0, "--timeout", min=5, metavar="SECONDS", help="Deadline of each node's probe."),
+    fmt: NodeFormat = _FORMAT,
+    output: Path | None = _OUTPUT,
+    log: Path | None = _LOG,
+) -> int:
+    """Prove and resume the report's Slurm nodes that ComputeFence drained (a dry run unless --yes).
+
+    Only a node drained with a reason starting `computefence:` is considered. Each is held in a
+    maintenance reservation of its own, its drain lifted, probed inside the reservation
+    (machine checks only), and the reservation deleted if it passes; else it is drained
+    again with its reason. Exit 0 when every node was resumed (or the dry run), 1 when one
+    failed its check or a call failed, 2 for usage, 130 interrupted.
+    """
+    check_output_path(output)
+    report, title = _load(report_path, max_age)
+    scontrol = slurm_nodes.Scontrol()
+    planned = slurm_nodes.plan_resume(report, scontrol)
+    if yes:
+        run = {"command": "fleet resume", "report": str(report_path), "report_generated_at": report.generated_at}
+        prove = slurm_nodes.slurm_prover(SlurmOptions(deadline=timeout, immediate=min(10, int(timeout) // 2)))
+        with open_log(log, run) as action_log:
+            try:
+                nodes = slurm_nodes.act_resume(planned, scontrol, action_log, prove)
+            except KeyboardInterrupt:
+                say_interrupted(release.interrupted_line(action_log) + left_untouched({"--output": output}))
+                return EXIT_INTERRUPTED
+    else:
+        nodes = planned
+    result = slurm_nodes.node_report("resume", nodes, dry_run=not yes)
+    emit_text(
+        lambda **s: render_node_actions(result, fmt.value, title=title, **s), fmt.value, output, what="the result"
+    )
+    return slurm_nodes.exit_code(result)
