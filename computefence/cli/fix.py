@@ -14,14 +14,13 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from computefence import evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
 from computefence.cli.connection import connection_options, prepare_connections
 from computefence.cli.fleet import fleet_app
 from computefence.cli.history_options import HistoryOptions, history_options
-from computefence.cli.output import write_stdout
+from computefence.cli.output import output_width, write_stdout
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import LiveCount, note, progress_lines
 from computefence.cli.targets import own_pods_connector, target_options
@@ -152,14 +151,14 @@ def fix(
                 fixes.write_transcripts(log, done.transcripts)
     if session.interrupted:
         if output is None:
-            write_stdout(render_fix(report, fmt.value, _width()))
+            write_stdout(render_fix(report, fmt.value, output_width()))
         ran = sum(1 for h in report.hosts for s in h.steps if s.status in ("ran", "failed", "timeout"))
         say_interrupted(
             f"computefence: interrupted; {plural(ran, 'step')} ran before it"
             + left_untouched({"--output": output, "--history": history.directory})
         )
         return EXIT_INTERRUPTED
-    text = render_fix(report, fmt.value, _width())
+    text = render_fix(report, fmt.value, output_width())
     if output is not None:
         write_output(text, output)
         print(f"computefence: wrote the {fmt.value} fix report to {output}", file=sys.stderr)
@@ -188,7 +187,7 @@ def _ask_after_plan(plan: fixes.FixReport, where: str) -> bool:
     there is no one to ask: a usage error, and nothing was changed."""
     if not sys.stdin.isatty():
         raise ConfigError("applying without a terminal needs --yes (nothing was changed)")
-    print(render_fix(plan, "rich", _width()), file=sys.stderr)
+    print(render_fix(plan, "rich", output_width()), file=sys.stderr)
     print(
         f"apply {plural(plan.step_count, 'step')} {where}, as listed above? [y/N] ", end="", file=sys.stderr, flush=True
     )
@@ -201,11 +200,6 @@ def _ask_after_plan(plan: fixes.FixReport, where: str) -> bool:
 def _names(names: list[str], shown: int = 3) -> str:
     more = len(names) - shown
     return ", ".join(clean(n) for n in names[:shown]) + (f" and {more} more" if more > 0 else "")
-
-
-def _width() -> int:
-    console = Console()
-    return console.width if console.is_terminal else 100
 
 
 def fix_this_machine(
@@ -228,7 +222,7 @@ def fix_this_machine(
     steps = planned.step_count
     if not steps:
         print("computefence: nothing to apply: no finding has a step doctor --fix runs", file=sys.stderr)
-        _write(render_fix(planned, fmt, _width()), output)
+        _write(render_fix(planned, fmt, output_width()), output)
         return planned.exit_code()
     if not yes and not _ask_after_plan(planned, f"on this machine ({clean(host.name)})"):
         return 1
@@ -238,7 +232,7 @@ def fix_this_machine(
                 session, [probed], [host], planned, fixes.ApplyOptions(step_timeout, 1), progress.update
             )
         )
-    text = render_fix(done.report, fmt, _width())
+    text = render_fix(done.report, fmt, output_width())
     if session.interrupted:
         if output is None:
             write_stdout(text)

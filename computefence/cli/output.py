@@ -45,20 +45,30 @@ def emit(report: Report, fmt: str, output: Path | None, *, group_by: str = "chec
         fmt,
         output,
         what=f"the {fmt} report",
+        quiet=quiet,
     )
 
 
-def emit_text(render_text: Callable[..., str | Iterable[str]], fmt: str, output: Path | None, *, what: str) -> None:
-    """`render_text(color=, width=)` to `output` (atomically, plain) or to stdout (colored on a terminal)."""
+def emit_text(
+    render_text: Callable[..., str | Iterable[str]], fmt: str, output: Path | None, *, what: str, quiet: bool = False
+) -> None:
+    """`render_text(color=, width=)` to `output` (atomically, plain) or to stdout (colored on a
+    terminal). With `quiet` (cron: mail only when there is output), no line says where it went."""
     if output is not None:
         write_output(render_text(), output)
-        print(f"computefence: wrote {what} to {output}", file=sys.stderr)
+        if not quiet:
+            print(f"computefence: wrote {what} to {output}", file=sys.stderr)
         return
     console = Console()
     color = FORMATS[fmt].colors and console.is_terminal and not console.no_color
-    # Into a pipe or file: COLUMNS where the user set it (as rich does), else 100.
+    write_stdout(render_text(color=color, width=output_width()))
+
+
+def output_width() -> int:
+    """The terminal's width; into a pipe or file, COLUMNS where the user set it (as rich does), else 100."""
+    console = Console()
     wide = console.is_terminal or os.environ.get("COLUMNS", "").strip().isdigit()
-    write_stdout(render_text(color=color, width=console.width if wide else 100))
+    return console.width if wide else 100
 
 
 def write_stdout(text: str | Iterable[str]) -> None:
