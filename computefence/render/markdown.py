@@ -217,6 +217,8 @@ def _fleet(report: Report, group_by: str) -> list[str]:
                 lines.append(f"| {md(row.component)} | {md(version)} | {md(pods)} |")
         lines.append("")
 
+    lines += _perf(report) + _give_back(report)
+
     checked = [h for h in report.hosts if h.facts is not None]
     if checked:
         lines += ["<details><summary>Per-pod details</summary>", ""]
@@ -225,6 +227,36 @@ def _fleet(report: Report, group_by: str) -> list[str]:
         lines += ["", "</details>", ""]
     lines += _generated(report)
     return lines
+
+
+def _perf(report: Report) -> list[str]:
+    figures = views.perf_figures(report)
+    if not figures:
+        return []
+    lines = [
+        f"### {md(views.PERF_TITLE)}",
+        "",
+        "| Check | GPU model | Pod | Figure | Of the median |",
+        "|---|---|---|---|---|",
+    ]
+    for figure in figures:
+        median = f"{views.perf_number(figure.median)} {figure.unit}"
+        for row in figure.rows:
+            figure_cell = f"{views.perf_number(row.value)} {figure.unit}"
+            lines.append(
+                f"| {md(figure.check)} | {md(figure.model)} (median {md(median)}) | {md(row.pod)} "
+                f"| {md(figure_cell)} | {row.share:.0%} |"
+            )
+    return [*lines, ""]
+
+
+def _give_back(report: Report) -> list[str]:
+    rows = views.give_back_rows(report)
+    if not rows:
+        return []
+    lines = [f"### {md(views.give_back_title(report))}", "", "| Pod | $/h | Blocked by |", "|---|---|---|"]
+    lines += [f"| {md(row.name)} | {md(row.cost)} | {md(row.checks)} |" for row in rows]
+    return [*lines, "", md(views.GIVE_BACK_NOTE), ""]
 
 
 _CHANGE_ICON = {True: "🔴", False: "🟢", None: "•"}

@@ -222,6 +222,7 @@ def _fleet(report: Report, width: int, group_by: str) -> list[RenderableType]:
         out.extend(_drift(report, width))
         out.append(Text())
 
+    out.extend(_perf(report, width))
     out.extend(_give_back(report, width))
 
     money = views.money_line(report)
@@ -448,6 +449,30 @@ def _give_back(report: Report, width: int) -> list[RenderableType]:
     if len(rows) > len(shown):
         out.append(Text(f"and {len(rows) - len(shown)} more", style="dim"))
     out += [_note(Text(views.GIVE_BACK_NOTE)), Text()]
+    return out
+
+
+def _perf(report: Report, width: int) -> list[RenderableType]:
+    figures = views.perf_figures(report)
+    if not figures:
+        return []
+    out: list[RenderableType] = [Text(views.PERF_TITLE, style="bold underline")]
+    for figure in figures:
+        median = f"median {views.perf_number(figure.median)} {figure.unit}"
+        out.append(Hanging(Text(f"{clean(figure.check)}  "), Text(f"{clean(figure.model)} · {median}", style="cyan")))
+        name_width = _label_width((clean(row.pod) for row in figure.rows), width)
+        for row in figure.rows:
+            low = row.share < 0.9
+            out.append(
+                Text.assemble(
+                    "  ",
+                    clean(row.pod).ljust(name_width),
+                    "  ",
+                    (f"{views.perf_number(row.value)} {figure.unit}", "bold red" if low else ""),
+                    (f"  {row.share:.0%} of the median", "red" if low else "dim"),
+                )
+            )
+    out.append(Text())
     return out
 
 

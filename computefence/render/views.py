@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from computefence.evaluate.fleet import fails, give_back, replace_blockers
+from computefence.evaluate.gpu_perf import saved_fleet_figures
 from computefence.models import (
     Changes,
     DatasetFacts,
@@ -590,3 +591,38 @@ def _age(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f}m"
     return f"{seconds / 3600:.1f}h"
+
+
+# ---------------------------------------------------------------- --perf figures
+
+PERF_TITLE = "GPU performance (--perf): each pod beside the median of its GPU model"
+
+
+@dataclass(frozen=True)
+class PerfRow:
+    pod: str
+    value: float
+    share: float  # of the median
+
+
+@dataclass(frozen=True)
+class PerfFigure:
+    model: str
+    check: str
+    unit: str
+    median: float
+    rows: list[PerfRow]
+
+
+def perf_figures(report: Report) -> list[PerfFigure]:
+    """Each GPU model's measured figure per perf check, every pod beside the model's median."""
+    found = []
+    for figure in saved_fleet_figures(report.hosts):
+        median = figure.median
+        rows = [PerfRow(pod, value, value / median if median else 0.0) for pod, value in figure.pods.items()]
+        found.append(PerfFigure(figure.model, figure.check, figure.unit, median, rows))
+    return found
+
+
+def perf_number(value: float) -> str:
+    return f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
