@@ -188,8 +188,7 @@ def check_output_dir(facts: Facts, checks: CheckOptions, ctx: Context) -> list[F
         if base is None:
             fix = _no_place_fix(ctx)
         else:
-            name = posixpath.basename(path) or "outputs"
-            target = posixpath.join(base, name if name not in ("root", "home", "tmp") else "outputs")
+            target = posixpath.join(base, _volume_name(path, facts.identity.home))
             fix = Fix(steps=[FixStep.safe(f"mkdir -p {q(target)}")])
             if out.exists:
                 fix.advice = f"and point the job's output dir (and --output-dir) at {target}"
@@ -236,6 +235,17 @@ def check_output_dir(facts: Facts, checks: CheckOptions, ctx: Context) -> list[F
         ]
     where = f"is on the {storage.where}, {storage.fate}" if storage is not None else "is writable"
     return [passed(cid, f"output dir {shown} {where}", subject=path)]
+
+
+def _volume_name(path: str, home: str | None) -> str:
+    """The output dir's own folder on the volume, named from its path below the home folder
+    (`~/ws/a/checkpoints` -> `ws-a-checkpoints`): two output dirs never share one folder, where
+    one job's checkpoint rotation would delete the other's."""
+    home = normalize(home).rstrip("/") if home else None
+    if home and (path + "/").startswith(home + "/"):
+        path = path[len(home) :]
+    name = "-".join(part for part in path.split("/") if part not in ("", ".", ".."))
+    return name if name not in ("", "root", "home", "tmp") else "outputs"
 
 
 def _read_only(storage: Storage | None) -> str:
