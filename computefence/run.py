@@ -32,7 +32,6 @@ from computefence.evaluate.fleet import summarize
 from computefence.models import (
     AppliedFile,
     BaselineLock,
-    CheckOptions,
     HostReport,
     HostStatus,
     Report,
@@ -40,7 +39,7 @@ from computefence.models import (
     SourceStatus,
     Target,
 )
-from computefence.policy import EffectivePolicy, LoadedPolicy, load_policy
+from computefence.policy import EffectivePolicy, LoadedPolicy, apply_policy, load_policy, merge_checks, probe_extra
 from computefence.sources import TargetSelection, collect_targets
 
 __all__ = [
@@ -114,50 +113,6 @@ def custom_ids(loaded: LoadedPolicy | None) -> frozenset[str]:
         return frozenset()
     checks = [*loaded.policy.custom, *(c for o in loaded.policy.overrides for c in o.custom)]
     return frozenset(c.check for c in checks)
-
-
-def merge_checks(checks: CheckOptions, policy: EffectivePolicy) -> CheckOptions:
-    """The policy's `checks` where the inventory or command line left a value unset (None, or
-    False for a switch); its extra paths are added to theirs."""
-    update: dict[str, Any] = {}
-    for key, wanted in policy.checks.model_dump(exclude_defaults=True).items():
-        have = getattr(checks, key)
-        if isinstance(have, list):
-            update[key] = have + [item for item in wanted if item not in have]
-        elif have is None or have is False:
-            update[key] = wanted
-    return checks.model_copy(update=update) if update else checks
-
-
-def probe_extra(policy: EffectivePolicy) -> dict[str, Any]:
-    """What the probe needs from the policy: the packages it names and its custom checks."""
-    extra: dict[str, Any] = {}
-    if policy.package_names():
-        extra["packages"] = policy.package_names()
-    if policy.job is not None and (policy.job.model or policy.job.from_):
-        extra["job_model"] = {"ref": policy.job.model, "cache_dir": policy.job.cache_dir, "from": policy.job.from_}
-    if policy.custom:
-        extra["custom"] = [
-            {"id": c.id, "run": c.run, "timeout": c.timeout, "stdout_matches": c.expect.stdout_matches}
-            for c in policy.custom
-        ]
-    return extra
-
-
-def apply_policy(
-    targets: Sequence[Target], loaded: LoadedPolicy | None
-) -> tuple[list[Target], dict[str, EffectivePolicy]]:
-    """Targets with the policy's checks and probe parameters, and each one's effective policy."""
-    if loaded is None:
-        return list(targets), {}
-    policies = {t.name: loaded.policy.for_target(t.name, t.tags) for t in targets}
-    prepared = [
-        t.model_copy(
-            update={"checks": merge_checks(t.checks, policies[t.name]), "probe_extra": probe_extra(policies[t.name])}
-        )
-        for t in targets
-    ]
-    return prepared, policies
 
 
 # ---------------------------------------------------------------- what a run checks

@@ -12,30 +12,12 @@ import sys
 import typer
 
 from computefence.cli.app import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, app
+from computefence.cli.help_layout import built_command
 from computefence.errors import ComputeFenceError
 from computefence.interrupt import ignore_from_now, said_interrupted, say_interrupted
 from computefence.text import clean, clean_stderr
 
 SHOWN_CHARS = 200
-
-# Command modules register themselves on `app` when imported.
-from computefence.cli import dataset as _dataset  # noqa: F401,E402
-from computefence.cli import doctor as _doctor  # noqa: F401,E402
-from computefence.cli import fix as _fix  # noqa: F401,E402
-from computefence.cli import fleet as _fleet  # noqa: F401,E402
-from computefence.cli import hosts as _hosts  # noqa: F401,E402
-from computefence.cli import inventory as _inventory  # noqa: F401,E402
-from computefence.cli import policy as _policy  # noqa: F401,E402
-from computefence.cli import release as _release  # noqa: F401,E402
-from computefence.cli import report as _report  # noqa: F401,E402
-from computefence.cli import schema as _schema  # noqa: F401,E402
-from computefence.cli import script as _script  # noqa: F401,E402
-from computefence.cli import slurm_nodes as _slurm_nodes  # noqa: F401,E402
-from computefence.cli import snapshot as _snapshot  # noqa: F401,E402
-from computefence.cli import watch as _watch  # noqa: F401,E402
-from computefence.cli.help_layout import built_command, tidy_help  # noqa: E402
-
-tidy_help(app)
 
 # An error quotes the value it is about; a 1 MB host name is shown by its start.
 _LONG_WORD = re.compile(r"\S{%d,}" % (SHOWN_CHARS + 1))

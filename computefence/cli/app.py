@@ -2,16 +2,89 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
 import typer
 from typer.core import TyperGroup
 
+from computefence.cli.help_layout import flags_without_type, tidy_help
 from computefence.version import __version__
 
 # Exit codes shared by every command (see cli/__init__.py).
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 
+# Each top-level command and the modules (in computefence.cli) that register it, in the order
+# help lists them. A command's modules are imported when it is used, so `--version` and
+# `doctor` do not pay for the fleet's imports.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "doctor": ("doctor",),
+    "schema": ("schema",),
+    "probe": ("script",),
+    "dataset": ("dataset",),
+    "fleet": ("fleet", "fix", "release", "slurm_nodes", "snapshot", "watch"),
+    "hosts": ("hosts",),
+    "inventory": ("inventory",),
+    "policy": ("policy",),
+    "report": ("report",),
+}
+
+
+class _CommandsOnDemand(MutableMapping[str, Any]):  # values: typer's click commands
+    """The root group's commands: looking one up imports its modules, listing them imports all."""
+
+    def __init__(self, built: dict[str, Any]):
+        self._built = built
+
+    def _load(self, name: str) -> None:
+        if name in self._built or name not in COMMAND_MODULES:
+            return
+        for module in COMMAND_MODULES[name]:
+            importlib.import_module(f"computefence.cli.{module}")
+        tidy_help(app)
+        # typer turns what the modules registered on `app` into click commands.
+        group = typer.main.get_group(app)
+        for made_name, command in group.commands.made.items():  # type: ignore[attr-defined]
+            if made_name not in self._built:
+                flags_without_type(command, group.context_settings.get("help_option_names", ["--help"]))
+                self._built[made_name] = command
+
+    @property
+    def made(self) -> dict[str, Any]:
+        """The commands made so far, without importing any other."""
+        return self._built
+
+    def __getitem__(self, name: str) -> Any:
+        self._load(name)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        for name in COMMAND_MODULES:
+            self._load(name)
+        return iter(
+            [*(n for n in COMMAND_MODULES if n in self._built), *(n for n in self._built if n not in COMMAND_MODULES)]
+        )
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+
+class _RootGroup(TyperGroup):
+    def __init__(self, **attrs: object):
+        super().__init__(**attrs)  # type: ignore[arg-type]
+        self.commands = _CommandsOnDemand(dict(self.commands))
+
+
 app = typer.Typer(
     name="computefence",
+    cls=_RootGroup,
     help="Pre-flight checks for rented GPU compute: storage that vanishes, CPU fallbacks, broken drivers, bad datasets.",
     no_args_is_help=True,
     add_completion=True,
@@ -33,6 +106,10 @@ def _root(
     ),
 ) -> None:
     """ComputeFence: catch the misconfigurations that waste GPU hours, before the job starts."""
+
+
+# The root's own help now; each command's when its modules load (_CommandsOnDemand).
+tidy_help(app)
 
 
 def group_defaulting_to(default: str) -> type[TyperGroup]:

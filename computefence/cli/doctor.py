@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
-from computefence import evaluate, run
+from computefence import run
 from computefence.cli.app import EXIT_INTERRUPTED, app
 from computefence.cli.output import QUIET_HELP, FailOn, OutputFormat, emit
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt, write_lock
 from computefence.connectors.registry import ConnectSettings
 from computefence.errors import ConfigError, ProbeOutputError
-from computefence.evaluate.environment import build_lock
 from computefence.files import check_output_path
 from computefence.interrupt import say_interrupted
 from computefence.models import CheckOptions, HostReport, HostStatus, Target
-from computefence.policy import resolve_policy
+from computefence.policy import LoadedPolicy, resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
 from computefence.session import open_session
 from computefence.text import unfiltered_stderr
@@ -105,9 +106,6 @@ def doctor(
     Exit status: 0 no blockers, 1 blockers (or warnings with --fail-on warn), 2 usage error.
     Use it as a gate: `computefence doctor --output-dir /workspace/ckpt && python train.py`.
     """
-    # Checked before the probe runs: a typo in --only or the policy should not cost a 30 s probe first.
-    loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
-    rules = run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
     check_output_path(output)
     # `--output-dir "$CKPT"` with CKPT unset must not silently skip the check it asked for.
     for flag, value in (
@@ -130,6 +128,11 @@ def doctor(
         perf=perf,
     )
     target = Target(name=socket.gethostname() or "localhost", host="localhost", python=python, checks=checks)
+    # What the probe needs from the policy (packages, custom checks, the job's model) does not
+    # depend on the check ids, so the probe starts before the evaluator has loaded; the
+    # policy's check ids, --only and --skip are checked while it runs (most of the tool's own
+    # start), and a mistake there stops it.
+    probe_policy = resolve_policy(policy, no_policy, None)
     settings = ConnectSettings(
         deadline=timeout
         + _GRACE_S
@@ -138,14 +141,16 @@ def doctor(
     )
     with open_session(
         [target],
-        rules,
+        run.Rules(policy=probe_policy),
         settings,
         connector="local",
         probe_params={"deadline_s": timeout},
         progress=_status,
         sigint=True,
     ) as session:
-        [probed] = session.probe()
+        judging = _judging_rules(probe_policy, policy, no_policy, baseline, only, skip)
+        rules, [probed] = asyncio.run(_beside(session.probe_async(), judging))
+        session.plan = dataclasses.replace(session.plan, rules=rules, policies=run.plan([target], rules).policies)
         if session.interrupted:
             say_interrupted()
             return EXIT_INTERRUPTED
@@ -167,8 +172,12 @@ def doctor(
             )
         report = session.report(hosts, kind="doctor", fail_on=fail_on.severity)
     if snapshot is not None:
+        from computefence.evaluate.environment import build_lock
+
         write_lock(build_lock(hosts), snapshot)
     emit(report, fmt.value, output, quiet=quiet)
+    from computefence import evaluate
+
     return evaluate.exit_code(report)
 
 
@@ -181,3 +190,38 @@ def _status(total: int) -> Iterator[Callable[[HostReport], None]]:
         return
     with status_console.status("probing this machine..."):
         yield lambda host: None
+
+
+async def _beside(
+    probe: Awaitable[list[HostReport]], judging: Callable[[], run.Rules]
+) -> tuple[run.Rules, list[HostReport]]:
+    """The run's rules and the probe's hosts: `judging` (the evaluator's imports) in a thread
+    while the probe runs; rules that do not load stop the probe."""
+    probing = asyncio.ensure_future(probe)
+    try:
+        rules = await asyncio.to_thread(judging)
+    except BaseException:
+        probing.cancel()
+        await asyncio.gather(probing, return_exceptions=True)
+        raise
+    return rules, await probing
+
+
+def _judging_rules(
+    probe_policy: LoadedPolicy | None,
+    policy: Path | None,
+    no_policy: bool,
+    baseline: Path | None,
+    only: Sequence[str],
+    skip: Sequence[str],
+) -> Callable[[], run.Rules]:
+    def load() -> run.Rules:
+        from computefence import evaluate
+
+        loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
+        changed = loaded or probe_policy
+        if changed is not None and (loaded and loaded.sha256) != (probe_policy and probe_policy.sha256):
+            raise ConfigError(f"{changed.path} changed while doctor ran; run it again")
+        return run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
+
+    return load

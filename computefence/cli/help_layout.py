@@ -40,18 +40,21 @@ def built_command(app: typer.Typer) -> Any:
     """The click command typer builds for `app`, its flags (typer's own --install-completion
     and --show-completion included) shown without a type."""
     command = typer.main.get_command(app)
-    _flags_without_type(command, command.context_settings.get("help_option_names", ["--help"]))
+    flags_without_type(command, command.context_settings.get("help_option_names", ["--help"]))
     return command
 
 
-def _flags_without_type(command: Any, help_names: list[str]) -> None:
+def flags_without_type(command: Any, help_names: list[str]) -> None:
+    """`command`'s flags, and its subcommands', shown without a type."""
     # The help option is made on first use and kept: make it now, to reach it.
     help_option = command.get_help_option(command.context_class(command, help_option_names=help_names))
     for param in [*command.params, help_option]:
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
-    for sub in getattr(command, "commands", {}).values():
-        _flags_without_type(sub, help_names)
+    commands = getattr(command, "commands", {})
+    # The root's commands are made when first used (cli/app.py), and tidied then.
+    for sub in getattr(commands, "made", commands).values():
+        flags_without_type(sub, help_names)
 
 
 def unwrap(text: str) -> str:

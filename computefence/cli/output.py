@@ -14,7 +14,7 @@ from computefence.files import write_output
 from computefence.models import Report, Severity
 from computefence.operations.notify import NOTIFY_FORMATS, NOTIFY_ON
 from computefence.render import FORMATS, render_pieces
-from computefence.render.terminal import GROUP_BY
+from computefence.render.interface import GROUP_BY
 
 # Typer shows an Enum's values as the choices in --help and rejects anything else (exit 2).
 OutputFormat = Enum("OutputFormat", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table

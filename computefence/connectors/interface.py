@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from computefence.connectors.payload import probe_params
-from computefence.evaluate import status_fix
-from computefence.evaluate.connection import DEFAULT_CONNECT_TIMEOUT
 from computefence.models import Facts, HostReport, HostStatus, Target
 
 
@@ -35,16 +33,18 @@ class Outcome:
     facts: Facts | None = None
 
 
-def host_report(
-    target: Target, outcome: Outcome, duration: float, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
-) -> HostReport:
+def host_report(target: Target, outcome: Outcome, duration: float, connect_timeout: float | None = None) -> HostReport:
+    """`connect_timeout`: the one the fix for a pod that did not answer names (default: the evaluator's)."""
     fix = None
     if outcome.status is not HostStatus.OK:
+        # Imported here: `doctor` starts its probe before the evaluator has loaded.
+        from computefence.evaluate.connection import DEFAULT_CONNECT_TIMEOUT, status_fix
+
         fix = status_fix(
             target,
             outcome.status,
             outcome.detail if outcome.detail is not None else outcome.reason,
-            connect_timeout=connect_timeout,
+            connect_timeout=DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout,
         )
     return HostReport(
         name=target.name,

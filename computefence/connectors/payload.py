@@ -14,7 +14,6 @@ from pydantic import ValidationError
 
 from computefence import jsontext
 from computefence.errors import ProbeOutputError
-from computefence.evaluate.gpu import BUSY_MIB
 from computefence.models import PROBE_SCHEMA_VERSION, CheckOptions, Facts
 from computefence.probe import PARTS, WATCH_PARTS
 from computefence.text import one_line
@@ -92,7 +91,7 @@ def _joined_import(found: re.Match[str], importer: str, parts: tuple[str, ...]) 
 
 
 def probe_params(checks: CheckOptions, python: str = "python3", **extra: Any) -> dict[str, Any]:
-    params = {
+    params: dict[str, Any] = {
         "python": python,
         "output_dir": checks.output_dir,
         "accelerate_config": checks.accelerate_config,
@@ -101,9 +100,13 @@ def probe_params(checks: CheckOptions, python: str = "python3", **extra: Any) ->
         "label_column": checks.label_column,
         "extra_paths": list(checks.extra_paths),
         "perf": checks.perf,
-        # The canary stays off GPUs that gpu.memory-in-use would call busy.
-        "perf_busy_mib": BUSY_MIB,
     }
+    if checks.perf:
+        # The canary stays off GPUs that gpu.memory-in-use would call busy. Imported here:
+        # `doctor` starts its probe before the evaluator has loaded.
+        from computefence.evaluate.gpu import BUSY_MIB
+
+        params["perf_busy_mib"] = BUSY_MIB
     params.update(extra)
     return params
 

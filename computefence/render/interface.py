@@ -15,6 +15,9 @@ from typing import ClassVar
 
 from computefence.models import Changes, Report
 
+# The --group-by choices (terminal and Markdown).
+GROUP_BY = ("check", "pod")
+
 
 class Renderer(ABC):
     # Whether the format has colour, to be turned on when it goes to a terminal.

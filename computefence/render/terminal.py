@@ -24,7 +24,6 @@ from computefence.text import clean, one_line, plural
 
 # From this width on, a finding's message sits beside its check id.
 WIDE = 100
-GROUP_BY = ("check", "pod")
 
 _STYLE = {Severity.BLOCK: "bold red", Severity.WARN: "yellow", Severity.PASS: "green", Severity.SKIP: "dim"}
 _MARK = {Severity.BLOCK: "✗ BLOCK", Severity.WARN: "! WARN ", Severity.PASS: "✓ pass ", Severity.SKIP: "- skip "}

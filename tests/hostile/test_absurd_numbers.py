@@ -18,6 +18,7 @@ from computefence import evaluate
 from computefence.cli import main
 from computefence.connectors.payload import parse_probe_output
 from computefence.errors import ConfigError, ProbeOutputError
+from computefence.evaluate import judge
 from computefence.evaluate.torch_builds import parse_capability, parse_version
 from computefence.models import CheckOptions, HostReport, HostStatus, Report, Severity
 from computefence.policy import parse_policy_text
@@ -103,7 +104,8 @@ def test_a_pod_whose_facts_break_a_rule_is_probe_failed_and_the_run_goes_on(monk
             raise OverflowError("int too large to convert to float")
         return []
 
-    monkeypatch.setattr(evaluate, "RULES", [*evaluate.RULES, rule_that_trips])
+    # evaluate_host reads the rules where they are defined.
+    monkeypatch.setattr(judge, "RULES", [*judge.RULES, rule_that_trips])
     tripping = facts.model_copy(update={"identity": facts.identity.model_copy(update={"hostname": "tripping-pod"})})
     bad = evaluate.judge_host(HostReport(name="a", status=HostStatus.OK, facts=tripping), CheckOptions(), None, None)
     good = evaluate.judge_host(HostReport(name="b", status=HostStatus.OK, facts=facts), CheckOptions(), None, None)

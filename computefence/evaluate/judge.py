@@ -1,0 +1,264 @@
+"""The evaluator's registry and judging steps: the check areas, their RULES and CHECKS, and
+the functions that judge a host and a fleet. Read through the package (`from computefence
+import evaluate`, `evaluate.CHECKS`), which loads this module on first use."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from computefence.errors import ConfigError
+from computefence.evaluate import (
+    accelerate,
+    dataset,
+    environment,
+    gpu,
+    gpu_health,
+    gpu_perf,
+    job,
+    python,
+    scheduler,
+    storage,
+    system,
+    time_limits,
+    watch_checks,
+)
+from computefence.evaluate import requirements as policy_rules
+from computefence.evaluate.connection import status_fix
+from computefence.evaluate.context import Rule, build_context, skipped
+from computefence.evaluate.fleet import build_report, exit_code
+from computefence.evaluate.fleet_steps import FleetStep, run_fleet_step
+from computefence.evaluate.identity import with_keys
+from computefence.evaluate.spec import CheckSpec, Remedy
+from computefence.evaluate.torch_builds import one_install_per_package
+from computefence.models import (
+    BaselineLock,
+    CheckOptions,
+    Facts,
+    Finding,
+    Fix,
+    HostReport,
+    HostStatus,
+    ProviderInfo,
+    Report,
+)
+from computefence.policy import EffectivePolicy, matches
+from computefence.text import one_line
+
+# The check areas by name, each a module with its CHECKS (id -> CheckSpec) and, where it
+# judges one host's facts alone, its RULES. Rules run in this order. A new area is one
+# module and one row here.
+AREAS: dict[str, ModuleType] = {
+    "storage": storage,
+    "system": system,
+    "gpu": gpu,
+    "gpu_health": gpu_health,
+    "gpu_perf": gpu_perf,
+    "scheduler": scheduler,
+    "accelerate": accelerate,
+    "python": python,
+    "time_limits": time_limits,
+    "dataset": dataset,
+    "job": job,
+    "policy": policy_rules,
+    "environment": environment,
+    # Judged only by `fleet watch` (evaluate_watch), from the watch probe's facts: its rules
+    # are WATCH_RULES, not RULES.
+    "run": watch_checks,
+}
+
+RULES: list[Rule] = [rule for area in AREAS.values() for rule in getattr(area, "RULES", ())]
+
+# Every check id the rules can emit, with what it verifies and what a blocker calls for.
+CHECKS: dict[str, CheckSpec] = {check: spec for area in AREAS.values() for check, spec in area.CHECKS.items()}
+CHECK_IDS: frozenset[str] = frozenset(CHECKS)
+
+__all__ = [
+    "AREAS",
+    "CHECKS",
+    "CHECK_IDS",
+    "RULES",
+    "CheckSpec",
+    "Remedy",
+    "build_report",
+    "evaluate_host",
+    "evaluate_watch",
+    "exit_code",
+    "finish_hosts",
+    "judge_host",
+    "reapply_policy",
+    "remedy_of",
+    "select_findings",
+    "status_fix",
+    "with_remedies",
+]
+
+
+def evaluate_host(
+    facts: Facts, checks: CheckOptions, provider: ProviderInfo | None = None, policy: EffectivePolicy | None = None
+) -> list[Finding]:
+    """All findings for one host, passes included, in RULES order, then the policy's own;
+    the policy's severities and skips are applied by finish_hosts."""
+    findings: list[Finding] = []
+    rule_name = "context"
+    try:
+        ctx = build_context(
+            facts,
+            checks,
+            provider,
+            policy.thresholds if policy is not None else None,
+            policy.hardware.gpu_count if policy is not None else None,
+            job.host_job(policy.job if policy is not None else None, facts),
+        )
+        for rule in RULES:
+            rule_name = rule.__name__.removeprefix("check_")
+            findings.extend(rule(facts, checks, ctx))
+        if policy is not None:
+            rule_name = "policy"
+            findings.extend(policy_rules.policy_findings(facts, policy, ctx))
+        rule_name = "one install per package"
+        findings = one_install_per_package(findings)
+    except Exception as exc:  # a value no rule foresaw; the pod fails closed
+        raise JudgingError(f"{rule_name}: {type(exc).__name__}: {one_line(exc, 160)}") from exc
+    return [_finish(f) for f in findings]
+
+
+def evaluate_watch(
+    facts: Facts, checks: CheckOptions, provider: ProviderInfo | None, settings: watch_checks.WatchSettings
+) -> list[Finding]:
+    """The run.* findings for one pod's watch facts; nothing else judges a watch."""
+    return with_keys(facts, [_finish(f) for f in watch_checks.evaluate_watch(facts, checks, provider, settings)])
+
+
+class JudgingError(Exception):
+    """A rule failed on one pod's facts: that pod cannot be judged, the others still are."""
+
+
+def judge_host(
+    host: HostReport, checks: CheckOptions, provider: ProviderInfo | None, policy: EffectivePolicy | None
+) -> HostReport:
+    """`host` with its findings; probe_failed, naming the rule, where its facts break a rule:
+    one pod's answer never crashes the run or decides its exit status, and never passes."""
+    assert host.facts is not None
+    try:
+        findings = evaluate_host(host.facts, checks, provider, policy)
+    except JudgingError as exc:
+        return host.model_copy(
+            update={
+                "status": HostStatus.PROBE_FAILED,
+                "reason": f"its answer could not be judged ({exc})",
+                "facts": None,
+                "findings": [],
+            }
+        )
+    return host.model_copy(update={"findings": findings})
+
+
+def finish_hosts(
+    hosts: list[HostReport],
+    policies: dict[str, EffectivePolicy],
+    lock: BaselineLock | None,
+    only: list[str],
+    skip: list[str],
+) -> list[HostReport]:
+    """The fleet-wide findings (env.outlier, env.drift against `lock`) added to each checked
+    host (a pod whose facts break that step is probe_failed, see fleet_steps), then each host's policy severities and skips, then --only/--skip; every finding
+    with its key (what identifies it across runs)."""
+    severities = {name: p.severity for name, p in policies.items()}
+    requirements = {name: p.requirement_specs() for name, p in policies.items()}
+    check = environment.OUTLIER if lock is None else environment.DRIFT
+    across: FleetStep[dict[str, list[Finding]]] = run_fleet_step(
+        check, hosts, lambda some: environment.environment_findings(some, lock, severities, requirements), {}
+    )
+    extra = dict(across.result)
+    finished = []
+    for host in across.hosts:
+        if host.status is not HostStatus.OK or host.facts is None:
+            finished.append(host)
+            continue
+        if across.error is not None:
+            extra[host.name] = [skipped(check, f"not compared with the fleet ({across.error})")]
+        findings = [*host.findings, *(_finish(f) for f in extra.get(host.name, []))]
+        policy = policies.get(host.name)
+        if policy is not None:
+            findings = policy_rules.apply_policy(findings, policy)
+        findings = with_keys(host.facts, select_findings(findings, only=only, skip=skip))
+        finished.append(host.model_copy(update={"findings": findings}))
+    return finished
+
+
+def remedy_of(finding: Finding) -> Remedy:
+    """The finding's own remedy, else its check's; a check the registry does not know (a
+    custom.* check of a report saved before remedies) calls for a fix."""
+    if finding.remedy is not None:
+        return finding.remedy
+    spec = CHECKS.get(finding.check)
+    return spec.remedy if spec is not None else Remedy.FIX
+
+
+def with_remedies(report: Report) -> Report:
+    """A saved report whose findings all carry a remedy (those saved before remedies existed
+    get their check's)."""
+    if all(f.remedy is not None for h in report.hosts for f in h.findings):
+        return report
+    hosts = [
+        h.model_copy(
+            update={"findings": [f if f.remedy else f.model_copy(update={"remedy": remedy_of(f)}) for f in h.findings]}
+        )
+        for h in report.hosts
+    ]
+    return report.model_copy(update={"hosts": hosts})
+
+
+def _finish(finding: Finding) -> Finding:
+    # Paths and names come from the pod; a newline in one must not break a report line
+    # (or turn one fix command into two). Every finding gets its check's remedy here too.
+    if finding.remedy is None:
+        finding = finding.model_copy(update={"remedy": remedy_of(finding)})
+    fix = finding.fix
+    texts = [finding.message, *(fix.commands if fix else []), (fix.advice if fix else None) or ""]
+    if not any("\n" in text for text in texts):
+        return finding
+    if fix is not None:
+        fix = Fix(
+            steps=[step.model_copy(update={"run": one_line(step.run, None)}) for step in fix.steps],
+            advice=one_line(fix.advice, None) if fix.advice else None,
+        )
+    return finding.model_copy(update={"message": one_line(finding.message, None), "fix": fix})
+
+
+def reapply_policy(host: HostReport, policy: EffectivePolicy) -> HostReport:
+    """A saved host's findings under another policy: its policy.* and custom.* findings
+    judged again from the saved facts, then the policy's severities and skips. Thresholds
+    and checks that need the pod again are not re-run."""
+    if host.status is not HostStatus.OK or host.facts is None:
+        return host
+    ctx = build_context(
+        host.facts, CheckOptions(), host.provider, policy.thresholds, job=job.host_job(policy.job, host.facts)
+    )
+    kept = [f for f in host.findings if not f.check.startswith(("policy.", "custom.")) and f.check not in job.CHECKS]
+    sized = [f for rule in job.RULES for f in rule(host.facts, _saved_checks(host, policy), ctx)]
+    judged = [*sized, *policy_rules.policy_findings(host.facts, policy, ctx)]
+    findings = one_install_per_package([*kept, *(_finish(f) for f in judged)])
+    return host.model_copy(update={"findings": with_keys(host.facts, policy_rules.apply_policy(findings, policy))})
+
+
+def _saved_checks(host: HostReport, policy: EffectivePolicy) -> CheckOptions:
+    # The job checks need the output dir the pod was probed with: the policy's, as the saved
+    # facts' output_dir path shows it.
+    saved = next((p.path for p in host.facts.storage.paths if p.role == "output_dir"), None) if host.facts else None
+    return CheckOptions(output_dir=saved or policy.checks.output_dir)
+
+
+def select_findings(
+    findings: list[Finding], only: list[str], skip: list[str], extra_checks: frozenset[str] = frozenset()
+) -> list[Finding]:
+    """Findings of the --only checks (all when empty) minus the --skip ones. A pattern that
+    names no known check is a ConfigError: a typo in --only must not turn a run green.
+    `extra_checks` are ids known beyond the registry (a policy's custom.<id>)."""
+    known = set(CHECKS) | extra_checks | {f.check for f in findings}
+    for flag, patterns in (("--only", only), ("--skip", skip)):
+        for pattern in patterns:
+            if not any(matches(check, pattern) for check in known):
+                raise ConfigError(f"{flag} {pattern!r} names no check; known checks: {', '.join(sorted(CHECKS))}")
+    kept = [f for f in findings if not only or any(matches(f.check, p) for p in only)]
+    return [f for f in kept if not any(matches(f.check, p) for p in skip)]

@@ -1,0 +1,61 @@
+"""What a command imports before it does anything: only its own modules (#35)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from computefence.cli.app import COMMAND_MODULES
+
+
+def _imported_by(*argv: str) -> set[str]:
+    script = (
+        "import json, sys\n"
+        "from computefence.cli import main\n"
+        f"main({list(argv)!r})\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_version_imports_no_command_and_not_the_evaluator():
+    imported = _imported_by("--version")
+    assert "computefence.cli.doctor" not in imported and "computefence.cli.fleet" not in imported
+    assert "computefence.evaluate.judge" not in imported and "computefence.models" not in imported
+
+
+def test_doctor_help_imports_doctor_alone_no_ssh_and_no_judging():
+    imported = _imported_by("doctor", "--help")
+    assert "computefence.cli.doctor" in imported
+    assert not {
+        m for m in imported if m.startswith(("asyncssh", "computefence.cli.fleet", "computefence.evaluate.judge"))
+    }
+
+
+@pytest.mark.parametrize("command", ["fleet", "report"])
+def test_a_group_loads_every_module_that_registers_a_subcommand(command, capsys):
+    from computefence.cli import main
+
+    main([command, "--help"])
+    shown = capsys.readouterr().out
+    assert all(f"computefence.cli.{module}" in sys.modules for module in COMMAND_MODULES[command])
+    if command == "fleet":
+        for sub in ("check", "fix", "release", "snapshot", "watch"):
+            assert f"│ {sub} " in shown
+
+
+def test_every_module_that_registers_a_command_is_in_the_table():
+    # A module left out of COMMAND_MODULES would register nothing: its commands would vanish.
+    registering = {
+        path.stem
+        for path in (Path(__file__).resolve().parents[2] / "computefence/cli").glob("*.py")
+        if re.search(r"^@\w*app\.command|^app\.add_typer\(", path.read_text(), re.M)
+    }
+    listed = {module for modules in COMMAND_MODULES.values() for module in modules}
+    assert registering and registering <= listed
