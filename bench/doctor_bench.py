@@ -1,7 +1,7 @@
 """Time `computefence doctor --format json` against the torch import it waits for, and
 `computefence --version`.
 
-    python3 bench/doctor_bench.py [-n 10] [--python /path/to/training/python3]
+    python3 bench/doctor_bench.py [-n 10] [--python /path/to/training/python3] [--before CHECKOUT]
 
 Interleaved, alternating the order each round so load on a shared machine hits all alike:
 
@@ -12,6 +12,9 @@ Interleaved, alternating the order each round so load on a shared machine hits a
   imports, probe, evaluation, rendering; no torch);
 - **--version**: `computefence --version`;
 - **bare python**: `python3 -c pass`, the start every command pays.
+
+With --before, doctor and --version of another checkout of ComputeFence (its source tree, on
+PYTHONPATH) run in the same rounds, for a before/after taken under the same load.
 
 Targets (#35): doctor's median at most 0.5 s over the torch import's median, and `--version`
 under 0.3 s. Exits 1 when either is missed, and says which. The load average is printed with
@@ -35,18 +38,21 @@ VERSION_S = 0.3
 NO_INTERPRETER = "/nonexistent/python3"
 
 
-def timed(command: list[str], accept: tuple[int, ...] = (0,)) -> tuple[float, str]:
+def timed(command: list[str], accept: tuple[int, ...] = (0,), source: str | None = None) -> tuple[float, str]:
+    env = user_env()
+    if source is not None:
+        env["PYTHONPATH"] = source
     started = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True, env=user_env())
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
     if result.returncode not in accept:
         raise SystemExit(f"{' '.join(command)} exited {result.returncode}: {result.stderr.strip()[-500:]}")
     return wall, result.stdout
 
 
-def doctor(python: str) -> tuple[float, float, str | None]:
+def doctor(python: str, source: str | None = None) -> tuple[float, float, str | None]:
     command = [sys.executable, "-m", "computefence", "doctor", "--format", "json", "--python", python]
-    wall, out = timed(command, accept=(0, 1))
+    wall, out = timed(command, accept=(0, 1), source=source)
     facts = json.loads(out)["hosts"][0]["facts"]
     return wall, facts["probe_duration_s"], (facts.get("torch") or {}).get("version")
 
@@ -59,17 +65,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--runs", type=int, default=10)
     parser.add_argument("--python", default=sys.executable, help="training interpreter (with torch) passed to doctor")
+    parser.add_argument("--before", metavar="CHECKOUT", help="another checkout to time beside this one")
     args = parser.parse_args()
 
     print(
         f"doctor: {sys.executable} -m computefence doctor --format json --python {{{args.python} | {NO_INTERPRETER}}}"
     )
     print(f"load average before: {load()}")
-    walls: dict[str, list[float]] = {name: [] for name in ("torch", "doctor", "tool", "version", "python")}
+    rounds = ["torch", "doctor", "tool", "version", "python"] + (
+        ["doctor@before", "version@before"] if args.before else []
+    )
+    walls: dict[str, list[float]] = {name: [] for name in rounds}
     probes: dict[str, list[float]] = {"doctor": [], "tool": []}
     versions = set()
     for i in range(args.runs):
-        rounds = ["torch", "doctor", "tool", "version", "python"]
         for name in rounds if i % 2 == 0 else rounds[::-1]:
             if name == "torch":
                 walls[name].append(timed([args.python, "-c", "import torch"])[0])
@@ -79,8 +88,11 @@ def main() -> int:
                 probes[name].append(probe)
                 if name == "doctor":
                     versions.add(torch_version)
-            elif name == "version":
-                walls[name].append(timed([sys.executable, "-m", "computefence", "--version"])[0])
+            elif name == "doctor@before":
+                walls[name].append(doctor(args.python, args.before)[0])
+            elif name in ("version", "version@before"):
+                source = args.before if name == "version@before" else None
+                walls[name].append(timed([sys.executable, "-m", "computefence", "--version"], source=source)[0])
             else:
                 walls[name].append(timed([sys.executable, "-c", "pass"])[0])
     print(f"load average after: {load()}")
@@ -91,8 +103,12 @@ def main() -> int:
         "tool": "doctor, no interpreter",
         "version": "--version",
         "python": "python3 -c pass",
+        "doctor@before": "doctor, --before",
+        "version@before": "--version, --before",
     }
     for name, label in labels.items():
+        if name not in walls:
+            continue
         wall = walls[name]
         probe = f"  probe median {statistics.median(probes[name]):.3f}" if name in probes else ""
         print(f"{label:24s} median {statistics.median(wall):.3f}  min {min(wall):.3f}  max {max(wall):.3f}{probe}")
