@@ -17,8 +17,9 @@ from typing import Any
 
 from computefence import evaluate, run
 from computefence.evaluate import requirements as policy_rules
+from computefence.evaluate.ledger import machine_key
 from computefence.evaluate.watch_checks import DEFAULT_STALL_MINUTES, settings_for
-from computefence.models import HostReport, HostStatus, Report, SourceStatus, Target, WatchFacts
+from computefence.models import HostReport, HostStatus, LedgerMachine, Report, SourceStatus, Target, WatchFacts
 from computefence.policy import EffectivePolicy
 
 # Seconds of GPU sampling in each probe run.
@@ -51,10 +52,13 @@ def judge(
     stall_minutes: float = DEFAULT_STALL_MINUTES,
     previous: Report | None = None,
     labels: Mapping[str, int] | None = None,
+    machines: Sequence[LedgerMachine] = (),
 ) -> list[HostReport]:
     """Each watched host's run.* findings, under its policy's severities and skips and the
     rules' --only/--skip. `previous`: the last pass (or --history run), for rates and
-    growth; `labels`: pod -> the label count a dataset check found."""
+    growth; `labels`: pod -> the label count a dataset check found; `machines`: the hosts
+    ledger of a fleet check history, for the machine behind each pod."""
+    ledger = {(m.provider, m.machine_id): m for m in machines}
     by_name = {t.name: t for t in run_plan.targets}
     judged = []
     for host in hosts:
@@ -68,6 +72,7 @@ def judge(
             stall_minutes,
             previous_facts(previous, host.name),
             (labels or {}).get(host.name),
+            ledger.get(machine_key(host) or ("", "")),
         )
         findings = evaluate.evaluate_watch(host.facts, target.checks, target.provider, settings)
         if policy is not None:

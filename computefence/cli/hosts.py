@@ -53,7 +53,7 @@ def hosts_command(
 
     Its provider and id, GPU model, runs seen and blocked, last Xid, perf against the fleet
     median, last seen."""
-    ledger = _ledger(history, min_runs)
+    ledger = ledger_from(history, min_runs)
     title = f"{history}"
     emit_text(
         lambda **style: render_hosts(ledger, fmt.value, title=title, **style), fmt.value, output, what="the hosts"
@@ -74,7 +74,7 @@ def avoid_command(
     `vastai search offers "gpu_name=RTX_4090 $(computefence hosts avoid --history DIR)"` leaves
     out the Vast machines (nothing is printed when there are none); `--format json` lists them
     for every provider, for scripts and for RunPod users (who cannot filter by machine)."""
-    machines = avoid_list(_ledger(history, min_runs))
+    machines = avoid_list(ledger_from(history, min_runs))
     if fmt.value == "vast":
         _, odd = vast_ids(machines)
         for machine_id in odd:
@@ -83,14 +83,16 @@ def avoid_command(
     return 0
 
 
-def _ledger(history: Path, min_runs: int) -> HostLedger:
-    return build_ledger(_runs(history), min_runs)
+def ledger_from(history: Path, min_runs: int = 1, flag: str = "--history") -> HostLedger:
+    """The machines of a fleet check --history DIR (given as `flag`); a one-line ConfigError
+    when it is not one."""
+    return build_ledger(_runs(history, flag), min_runs)
 
 
-def _runs(history: Path) -> list[Report]:
+def _runs(history: Path, flag: str) -> list[Report]:
     """The history's readable runs, oldest first, each with its findings' remedies."""
     if not history.is_dir():
-        raise ConfigError(f"--history {history}: not a directory")
+        raise ConfigError(f"{flag} {history}: not a directory")
     runs = []
     for path in sorted(p for p in history.iterdir() if ENTRY_RE.match(p.name)):
         try:

@@ -23,6 +23,7 @@ from computefence.cli.app import EXIT_INTERRUPTED
 from computefence.cli.connection import connection_options, prepare_connections
 from computefence.cli.fleet import fleet_app
 from computefence.cli.history_options import HistoryOptions, history_options
+from computefence.cli.hosts import ledger_from
 from computefence.cli.output import FailOn, NotifyFormat, NotifyOn, OutputFormat, emit
 from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import collect_less_often, note, progress_lines
@@ -83,6 +84,13 @@ def watch(
     ),
     skip: list[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this run.* check (repeatable)."),
     only: list[str] = typer.Option([], "--only", metavar="ID", help="Run only this run.* check (repeatable)."),
+    hosts_history: Path | None = typer.Option(
+        None,
+        "--hosts-history",
+        metavar="DIR",
+        help="A fleet check --history DIR: run.stalled on a pod whose machine failed a check "
+        "there before says to give the pod back.",
+    ),
     labels_from: Path | None = typer.Option(
         None,
         "--labels-from",
@@ -124,6 +132,7 @@ def watch(
                 raise ConfigError(f"{flag} {pattern!r}: fleet watch judges only the run.* checks")
     evaluate.select_findings([], only=only, skip=skip)
     labels = _dataset_labels(labels_from) if labels_from is not None else {}
+    machines = ledger_from(hosts_history, flag="--hosts-history").hosts if hosts_history is not None else []
     if history.directory is not None and not once:
         raise ConfigError("--history keeps one entry per cron run: add --once")
     rules = run.Rules(policy=loaded, only=tuple(only), skip=tuple(skip))
@@ -153,7 +162,9 @@ def watch(
 
         def one_pass(previous: Report | None) -> tuple[Report, bool]:
             hosts = session.probe()
-            judged = watching.judge(session.plan, hosts, stall_minutes=stall_minutes, previous=previous, labels=labels)
+            judged = watching.judge(
+                session.plan, hosts, stall_minutes=stall_minutes, previous=previous, labels=labels, machines=machines
+            )
             report = session.report(judged, kind="watch", fail_on=fail_on.severity, allow_unreachable=allow_unreachable)
             return report, session.interrupted
 

@@ -21,6 +21,7 @@ from computefence.models import (
     Finding,
     Fix,
     FixStep,
+    LedgerMachine,
     OutputDirFacts,
     PathFacts,
     ProviderInfo,
@@ -80,6 +81,8 @@ class WatchSettings:
     job_max_steps: int | None = None
     # This pod's facts in the previous pass (live mode, or the last run in --history).
     previous: WatchFacts | None = None
+    # The machine behind this pod as a fleet check history saw it (--hosts-history).
+    machine: LedgerMachine | None = None
 
 
 def settings_for(
@@ -87,11 +90,14 @@ def settings_for(
     stall_minutes: float = DEFAULT_STALL_MINUTES,
     previous: WatchFacts | None = None,
     dataset_labels: int | None = None,
+    machine: LedgerMachine | None = None,
 ) -> WatchSettings:
     """The watch's settings from the policy's job: section (#23's model): its label count,
     its checkpoint limits and, where job.params says, the size of one checkpoint."""
     if job is None:
-        return WatchSettings(stall_minutes=stall_minutes, previous=previous, dataset_labels=dataset_labels)
+        return WatchSettings(
+            stall_minutes=stall_minutes, previous=previous, dataset_labels=dataset_labels, machine=machine
+        )
     size = model_size(None, job, load_training_memory())
     estimate = checkpoint_estimate(size, job, load_training_memory()) if size is not None else None
     return WatchSettings(
@@ -102,6 +108,7 @@ def settings_for(
         save_total_limit=job.save_total_limit,
         job_max_steps=job.max_steps,
         previous=previous,
+        machine=machine,
     )
 
 
@@ -536,6 +543,14 @@ def check_stalled(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> l
         advice.append(f"`pip install py-spy` on the pod, then `py-spy dump --pid {target}` shows where it waits")
     if watch.log is not None and watch.log.exists:
         steps.append(FixStep.inspect(f"tail -n 50 {q(watch.log.path)}"))
+    failed = settings.machine
+    if failed is not None and failed.blocked_runs:
+        checks = ", ".join(sorted(failed.checks, key=lambda c: -failed.checks[c])[:3])
+        advice.append(
+            f"the machine behind this pod ({failed.provider} {failed.machine_id}) failed {failed.blocked_runs} of "
+            f"{failed.runs} fleet checks before ({checks}): give the pod back (`computefence fleet release`, or the "
+            "provider's console) and resume from the last checkpoint on another machine"
+        )
     if len(job.ranks) > 1:
         advice.append(
             f"for the next run, TORCH_NCCL_TRACE_BUFFER_SIZE={NCCL_TRACE_ENTRIES} TORCH_NCCL_DUMP_ON_TIMEOUT=1 "

@@ -10,7 +10,7 @@ import pytest
 
 from computefence.evaluate import evaluate_watch
 from computefence.evaluate.watch_checks import WatchSettings, progress, settings_for
-from computefence.models import CheckOptions, Facts, ProviderInfo, WatchFacts
+from computefence.models import CheckOptions, Facts, LedgerMachine, ProviderInfo, WatchFacts
 from computefence.policy import Job
 from computefence.probe.watch_files import _trainer_state
 
@@ -298,3 +298,14 @@ def test_a_stopped_rank_is_resumed_by_hand_only():
 def test_a_single_process_job_keeps_the_plain_stall_words():
     found = one(watch(log_age_s=40 * 60), "run.stalled")
     assert "a hang (NCCL" in found.message and "pip install py-spy" in found.fix.advice
+
+
+def test_a_stall_on_a_machine_that_failed_before_says_to_give_the_pod_back():
+    machine = LedgerMachine(provider="runpod", machine_id="m-7", runs=5, blocked_runs=3, checks={"gpu.xid": 3})
+    stalled = watch(job=ranked(("S", 0.0), ("S", 0.0)), log_age_s=40 * 60)
+    found = one(stalled, "run.stalled", settings=WatchSettings(machine=machine))
+    assert "the machine behind this pod (runpod m-7) failed 3 of 5 fleet checks before (gpu.xid)" in found.fix.advice
+    assert "give the pod back" in found.fix.advice
+    # A machine the history saw pass every time changes nothing.
+    clean = LedgerMachine(provider="runpod", machine_id="m-8", runs=5)
+    assert "give the pod back" not in one(stalled, "run.stalled", settings=WatchSettings(machine=clean)).fix.advice
