@@ -9,9 +9,9 @@ comments where Ansible's INI parser takes them, host ranges by Ansible's rules (
 inventory folders (recursively, skipping what Ansible skips), and `group_vars/`, `host_vars/`
 beside the inventory, with Ansible's precedence: inline group vars (by depth,
 ansible_group_priority, name) < group_vars/all < group_vars/GROUP < inline host vars <
-host_vars/HOST. A line it cannot read is skipped with a FILE:LINE warning; the rest of the
-inventory still counts. A host range Ansible cannot expand is an error (Ansible refuses the
-whole file for it), and so is one of more than MAX_HOSTS_PER_PATTERN hosts.
+host_vars/HOST. An INI line Ansible refuses (a bad header, `host x=1 ; note`, a host range it
+cannot expand) is an error naming FILE:LINE, as Ansible refuses the whole file for it; so is
+a range of more than MAX_HOSTS_PER_PATTERN hosts.
 
 Variables used: ansible_host, ansible_port, ansible_user (and their ansible_ssh_* names,
 which win as in Ansible's ssh plugin), ansible_ssh_private_key_file,
@@ -21,7 +21,9 @@ ansible_ssh_extra_args `-o ProxyCommand=`, `-o ProxyJump=`, `-J`, `-F`, `-p`, `-
 naming the hosts and the option. Of Jinja, only plain `{{ name }}` references are evaluated
 in those variables (alone or within text; to the host's variables, group_vars and host_vars
 included, inventory_hostname and inventory_hostname_short; through at most
-MAX_TEMPLATE_DEPTH references). Any other template (filters, expressions, lookups,
+MAX_TEMPLATE_DEPTH references), and `{{ lookup('env', 'NAME') }}` from this machine's
+environment in ansible_ssh_private_key_file (a path here, never sent; no NAME that reads as
+a secret). Any other template (filters, expressions, lookups,
 statements, undefined names, loops) makes that one host not checkable, with a warning naming
 the host and the variable: it is never rendered, since rendering could run anything.
 """
@@ -146,9 +148,14 @@ class _Inventory:
 # ---------------------------------------------------------------- host patterns
 
 
-class HostRangeError(ConfigError):
-    """A host range Ansible cannot expand (it then refuses the whole file): an error, not a
-    line skipped with a warning, since no reading of it is Ansible's."""
+class RefusedFileError(ConfigError):
+    """A line Ansible's inventory parser refuses, for which it refuses the whole file
+    (ansible-inventory warns and lists none of its hosts): an error naming the line, never a
+    line skipped while the rest of the file counts, since no reading of it is Ansible's."""
+
+
+class HostRangeError(RefusedFileError):
+    """A host range Ansible cannot expand."""
 
 
 def host_pattern(pattern: str, where: str) -> tuple[list[str], int | None]:
@@ -303,10 +310,10 @@ def _ini_value(text: str) -> Any:
 
 
 def _parse_ini(path: Path, inventory: _Inventory, text: str) -> None:
-    section: str | None = "ungrouped"
+    section = "ungrouped"
     kind = "hosts"
     # As Ansible: a group named by [g:vars] or under [p:children] must be declared in this file
-    # by [g] or [g:children], or exist already; else Ansible refuses the file (here: a warning).
+    # by [g] or [g:children], or exist already; else Ansible refuses the file.
     existing, declared = set(inventory.groups), set()
     undeclared: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), 1):
@@ -329,10 +336,7 @@ def _parse_ini(path: Path, inventory: _Inventory, text: str) -> None:
                 # `[g:hosts]` is a header; `[g:other]`, `[g`, `[g x]` and `[g] ; note` (Ansible reads
                 # no `;` comment there) are not, and Ansible refuses the file. A line such as
                 # `[1:3]web` or `[::1]:2222` is a host.
-                section = None  # the lines up to the next good header belong nowhere
-                raise ConfigError(f"{where}: bad section header {line!r}; skipped up to the next section")
-            if section is None:
-                continue
+                raise ConfigError(f"{where}: bad section header {line!r}")
             _ini_line(line, where, section, kind, inventory)
             child = _CHILD_RE.match(line) if kind == "children" else None
             if child and child.group(1) not in existing:
@@ -340,13 +344,13 @@ def _parse_ini(path: Path, inventory: _Inventory, text: str) -> None:
                     child.group(1),
                     f"{where}: [{section}:children] names {child.group(1)!r}, a group this file never declares",
                 )
-        except (InputLimitError, HostRangeError):
+        except (InputLimitError, RefusedFileError):
             raise
         except ConfigError as exc:
-            inventory.warnings.append(str(exc))
-    inventory.warnings.extend(
-        f"{message} (Ansible refuses the file for it)" for group, message in undeclared.items() if group not in declared
-    )
+            raise RefusedFileError(f"{exc}: Ansible refuses the whole file for it") from None
+    for group, message in undeclared.items():
+        if group not in declared:
+            raise RefusedFileError(f"{message}: Ansible refuses the whole file for it")
 
 
 def _ini_line(line: str, where: str, section: str, kind: str, inventory: _Inventory) -> None:
@@ -505,7 +509,16 @@ def _plain(key: str, value: _Value) -> Any:
 # its type, as Ansible's single-expression templates do) or within text. Filters, expressions,
 # lookups, statements and comments are never evaluated: they could run anything.
 _JINJA_RE = re.compile(r"\{\{|\{%|\{#")
-_REFERENCE_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+# `{{ name }}`, or `{{ lookup('env', 'NAME') }}`: Ansible's env lookup of the machine it runs
+# on (ComputeFence's), '' where the variable is unset.
+_ENV_LOOKUP = r"""lookup\(\s*(?P<q1>['"])env(?P=q1)\s*,\s*(?P<q2>['"])(?P<env>[A-Za-z_][A-Za-z0-9_]*)(?P=q2)\s*\)"""
+_REFERENCE_RE = re.compile(r"\{\{\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|" + _ENV_LOOKUP + r")\s*\}\}")
+# Where an env lookup is evaluated: a key file is a path on this machine, never sent anywhere.
+# Elsewhere (ansible_host, ansible_user) the value would go to a name server or a pod, so an
+# inventory could carry this machine's environment out: refused, as any other template.
+_ENV_LOOKUP_KEYS = ("ansible_ssh_private_key_file", "ansible_private_key_file")
+# Variables that read as secrets by their name are never read, even into a key file's path.
+_SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASS|PWD|CREDENTIAL|AUTH", re.IGNORECASE)
 # References followed through other variables before giving up (Ansible has no such limit).
 MAX_TEMPLATE_DEPTH = 10
 
@@ -536,7 +549,10 @@ def _evaluated(key: str, value: _Value, variables: dict[str, _Value], host: str,
             "ComputeFence does not evaluate it",
         )
 
-    def resolve(name: str) -> Any:
+    def resolve(reference: re.Match[str]) -> Any:
+        name = reference["name"]
+        if name is None:
+            return environment(reference["env"])
         if name == "inventory_hostname":
             return host
         if name == "inventory_hostname_short":
@@ -548,17 +564,27 @@ def _evaluated(key: str, value: _Value, variables: dict[str, _Value], host: str,
             raise _TemplateRefused(chain[0] if chain else key, value, f"refers to {name}, which is not defined")
         return _evaluated(name, found, variables, host, (*chain, key))
 
+    def environment(name: str) -> str:
+        root = chain[0] if chain else key
+        if root not in _ENV_LOOKUP_KEYS:
+            why = f"reads the environment ({name}); ComputeFence evaluates lookup('env', ...) only in a key file's path"
+            raise _TemplateRefused(root, value, why)
+        if _SECRET_NAME_RE.search(name):
+            raise _TemplateRefused(root, value, f"reads {name}, a secret by its name; ComputeFence does not read it")
+        return os.environ.get(name, "")
+
     whole = _REFERENCE_RE.fullmatch(raw)
     if whole:
-        return resolve(whole.group(1))
+        return resolve(whole)
 
     def text(match: re.Match[str]) -> str:
-        found = resolve(match.group(1))
+        found = resolve(match)
         if isinstance(found, bool) or not isinstance(found, (str, int)):
             raise _TemplateRefused(
                 chain[0] if chain else key,
                 value,
-                f"puts {match.group(1)} (a {type(found).__name__}) into text; ComputeFence does not evaluate that",
+                f"puts {match['name'] or match['env']} (a {type(found).__name__}) into text; "
+                "ComputeFence does not evaluate that",
             )
         return str(found)
 
@@ -1042,10 +1068,10 @@ class AnsibleSource:
         _refuse_what_would_hang_ansible(self.path)
         document, warnings = _ansible_list(self.command, self.path, self.vault_args)
         if any(_UNPARSED_RE.search(w) for w in warnings):
-            # Ansible drops a whole file for one bad line; the built-in reader drops only the line.
+            # Ansible drops a whole file for one bad line: the built-in reader names the line.
             try:
                 targets, own = read_ansible_inventory(self.path)
-            except HostRangeError:
+            except RefusedFileError:
                 raise  # Ansible refused the file for it too: say where, not "no hosts"
             except ConfigError:
                 pass

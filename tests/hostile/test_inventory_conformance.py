@@ -5,6 +5,7 @@ asserts on what the CLI prints; where the real tool is here, it is asked too."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -74,26 +75,37 @@ def test_identity_file_none_is_no_key_and_stays_none_in_the_export(tmp_path, cap
 # ---------------------------------------------------------------- INI comments
 
 
-@needs_ansible
-def test_a_semicolon_comment_after_a_header_is_no_header(tmp_path, capsys):
-    path = tmp_path / "hosts.ini"
-    path.write_text("[gpu]\ngood ansible_host=10.0.0.1\n[pods] ; every pod\nsneaky ansible_host=10.0.0.2\n")
-    # Ansible refuses the file; the old reader took `[pods]` as a header and sneaky as a pod
-    assert "Failed to parse" in ansible_list(path).stderr
-    targets, err = listed(capsys, "--ansible-inventory", str(path))
-    assert [(t["name"], t["tags"]) for t in targets] == [("good", ["gpu"])]
-    assert f"{path}:3: bad section header '[pods] ; every pod'; skipped up to the next section" in err
+# An INI line Ansible refuses makes it refuse the whole file: ansible-inventory lists none of its
+# hosts. The old reader skipped the line with a warning and read every other host.
+REFUSED_LINES = [
+    (
+        "[gpu]\ngood ansible_host=10.0.0.1\nc2 ansible_host=10.0.0.2 ; the spare\nc3 ansible_host=10.0.0.3\n",
+        "3: expected key=value after the host name, got ';'",
+    ),
+    (
+        "[gpu]\ngood ansible_host=10.0.0.1\n[pods] ; every pod\nsneaky ansible_host=10.0.0.2\n",
+        "3: bad section header '[pods] ; every pod'",
+    ),
+    ("[gpu:children]\nkid ; the one\n[kid]\nk1\n[gpu]\ng1\n", "2: expected one group name in [gpu:children]"),
+    ("[gpu]\ngood\nc4 ansible_user='ops\n", "3: No closing quotation"),
+]
 
 
 @needs_ansible
-def test_a_semicolon_comment_after_a_child_group_is_refused(tmp_path, capsys):
+@pytest.mark.parametrize("reader", ["ansible", "built-in"])
+@pytest.mark.parametrize(
+    ("text", "error"), REFUSED_LINES, ids=["host-comment", "header-comment", "child-comment", "quote"]
+)
+def test_a_line_ansible_refuses_refuses_the_whole_file_naming_the_line(
+    tmp_path, capsys, monkeypatch, reader, text, error
+):
     path = tmp_path / "hosts.ini"
-    path.write_text("[gpu:children]\nkid ; the one\n[kid]\nk1\n[gpu]\ng1\n")
-    assert "Failed to parse" in ansible_list(path).stderr
-    targets, err = listed(capsys, "--ansible-inventory", str(path))
-    # kid is no child of gpu: its host carries no gpu tag (the old reader gave it one)
-    assert {t["name"]: t["tags"] for t in targets} == {"k1": ["kid"], "g1": ["gpu"]}
-    assert f"{path}:2: expected one group name in [gpu:children], got 'kid ; the one'" in err
+    path.write_text(text)
+    assert f"Unable to parse {path} as an inventory source" in ansible_list(path).stderr
+    if reader == "built-in":
+        hide_ansible(tmp_path, monkeypatch)
+    err = one_line_error(*run(capsys, "inventory", "list", "--ansible-inventory", str(path))[::2])
+    assert f"{path}:{error}" in err and err.rstrip().endswith(": Ansible refuses the whole file for it")
 
 
 @needs_ansible
@@ -281,3 +293,42 @@ def test_plain_references_resolve_as_ansible_resolves_them(tmp_path, capsys):
     targets, _ = listed(capsys, "--ansible-inventory", str(path))
     ours = {t["name"]: [t["identity_files"][0], t["port"], t["user"]] for t in targets}
     assert ours == ansible_says  # the old reader refused the whole inventory
+
+
+@needs_ansible
+@pytest.mark.parametrize("reader", ["ansible-inventory", "built-in"])
+def test_an_env_lookup_in_the_key_file_reads_this_machines_environment_as_ansible(
+    tmp_path, capsys, monkeypatch, reader
+):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CF_UNSET_DIR", raising=False)
+    path = tmp_path / "hosts.ini"
+    path.write_text(
+        "[pods]\n"
+        "p1 ansible_ssh_private_key_file=\"{{ lookup('env', 'HOME') }}/.ssh/gpu_key\"\n"
+        "p2 ansible_private_key_file='{{ keys }}/p2.pem' keys='{{ lookup(\"env\",\"CF_UNSET_DIR\") }}/k'\n"
+        "p3 ansible_ssh_private_key_file=\"{{ lookup('env', 'HF_TOKEN') }}\"\n"
+        "p4 ansible_user=\"{{ lookup('env', 'USER') }}\"\n"
+    )
+    out = subprocess.run(
+        ["ansible", "-i", str(path), "p1,p2", "-m", "debug", "-a", "var=ansible_private_key_file"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "ANSIBLE_PRIVATE_KEY_FILE": ""},
+    ).stdout
+    ansible_says = {
+        h: json.loads(b)["ansible_private_key_file"]
+        for h, b in re.findall(r"^(\S+) \| SUCCESS => (\{.*?^\})", out, re.M | re.S)
+    }
+    assert ansible_says == {"p1": f"{tmp_path}/home/.ssh/gpu_key", "p2": "/k/p2.pem"}
+    if reader == "built-in":
+        hide_ansible(tmp_path, monkeypatch)
+    targets, err = listed(capsys, "--ansible-inventory", str(path))
+    ours = {t["name"]: (t["identity_files"], t["unreachable_reason"]) for t in targets}
+    assert ours["p1"] == ([ansible_says["p1"]], None) and ours["p2"] == ([ansible_says["p2"]], None)
+    # A secret by its name is never read, and no env value goes where it would leave the machine.
+    assert ours["p3"] == ([], "ansible_ssh_private_key_file is a Jinja template ComputeFence does not evaluate")
+    assert ours["p4"][1] == "ansible_user is a Jinja template ComputeFence does not evaluate"
+    assert "p3: ansible_ssh_private_key_file reads HF_TOKEN, a secret by its name" in err
+    assert "p4: ansible_user reads the environment (USER)" in err

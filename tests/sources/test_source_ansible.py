@@ -189,12 +189,13 @@ def test_errors_name_file_and_line(tmp_path, name, content, line, words):
         ("[ok]\ngood\n[nog:vars]\nx=1\n", 3, "[nog:vars] is for a group this file never declares"),
     ],
 )
-def test_a_bad_line_costs_that_line_with_a_warning(tmp_path, content, line, words):
+def test_a_line_ansible_refuses_refuses_the_file_naming_the_line(tmp_path, content, line, words):
     path = tmp_path / "h.ini"
     path.write_text(content)
-    targets, warnings = read_ansible_inventory(path)
-    assert [t.name for t in targets] == ["good"]
-    assert len(warnings) == 1 and warnings[0].startswith(f"{path}:{line}: ") and words in warnings[0]
+    with pytest.raises(ConfigError) as info:
+        read_ansible_inventory(path)
+    assert str(info.value).startswith(f"{path}:{line}: ") and words in str(info.value)
+    assert str(info.value).endswith(": Ansible refuses the whole file for it")
 
 
 def test_missing_and_empty(tmp_path):
@@ -209,12 +210,11 @@ def test_missing_and_empty(tmp_path):
 
 
 @pytest.mark.skipif(ansible_inventory_command() is None, reason="needs ansible-inventory")
-def test_a_file_ansible_rejects_for_one_bad_line_costs_only_that_line(tmp_path):
+def test_a_file_ansible_rejects_for_one_bad_line_is_refused_naming_the_line(tmp_path):
     path = write(tmp_path / "hosts", "[gpu]\ngood ansible_host=10.0.0.1\n[broken\n[more]\nalso-good\n")
-    source = AnsibleSource(path)
-    assert [t.name for t in source.targets()] == ["good", "also-good"]
-    assert source.resolver == "built-in reader (ansible-inventory could not parse it)"
-    assert source.warnings == [f"{path}:3: bad section header '[broken'; skipped up to the next section"]
+    with pytest.raises(ConfigError) as info:
+        AnsibleSource(path).targets()
+    assert str(info.value) == f"{path}:3: bad section header '[broken': Ansible refuses the whole file for it"
 
 
 @pytest.mark.skipif(ansible_inventory_command() is None, reason="needs ansible-inventory")
@@ -320,7 +320,7 @@ def test_a_vars_folder_that_cannot_be_listed_is_a_config_error_naming_it(tmp_pat
 @pytest.mark.parametrize(
     "value,why",
     [
-        ('\'{{ lookup("env", "IP") }}\'', "beyond a plain {{ variable }} reference"),
+        ('\'{{ lookup("env", "IP") }}\'', "reads the environment (IP); ComputeFence evaluates lookup('env', ...) only"),
         ("'{{ ip | default(\"10.0.0.9\") }}'", "beyond a plain {{ variable }} reference"),
         ("'{% if true %}x{% endif %}'", "beyond a plain {{ variable }} reference"),
         ("'{{ nowhere }}'", "refers to nowhere, which is not defined"),
