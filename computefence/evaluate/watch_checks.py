@@ -10,7 +10,7 @@ import math
 import posixpath
 from dataclasses import dataclass
 
-from computefence.evaluate.context import Context, block, build_context, passed, q, skipped, warn
+from computefence.evaluate.context import Context, block, build_context, passed, q, skipped, timed_out, warn
 from computefence.evaluate.job import checkpoint_estimate, load_training_memory, model_size
 from computefence.evaluate.mounts import Level
 from computefence.evaluate.spec import CheckSpec, Remedy
@@ -26,6 +26,7 @@ from computefence.models import (
     PathFacts,
     ProviderInfo,
     RankProcess,
+    Severity,
     StorageFacts,
     TrainerState,
     TrainingProcess,
@@ -750,4 +751,20 @@ def evaluate_watch(
     findings: list[Finding] = []
     for rule in WATCH_RULES:
         findings.extend(rule(watch, settings, ctx))
-    return findings
+    return [_unknown_where_unanswered(f, facts) for f in findings]
+
+
+# What a rule reads as absence (no job, idle or no GPUs) from the collectors it depends on.
+_SILENCE_READ_AS_ABSENCE = {"run.no-job": ("processes", "gpu"), "run.gpu-idle": ("processes", "gpu")}
+
+
+def _unknown_where_unanswered(finding: Finding, facts: Facts) -> Finding:
+    """A finding that took a collector's silence for absence, where that collector ran past
+    its time limit: a skip saying what is unknown and after how long, never a verdict."""
+    if finding.severity is Severity.PASS:
+        return finding
+    for name in _SILENCE_READ_AS_ABSENCE.get(finding.check, ()):
+        how = timed_out(facts, name)
+        if how is not None:
+            return skipped(finding.check, f"unknown: the watch's {name} collector ran out of time ({how})")
+    return finding

@@ -10,7 +10,7 @@ import pytest
 
 from computefence.evaluate import evaluate_watch
 from computefence.evaluate.watch_checks import WatchSettings, progress, settings_for
-from computefence.models import CheckOptions, Facts, LedgerMachine, ProviderInfo, WatchFacts
+from computefence.models import CheckOptions, CollectorStatus, Facts, LedgerMachine, ProviderInfo, WatchFacts
 from computefence.policy import Job
 from computefence.probe.watch_files import _trainer_state
 
@@ -309,3 +309,17 @@ def test_a_stall_on_a_machine_that_failed_before_says_to_give_the_pod_back():
     # A machine the history saw pass every time changes nothing.
     clean = LedgerMachine(provider="runpod", machine_id="m-8", runs=5)
     assert "give the pod back" not in one(stalled, "run.stalled", settings=WatchSettings(machine=clean)).fix.advice
+
+
+@pytest.mark.parametrize("collector", ["processes", "gpu"])
+def test_a_watch_collector_past_its_limit_is_unknown_never_no_job_or_idle(collector):
+    # What a timed-out collector leaves: no process listed, no GPU sample.
+    silent = watch(job=None, util=None)
+    status = CollectorStatus(ok=False, timed_out=True, error="timed out after 8.0s", duration_s=8.0)
+    facts = Facts(watch=silent, collectors={collector: status})
+    found = {f.check: f for f in evaluate_watch(facts, CheckOptions(), None, WatchSettings())}
+    no_job = found["run.no-job"]
+    assert no_job.severity.value == "skip"
+    assert no_job.message == f"unknown: the watch's {collector} collector ran out of time (timed out after 8.0s)"
+    # Answered in time, the same silence is a verdict.
+    assert one(silent, "run.no-job").severity.value == "warn"
