@@ -102,16 +102,17 @@ def dedupe(
     if as_json:
         write_stdout(json.dumps(result.as_dict(), indent=2) + "\n")
         return 0
+    inputs = f"{result.conflicting_inputs:,} {'input' if result.conflicting_inputs == 1 else 'inputs'}"
     dropped = [
-        (result.duplicate_rows_dropped, "duplicate rows"),
-        (result.repeated_input_rows_dropped, "rows repeating an earlier input"),
-        (result.conflict_rows_dropped, f"rows of {result.conflicting_inputs:,} inputs with conflicting labels"),
-        (result.missing_rows_dropped, "rows with a missing input or label"),
-        (result.unreadable_rows_skipped, "unreadable rows"),
+        (result.duplicate_rows_dropped, "duplicate row{s}"),
+        (result.repeated_input_rows_dropped, "row{s} repeating an earlier input"),
+        (result.conflict_rows_dropped, f"row{{s}} of {inputs} with conflicting labels"),
+        (result.missing_rows_dropped, "row{s} with a missing input or label"),
+        (result.unreadable_rows_skipped, "unreadable row{s}"),
     ]
-    removed = "; ".join(f"{count:,} {what}" for count, what in dropped if count) or "nothing"
+    removed = "; ".join(f"{count:,} {what.format(s='' if count == 1 else 's')}" for count, what in dropped if count)
     write_stdout(
         f"wrote {result.rows_written:,} of {result.rows_read + result.unreadable_rows_skipped:,} rows to "
-        f"{result.output_path}; removed {removed}\n"
+        f"{result.output_path}; removed {removed or 'nothing'}\n"
     )
     return 0

@@ -49,7 +49,10 @@ RARE_CLASS_FRACTION = 0.1
 # More distinct labels than this is a free-form target, not classes.
 MAX_CLASSES = 50
 
-INSTALL_NOTE = "pip install computefence first if the pod lacks it"
+INSTALL_NOTE = (
+    "it needs ComputeFence where it runs: install it from its checkout or wheel "
+    "(the computefence package on PyPI is another project)"
+)
 
 
 def check_dataset(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
@@ -129,7 +132,12 @@ def _readability(data: DatasetFacts) -> Finding:
             steps=[FixStep.local(_dedupe_command(data), StepKind.SAFE)],
             advice=f"writes a copy without them (and without duplicates); {INSTALL_NOTE}",
         )
-        return warn(cid, message + "; pandas and datasets stop at the first" + _partial_note(data), fix, subject=path)
+        return warn(
+            cid,
+            message + "; pandas and datasets stop at the first unreadable row" + _partial_note(data),
+            fix,
+            subject=path,
+        )
     if data.partial:
         return warn(
             cid,

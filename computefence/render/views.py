@@ -320,7 +320,10 @@ def dataset_line(data: DatasetFacts) -> str:
     parts = [data.path]
     if data.format:
         parts.append(data.format + (f" ({data.compression})" if data.compression else ""))
-    parts.append(plural(data.rows, "row"))
+    total = data.rows + data.unreadable_rows
+    # The same count as dataset.unreadable's: all rows, the unreadable ones among them.
+    rows = f"{total:,} {'row' if total == 1 else 'rows'}"
+    parts.append(f"{rows} ({data.unreadable_rows:,} unreadable)" if data.unreadable_rows else rows)
     if data.input_column or data.label_column:
         parts.append(f"input {data.input_column or '-'}, label {data.label_column or '-'}")
     return " · ".join(parts)

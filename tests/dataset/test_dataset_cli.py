@@ -74,7 +74,7 @@ def test_dedupe_command_prints_what_it_removed(tmp_path, cli):
     code, out, _ = cli("dataset", "dedupe", str(dirty), str(out_path), "--drop-conflicts")
     assert code == 0
     assert out == (
-        f"wrote 19 of 22 rows to {out_path}; removed 1 duplicate rows; 2 rows of 1 inputs with conflicting labels\n"
+        f"wrote 19 of 22 rows to {out_path}; removed 1 duplicate row; 2 rows of 1 input with conflicting labels\n"
     )
     code, out, _ = cli("dataset", "dedupe", str(dirty), str(out_path), "--json")
     assert code == 0 and json.loads(out)["duplicate_rows_dropped"] == 1 and json.loads(out)["rows_written"] == 21
