@@ -281,11 +281,16 @@ def _in_child(func, timeout):
     value must be JSON. Without fork (a limit on processes) func runs in this thread."""
     try:
         read_end, write_end = os.pipe()
+    except OSError:
+        return func(), None
+    try:
         with warnings.catch_warnings():
             # Python 3.12+ warns that a threaded process forks; the child only computes.
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
     except OSError:
+        os.close(read_end)
+        os.close(write_end)
         return func(), None
     if pid == 0:
         code = 1

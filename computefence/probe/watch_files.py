@@ -343,7 +343,10 @@ def _examine(raw, patterns):
         lines.append(line)
         bar = _TQDM.search(line)
         if bar:
-            rate = float(bar.group(3)) if bar.group(3).count(".") < 2 else 0.0
+            try:
+                rate = float(bar.group(3))
+            except ValueError:
+                rate = 0.0  # "." or "1.2.3": no rate
             step = int(bar.group(1))
             progress = {
                 "step": step,

@@ -290,3 +290,9 @@ def test_a_checkpoint_is_described_once_under_the_dir_the_job_writes_it(tmp_path
     assert [c["name"] for c in first["checkpoints"]] == ["checkpoint-50"]
     again = _describe_dir(str(tmp_path), "cwd of pid 7", [], deadline, {str(tmp_path / "out")})
     assert again["checkpoints"] == [] and again["checkpoint_count"] == 0
+
+
+def test_a_progress_bar_whose_rate_is_no_number(tmp_path):
+    facts = _log(tmp_path, " 5%|▌ | 10/200 [00:01<00:05, .it/s]\n{'loss': '0.7'}\n")
+    assert facts.get("error") is None and facts["progress"] == {"step": 10, "total": 200, "seconds_per_step": None}
+    assert facts["losses"] == [0.7] and facts["loss_steps"] == [10]
