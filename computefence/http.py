@@ -25,6 +25,7 @@ import httpx
 
 from computefence import jsontext
 from computefence.errors import ConfigError, SourceError
+from computefence.redaction import redact
 from computefence.text import one_line
 from computefence.version import __version__
 
@@ -168,10 +169,11 @@ _SECRET_RUN = 8
 def scrub(text: str, secret: str | None) -> str:
     """`text` on one line, shortened, with `secret` removed: the exact key, and any run of
     _SECRET_RUN or more of its characters, in any case, forwards or reversed (an API that
-    echoes the key lowercased, reversed or cut to a prefix)."""
+    echoes the key lowercased, reversed or cut to a prefix); then any other secret it holds
+    (computefence.redaction: another key, a password, credentials in a URL)."""
     if secret:
         text = _redact_runs(text.replace(secret, "[redacted]"), secret)
-    return one_line(text, _QUOTE_CHARS)
+    return one_line(redact(text), _QUOTE_CHARS)
 
 
 def _redact_runs(text: str, secret: str) -> str:

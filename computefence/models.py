@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer, model_validator
 
+from computefence.redaction import Redacted
+
 # 2: findings and host statuses carry fix_commands/fix_advice; severity "skip"; summary.skipped;
 #    later fix_steps ({run, on, kind}) beside them, and findings' key (readers of 2 without
 #    them still read).
@@ -71,6 +73,8 @@ class OsRelease(_Fact):
 
 class IdentityFacts(_Fact):
     hostname: str | None = None
+    # /etc/machine-id; containers of one image may share it, so only a difference tells.
+    machine_id: str | None = None
     os_release: OsRelease = Field(default_factory=OsRelease)
     kernel: str | None = None
     glibc: str | None = None
@@ -92,7 +96,7 @@ class EnvValue(_Fact):
     # (/proc/1/environ), "etc_environment" (/etc/environment), "rp_environment"
     # (/etc/rp_environment).
     source: str
-    value: str | None = None
+    value: Redacted | None = None
     # Secret-like variables (tokens, keys) are reported as present with value None.
     redacted: bool = False
 
@@ -219,7 +223,7 @@ class GpuFacts(_Fact):
     exit_code: int | None = None
     timed_out: bool = False
     # First lines of stderr/stdout when nvidia-smi failed.
-    error_output: str | None = None
+    error_output: Redacted | None = None
     driver_version: str | None = None
     cuda_version: str | None = None
     gpus: list[GpuDevice] = Field(default_factory=list)
@@ -380,8 +384,8 @@ class CustomCheckResult(_Fact):
     # Whether stdout matched the check's `stdout_matches` (matched on the pod); None: no pattern.
     stdout_matched: bool | None = None
     # The last 512 characters of each stream, for the finding's message.
-    stdout: str = ""
-    stderr: str = ""
+    stdout: Redacted = ""
+    stderr: Redacted = ""
     # Output beyond the cap (64 KiB per stream) was read and dropped.
     output_truncated: bool = False
     duration_s: float = 0.0
@@ -511,7 +515,7 @@ class TrainingProcess(_Fact):
     # "torchrun", "accelerate", "deepspeed", "python", "python -m" or "job.process".
     matched_by: str | None = None
     # Secret values already replaced by *** on the pod.
-    argv: list[str] = Field(default_factory=list)
+    argv: list[Redacted] = Field(default_factory=list)
     elapsed_s: float | None = None
     # CPU cores its process tree kept busy over the sampling window (1.0: one core).
     cpu_cores: float | None = None
@@ -631,8 +635,8 @@ class WatchLogFacts(_Fact):
     lines_cut: int = 0
     progress: LogProgress | None = None
     # The last lines and the last error-looking line, secrets replaced by *** on the pod.
-    tail: list[str] = Field(default_factory=list)
-    error_line: str | None = None
+    tail: list[Redacted] = Field(default_factory=list)
+    error_line: Redacted | None = None
 
 
 class WatchFacts(_Fact):
@@ -903,7 +907,7 @@ class _WithFix(_Model):
 class Finding(_WithFix):
     check: str  # stable id, e.g. "storage.output-dir"
     severity: Severity
-    message: str
+    message: Redacted
     fix: Fix | None = None
     # What the finding is about on this host (a path, a filesystem, a GPU index), so
     # the same check on the same subject groups across pods.
@@ -941,7 +945,7 @@ class HostVerdict(str, Enum):
 class HostReport(_WithFix):
     name: str
     status: HostStatus
-    reason: str | None = None
+    reason: Redacted | None = None
     fix: Fix | None = None
     host: str | None = None
     port: int | None = None
@@ -1068,7 +1072,7 @@ class StatusChange(_Model):
     host: str
     before: HostStatus
     after: HostStatus
-    reason: str | None = None
+    reason: Redacted | None = None
 
 
 class VersionChange(_Model):
@@ -1144,7 +1148,7 @@ class ReleasePod(_Model):
     # One of RELEASE_OUTCOMES.
     outcome: str
     # The exact API call (dry run), the provider's answer, or why it was refused or failed.
-    detail: str = ""
+    detail: Redacted = ""
     # "check: message" of each condemning finding, for the terminal (not part of the JSON).
     reasons: list[str] = Field(default_factory=list, exclude=True)
 

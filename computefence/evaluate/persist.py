@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from computefence.evaluate.context import q, sudo
+from computefence.evaluate.file_edits import replace_file
 from computefence.models import Facts, FixStep
 
 # What pam_env reads unquoted: no whitespace, quotes, backslashes or `$`/`@` expansions.
@@ -26,11 +27,8 @@ def persist_env(var: str, value: str, facts: Facts) -> FixStep:
 
 def _etc_environment(var: str, value: str, root: str) -> str:
     # Drop every line for the variable, then append one: a second run deletes and writes the same last line.
-    line = q(f"{var}={value}")
-    return (
-        f"{root}touch /etc/environment && {root}sed -i '/^[[:space:]]*{var}=/d' /etc/environment && "
-        f"printf '%s\\n' {line} | {root}tee -a /etc/environment >/dev/null"
-    )
+    produce = 'if [ -e "$f" ]; then sed \'/^[[:space:]]*' + var + '=/d\' "$f"; fi; printf \'%s\\n\' "$1"'
+    return replace_file("/etc/environment", produce, root, (q(f"{var}={value}"),))
 
 
 def bashrc_top_line(line: str) -> str:
@@ -40,6 +38,6 @@ def bashrc_top_line(line: str) -> str:
         f"L={q(line)}; f=~/.bashrc; "
         'if ! L="$L" awk \'$0 == ENVIRON["L"] { found = 1; exit } /^[^#]*return/ { exit } END { exit !found }\' '
         '"$f" 2>/dev/null; then '
-        '{ printf \'%s\\n\' "$L"; if [ -e "$f" ]; then cat "$f"; fi; } > "$f.computefence" && '
-        'cat "$f.computefence" > "$f" && rm -f "$f.computefence"; fi'
+        + replace_file('"$f"', 'printf \'%s\\n\' "$1"; if [ -e "$f" ]; then cat "$f"; fi', args=('"$L"',))
+        + "; fi"
     )

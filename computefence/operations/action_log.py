@@ -2,7 +2,7 @@
 
 `fleet release --yes` appends one JSON line before each provider call ("send": what is about
 to be asked, of which pod) and one after it ("answer": the outcome and the provider's words,
-already redacted of keys), so that a run killed between the two still shows what may have
+redacted of keys and every other secret), so that a run killed between the two still shows what may have
 happened. The file is $XDG_STATE_HOME/computefence/actions.jsonl (~/.local/state when unset)
 or --log FILE; it is opened, mode 0600, before anything is sent, and each line is one
 O_APPEND write, flushed to disk, so concurrent runs never interleave within a line.
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from computefence.errors import ConfigError
+from computefence.redaction import redact
 from computefence.text import clean
 
 FILE_NAME = "actions.jsonl"
@@ -41,7 +42,7 @@ class ActionLog:
             "at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
             "event": event,
             **self.run,
-            **{k: clean(v) if isinstance(v, str) else v for k, v in fields.items()},
+            **{k: redact(clean(v)) if isinstance(v, str) else v for k, v in fields.items()},
         }
         line = (json.dumps(entry, ensure_ascii=True, sort_keys=False) + "\n").encode()
         try:

@@ -10,6 +10,8 @@ Judging compares each finding before and after the re-probe. One attempt per run
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,9 @@ from pydantic import Field
 
 from computefence.connectors.interface import Outcome
 from computefence.connectors.shell import MAX_STEP_OUTPUT, Shell, StepRun
+from computefence.evaluate.file_edits import REFUSED
 from computefence.evaluate.gpu import BUSY_MIB
+from computefence.evaluate.machine import machine_changes
 from computefence.models import (
     SCHEMA_VERSION,
     Finding,
@@ -31,6 +35,7 @@ from computefence.models import (
     StepPlace,
     _Model,
 )
+from computefence.redaction import Redacted, redact
 from computefence.text import one_line
 
 # How much of a step's output the report keeps; --log keeps up to MAX_STEP_OUTPUT.
@@ -48,9 +53,9 @@ class StepRecord(_Model):
     status: str
     exit: int | None = None
     duration_s: float | None = None
-    output_tail: str | None = None
+    output_tail: Redacted | None = None
     # Why it was skipped, or why it failed without an exit status.
-    reason: str | None = None
+    reason: Redacted | None = None
 
 
 class FindingResult(_Model):
@@ -61,15 +66,15 @@ class FindingResult(_Model):
     after: Severity | None = None
     # fixed, still_failing, failed, skipped, planned (a plan), new (appeared after the steps)
     outcome: str
-    reason: str | None = None
-    output_tail: str | None = None
+    reason: Redacted | None = None
+    output_tail: Redacted | None = None
 
 
 class FixHost(_Model):
     name: str
     # The pod's status before (and, where it was re-probed, after); a pod not checked has no results.
     status: HostStatus = HostStatus.OK
-    reason: str | None = None
+    reason: Redacted | None = None
     # Why no step runs on this pod at all (GPU memory held by other processes).
     refused: str | None = None
     steps: list[StepRecord] = Field(default_factory=list)
@@ -203,7 +208,8 @@ class ApplyOptions:
 
 @dataclass
 class Transcript:
-    """One pod's --log: each command, its exit status, duration and output (capped)."""
+    """One pod's --log: each command, its exit status, duration and output (capped), secrets
+    redacted as in the report."""
 
     name: str
     entries: list[tuple[StepRecord, bytes]] = field(default_factory=list)
@@ -216,18 +222,27 @@ class Transcript:
                 f"$ {record.run}",
                 f"# {record.check}: {record.status}, {shown}, {record.duration_s:.2f} s"
                 + (f" ({record.reason})" if record.reason else ""),
-                output.decode("utf-8", "replace").rstrip("\n"),
+                _output_text(output).rstrip("\n"),
                 "",
             ]
-        return "\n".join(lines) + "\n"
+        return redact("\n".join(lines) + "\n")
 
 
 OpenShell = Callable[[str], Awaitable["Shell | Outcome"]]
 StepProgress = Callable[[str, StepRecord], None]
 
 
+def _output_text(output: bytes) -> str:
+    """A step's output as text, secrets redacted. Output cut at MAX_STEP_OUTPUT loses its first,
+    partial line: the end of a token is no longer a token's shape."""
+    text = output.decode("utf-8", "replace")
+    if len(output) >= MAX_STEP_OUTPUT:
+        text = text.partition("\n")[2]
+    return redact(text)
+
+
 def _tail(output: bytes) -> str | None:
-    text = output.decode("utf-8", "replace").strip()
+    text = _output_text(output).strip()
     if not text:
         return None
     return text[-TAIL_CHARS:]
@@ -250,8 +265,9 @@ async def apply_host(
         return _skip_rest(planned, "interrupted before it started"), transcript
     shell = await open_shell(planned.name)
     if isinstance(shell, Outcome):
-        host = _skip_rest(planned, f"no session: {shell.reason}")
-        return host.model_copy(update={"status": shell.status, "reason": shell.reason}), transcript
+        why = redact(shell.reason)
+        host = _skip_rest(planned, f"no session: {why}")
+        return host.model_copy(update={"status": shell.status, "reason": why}), transcript
     done: list[StepRecord] = []
     failed_findings: set[tuple[str, str | None]] = set()
     gone: str | None = None
@@ -276,7 +292,7 @@ async def apply_host(
             if finished.status != "ran":
                 failed_findings.add(key)
             if run.lost:
-                gone = f"the connection dropped: {run.lost}"
+                gone = f"the connection dropped: {redact(run.lost)}"
             done.append(finished)
             transcript.entries.append((finished, run.output[-MAX_STEP_OUTPUT:]))
             if on_step is not None:
@@ -297,12 +313,19 @@ def _finished(record: StepRecord, run: StepRun, timeout_s: float) -> StepRecord:
     elif run.interrupted:
         update.update(status="failed", reason="interrupted: TERM sent to the step")
     elif run.lost:
-        update.update(status="failed", reason=f"the connection dropped: {run.lost}")
+        update.update(status="failed", reason=f"the connection dropped: {redact(run.lost)}")
     elif run.exit != 0:
-        update.update(status="failed", reason=f"exited {run.exit}")
+        refusal = _refusal(run.output)
+        update.update(status="failed", reason=f"exited {run.exit}" + (f": refused: {refusal}" if refusal else ""))
     else:
         update.update(status="ran")
     return record.model_copy(update=update)
+
+
+def _refusal(output: bytes) -> str | None:
+    """Why a file edit refused to write (evaluate.file_edits), from the step's last such line."""
+    lines = [line for line in _output_text(output).splitlines() if line.startswith(REFUSED)]
+    return one_line(lines[-1][len(REFUSED) :], 300) if lines else None
 
 
 def _skip_rest(host: FixHost, reason: str) -> FixHost:
@@ -323,13 +346,19 @@ def executed(host: FixHost) -> bool:
 def judge(applied: FixHost, before: HostReport, after: HostReport | None, interrupted: bool = False) -> FixHost:
     """Each finding's outcome: fixed (gone after the re-probe), still_failing (steps ran, it
     is still there), failed (a step failed or timed out), skipped (nothing ran for it, and it is
-    still there); findings that appeared after the steps are `new`."""
+    still there); findings that appeared after the steps are `new`. A re-probe answered by
+    another machine proves nothing: every finding is `failed`, saying how the machine differs."""
     if before.status is not HostStatus.OK:
         return applied
     if after is not None and after.status is not HostStatus.OK:
         why = f"the re-probe failed: {after.reason}"
         results = [_result(f, "failed", reason=why) for f in problems(before)]
         return applied.model_copy(update={"results": results, "status": after.status, "reason": after.reason})
+    changes = machine_changes(before, after) if after is not None else []
+    if changes:
+        why = f"the re-probe answered from another machine ({'; '.join(changes)}): it proves nothing here"
+        results = [_result(f, "failed", reason=why) for f in problems(before)]
+        return applied.model_copy(update={"results": results, "reason": why})
     remaining = {(f.check, f.subject): f for f in problems(after)} if after is not None else None
     results = []
     for finding in problems(before):
@@ -392,10 +421,13 @@ def summarize(hosts: Sequence[FixHost]) -> FixSummary:
     return summary
 
 
-def write_transcripts(directory: Path, transcripts: Sequence[Transcript]) -> None:
+def write_transcripts(directory: Path, transcripts: Sequence[Transcript]) -> list[Path]:
+    """Each pod's transcript in its own new file (mode 0600: it holds what ran as root), named
+    by transcript_file_name. An existing file is never replaced or written through: the next
+    free `NAME~2.log`, `NAME~3.log`... is taken instead. Returns the files written."""
     from computefence.errors import ConfigError
-    from computefence.files import write_output
 
+    written: list[Path] = []
     if any(t.entries for t in transcripts):
         try:
             directory.mkdir(exist_ok=True)
@@ -403,13 +435,55 @@ def write_transcripts(directory: Path, transcripts: Sequence[Transcript]) -> Non
             raise ConfigError(f"--log {directory}: {exc.strerror or exc}") from None
     for transcript in transcripts:
         if transcript.entries:
-            write_output(transcript.text(), directory / f"{safe_file_name(transcript.name)}.log", flag="--log")
+            written.append(_write_new(directory, transcript_file_name(transcript.name), transcript.text()))
+    return written
 
 
-def safe_file_name(name: str) -> str:
-    """A pod name as a file name: no path separators, no leading dot, bounded."""
-    cleaned = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name).lstrip(".")
-    return (cleaned or "pod")[:120]
+# A transcript name's own characters; every other one is written as %XX (so `%` never stands
+# for itself), and `~` only ever separates a run's number or a long name's digest.
+_FILE_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.@")
+_FILE_NAME_MAX = 200
+_MAX_RUNS = 1000
+
+
+def transcript_file_name(name: str) -> str:
+    """A pod's name as a file name, a different one for every name (`gpu/a`, `gpu_a`, `gpu:a`,
+    `gpu+a`, `.` and `..` are six files): letters, digits and `- _ . @` as they are, any other
+    character (and a leading dot) as %XX of its UTF-8 bytes; a long name cut, with a digest
+    of the whole name."""
+    encoded = "".join(
+        char
+        if char in _FILE_NAME_CHARS and not (i == 0 and char == ".")
+        else "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
+        for i, char in enumerate(name)
+    )
+    if len(encoded) > _FILE_NAME_MAX:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+        encoded = f"{encoded[: _FILE_NAME_MAX - 21]}~{digest}"
+    return encoded or "%"
+
+
+def _write_new(directory: Path, stem: str, text: str) -> Path:
+    from computefence.errors import ConfigError
+
+    data = text.encode("utf-8", "replace")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for run in range(1, _MAX_RUNS + 1):
+        path = directory / (f"{stem}.log" if run == 1 else f"{stem}~{run}.log")
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ConfigError(f"--log {path}: {exc.strerror or exc}") from None
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+        except OSError as exc:
+            path.unlink(missing_ok=True)
+            raise ConfigError(f"--log {path}: {exc.strerror or exc}") from None
+        return path
+    raise ConfigError(f"--log {directory}: {_MAX_RUNS} transcripts of {stem} are already there")
 
 
 async def apply_all(
@@ -430,7 +504,7 @@ async def apply_all(
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # this pod's result, not the fleet's
-                why = f"internal error: {type(exc).__name__}: {one_line(str(exc), 160)}"
+                why = f"internal error: {type(exc).__name__}: {one_line(redact(str(exc)), 160)}"
                 return _skip_rest(planned, why), Transcript(planned.name)
 
     return list(await asyncio.gather(*(one(p) for p in plans)))

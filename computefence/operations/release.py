@@ -184,6 +184,20 @@ def plan(
         if not selected_by:
             continue
         planned.append(_plan_one(host, findings, selected_by, sources, action, unreachable.get(_identity(host))))
+    return _note_duplicates(planned)
+
+
+def _note_duplicates(planned: list[Planned]) -> list[Planned]:
+    """Entries of the report that name the same provider pod are one pod: one call is sent for
+    all of them, and each says so."""
+    names: dict[tuple[str, str], list[str]] = {}
+    for item in planned:
+        if item.outcome == "would_release":
+            names.setdefault(_identity(item.host), []).append(item.host.name)
+    for item in planned:
+        same = names.get(_identity(item.host), [])
+        if item.outcome == "would_release" and len(same) > 1:
+            item.detail += f"; one call for the report's {', '.join(same)} (the same pod id)"
     return planned
 
 
@@ -311,22 +325,35 @@ def _act_provider(
         else:
             ready.setdefault(item.action or "", []).append(item)
     for action, items in ready.items():
-        ids = [item.host.provider.pod_id for item in items]  # type: ignore[union-attr]
+        # One call per pod, however many of the report's entries name its id.
+        entries: dict[str, list[Planned]] = {}
+        for item in items:
+            entries.setdefault(item.host.provider.pod_id, []).append(item)  # type: ignore[union-attr]
+        ids = list(entries)
         say(f"computefence: {action} {', '.join(item.host.name for item in items)} on {source.title}")
-        unlogged = _record_sends(log, items)
+        unlogged = _record_sends(log, entries)
         if unlogged is not None:  # fail closed: a call that cannot be logged is not sent
             for item in items:
                 results[id(item)] = item.pod("failed", f"could not log the call, so nothing was sent: {unlogged}")
             continue
         answers = source.release_all(ids, action)
-        for item, pod_id in zip(items, ids):
-            result = item.pod(answers[pod_id].outcome, answers[pod_id].detail)
+        for pod_id, named in entries.items():
+            answer = answers.get(pod_id)
+            outcome, detail = (answer.outcome, answer.detail) if answer else ("failed", "the provider gave no answer")
+            if len(named) > 1:
+                detail += f"; one call for {source.title} {pod_id}, which the report lists as " + ", ".join(
+                    item.host.name for item in named
+                )
+            first = named[0].pod(outcome, detail)
+            unrecorded = ""
             if log is not None:
                 try:
-                    log.record("answer", **_logged(result, outcome=True))
+                    log.record("answer", **_logged(first, outcome=True, entries=named))
                 except ConfigError as exc:  # the call was made: its outcome stands and is shown
-                    result = result.model_copy(update={"detail": f"{result.detail}; its answer is not logged: {exc}"})
-            results[id(item)] = result
+                    unrecorded = f"; its answer is not logged: {exc}"
+            for item in named:
+                result = item.pod(outcome, detail)
+                results[id(item)] = result.model_copy(update={"detail": result.detail + unrecorded})
     released = [item for item in mine if results[id(item)].outcome == "released"]
     if released:
         after = _listing(source)
@@ -335,20 +362,25 @@ def _act_provider(
     return results
 
 
-def _record_sends(log: ActionLog | None, items: list[Planned]) -> ConfigError | None:
+def _record_sends(log: ActionLog | None, entries: Mapping[str, list[Planned]]) -> ConfigError | None:
     """Log each call before it is sent; the error when the log cannot take them."""
     try:
-        for item in items:
+        for named in entries.values():
             if log is not None:
-                log.record("send", **_logged(item.pod("would_release"), call=item.call))
+                log.record("send", **_logged(named[0].pod("would_release"), call=named[0].call, entries=named))
     except ConfigError as exc:
         return exc
     return None
 
 
-def _logged(pod: ReleasePod, *, call: str | None = None, outcome: bool = False) -> dict[str, object]:
-    """A log line's fields: the pod and action, then the call about to be sent or the answer."""
+def _logged(
+    pod: ReleasePod, *, call: str | None = None, outcome: bool = False, entries: Sequence[Planned] = ()
+) -> dict[str, object]:
+    """A log line's fields: the pod and action (and every report entry naming it, where there
+    are several), then the call about to be sent or the answer."""
     fields = pod.model_dump(include={"name", "provider", "pod_id", "machine_id", "action"})
+    if len(entries) > 1:
+        fields["names"] = [item.host.name for item in entries]
     return {**fields, "call": call} if not outcome else {**fields, "outcome": pod.outcome, "detail": pod.detail}
 
 

@@ -81,6 +81,11 @@ def collect_identity(params):
         facts["mem_total_bytes"] = _mem_total_bytes(proc_root)
     except (OSError, ValueError, IndexError):
         pass
+    # The machine's own id (systemd, dbus): a re-probe that reads another one is another machine.
+    try:
+        facts["machine_id"] = _text(_read_text(os.path.join(etc_root, "machine-id"), 256).strip(), 64) or None
+    except OSError:
+        pass
     facts["uid"] = os.getuid()
     facts["user"] = _user_name(facts["uid"])
     cwd = _cwd()
