@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from computefence.evaluate.context import Context, block, passed, q, skipped, warn
-from computefence.evaluate.file_edits import replace_file
+from computefence.evaluate.file_edits import refuse_link
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep
 from computefence.text import one_line, plural
@@ -148,16 +148,17 @@ def _set_processes(path: str, total: int, distributed: str) -> Fix:
         edits = [f"-e 's/\\(\"num_processes\"[[:space:]]*:[[:space:]]*\\)[0-9]*/\\1{total}/'"]
         if distributed == "NO" and total > 1:
             edits.append('-e \'s/\\("distributed_type"[[:space:]]*:[[:space:]]*\\)"NO"/\\1"MULTI_GPU"/\'')
-        return Fix(steps=[FixStep.safe(replace_file(config, f'sed {" ".join(edits)} "$f"'))], advice=advice)
+        return Fix(
+            steps=[FixStep.safe(f"{refuse_link(config)} && sed -i {' '.join(edits)} -- {config}")], advice=advice
+        )
     edits = [f"-e 's/^num_processes:.*/num_processes: {total}/'"]
     if distributed == "NO" and total > 1:
         edits.append("-e 's/^distributed_type:.*/distributed_type: MULTI_GPU/'")
-    # The edited file has a num_processes line exactly when the old one has.
-    produce = (
-        f'sed {" ".join(edits)} "$f" && '
-        f"{{ grep -q '^num_processes:' \"$f\" || printf 'num_processes: %s\\n' {total}; }}"
+    command = (
+        f"{refuse_link(config)} && sed -i {' '.join(edits)} -- {config} && "
+        f"{{ grep -q '^num_processes:' -- {config} || printf 'num_processes: %s\\n' {total} >> {config}; }}"
     )
-    return Fix(steps=[FixStep.safe(replace_file(config, produce))], advice=advice)
+    return Fix(steps=[FixStep.safe(command)], advice=advice)
 
 
 RULES = [check_num_processes]

@@ -24,7 +24,7 @@ from computefence.evaluate.context import (
     warn,
 )
 from computefence.evaluate.cuda_errors import CudaError, read_cuda_error
-from computefence.evaluate.file_edits import replace_file
+from computefence.evaluate.file_edits import refuse_link
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import (
     ARCH_MIN_CUDA,
@@ -531,7 +531,7 @@ def _interactive_only_selection(facts: Facts, seen: int, ctx: Context) -> list[F
 
 
 # Deletes `CUDA_VISIBLE_DEVICES=` and `export CUDA_VISIBLE_DEVICES=` lines; a second run finds none.
-_DELETE_VISIBLE = "sed '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d' \"$f\""
+_DELETE_VISIBLE = "sed -i '/^[[:space:]]*\\(export[[:space:]]\\+\\)\\?CUDA_VISIBLE_DEVICES=/d'"
 
 
 def _root_for(facts: Facts, path: str) -> str:
@@ -552,7 +552,10 @@ def _visible_devices_origin(facts: Facts, value: str) -> tuple[str, Fix]:
     ]
     if files:
         path = files[0]
-        steps = [FixStep.safe(replace_file(q(f), _DELETE_VISIBLE, _root_for(facts, f))) for f in dict.fromkeys(files)]
+        steps = [
+            FixStep.safe(f"{refuse_link(q(f))} && {_root_for(facts, f)}{_DELETE_VISIBLE} -- {q(f)}")
+            for f in dict.fromkeys(files)
+        ]
         return path, Fix(
             steps=steps, advice="then log in again; or set the GPUs the job should use in the job's own command"
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from computefence.evaluate.context import q, sudo
-from computefence.evaluate.file_edits import replace_file
+from computefence.evaluate.file_edits import prepend_line, refuse_link
 from computefence.models import Facts, FixStep
 
 # What pam_env reads unquoted: no whitespace, quotes, backslashes or `$`/`@` expansions.
@@ -27,8 +27,12 @@ def persist_env(var: str, value: str, facts: Facts) -> FixStep:
 
 def _etc_environment(var: str, value: str, root: str) -> str:
     # Drop every line for the variable, then append one: a second run deletes and writes the same last line.
-    produce = 'if [ -e "$f" ]; then sed \'/^[[:space:]]*' + var + '=/d\' "$f"; fi; printf \'%s\\n\' "$1"'
-    return replace_file("/etc/environment", produce, root, (q(f"{var}={value}"),))
+    line = q(f"{var}={value}")
+    return (
+        f"{refuse_link('/etc/environment')} && "
+        f"{root}touch /etc/environment && {root}sed -i '/^[[:space:]]*{var}=/d' /etc/environment && "
+        f"printf '%s\\n' {line} | {root}tee -a /etc/environment >/dev/null"
+    )
 
 
 def bashrc_top_line(line: str) -> str:
@@ -37,7 +41,5 @@ def bashrc_top_line(line: str) -> str:
     return (
         f"L={q(line)}; f=~/.bashrc; "
         'if ! L="$L" awk \'$0 == ENVIRON["L"] { found = 1; exit } /^[^#]*return/ { exit } END { exit !found }\' '
-        '"$f" 2>/dev/null; then '
-        + replace_file('"$f"', 'printf \'%s\\n\' "$1"; if [ -e "$f" ]; then cat "$f"; fi', args=('"$L"',))
-        + "; fi"
+        '"$f" 2>/dev/null; then ' + prepend_line("L", "f") + "; fi"
     )

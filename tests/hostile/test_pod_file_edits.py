@@ -1,0 +1,84 @@
+"""A fix step edits one file on the pod, and only that one: a ~/.bashrc that is a symbolic link
+(to a shared dotfiles checkout, or planted) is refused with the reason, never written through;
+a link planted at a guessable temporary name is never followed; the file keeps its mode. On
+real sshd pods, with `fleet fix --apply`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fleet"))
+from fleet_helpers import host_entry, write_inventory
+from sshfleet import PodSpec
+
+pytestmark = pytest.mark.sshd
+
+CKPT = {"output_dir": "/workspace/checkpoints"}
+# HF_HOME unset: storage.hf-cache's fix adds `export HF_HOME=...` at the top of ~/.bashrc.
+HF_POD = dict(nvidia_smi="h100x1", torch="cu124", workspace_size="20G", env={"RUNPOD_POD_ID": "x1"}, shm_size="16g")
+# CUDA_VISIBLE_DEVICES hides a GPU: gpu.count-mismatch's fix deletes the line from ~/.bashrc.
+HIDDEN_GPU_POD = dict(HF_POD, nvidia_smi="a100x2", torch="cu121-h100", env={"HF_HOME": "/workspace/hf"})
+DOTFILE = "/root/dotfiles/bashrc"
+
+CASES = {
+    "storage.hf-cache": (HF_POD, "alias ll='ls -l'\n"),
+    "gpu.count-mismatch": (HIDDEN_GPU_POD, "export CUDA_VISIBLE_DEVICES=0\n"),
+}
+
+
+def _sh(pod, script: str) -> str:
+    return pod.in_namespace(["sh", "-c", script, "sh", str(pod.merged)])
+
+
+def _fix(cli, ssh_fleet, tmp_path, pod, check: str) -> tuple[int, dict]:
+    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod], checks=CKPT)
+    code, out, _ = cli(
+        "fleet", "fix", "-i", str(inventory), "--no-policy", "--only", check, "--apply", "--yes", "--format", "json"
+    )
+    return code, json.loads(out)["hosts"][0]
+
+
+@pytest.mark.parametrize("check", sorted(CASES))
+def test_a_bashrc_that_is_a_symlink_is_refused_and_the_file_it_points_to_is_untouched(
+    check, ssh_fleet, start_pods, cli, tmp_path
+):
+    spec, content = CASES[check]
+    (pod,) = start_pods(PodSpec(f"link-{check.split('.')[1]}", **spec))
+    _sh(
+        pod,
+        f'mkdir -p "$1/root/dotfiles" && printf %s "{content}" > "$1{DOTFILE}" && '
+        f'rm -f "$1/root/.bashrc" && ln -s {DOTFILE} "$1/root/.bashrc"',
+    )
+
+    code, host = _fix(cli, ssh_fleet, tmp_path, pod, check)
+
+    [edit] = [s for s in host["steps"] if ".bashrc" in s["run"]]
+    assert edit["status"] == "failed", json.dumps(host, indent=1)
+    assert "refused" in edit["reason"] and "/root/.bashrc is a symbolic link" in edit["reason"]
+    assert host["results"][0]["outcome"] == "failed" and code == 1
+    assert _sh(pod, f'cat "$1{DOTFILE}"') == content
+    assert _sh(pod, 'readlink "$1/root/.bashrc"') == DOTFILE + "\n"
+
+
+def test_a_link_planted_at_a_temporary_name_is_never_followed_and_the_mode_is_kept(
+    ssh_fleet, start_pods, cli, tmp_path
+):
+    (pod,) = start_pods(PodSpec("planted-temp", **HF_POD))
+    _sh(
+        pod,
+        'printf "keep me\\n" > "$1/root/victim" && printf "alias ll=ls\\n" > "$1/root/.bashrc" && '
+        'chmod 640 "$1/root/.bashrc" && ln -s /root/victim "$1/root/.bashrc.computefence"',
+    )
+
+    code, host = _fix(cli, ssh_fleet, tmp_path, pod, "storage.hf-cache")
+
+    assert code == 0 and host["results"][0]["outcome"] == "fixed", json.dumps(host, indent=1)
+    assert _sh(pod, 'cat "$1/root/victim"') == "keep me\n"
+    assert _sh(pod, 'cat "$1/root/.bashrc"') == "export HF_HOME=/workspace/.cache/huggingface\nalias ll=ls\n"
+    assert _sh(pod, 'stat -c %a "$1/root/.bashrc"') == "640\n"
+    # Nothing left behind but the planted link itself.
+    assert _sh(pod, 'cd "$1/root" && ls -A | grep bashrc') == ".bashrc\n.bashrc.computefence\n"
