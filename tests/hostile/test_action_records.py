@@ -1,0 +1,134 @@
+"""What an action leaves behind is a true record. `fleet fix --log` keeps one transcript per
+pod whatever the pods are called (names that differ only in `/ : + _`, `.` and `..`), never
+replacing or writing through a file already there; `fleet release` sends one call per provider
+pod however many entries of the report name it, and every entry says what the provider
+answered for that call, in the result and in the action log."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fleet"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "providers"))
+from fake_api import FakeProviderApi, vast_instance
+from fleet_helpers import HEALTHY, host_entry, write_inventory
+from sshfleet import PodSpec
+
+from computefence.models import Finding, HostReport, HostStatus, Remedy, Report, Severity, StepKind, StepPlace
+from computefence.operations.fix import StepRecord, Transcript, write_transcripts
+from computefence.sources.vast import VastSource
+
+NAMES = ["gpu/a", "gpu_a", "gpu:a", "gpu+a", ".", ".."]
+
+
+def _transcript(name: str) -> Transcript:
+    step = StepRecord(
+        check="storage.output-dir", run="mkdir -p /x", on=StepPlace.POD, kind=StepKind.SAFE, status="ran", exit=0
+    )
+    return Transcript(name, [(step.model_copy(update={"duration_s": 0.1}), f"made by {name}\n".encode())])
+
+
+def _first_lines(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_text().splitlines()[0] for p in folder.iterdir()}
+
+
+def test_names_that_differ_give_different_transcripts_and_a_second_run_replaces_none(tmp_path):
+    logs = tmp_path / "logs"
+    write_transcripts(logs, [_transcript(name) for name in NAMES])
+    first = _first_lines(logs)
+    assert sorted(first.values()) == sorted(f"# computefence fleet fix: {name}" for name in NAMES)
+    assert all(not name.startswith(".") and "/" not in name for name in first)
+    before = {p.name: p.read_bytes() for p in logs.iterdir()}
+
+    write_transcripts(logs, [_transcript(name) for name in NAMES])
+
+    assert len(list(logs.iterdir())) == 2 * len(NAMES)
+    assert {name: (logs / name).read_bytes() for name in before} == before
+
+
+def test_a_link_planted_at_a_transcripts_name_is_not_written_through(tmp_path):
+    logs, victim = tmp_path / "logs", tmp_path / "victim"
+    logs.mkdir()
+    victim.write_text("keep me\n")
+    (logs / "gpu_a.log").symlink_to(victim)
+
+    [written] = write_transcripts(logs, [_transcript("gpu_a")])
+
+    assert victim.read_text() == "keep me\n" and written.name == "gpu_a~2.log"
+    assert written.read_text().startswith("# computefence fleet fix: gpu_a\n")
+    assert written.stat().st_mode & 0o077 == 0  # commands run as root and their output: the user's alone
+
+
+@pytest.mark.sshd
+def test_six_names_for_one_pod_leave_six_transcripts(ssh_fleet, start_pods, cli, tmp_path):
+    (pod,) = start_pods(PodSpec("one-pod-six-names", **dict(HEALTHY, shm_size="16g")))
+    hosts = [host_entry(pod, name=name) for name in NAMES]
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, hosts, trusted=[pod], checks={"output_dir": "/workspace/runs/7/ckpt"}
+    )
+    logs = tmp_path / "logs"
+
+    code, out, err = cli(
+        "fleet", "fix", "-i", str(inventory), "--no-policy", "--only", "storage.output-dir", "--apply", "--yes",
+        "--log", str(logs), "-f", "json",
+    )  # fmt: skip
+
+    assert code == 0, err
+    assert {h["name"]: h["results"][0]["outcome"] for h in json.loads(out)["hosts"]} == dict.fromkeys(NAMES, "fixed")
+    assert sorted(_first_lines(logs).values()) == sorted(f"# computefence fleet fix: {name}" for name in NAMES)
+
+
+# ---------------------------------------------------------------- fleet release
+
+
+def _ecc_report(target, names: list[str]) -> Report:
+    ecc = Finding(check="gpu.ecc", severity=Severity.BLOCK, message="2 uncorrectable ECC errors", remedy=Remedy.REPLACE)
+    hosts = [
+        HostReport(name=name, status=HostStatus.OK, host=target.host, port=target.port, provider=target.provider,
+                   findings=[ecc])
+        for name in names
+    ]  # fmt: skip
+    when = (datetime.now(timezone.utc) - timedelta(minutes=5)).isoformat(timespec="seconds")
+    return Report(tool_version="test", kind="fleet", generated_at=when, hosts=hosts)
+
+
+@pytest.fixture
+def vast(tmp_path, monkeypatch):
+    with FakeProviderApi() as api:
+        monkeypatch.setenv("HOME", str(tmp_path))
+        monkeypatch.setenv("VAST_API_KEY", api.keys["vast"])
+        monkeypatch.setenv("VAST_URL", api.base_url("vast"))
+        api.vast_instances = [vast_instance(4242, "vast-ecc", machine_id=31337)]
+        yield api
+
+
+def test_one_instance_named_twice_gets_one_delete_and_both_entries_the_real_answer(vast, cli, tmp_path):
+    [target] = VastSource().targets()
+    report = tmp_path / "report.json"
+    report.write_text(_ecc_report(target, ["vast-ecc", "vast-ecc-again"]).model_dump_json())
+    log = tmp_path / "actions.jsonl"
+    vast.requests.clear()
+
+    code, out, _ = cli(
+        "fleet", "release", "--from", str(report), "--yes", "--action", "terminate", "-f", "json", "--log", str(log)
+    )
+
+    assert code == 0
+    assert [(r.method, r.path) for r in vast.requests if r.method == "DELETE"] == [
+        ("DELETE", "/api/v0/instances/4242/")
+    ]
+    pods = json.loads(out)["pods"]
+    assert [(p["name"], p["outcome"]) for p in pods] == [("vast-ecc", "released"), ("vast-ecc-again", "released")]
+    for pod in pods:
+        assert "destroy accepted" in pod["detail"] and "vast-ecc, vast-ecc-again" in pod["detail"]
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(line["event"], line.get("names")) for line in lines] == [
+        ("send", ["vast-ecc", "vast-ecc-again"]),
+        ("answer", ["vast-ecc", "vast-ecc-again"]),
+    ]
+    assert lines[1]["outcome"] == "released" and "destroy accepted" in lines[1]["detail"]
