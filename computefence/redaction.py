@@ -25,6 +25,8 @@ from typing import Annotated
 from pydantic import AfterValidator
 
 MASK = "***"
+# What a value already masked reads as (here, by the probe, or by http.scrub).
+_ALREADY_MASKED = frozenset({MASK, "[redacted]"})
 
 _PRIVATE_KEY_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
 _PRIVATE_KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----")
@@ -154,7 +156,7 @@ def _assignments(text: str) -> str:
         if not secret_name(name):
             continue
         value = _VALUE.match(text, match.end())
-        if value is None:
+        if value is None or value.group(0).strip("'\"") in _ALREADY_MASKED:
             continue
         quote = value.group(0)[:1] if value.group(0)[:1] in "'\"" else ""
         closed = quote and len(value.group(0)) > 1 and value.group(0).endswith(quote)
