@@ -15,6 +15,7 @@ and munge.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from computefence.demo.fakes import write_fake_nvidia_smi
 
+CHECKOUT = Path(__file__).resolve().parent.parent
 SLURMCTLD = "/usr/sbin/slurmctld"
 SLURMD = "/usr/sbin/slurmd"
 MUNGED = "/usr/sbin/munged"
@@ -97,7 +99,9 @@ def _free_port_block(count: int) -> int:
 class SlurmCluster:
     """munged, slurmctld and one slurmd per node under `base`; `stop()` ends them all."""
 
-    def __init__(self, base: Path, nodes: list[NodeSpec], health_check: str | None = None, health_interval: int = 0):
+    def __init__(
+        self, base: Path, nodes: list[NodeSpec], health_check: list[str] | None = None, health_interval: int = 10
+    ):
         self.base = base
         self.specs = nodes
         self.health_check = health_check
@@ -140,7 +144,11 @@ class SlurmCluster:
             self._start_controller()
             for node in self.nodes.values():
                 self._start_node(node)
-            self.wait_until(lambda: all(self.state(n) == "idle" for n in self.nodes), what="every node idle")
+            # Registered: idle, or already drained by a health check at registration.
+            self.wait_until(
+                lambda: all(self.state(n) in ("idle", "drained", "draining") for n in self.nodes),
+                what="every node registered",
+            )
         except BaseException:
             self.stop()
             raise
@@ -182,7 +190,17 @@ class SlurmCluster:
             "SchedulerParameters=sched_interval=1",
         ]
         if self.health_check:
-            lines += [f"HealthCheckProgram={self.health_check}", f"HealthCheckInterval={self.health_interval}"]
+            # slurmd gives the program no PATH and no SLURM_CONF. A real node finds its
+            # configuration at /etc/slurm; this cluster's is only here, so the wrapper names it
+            # (and the checkout under test), and nothing else. Output goes to the node's log.
+            wrapper = self.base / "health-check"
+            wrapper.write_text(
+                "#!/bin/sh\n"
+                f"export SLURM_CONF={shlex.quote(str(self.conf))} PYTHONPATH={shlex.quote(str(CHECKOUT))}\n"
+                f'exec {shlex.join(self.health_check)} >>{shlex.quote(str(self.base / "log"))}/health-"$SLURMD_NODENAME".log 2>&1\n'
+            )
+            wrapper.chmod(0o755)
+            lines += [f"HealthCheckProgram={wrapper}", f"HealthCheckInterval={self.health_interval}"]
         gres = ["AutoDetect=off"]
         for node in self.nodes.values():
             spec = node.spec

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import socket
+import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from computefence.cli.app import EXIT_INTERRUPTED, app
 from computefence.cli.output import QUIET_HELP, FailOn, OutputFormat, emit
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt, write_lock
 from computefence.connectors.registry import ConnectSettings
-from computefence.errors import ConfigError, ProbeOutputError
+from computefence.errors import ConfigError, ProbeOutputError, SourceError
 from computefence.files import check_output_path
 from computefence.interrupt import say_interrupted
 from computefence.models import CheckOptions, HostReport, HostStatus, Target
@@ -100,12 +101,33 @@ def doctor(
     step_timeout: float = typer.Option(
         300.0, "--step-timeout", min=1.0, metavar="SECONDS", help="With --fix: stop a step running longer."
     ),
+    slurm_health: bool = typer.Option(
+        False,
+        "--slurm-health",
+        help="Run as slurmd's HealthCheckProgram: judge only the machine, drain this node "
+        "(SLURMD_NODENAME) on a machine fault, resume only drains of its own.",
+        rich_help_panel="Slurm",
+    ),
+    no_drain: bool = typer.Option(
+        False,
+        "--no-drain",
+        help="With --slurm-health: judge only and exit 1 on a blocker (a Prolog: Slurm drains the node itself).",
+        rich_help_panel="Slurm",
+    ),
 ) -> int:
     """Check this machine: storage that vanishes, CPU fallbacks, broken drivers, launch configs.
 
     Exit status: 0 no blockers, 1 blockers (or warnings with --fail-on warn), 2 usage error.
     Use it as a gate: `computefence doctor --output-dir /workspace/ckpt && python train.py`.
     """
+    if no_drain and not slurm_health:
+        raise ConfigError("--no-drain needs --slurm-health")
+    if slurm_health:
+        if fix or snapshot is not None or policy is not None or dataset or output_dir:
+            raise ConfigError(
+                "--slurm-health judges only the machine: drop --fix, --snapshot, --policy, --dataset and --output-dir"
+            )
+        return health_check(python=python, drain=not no_drain, fmt=fmt.value, output=output, quiet=quiet)
     check_output_path(output)
     # `--output-dir "$CKPT"` with CKPT unset must not silently skip the check it asked for.
     for flag, value in (
@@ -225,3 +247,46 @@ def _judging_rules(
         return run.rules(policy=loaded, baseline=baseline, only=only, skip=skip)
 
     return load
+
+
+def health_check(*, python: str, drain: bool, fmt: str, output: Path | None, quiet: bool) -> int:
+    """`--slurm-health`: this node's machine checks, and its drain or resume."""
+    from computefence import evaluate
+    from computefence.evaluate.scheduler import MACHINE_CHECKS
+    from computefence.models import ProviderInfo
+    from computefence.operations import slurm_health
+    from computefence.operations.slurm_nodes import Scontrol
+
+    slurm_health.prepare_environment()
+    name = slurm_health.node_name()
+    scontrol = Scontrol()
+    try:
+        node = scontrol.nodes([name]).get(name)
+    except SourceError as exc:  # a controller that does not answer: judge the machine all the same
+        print(f"computefence: warning: Slurm's view of {name} could not be read: {exc}", file=sys.stderr)
+        node = None
+    provider = ProviderInfo(
+        provider="slurm",
+        pod_id=name,
+        name=name,
+        state=node.state_text if node else None,
+        gpu_count=(node.gres_gpus or None) if node else None,
+    )
+    target = Target(name=name, host="localhost", python=python, provider=provider)
+    rules = run.rules(only=MACHINE_CHECKS)
+    settings = ConnectSettings(deadline=slurm_health.PROBE_DEADLINE_S + 5.0)
+    with open_session(
+        [target], rules, settings, connector="local", probe_params={"deadline_s": slurm_health.PROBE_DEADLINE_S}
+    ) as session:
+        [probed] = session.probe()
+        [host] = session.judge([probed])
+        report = session.report([host], kind="doctor")
+    if probed.status is HostStatus.OK:
+        emit(report, fmt, output, quiet=quiet)
+    action = slurm_health.act_on_node(host, node, scontrol) if drain else None
+    if action is not None:
+        print(f"computefence: {name}: {action.outcome}: {action.detail}", file=sys.stderr)
+    if probed.status is not HostStatus.OK:
+        print(f"computefence: {name}: {probed.status.value}: {probed.reason}", file=sys.stderr)
+        return 1
+    return evaluate.exit_code(report)

@@ -33,7 +33,7 @@ from computefence.connectors.slurm import SlurmConnector, SlurmOptions
 from computefence.evaluate.scheduler import MACHINE_CHECKS, machine_faults
 from computefence.models import HostReport, HostStatus, NodeAction, NodeActionReport, Report
 from computefence.operations.action_log import ActionLog
-from computefence.sources.slurm import SlurmNode, SlurmSource, node_target
+from computefence.sources.slurm import SlurmNode, SlurmSource, node_target, valid_node_name
 from computefence.sources.tools import ToolTimeout, run_tool
 from computefence.text import one_line
 
@@ -93,13 +93,17 @@ class Scontrol:
 
     def nodes(self, names: Sequence[str]) -> dict[str, SlurmNode]:
         """The named nodes as the cluster lists them now (sinfo); names it does not list are absent."""
-        source = SlurmSource(env=self.env)
+        if not names:
+            return {}
         wanted = set(names)
-        return {node.name: node for node in source.nodes() if node.name in wanted}
+        return {node.name: node for node in SlurmSource(env=self.env).nodes(names) if node.name in wanted}
 
 
 def slurm_hosts(report: Report) -> list[HostReport]:
-    return [h for h in report.hosts if h.provider is not None and h.provider.provider == "slurm"]
+    """The report's Slurm nodes; a name that is no node name (a report is untrusted) is never one."""
+    return [
+        h for h in report.hosts if h.provider is not None and h.provider.provider == "slurm" and valid_node_name(h.name)
+    ]
 
 
 def _known_checks(findings_checks: Sequence[str]) -> list[str]:

@@ -211,9 +211,11 @@ class SlurmSource:
             nodes = [by_name[name] for name in dict.fromkeys(wanted)]
         return [node_target(node) for node in nodes]
 
-    def nodes(self) -> list[SlurmNode]:
-        """Every node of the cluster, once each, partitions joined."""
-        listing = self._sinfo(["sinfo", "--json"])
+    def nodes(self, names: Sequence[str] = ()) -> list[SlurmNode]:
+        """Every node of the cluster (or only those named, asked of sinfo so a large cluster's
+        controller is not asked for all), once each, partitions joined."""
+        only = [f"--nodes={','.join(names)}"] if names else []
+        listing = self._sinfo(["sinfo", "--json", *only])
         if listing is not None:
             try:
                 document = json.loads(listing)
@@ -225,7 +227,7 @@ class SlurmSource:
             if not (isinstance(document, dict) and "sinfo" in document):
                 raise SourceError("sinfo --json printed no node list")
             # 23.02+: sinfo --json groups nodes; scontrol's JSON has one entry a node.
-            listing = self._sinfo(["scontrol", "show", "nodes", "--json"])
+            listing = self._sinfo(["scontrol", "show", "nodes", "--json", *([",".join(names)] if names else [])])
             if listing is not None:
                 try:
                     document = json.loads(listing)
@@ -234,7 +236,7 @@ class SlurmSource:
                 if isinstance(document, dict) and isinstance(document.get("nodes"), list):
                     self.resolver = "scontrol show nodes --json"
                     return nodes_from_json(document["nodes"])
-        text = self._sinfo(["sinfo", "--noheader", "--Node", "--format", _SINFO_FORMAT], required=True)
+        text = self._sinfo(["sinfo", "--noheader", "--Node", "--format", _SINFO_FORMAT, *only], required=True)
         self.resolver = "sinfo -N -o"
         return nodes_from_format(text or "")
 
@@ -270,9 +272,19 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def valid_node_name(name: str) -> bool:
+    """A single Slurm node name: no hostlist syntax, nothing an option parser would take."""
+    return (
+        bool(name)
+        and not name.startswith("-")
+        and len(name) <= 255
+        and not any(c.isspace() or c in "[],|/=\"'" for c in name)
+    )
+
+
 def _node_name(value: Any) -> str:
     name = _text(value)
-    if not name or name.startswith("-") or any(c.isspace() or c in "[],|/" for c in name) or len(name) > 255:
+    if not valid_node_name(name):
         raise SourceError(f"sinfo listed a node named {one_line(repr(value), 60)}, which is no Slurm node name")
     return name
 

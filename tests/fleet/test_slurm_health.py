@@ -1,0 +1,72 @@
+"""`doctor --slurm-health` as the HealthCheckProgram of a real slurmd (tests/slurmcluster.py):
+slurmd runs it on each node, in the node's namespaces, with no PATH."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from slurmcluster import NodeSpec
+
+from computefence.demo.fakes import write_fake_nvidia_smi
+
+pytestmark = pytest.mark.slurm
+
+# --python: the training interpreter is no concern of a health check; Debian's has no torch to load.
+HEALTH = [sys.executable, "-m", "computefence", "doctor", "--slurm-health", "--python", "/usr/bin/python3", "-q"]
+
+
+@pytest.fixture(scope="module")
+def cluster(start_slurm):
+    nodes = [
+        NodeSpec("h1", nvidia_smi="h100x1", gres_gpus=1),
+        NodeSpec("h2", nvidia_smi="h100x1", gres_gpus=2),  # a GPU of its GRES is gone
+        NodeSpec("h3", nvidia_smi="h100x1", gres_gpus=2),  # the same, then an administrator takes over
+    ]
+    return start_slurm(nodes, health_check=HEALTH, health_interval=5)
+
+
+def health_log(cluster, node: str) -> str:
+    path = cluster.base / "log" / f"health-{node}.log"
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def test_health_check_drains_its_own_node_and_resumes_only_its_own_drain(cluster):
+    for node in ("h2", "h3"):
+        cluster.wait_until(
+            lambda n=node: cluster.reason(n) == "computefence: gpu.missing", what=f"{node} drained", timeout=90
+        )
+        assert cluster.state(node) == "drained"
+    cluster.wait_until(lambda: "h1: nothing: passed" in health_log(cluster, "h1"), what="h1 passed", timeout=60)
+    assert cluster.state("h1") == "idle"
+
+    # An administrator takes h3 over with a drain of their own.
+    cluster.run("scontrol", "update", "NodeName=h3", "State=DRAIN", "Reason=admin: RMA 1234")
+    cluster.set_nvidia_smi("h2", "a100x2")
+    cluster.set_nvidia_smi("h3", "a100x2")
+    cluster.wait_until(lambda: cluster.state("h2") == "idle", what="h2 resumed", timeout=90)
+    assert "h2: resumed: passed: resumed (the drain was ours: computefence: gpu.missing)" in health_log(cluster, "h2")
+    cluster.wait_until(
+        lambda: "the drain by someone else stays: admin: RMA 1234" in health_log(cluster, "h3"),
+        what="h3 passed under the administrator's drain",
+        timeout=90,
+    )
+    assert cluster.state("h3") == "drained" and cluster.reason("h3") == "admin: RMA 1234"
+
+
+def test_prolog_form_judges_without_draining(cluster, tmp_path):
+    """--no-drain, as a Prolog runs it: the exit status is the verdict, Slurm does the draining.
+    The wedged driver is seen only by this run (a mount namespace of its own inside h1's), so
+    slurmd's own health checks of h1 go on seeing a good one."""
+    write_fake_nvidia_smi(tmp_path / "bin", "driver-unreachable")
+    pid = cluster.nodes["h1"].process.pid
+    env = [f"{k}={v}" for k, v in cluster.env.items() if k in ("SLURM_CONF", "PYTHONPATH")]
+    script = 'mount --bind "$1" /usr/local/sbin && shift && exec env -i "$@"'
+    argv = ["nsenter", "-t", str(pid), "-m", "-u", "--", "unshare", "-m", "--propagation", "private"]
+    argv += ["sh", "-c", script, "prolog", str(tmp_path / "bin"), *env, "SLURMD_NODENAME=h1", *HEALTH, "--no-drain"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+    assert done.returncode == 1, done.stderr
+    assert "gpu.driver" in done.stdout
+    assert "drained" not in done.stderr
+    assert cluster.state("h1") == "idle"
