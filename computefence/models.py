@@ -535,6 +535,9 @@ class WatchProcessesFacts(_Fact):
     cpu_window_s: float | None = None
     # Where py-spy is on the pod's PATH, if it is.
     py_spy: str | None = None
+    # job.process could not be matched (it ran past its time): processes were recognised by
+    # their launcher or script name only.
+    job_process_error: str | None = None
 
 
 class Checkpoint(_Fact):

@@ -263,6 +263,14 @@ def check_no_job(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> li
         ]
     if not watch.gpu.nvidia_smi_found and not ctx.gpu_expected:
         return [skipped(cid, "no nvidia-smi and no training process: not a GPU pod")]
+    if watch.processes.job_process_error:
+        return [
+            skipped(
+                cid,
+                f"no training process recognised by name, and {watch.processes.job_process_error}: "
+                "simplify job.process in computefence.yaml",
+            )
+        ]
     price = ctx.provider.cost_per_hour if ctx.provider is not None else None
     bills = f"; it bills ${price:.2f}/h for nothing" if price else "; it bills for nothing"
     idle = f"{len(means)} GPU{'s' if len(means) != 1 else ''} idle" if means else "GPUs idle"

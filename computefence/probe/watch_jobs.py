@@ -12,7 +12,7 @@ import shutil
 import threading
 import time
 
-from .core import _number, _read_bytes, _root, _text
+from .core import _in_child, _number, _read_bytes, _root, _text
 from .environment import _SECRET_NAME, _secret_value, _without_credentials
 
 _LAUNCHER_NAMES = ("torchrun", "accelerate", "deepspeed")
@@ -25,6 +25,8 @@ _ARG_CHARS = 512
 # How many matching processes are described: a pod runs one job, perhaps with a few workers.
 _JOBS_MAX = 16
 _WORKERS_MAX = 64
+# Seconds job.process may take over every command line of the pod.
+_PATTERN_SECONDS = 2.0
 _RANK_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
 _ENVIRON_BYTES = 256 << 10
 _LOCAL_RANK_ARG = re.compile(r"^--local[_-]rank(?:=(\d+))?$")
@@ -204,12 +206,20 @@ def _scan_processes(params):
             except (OSError, ValueError, IndexError):
                 continue  # gone since the listing, or not ours to read
             table[int(pid)] = (ppid, ticks, start, argv, state)
-        training = {
-            pid: kind
-            for pid, kind in ((pid, _launch_kind(entry[3], pattern)) for pid, entry in table.items())
-            if kind is not None and str(pid) not in own
-        }
-        _SCAN["result"] = (table, training)
+        error = None
+        kinds = None
+        if pattern is not None:
+            # job.process is the policy author's regex, matched against every command line: in
+            # a child, so one that backtracks without end costs the pattern, not the answer.
+            kinds, why = _in_child(
+                lambda: [[pid, _launch_kind(entry[3], pattern)] for pid, entry in table.items()], _PATTERN_SECONDS
+            )
+            if kinds is None:
+                error = "job.process %s; training processes recognised by name only" % why
+        if kinds is None:
+            kinds = [[pid, _launch_kind(entry[3], None)] for pid, entry in table.items()]
+        training = {pid: kind for pid, kind in kinds if kind is not None and str(pid) not in own}
+        _SCAN["result"] = (table, training, error)
         return _SCAN["result"]
 
 
@@ -238,7 +248,7 @@ def _tree_ticks(proc, pids):
 def training_jobs(params):
     """The training processes that are not children of another one (a torchrun and its
     workers are one job), with their cwd, output dir argument and stdout file."""
-    table, training = _scan_processes(params)
+    table, training, _ = _scan_processes(params)
     proc = _root(params, "proc")
     jobs = []
     for pid in sorted(training):
@@ -282,9 +292,9 @@ def _own_ticks(proc, pid):
 
 
 def collect_watch_processes(params):
-    table = _scan_processes(params)[0]
+    table, _, error = _scan_processes(params)
     proc = _root(params, "proc")
-    facts = {"processes": [], "scanned": len(table), "py_spy": shutil.which("py-spy")}
+    facts = {"processes": [], "scanned": len(table), "py_spy": shutil.which("py-spy"), "job_process_error": error}
     jobs = training_jobs(params)
     if not jobs:
         return facts

@@ -323,3 +323,11 @@ def test_a_watch_collector_past_its_limit_is_unknown_never_no_job_or_idle(collec
     assert no_job.message == f"unknown: the watch's {collector} collector ran out of time (timed out after 8.0s)"
     # Answered in time, the same silence is a verdict.
     assert one(silent, "run.no-job").severity.value == "warn"
+
+
+def test_no_job_is_not_claimed_when_job_process_ran_past_its_time():
+    facts = watch(job=None, util=0.0)
+    error = "job.process stopped after 2.0s; training processes recognised by name only"
+    facts = facts.model_copy(update={"processes": facts.processes.model_copy(update={"job_process_error": error})})
+    found = one(facts, "run.no-job")
+    assert found.severity.value == "skip" and "simplify job.process" in found.message

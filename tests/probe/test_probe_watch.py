@@ -296,3 +296,22 @@ def test_a_progress_bar_whose_rate_is_no_number(tmp_path):
     facts = _log(tmp_path, " 5%|▌ | 10/200 [00:01<00:05, .it/s]\n{'loss': '0.7'}\n")
     assert facts.get("error") is None and facts["progress"] == {"step": 10, "total": 200, "seconds_per_step": None}
     assert facts["losses"] == [0.7] and facts["loss_steps"] == [10]
+
+
+def test_a_job_process_pattern_that_never_ends_costs_the_pattern_not_the_answer(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import time\ntime.sleep(60)\n")
+    job = subprocess.Popen([sys.executable, str(script), "a" * 64 + "!"])
+    try:
+        probe = payload.probe_payload(
+            {"gpu_window_s": 0.2, "cpu_window_s": 0.1, "job_process": r"(a|aa)+$", "timeouts": {"processes": 8.0}},
+            "watch",
+        )
+        done = subprocess.run([sys.executable, "-"], input=probe, capture_output=True, text=True, timeout=30)
+    finally:
+        job.kill()
+        job.wait()
+    facts = json.loads(done.stdout)["watch"]["processes"]
+    assert facts["job_process_error"].startswith("job.process stopped after 2.0s")
+    # Recognised by its script's name instead.
+    assert [p["matched_by"] for p in facts["processes"] if p["pid"] == job.pid] == ["python"]
