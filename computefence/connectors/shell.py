@@ -49,17 +49,25 @@ class Shell(Protocol):
 
 
 def bounded_command(command: str, timeout_s: float) -> str:
-    """`command` under the pod's `timeout` (TERM at the limit, KILL 5 s later) where it has one,
-    with stdin from /dev/null, stopped when the session's stdin closes: not every sshd passes
-    signals on ("session signalling requires privilege separation"), and closing a channel
-    without a terminal leaves its processes running. GNU `timeout` passes the TERM to its whole
-    process group. Only the integer limit and the quoted command are formatted in."""
+    """`command` under the pod's `timeout` (TERM at the limit) where it has one, with stdin from
+    /dev/null, stopped (TERM) when the session's stdin closes or the session gets TERM: not
+    every sshd passes signals on ("session signalling requires privilege separation"), and
+    closing a channel without a terminal leaves its processes running. GNU `timeout` passes
+    the TERM to its whole process group but waits only for its own child: a process of the
+    step that ignores TERM outlives it. So once the step was stopped or timed out, what is
+    left of its group gets KILL after the grace. Only the integer limit and the quoted command
+    are formatted in."""
     limit = max(1, int(timeout_s))
     return (
         f"exec 3<&0; if timeout -k {_GRACE_S} 1 true >/dev/null 2>&1; then t='timeout -k {_GRACE_S} {limit}'; "
-        f"else t=; fi; $t sh -c {shlex.quote(command)} </dev/null & pid=$!; "
-        "( read -r _ <&3; kill -TERM $pid 2>/dev/null ) & w=$!; "
-        "wait $pid; s=$?; kill $w 2>/dev/null; exit $s"
+        f"else t=; fi; $t sh -c {shlex.quote(command)} </dev/null & pid=$!; stopped=; "
+        "trap 'stopped=1; kill -TERM $pid 2>/dev/null' TERM; "
+        "( read -r _ <&3; kill -TERM $$ 2>/dev/null ) & w=$!; "
+        # A trapped TERM ends `wait` early: wait again until the step is gone.
+        "wait $pid; s=$?; while kill -0 $pid 2>/dev/null; do wait $pid; s=$?; done; kill $w 2>/dev/null; "
+        f'if [ -n "$stopped" ] || [ $s = 124 ]; then n=0; '
+        f"while kill -0 -$pid 2>/dev/null && [ $n -lt {_GRACE_S} ]; do sleep 1; n=$((n+1)); done; "
+        "kill -KILL -$pid 2>/dev/null; fi; exit $s"
     )
 
 

@@ -20,7 +20,8 @@ sys.path.insert(0, str(TESTS / "providers"))
 sys.path.insert(0, str(TESTS / "fleet"))
 
 from fake_api import FakeProviderApi, Fault, lambda_instance, runpod_pod, vast_instance  # noqa: E402
-from fleet_helpers import CLI, cli_subprocess_env  # noqa: E402
+from fleet_helpers import CLI, HEALTHY, cli_subprocess_env, host_entry, write_inventory  # noqa: E402
+from sshfleet import PodSpec  # noqa: E402
 
 from computefence.models import (  # noqa: E402
     Facts,
@@ -162,3 +163,43 @@ def test_ctrl_c_while_a_provider_trickles_its_listing(api, command, tmp_path):
     assert code == 130 and took < PROMPTLY_S, (took, err)
     assert _one_interrupt_line(err).startswith("computefence: interrupted")
     assert stdout == "" and not out.exists()
+
+
+# A `mkdir` that ignores TERM (inherited by its sleep), under a `sh -c` that does not: TERM ends
+# the shell, `timeout` sees its child gone and exits, and the sleep was left running for good.
+DEAF_MKDIR = {"/usr/local/bin/mkdir": "#!/bin/sh\ntrap '' TERM\nexec sleep 600\n"}
+# TERM, the 5 s grace before KILL, and the CLI's own teardown.
+AFTER_GRACE_S = 12.0
+
+
+def test_ctrl_c_while_a_fix_step_ignores_term_ends_within_the_grace(ssh_fleet, start_pods, tmp_path):
+    (pod,) = start_pods(PodSpec("deaf-step", **dict(HEALTHY, shm_size="16g", files=DEAF_MKDIR)))
+    checks = {"output_dir": "/workspace/runs/7/ckpt"}
+    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod], checks=checks)
+    out = tmp_path / "fix.json"
+    argv = [*CLI, "fleet", "fix", "-i", str(inventory), "--only", "storage.output-dir", "--apply", "--yes"]
+    (tmp_path / "home").mkdir()
+    proc = subprocess.Popen(
+        [*argv, "--format", "json", "--output", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_subprocess_env(tmp_path / "home"),
+    )
+    try:
+        sleeper = pod.wait_for_process("sleep 600", timeout=60)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    assert proc.returncode == 130 and took < AFTER_GRACE_S, (took, err)
+    assert _one_interrupt_line(err) == (
+        f"computefence: interrupted; 1 step ran before it; nothing written (--output {out} left untouched)"
+    )
+    assert not out.exists()
+    assert sleeper not in [pid for pid, _ in pod.pid_namespace_processes()]
