@@ -259,7 +259,7 @@ def health_check(*, python: str, drain: bool, fmt: str, output: Path | None, qui
 
     slurm_health.prepare_environment()
     name = slurm_health.node_name()
-    scontrol = Scontrol()
+    scontrol = Scontrol(timeout=slurm_health.CALL_TIMEOUT_S)
     try:
         node = scontrol.nodes([name]).get(name)
     except SourceError as exc:  # a controller that does not answer: judge the machine all the same

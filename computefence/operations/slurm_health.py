@@ -25,8 +25,10 @@ from computefence.sources.slurm import SlurmNode, valid_node_name
 
 # What a HealthCheckProgram gets instead of the PATH it lacks; the site's own tools first.
 HEALTH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# The probe's deadline: with the scontrol calls, well inside slurmd's 60 s for the program.
+# The probe's deadline and each sinfo or scontrol call's: one sinfo, the probe (and 5 s for
+# it to answer) and one scontrol take at most 41 s, well inside slurmd's 60 s for the program.
 PROBE_DEADLINE_S = 20.0
+CALL_TIMEOUT_S = 8.0
 
 
 def prepare_environment() -> str:

@@ -77,17 +77,19 @@ class Scontrol:
     """Runs scontrol (and sinfo) in `env`, each call bounded; the seam tests point at a real cluster."""
 
     env: Mapping[str, str] | None = None
+    # Seconds each call may take.
+    timeout: float = SCONTROL_TIMEOUT_S
 
     def run(self, argv: list[str]) -> tuple[bool, str]:
         """(succeeded, what it said, one line)."""
         try:
-            status, stdout, stderr = run_tool(argv, SCONTROL_TIMEOUT_S, env=dict(self.env) if self.env else None)
+            status, stdout, stderr = run_tool(argv, self.timeout, env=dict(self.env) if self.env else None)
         except FileNotFoundError:
             return False, f"{argv[0]} is not on PATH"
         except OSError as exc:
             return False, f"{argv[0]} could not start: {exc.strerror or exc}"
         except ToolTimeout:
-            return False, f"{argv[0]} gave no answer within {SCONTROL_TIMEOUT_S:g}s"
+            return False, f"{argv[0]} gave no answer within {self.timeout:g}s"
         said = (stderr or stdout).decode("utf-8", "replace").strip()
         return status == 0, one_line(said, 200)
 
@@ -96,7 +98,11 @@ class Scontrol:
         if not names:
             return {}
         wanted = set(names)
-        return {node.name: node for node in SlurmSource(env=self.env).nodes(names) if node.name in wanted}
+        return {
+            node.name: node
+            for node in SlurmSource(env=self.env, timeout=self.timeout).nodes(names)
+            if node.name in wanted
+        }
 
 
 def slurm_hosts(report: Report) -> list[HostReport]:

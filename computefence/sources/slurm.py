@@ -187,6 +187,8 @@ class SlurmSource:
     partitions: Sequence[str] = ()
     nodelist: str | None = None
     env: Mapping[str, str] | None = None
+    # Seconds each sinfo call may take.
+    timeout: float = SINFO_TIMEOUT_S
     name: str = "slurm"
     resolver: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -243,7 +245,7 @@ class SlurmSource:
     def _sinfo(self, argv: list[str], required: bool = False) -> str | None:
         """The tool's stdout; None where this Slurm lacks the option (JSON support)."""
         try:
-            status, stdout, stderr = run_tool(argv, SINFO_TIMEOUT_S, env=dict(self.env) if self.env else None)
+            status, stdout, stderr = run_tool(argv, self.timeout, env=dict(self.env) if self.env else None)
         except FileNotFoundError:
             raise ConfigError(
                 f"--slurm: `{argv[0]}` is not on PATH; run on a login node of the cluster (slurm-client installed)"
@@ -251,7 +253,7 @@ class SlurmSource:
         except OSError as exc:
             raise SourceError(f"{argv[0]} could not start: {exc.strerror or exc}") from None
         except ToolTimeout:
-            raise SourceError(f"{' '.join(argv)} gave no answer within {SINFO_TIMEOUT_S:g}s") from None
+            raise SourceError(f"{' '.join(argv)} gave no answer within {self.timeout:g}s") from None
         detail = one_line(stderr.decode("utf-8", "replace").strip().splitlines()[-1], 200) if stderr.strip() else ""
         if status != 0:
             if not required and ("unrecognized option" in detail or "json" in detail.lower()):
