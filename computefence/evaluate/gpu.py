@@ -126,10 +126,12 @@ def check_driver(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Findi
             )
         ]
     if gpu.timed_out:
+        # The probe's words carry the limit ("nvidia-smi did not answer within 14.5s").
+        said = one_line(gpu.error_output, 120) if gpu.error_output and "within" in gpu.error_output else None
         return [
             block(
                 cid,
-                "nvidia-smi did not answer in time: the driver or a GPU is wedged",
+                f"{said or 'nvidia-smi did not answer in time'}: the driver or a GPU is wedged",
                 _wedged_fix(facts, ctx, [_dmesg(facts)]),
             )
         ]
