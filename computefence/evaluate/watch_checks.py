@@ -271,8 +271,7 @@ def check_no_job(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> li
                 "simplify job.process in computefence.yaml",
             )
         ]
-    price = ctx.provider.cost_per_hour if ctx.provider is not None else None
-    bills = f"; it bills ${price:.2f}/h for nothing" if price else "; it bills for nothing"
+    bills = "; it bills for nothing"  # the price would split the pods into one group each
     idle = f"{len(means)} GPU{'s' if len(means) != 1 else ''} idle" if means else "GPUs idle"
     died = ""
     if watch.log is not None and watch.log.error_line:

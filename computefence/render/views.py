@@ -183,7 +183,18 @@ def group_findings(
             group = groups.setdefault((finding.check, finding.severity), FindingGroup(finding.check, finding.severity))
             message = _template(finding.message, finding.subject) or ""
             fix = _fix_template(finding.fix, finding.subject)
-            variant = next((v for v in group.variants if v.message_template == message and v.fix_template == fix), None)
+            # A fix that names the pod's own path stays with that path: a command is pasted as shown.
+            own = fix is not None and any(_SUBJECT in step.run for step in fix.steps)
+            variant = next(
+                (
+                    v
+                    for v in group.variants
+                    if v.message_template == message
+                    and v.fix_template == fix
+                    and (not own or v.subjects == {finding.subject})
+                ),
+                None,
+            )
             if variant is None:
                 variant = Variant(message, fix)
                 group.variants.append(variant)

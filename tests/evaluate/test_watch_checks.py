@@ -139,9 +139,12 @@ def test_case(facts, check, severity, words):
         assert finding.fix, "every problem comes with a fix or advice"
 
 
-def test_no_job_names_the_hourly_price_from_the_provider():
-    provider = ProviderInfo(provider="runpod", pod_id="abc", cost_per_hour=2.49)
-    assert "$2.49/h" in one(watch(job=None, util=0.0), "run.no-job", provider=provider).message
+def test_no_job_says_the_same_on_pods_of_any_price():
+    # A price in the message would make one group per price; the money line sums the $/h.
+    cheap, dear = (ProviderInfo(provider="runpod", pod_id="abc", cost_per_hour=c) for c in (0.69, 2.49))
+    first = one(watch(job=None, util=0.0), "run.no-job", provider=cheap).message
+    assert first == one(watch(job=None, util=0.0), "run.no-job", provider=dear).message
+    assert "$" not in first and "bills for nothing" in first
 
 
 def test_plateau_uses_the_jobs_label_count():
