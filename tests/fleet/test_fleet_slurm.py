@@ -190,6 +190,10 @@ def test_drain_and_resume(cli, slurm_env, saved_report, tmp_path):
     assert re.search(r"left alone +n3: drained by someone else: admin: bad fan", out)
     assert cluster.state("n7") == "drained"
 
+    # A job waiting for n7 must not start there before the node has passed its check.
+    waiting = cluster.run(
+        "sbatch", "--parsable", "--nodelist=n7", "--job-name=user-job", "--output=/dev/null", "--wrap", "true"
+    ).stdout.strip()
     code, out, err = cli(
         "fleet", "resume", "--from", str(saved_report), "--yes", "--log", str(log), "--timeout", "20", "-f", "json"
     )
@@ -197,7 +201,7 @@ def test_drain_and_resume(cli, slurm_env, saved_report, tmp_path):
     outcomes = {n["name"]: n["outcome"] for n in json.loads(out)["nodes"]}
     assert outcomes["n7"] == "resumed" and outcomes["n8"] == "kept_drained" and outcomes["n3"] == "left_alone"
     assert outcomes["n1"] == "not_drained"
-    assert cluster.state("n7") == "idle"
+    assert "drain" not in cluster.state("n7")
     assert cluster.state("n8") == "drained" and cluster.reason("n8") == "computefence: gpu.driver"
     assert cluster.reason("n3") == "admin: bad fan"
     # No proving reservation outlives the run.
@@ -210,6 +214,14 @@ def test_drain_and_resume(cli, slurm_env, saved_report, tmp_path):
         "scontrol delete ReservationName=computefence-resume-n7",
     ]
     assert "scontrol update NodeName=n8 State=DRAIN 'Reason=computefence: gpu.driver'" in calls
+    deleted = next(e["at"] for e in log_lines(log) if e["event"] == "send" and e["call"].startswith("scontrol delete"))
+    cluster.wait_until(
+        lambda: "StartTime=Unknown" not in cluster.run("scontrol", "show", "job", waiting).stdout,
+        what="user-job started",
+    )
+    started = re.search(r"StartTime=(\S+)", cluster.run("scontrol", "show", "job", waiting).stdout).group(1)
+    # Slurm's times are local and whole seconds; the log's are UTC (this machine runs in UTC).
+    assert started >= deleted[:19], (started, deleted)
 
     # Idempotent: n7 is in service, n8 drained again and proven faulty again.
     code, out, err = cli("fleet", "resume", "--from", str(saved_report), "-f", "json")
