@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -235,3 +238,17 @@ def test_a_stale_report_is_refused(cli, slurm_env, saved_report, tmp_path):
     old.write_text(json.dumps(report))
     code, _, err = cli("fleet", "drain", "--from", str(old), "--yes")
     assert code == 2 and "older than --max-age" in err
+
+
+def test_ctrl_c_cancels_the_steps_and_writes_nothing(slurm_env, tmp_path):
+    cluster = slurm_env
+    out = tmp_path / "report.json"
+    argv = [sys.executable, "-m", "computefence", "fleet", "check", "--slurm", "-w", "n6", "--timeout", "120"]
+    run = subprocess.Popen([*argv, "-o", str(out)], env=cluster.env, stderr=subprocess.PIPE, text=True)
+    cluster.wait_until(lambda: cluster.run("squeue", "-h", "--nodelist=n6").stdout.strip(), what="n6's step running")
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=30)
+    assert run.returncode == 130, err
+    assert "interrupted; 1 of 1 pods were not checked" in err and "Traceback" not in err
+    assert not out.exists()
+    cluster.wait_until(lambda: not cluster.run("squeue", "-h", "--nodelist=n6").stdout.strip(), what="n6's step gone")

@@ -10,6 +10,7 @@ import pytest
 from computefence.errors import ConfigError, SourceError
 from computefence.sources.slurm import (
     MAX_HOSTS,
+    SlurmSource,
     expand_hostlist,
     gres_gpu_count,
     node_target,
@@ -144,3 +145,53 @@ def test_a_drained_node_is_a_target_not_checked_with_state_and_reason():
     assert target.provider is not None and target.provider.gpu_count == 2 and target.provider.state == "idle+drain"
     assert target.unreachable_reason == "Slurm has it idle+drain (admin: bad fan)"
     assert target.unreachable_fix is not None and target.unreachable_fix.commands == ["sinfo -R --nodes n3"]
+
+
+def fake_sinfo(tmp_path, monkeypatch, body: str) -> None:
+    """A `sinfo` first on PATH that does what `body` (sh) says: a broken or hostile cluster."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sinfo").write_text("#!/bin/sh\n" + body + "\n")
+    (bin_dir / "sinfo").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ("echo 'not json'", "sinfo --json printed something that is not JSON"),
+        ('echo \'{"nodes": [{"name": "-oProxyCommand=x"}]}\'', "no Slurm node name"),
+        ("echo 'slurm_load_partitions: Unable to contact slurm controller' >&2; exit 1", "Unable to contact slurm"),
+        ("echo '{\"meta\": {}}'", "sinfo --json printed no node list"),
+    ],
+)
+def test_a_broken_sinfo_is_one_line(tmp_path, monkeypatch, body, error):
+    fake_sinfo(tmp_path, monkeypatch, body)
+    with pytest.raises(SourceError, match=error):
+        SlurmSource().targets()
+
+
+def test_a_hung_sinfo_is_bounded(tmp_path, monkeypatch):
+    fake_sinfo(tmp_path, monkeypatch, "exec sleep 60")
+    with pytest.raises(SourceError, match="gave no answer within 0.5s"):
+        SlurmSource(timeout=0.5).targets()
+
+
+def test_fleet_check_with_an_unreachable_controller_exits_2_in_one_line(cli, tmp_path, monkeypatch):
+    fake_sinfo(
+        tmp_path,
+        monkeypatch,
+        "echo 'slurm_load_partitions: Unable to contact slurm controller (connect failure)' >&2; exit 1",
+    )
+    code, out, err = cli("fleet", "check", "--slurm")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        "computefence: error: every target source failed, nothing to check: sinfo --json failed (exit status 1): "
+        "slurm_load_partitions: Unable to contact slurm controller (connect failure)"
+    ]
+
+
+def test_no_sinfo_on_path_is_a_usage_error(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code, _, err = cli("fleet", "check", "--slurm")
+    assert code == 2 and "`sinfo` is not on PATH; run on a login node" in err
