@@ -15,9 +15,10 @@ from computefence.cli.output import emit_text, write_stdout
 from computefence.errors import ConfigError
 from computefence.evaluate.ledger import avoid_list, build_ledger
 from computefence.models import HostLedger, Report
-from computefence.operations.history import ENTRY_RE
+from computefence.operations.history import ENTRY_RE, no_runs
 from computefence.render.hosts import AVOID_FORMATS, HOSTS_FORMATS, render_avoid, render_hosts, vast_ids
 from computefence.render.json import load_report
+from computefence.text import plural
 
 hosts_app = typer.Typer(
     name="hosts",
@@ -79,6 +80,14 @@ def avoid_command(
         _, odd = vast_ids(machines)
         for machine_id in odd:
             print(f"computefence: warning: Vast machine id {machine_id!r} is not a number: left out", file=sys.stderr)
+        others = sorted({m.provider for m in machines if m.provider != "vast"})
+        if others:
+            count = sum(1 for m in machines if m.provider != "vast")
+            print(
+                f"computefence: note: {plural(count, 'machine')} of {', '.join(others)} to avoid, "
+                "not in a vastai query: --format json lists them",
+                file=sys.stderr,
+            )
     write_stdout(render_avoid(machines, fmt.value))
     return 0
 
@@ -99,4 +108,6 @@ def _runs(history: Path, flag: str) -> list[Report]:
             runs.append(evaluate.with_remedies(load_report(path)))
         except ConfigError as exc:
             print(f"computefence: warning: history: skipping {exc}", file=sys.stderr)
+    if not runs:
+        raise no_runs(history)  # as report history: exit 2
     return runs

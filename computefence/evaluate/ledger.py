@@ -2,7 +2,8 @@
 each run found on them, and which ones to avoid when renting the next pod.
 
 A machine is the provider's machine id where discovery recorded one (RunPod machineId, Vast
-machine_id), else the pod itself (Lambda Cloud names no machine). Pure: reports in, rows out.
+machine_id; a Lambda instance is its own machine); a pod without one is in no machine's row.
+Pure: reports in, rows out.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from computefence.models import HostLedger, HostReport, HostStatus, LedgerMachin
 
 
 def machine_key(host: HostReport) -> tuple[str, str] | None:
-    """(provider, machine id) of a provider pod; the pod id where the provider names no machine."""
+    """(provider, machine id) of a provider pod whose provider named its machine (the Lambda
+    source names the instance itself); None otherwise. hosts, hosts avoid and report history
+    all key machines by it."""
     info = host.provider
-    if info is None:
-        return None
-    return info.provider, info.machine_id or info.pod_id
+    return (info.provider, info.machine_id) if info is not None and info.machine_id else None
 
 
 @dataclass

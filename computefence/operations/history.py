@@ -26,6 +26,7 @@ from pydantic import Field
 
 from computefence.errors import ComputeFenceError, ConfigError
 from computefence.evaluate.changes import compare_reports
+from computefence.evaluate.ledger import machine_key
 from computefence.files import write_output
 from computefence.models import Changes, HostReport, HostStatus, HostVerdict, Report, Severity, Summary
 from computefence.render.json import load_report, render_chunks
@@ -237,8 +238,13 @@ def read_runs(directory: Path, last: int) -> list[RunDigest]:
             continue
         runs.append(_digest(path.name, run))
     if not runs:
-        raise ConfigError(f"{directory} holds no readable computefence run (YYYYmmddTHHMMSSZ.json)")
+        raise no_runs(directory)
     return runs
+
+
+def no_runs(directory: Path) -> ConfigError:
+    """The one error of every view of a history folder that holds no run (exit 2)."""
+    return ConfigError(f"{directory} holds no readable computefence run (YYYYmmddTHHMMSSZ.json)")
 
 
 def _digest(name: str, run: Report) -> RunDigest:
@@ -251,8 +257,7 @@ def _digest(name: str, run: Report) -> RunDigest:
             problems=problems,
             reason=host.reason if host.status is not HostStatus.OK else None,
             provider_id=host.provider.pod_id if host.provider is not None else None,
-            machine=(host.provider.provider, host.provider.machine_id)
-            if host.provider is not None and host.provider.machine_id
-            else None,
+            # The ledger's key (hosts, hosts avoid): one machine is the same machine in every view.
+            machine=machine_key(host),
         )
     return RunDigest(name, run.generated_at, run.summary, run.fail_on, pods, run.changes)
