@@ -227,9 +227,13 @@ def check(
         if alerts is not None:
             alerts.send(report)
     if interrupted:
-        cancelled = session.cancelled(hosts)
+        # The report's count of pods not checked (unreachable ones too), so the two agree.
+        not_checked, cancelled = report.summary.not_ok, session.cancelled(hosts)
+        stopped = f" ({cancelled} stopped by the interrupt)" if cancelled != not_checked else ""
         untouched = left_untouched({"--output": output, "--healthy-out": healthy_out, "--history": history.directory})
-        say_interrupted(f"computefence: interrupted; {cancelled} of {len(hosts)} pods were not checked{untouched}")
+        say_interrupted(
+            f"computefence: interrupted; {not_checked} of {len(hosts)} pods were not checked{stopped}{untouched}"
+        )
         return EXIT_INTERRUPTED
     return evaluate.exit_code(report)
 

@@ -38,3 +38,12 @@ def test_fix_into_a_pipe_wraps_at_columns(tmp_path):
     prose = [line for line in narrow.stdout.splitlines() if line.startswith("      ")]
     assert prose and max(map(len, prose)) <= 60, narrow.stdout
     assert max(len(line) for line in default.stdout.splitlines() if "advice only" in line) > 60
+
+
+def test_the_first_run_shows_no_warning_before_the_report(tmp_path):
+    """A fresh user's first command: progress lines and the report, no library's warnings."""
+    result = _run(tmp_path, "fleet", "check", "--demo")
+
+    assert result.returncode == 1
+    assert result.stdout.startswith("ComputeFence fleet check · 6 pods")
+    assert all(line.startswith("computefence: [") for line in result.stderr.splitlines()), result.stderr

@@ -158,3 +158,25 @@ def test_ctrl_c_after_the_report_is_written_exits_130_and_keeps_the_complete_rep
     saved = load_report(report)
     assert len(saved.hosts) == 6 and not saved.interrupted
     assert len(list(history.glob("*.json"))) == 1
+
+
+def test_ctrl_c_counts_the_pods_not_checked_as_the_report_does(ssh_fleet, start_pods, tmp_path):
+    """An unreachable pod is not checked as well as the one the Ctrl-C stopped: stderr and
+    the report's verdict line give the same count."""
+    import socket
+
+    good, hung = start_pods(PodSpec("cnt-fine", **HEALTHY), PodSpec("cnt-hung", nvidia_smi="hang", torch="cu124"))
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    gone = {"name": "cnt-gone", "host": "127.0.0.1", "port": closed.getsockname()[1]}
+    inventory = write_inventory(
+        tmp_path / "pods.yaml", ssh_fleet, [host_entry(good), host_entry(hung), gone], trusted=[good, hung]
+    )
+    try:
+        code, out, stderr, _ = _interrupted_run(good, hung, inventory, tmp_path / "home")
+    finally:
+        closed.close()
+
+    assert code == 130, stderr
+    assert "interrupted; 2 of 3 pods were not checked (1 stopped by the interrupt)" in stderr.splitlines()[-1]
+    assert "2 not checked" in out
