@@ -233,7 +233,7 @@ def judge_step(returncode: int | None, stdout: bytes, stderr: bytes, target: Tar
         if "Unable to allocate resources" in said or "Invalid" in said:
             return Outcome(HostStatus.NOT_CHECKABLE, f"srun could not get an allocation: {_after_error(last)}")
     try:
-        facts = parse_probe_output(stdout)
+        facts = parse_probe_output(stdout, options.probe)
     except ProbeOutputError as exc:
         why = str(exc)
         if returncode:

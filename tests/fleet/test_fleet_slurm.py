@@ -252,3 +252,13 @@ def test_ctrl_c_cancels_the_steps_and_writes_nothing(slurm_env, tmp_path):
     assert "interrupted; 1 of 1 pods were not checked" in err and "Traceback" not in err
     assert not out.exists()
     cluster.wait_until(lambda: not cluster.run("squeue", "-h", "--nodelist=n6").stdout.strip(), what="n6's step gone")
+
+
+def test_watch_and_snapshot_reach_the_nodes_through_srun(cli, slurm_env, tmp_path):
+    code, out, err = cli("fleet", "watch", "--slurm", "-w", "n1", "--once", "-f", "json")
+    hosts = by_name(json.loads(out))
+    assert hosts["n1"]["status"] == "ok", err
+    lock = tmp_path / "lock.json"
+    code, _, err = cli("fleet", "snapshot", "--slurm", "-w", "n2", "-o", str(lock))
+    assert code == 0, err
+    assert "n2" in lock.read_text()
