@@ -201,6 +201,11 @@ class Page:
     generated: str = ""
     applied: str | None = None
     facets: dict[str, list[str]] = field(default_factory=dict)
+    # As the terminal has them: the pods no command fixes, with their $/h, and the pods not checked.
+    give_back_title: str = ""
+    give_back_note: str = ""
+    give_back: list[tuple[str | None, str, str, str]] = field(default_factory=list)  # anchor, pod, $/h, checks
+    not_checked: list[PodSection] = field(default_factory=list)
 
 
 def render(report: Report) -> str:
@@ -391,6 +396,12 @@ def _page(report: Report) -> Page:
         page.failed_sources = [(src.name, src.error or "unknown error") for src in views.failed_sources(report)]
         page.groups = _groups(report, anchors)
         page.drift = [(row.component, views.drift_cells(row.values)) for row in report.drift]
+        page.give_back = [(anchors.get(r.name), r.name, r.cost, r.checks) for r in views.give_back_rows(report)]
+        if page.give_back:
+            page.give_back_title = views.give_back_title(report)
+            page.give_back_note = views.GIVE_BACK_NOTE
+        not_checked = {h.name for h in views.not_ok_hosts(report)}
+        page.not_checked = [pod for pod in page.pods if pod.row.name in not_checked]
         page.facets = {
             "status": sorted({r.verdict for r in rows}),
             "provider": sorted({r.provider for r in rows}),
