@@ -114,6 +114,14 @@ def doctor(
         help="With --slurm-health: judge only and exit 1 on a blocker (a Prolog: Slurm drains the node itself).",
         rich_help_panel="Slurm",
     ),
+    log: Path | None = typer.Option(
+        None,
+        "--log",
+        metavar="FILE",
+        help="With --slurm-health: append each drain or resume call and its answer here as JSON lines "
+        "(default: computefence/actions.jsonl under $XDG_STATE_HOME, else ~/.local/state).",
+        rich_help_panel="Slurm",
+    ),
 ) -> int:
     """Check this machine: storage that vanishes, CPU fallbacks, broken drivers, launch configs.
 
@@ -122,12 +130,14 @@ def doctor(
     """
     if no_drain and not slurm_health:
         raise ConfigError("--no-drain needs --slurm-health")
+    if log is not None and (not slurm_health or no_drain):
+        raise ConfigError("--log records drains and resumes: it needs --slurm-health without --no-drain")
     if slurm_health:
         if fix or snapshot is not None or policy is not None or dataset or output_dir:
             raise ConfigError(
                 "--slurm-health judges only the machine: drop --fix, --snapshot, --policy, --dataset and --output-dir"
             )
-        return health_check(python=python, drain=not no_drain, fmt=fmt.value, output=output, quiet=quiet)
+        return health_check(python=python, drain=not no_drain, log=log, fmt=fmt.value, output=output, quiet=quiet)
     check_output_path(output)
     # `--output-dir "$CKPT"` with CKPT unset must not silently skip the check it asked for.
     for flag, value in (
@@ -249,12 +259,13 @@ def _judging_rules(
     return load
 
 
-def health_check(*, python: str, drain: bool, fmt: str, output: Path | None, quiet: bool) -> int:
+def health_check(*, python: str, drain: bool, log: Path | None, fmt: str, output: Path | None, quiet: bool) -> int:
     """`--slurm-health`: this node's machine checks, and its drain or resume."""
     from computefence import evaluate
     from computefence.evaluate.scheduler import MACHINE_CHECKS
     from computefence.models import ProviderInfo
     from computefence.operations import slurm_health
+    from computefence.operations.action_log import open_log
     from computefence.operations.slurm_nodes import Scontrol
 
     slurm_health.prepare_environment()
@@ -283,7 +294,10 @@ def health_check(*, python: str, drain: bool, fmt: str, output: Path | None, qui
         report = session.report([host], kind="doctor")
     if probed.status is HostStatus.OK:
         emit(report, fmt, output, quiet=quiet)
-    action = slurm_health.act_on_node(host, node, scontrol) if drain else None
+    action = None
+    if drain:
+        with open_log(log, {"command": "doctor --slurm-health"}) as action_log:
+            action = slurm_health.act_on_node(host, node, scontrol, action_log)
     if action is not None:
         print(f"computefence: {name}: {action.outcome}: {action.detail}", file=sys.stderr)
     if probed.status is not HostStatus.OK:

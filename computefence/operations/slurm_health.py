@@ -4,7 +4,8 @@ slurmd runs a HealthCheckProgram with only SLURMD_NODENAME and PWD in its enviro
 PATH, no SLURM_CONF. So this sets its own PATH, finds scontrol on it, and judges only the
 machine (GPUs, driver, GPU health, disks, /dev/shm), never a job's configuration. On a
 machine fault (evaluate.scheduler.machine_faults) it drains its own node with
-`Reason="computefence: <check ids>"`; once the node passes again it resumes it, but only a
+`Reason="computefence: <check ids>"`, each scontrol call logged to the action log as
+`fleet drain` logs its own; once the node passes again it resumes it, but only a
 drain whose reason starts with `computefence:`: an administrator's drain stays, as LBNL NHC
 leaves what it did not set. In a Prolog (`drain=False`) it only judges: a non-zero exit
 makes Slurm drain the node and requeue the job.
@@ -20,7 +21,16 @@ from dataclasses import dataclass
 from computefence.errors import ConfigError
 from computefence.evaluate.scheduler import machine_faults
 from computefence.models import HostReport, HostStatus
-from computefence.operations.slurm_nodes import Scontrol, drain_command, drained, ours, reason_for, resume_command
+from computefence.operations.action_log import ActionLog
+from computefence.operations.slurm_nodes import (
+    Scontrol,
+    drain_command,
+    drained,
+    logged_call,
+    ours,
+    reason_for,
+    resume_command,
+)
 from computefence.sources.slurm import SlurmNode, valid_node_name
 
 # What a HealthCheckProgram gets instead of the PATH it lacks; the site's own tools first.
@@ -57,7 +67,7 @@ class HealthAction:
     detail: str
 
 
-def act_on_node(host: HostReport, node: SlurmNode | None, scontrol: Scontrol) -> HealthAction:
+def act_on_node(host: HostReport, node: SlurmNode | None, scontrol: Scontrol, log: ActionLog) -> HealthAction:
     """Drain on a machine fault, resume our own drain on a pass; touch nothing else."""
     if host.status is not HostStatus.OK:
         return HealthAction("nothing", f"the probe did not finish ({host.reason}); the node is left as it is")
@@ -69,12 +79,12 @@ def act_on_node(host: HostReport, node: SlurmNode | None, scontrol: Scontrol) ->
         if drained(node):
             whose = "already ours" if ours(node) else f"kept, drained by someone else: {node.reason or 'no reason'}"
             return HealthAction("kept", f"{', '.join(checks)} failed; drain {whose}")
-        ok, said = scontrol.run(drain_command(node.name, reason_for(checks)))
+        ok, said = logged_call(scontrol, log, node.name, drain_command(node.name, reason_for(checks)))
         if ok:
             return HealthAction("drained", f"{', '.join(checks)} failed: drained with reason {reason_for(checks)!r}")
         return HealthAction("failed", f"{', '.join(checks)} failed, and the drain did not take: {said}")
     if drained(node) and ours(node):
-        ok, said = scontrol.run(resume_command(node.name))
+        ok, said = logged_call(scontrol, log, node.name, resume_command(node.name))
         if ok:
             return HealthAction("resumed", f"passed: resumed (the drain was ours: {node.reason})")
         return HealthAction("failed", f"passed, but the resume did not take: {said}")

@@ -261,7 +261,8 @@ def act_resume(planned: list[NodeAction], scontrol: Scontrol, log: ActionLog, pr
     return done
 
 
-def _call(scontrol: Scontrol, log: ActionLog, name: str, argv: list[str]) -> tuple[bool, str]:
+def logged_call(scontrol: Scontrol, log: ActionLog, name: str, argv: list[str]) -> tuple[bool, str]:
+    """One scontrol call that changes the cluster, logged before it is made and with its answer."""
     log.record("send", node=name, call=shown(argv))
     ok, said = scontrol.run(argv)
     log.record("answer", node=name, ok=ok, said=said)
@@ -278,18 +279,18 @@ def _resume_one(action: NodeAction, scontrol: Scontrol, log: ActionLog, prove: P
     reason = node.reason
     reservation = reservation_name(name)
     create, resume, _, delete = _resume_steps(name, user)
-    ok, said = _call(scontrol, log, name, create)
+    ok, said = logged_call(scontrol, log, name, create)
     # A reservation left by an interrupted run is ours to reuse.
     if not ok and "Duplicate reservation name" not in said:
         return action.model_copy(update={"outcome": "failed", "detail": f"no reservation: {said}"})
-    ok, said = _call(scontrol, log, name, resume)
+    ok, said = logged_call(scontrol, log, name, resume)
     if not ok:
-        _call(scontrol, log, name, delete)
+        logged_call(scontrol, log, name, delete)
         return action.model_copy(update={"outcome": "failed", "detail": f"the drain was not lifted: {said}"})
     host = prove(node, reservation)
     faults = machine_faults(host) if host.status is HostStatus.OK else []
     if host.status is HostStatus.OK and not faults:
-        ok, said = _call(scontrol, log, name, delete)
+        ok, said = logged_call(scontrol, log, name, delete)
         after = scontrol.nodes([name]).get(name)
         if ok and after is not None and not drained(after):
             return action.model_copy(update={"outcome": "resumed", "detail": f"passed; now {after.state_text}"})
@@ -299,8 +300,8 @@ def _resume_one(action: NodeAction, scontrol: Scontrol, log: ActionLog, prove: P
         if faults
         else f"{host.status.value}: {host.reason or ''}"
     )
-    _call(scontrol, log, name, drain_command(name, reason))
-    _call(scontrol, log, name, delete)
+    logged_call(scontrol, log, name, drain_command(name, reason))
+    logged_call(scontrol, log, name, delete)
     after = scontrol.nodes([name]).get(name)
     kept = after is not None and drained(after) and after.reason == reason
     return action.model_copy(

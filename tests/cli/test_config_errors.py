@@ -96,3 +96,12 @@ def test_one_failing_source_among_working_ones_is_reported_and_the_run_goes_on(c
     inventory.write_text("hosts:\n  - {name: pod-a, host: 127.0.0.1, port: 1}\n")
     code, out, _ = cli("inventory", "list", "-i", str(inventory), "--provider", "vast")
     assert code == 1 and "source failed: vast: API unreachable" in out and "pod-a" in out
+
+
+@pytest.mark.parametrize("flags", [[], ["--slurm-health", "--no-drain"]])
+def test_doctor_log_without_a_health_check_that_drains_exits_2_and_writes_nothing(cli, tmp_path, flags):
+    log = tmp_path / "actions.jsonl"
+    code, out, err = cli("doctor", *flags, "--log", str(log))
+    assert code == 2 and out == ""
+    assert err == "computefence: error: --log records drains and resumes: it needs --slurm-health without --no-drain\n"
+    assert not log.exists()

@@ -3,6 +3,7 @@ slurmd runs it on each node, in the node's namespaces, with no PATH."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -18,13 +19,18 @@ HEALTH = [sys.executable, "-m", "computefence", "doctor", "--slurm-health", "--p
 
 
 @pytest.fixture(scope="module")
-def cluster(start_slurm):
+def action_log(tmp_path_factory):
+    return tmp_path_factory.mktemp("health-actions") / "actions.jsonl"
+
+
+@pytest.fixture(scope="module")
+def cluster(start_slurm, action_log):
     nodes = [
         NodeSpec("h1", nvidia_smi="h100x1", gres_gpus=1),
         NodeSpec("h2", nvidia_smi="h100x1", gres_gpus=2),  # a GPU of its GRES is gone
         NodeSpec("h3", nvidia_smi="h100x1", gres_gpus=2),  # the same, then an administrator takes over
     ]
-    return start_slurm(nodes, health_check=HEALTH, health_interval=5)
+    return start_slurm(nodes, health_check=[*HEALTH, "--log", str(action_log)], health_interval=5)
 
 
 def health_log(cluster, node: str) -> str:
@@ -32,7 +38,17 @@ def health_log(cluster, node: str) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
-def test_health_check_drains_its_own_node_and_resumes_only_its_own_drain(cluster):
+def logged_calls(action_log, node: str) -> list[tuple[str, object]]:
+    """(event, the call sent or whether it succeeded) of `node`'s lines in the action log."""
+    entries = [json.loads(line) for line in action_log.read_text().splitlines()] if action_log.exists() else []
+    return [
+        (e["event"], e["call"] if e["event"] == "send" else e["ok"])
+        for e in entries
+        if e["node"] == node and e["command"] == "doctor --slurm-health"
+    ]
+
+
+def test_health_check_drains_its_own_node_and_resumes_only_its_own_drain(cluster, action_log):
     for node in ("h2", "h3"):
         cluster.wait_until(
             lambda n=node: cluster.reason(n) == "computefence: gpu.missing", what=f"{node} drained", timeout=90
@@ -53,6 +69,19 @@ def test_health_check_drains_its_own_node_and_resumes_only_its_own_drain(cluster
         timeout=90,
     )
     assert cluster.state("h3") == "drained" and cluster.reason("h3") == "admin: RMA 1234"
+
+    # Every scontrol call is in the action log, before it was made and with its answer: one
+    # drain each (later runs find the drain already theirs), one resume, none for h1 or for
+    # the administrator's drain.
+    drain = "scontrol update NodeName={} State=DRAIN 'Reason=computefence: gpu.missing'"
+    assert logged_calls(action_log, "h2") == [
+        ("send", drain.format("h2")),
+        ("answer", True),
+        ("send", "scontrol update NodeName=h2 State=RESUME"),
+        ("answer", True),
+    ]
+    assert logged_calls(action_log, "h3") == [("send", drain.format("h3")), ("answer", True)]
+    assert logged_calls(action_log, "h1") == []
 
 
 def test_prolog_form_judges_without_draining(cluster, tmp_path):
