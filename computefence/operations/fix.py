@@ -430,7 +430,7 @@ def write_transcripts(directory: Path, transcripts: Sequence[Transcript]) -> lis
     written: list[Path] = []
     if any(t.entries for t in transcripts):
         try:
-            directory.mkdir(exist_ok=True)
+            directory.mkdir(mode=0o700, exist_ok=True)
         except OSError as exc:
             raise ConfigError(f"--log {directory}: {exc.strerror or exc}") from None
     for transcript in transcripts:

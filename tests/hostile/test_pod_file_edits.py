@@ -1,7 +1,7 @@
-"""A fix step edits one file on the pod, and only that one: a ~/.bashrc that is a symbolic link
-(to a shared dotfiles checkout, or planted) is refused with the reason, never written through;
-a link planted at a guessable temporary name is never followed; the file keeps its mode. On
-real sshd pods, with `fleet fix --apply`."""
+"""A fix step edits one file on the pod, and only that one: a ~/.bashrc or accelerate config
+that is a symbolic link (to a shared dotfiles checkout, or planted) is refused with the reason,
+never written through; a link planted at a guessable temporary name is never followed; the
+file keeps its mode. On real sshd pods, with `fleet fix --apply`."""
 
 from __future__ import annotations
 
@@ -22,11 +22,19 @@ CKPT = {"output_dir": "/workspace/checkpoints"}
 HF_POD = dict(nvidia_smi="h100x1", torch="cu124", workspace_size="20G", env={"RUNPOD_POD_ID": "x1"}, shm_size="16g")
 # CUDA_VISIBLE_DEVICES hides a GPU: gpu.count-mismatch's fix deletes the line from ~/.bashrc.
 HIDDEN_GPU_POD = dict(HF_POD, nvidia_smi="a100x2", torch="cu121-h100", env={"HF_HOME": "/workspace/hf"})
-DOTFILE = "/root/dotfiles/bashrc"
+ACCELERATE = "/root/accelerate.yaml"
+FOUR_PROCESSES = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 4\n"
 
+# check -> (the pod, the file its fix edits, what that file holds, the inventory's checks).
 CASES = {
-    "storage.hf-cache": (HF_POD, "alias ll='ls -l'\n"),
-    "gpu.count-mismatch": (HIDDEN_GPU_POD, "export CUDA_VISIBLE_DEVICES=0\n"),
+    "storage.hf-cache": (HF_POD, "/root/.bashrc", "alias ll='ls -l'\n", CKPT),
+    "gpu.count-mismatch": (HIDDEN_GPU_POD, "/root/.bashrc", "export CUDA_VISIBLE_DEVICES=0\n", CKPT),
+    "accelerate.num-processes": (
+        dict(HF_POD, env={"HF_HOME": "/workspace/hf"}),
+        ACCELERATE,
+        FOUR_PROCESSES,
+        dict(CKPT, accelerate_config=ACCELERATE),
+    ),
 }
 
 
@@ -34,8 +42,8 @@ def _sh(pod, script: str) -> str:
     return pod.in_namespace(["sh", "-c", script, "sh", str(pod.merged)])
 
 
-def _fix(cli, ssh_fleet, tmp_path, pod, check: str) -> tuple[int, dict]:
-    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod], checks=CKPT)
+def _fix(cli, ssh_fleet, tmp_path, pod, check: str, checks: dict = CKPT) -> tuple[int, dict]:
+    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(pod)], trusted=[pod], checks=checks)
     code, out, _ = cli(
         "fleet", "fix", "-i", str(inventory), "--no-policy", "--only", check, "--apply", "--yes", "--format", "json"
     )
@@ -43,25 +51,25 @@ def _fix(cli, ssh_fleet, tmp_path, pod, check: str) -> tuple[int, dict]:
 
 
 @pytest.mark.parametrize("check", sorted(CASES))
-def test_a_bashrc_that_is_a_symlink_is_refused_and_the_file_it_points_to_is_untouched(
+def test_a_file_that_is_a_symlink_is_refused_and_the_file_it_points_to_is_untouched(
     check, ssh_fleet, start_pods, cli, tmp_path
 ):
-    spec, content = CASES[check]
+    spec, path, content, checks = CASES[check]
     (pod,) = start_pods(PodSpec(f"link-{check.split('.')[1]}", **spec))
+    real = f"/root/dotfiles/{path.rsplit('/', 1)[1].lstrip('.')}"
     _sh(
         pod,
-        f'mkdir -p "$1/root/dotfiles" && printf %s "{content}" > "$1{DOTFILE}" && '
-        f'rm -f "$1/root/.bashrc" && ln -s {DOTFILE} "$1/root/.bashrc"',
+        f'mkdir -p "$1/root/dotfiles" && printf %s "{content}" > "$1{real}" && rm -f "$1{path}" && ln -s {real} "$1{path}"',
     )
 
-    code, host = _fix(cli, ssh_fleet, tmp_path, pod, check)
+    code, host = _fix(cli, ssh_fleet, tmp_path, pod, check, checks)
 
-    [edit] = [s for s in host["steps"] if ".bashrc" in s["run"]]
+    [edit] = [s for s in host["steps"] if path.rsplit("/", 1)[1] in s["run"]]
     assert edit["status"] == "failed", json.dumps(host, indent=1)
-    assert "refused" in edit["reason"] and "/root/.bashrc is a symbolic link" in edit["reason"]
+    assert "refused" in edit["reason"] and f"{path} is a symbolic link" in edit["reason"]
     assert host["results"][0]["outcome"] == "failed" and code == 1
-    assert _sh(pod, f'cat "$1{DOTFILE}"') == content
-    assert _sh(pod, 'readlink "$1/root/.bashrc"') == DOTFILE + "\n"
+    assert _sh(pod, f'cat "$1{real}"') == content
+    assert _sh(pod, f'readlink "$1{path}"') == real + "\n"
 
 
 def test_a_link_planted_at_a_temporary_name_is_never_followed_and_the_mode_is_kept(
