@@ -20,6 +20,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,9 +58,10 @@ class NodeSpec:
     # Gres=gpu:N (File= character devices); 0: no GRES.
     gres_gpus: int = 1
     cpus: int = 2
-    # The node's python3 (first on a step's PATH): Debian's, which has no torch, so a probe
-    # takes a second, not the ten that importing the machine's torch costs.
-    python: str = "/usr/bin/python3"
+    # The node's python3 (first on a step's PATH): this interpreter without site-packages
+    # (-S), so there is no torch to import and a probe takes a second, not the ten that
+    # importing torch costs; the probe itself is stdlib only.
+    python: str = sys.executable
     # Extra executables in the node's own NODE_BIN: name -> script text.
     bin: dict[str, str] = field(default_factory=dict)
 
@@ -250,7 +252,7 @@ class SlurmCluster:
         (self.base / "spool" / node.name).mkdir(parents=True, exist_ok=True)
         if node.spec.nvidia_smi:
             write_fake_nvidia_smi(tools, node.spec.nvidia_smi)
-        scripts = {"python3": f'#!/bin/sh\nexec {node.spec.python} "$@"\n', **node.spec.bin}
+        scripts = {"python3": f'#!/bin/sh\nexec {shlex.quote(node.spec.python)} -S "$@"\n', **node.spec.bin}
         for name, text in scripts.items():
             path = tools / name
             path.write_text(text)

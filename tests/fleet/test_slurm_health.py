@@ -14,8 +14,8 @@ from computefence.demo.fakes import write_fake_nvidia_smi
 
 pytestmark = pytest.mark.slurm
 
-# --python: the training interpreter is no concern of a health check; Debian's has no torch to load.
-HEALTH = [sys.executable, "-m", "computefence", "doctor", "--slurm-health", "--python", "/usr/bin/python3", "-q"]
+# As a site's HealthCheckProgram line runs it; python3 on the node's PATH is the node's own.
+HEALTH = [sys.executable, "-m", "computefence", "doctor", "--slurm-health", "-q"]
 
 
 @pytest.fixture(scope="module")
