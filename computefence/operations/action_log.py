@@ -4,12 +4,14 @@
 to be asked, of which pod) and one after it ("answer": the outcome and the provider's words,
 redacted of keys and every other secret), so that a run killed between the two still shows what may have
 happened. The file is $XDG_STATE_HOME/computefence/actions.jsonl (~/.local/state when unset)
-or --log FILE; it is opened, mode 0600, before anything is sent, and each line is one
-O_APPEND write, flushed to disk, so concurrent runs never interleave within a line.
+or --log FILE; it is opened (created mode 0600, never through a symbolic link) before anything
+is sent, and each line is one O_APPEND write, flushed to disk, so concurrent runs never
+interleave within a line.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -75,14 +77,18 @@ def open_log(path: Path | None, run: dict[str, Any]) -> ActionLog:
             raise ConfigError(f"--log {target}: cannot create its folder: {exc.strerror or exc}") from None
     elif not target.parent.is_dir():
         raise ConfigError(f"--log {target}: directory {target.parent} does not exist")
-    # O_NONBLOCK: a FIFO with no reader fails here instead of hanging the run.
+    # O_NONBLOCK: a FIFO with no reader fails here instead of hanging the run. O_NOFOLLOW: a
+    # link planted at the log's path would have the record appended to whatever it points at.
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(
-            target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o600
-        )
+        fd = os.open(target, flags, 0o600)
     except IsADirectoryError:
         raise ConfigError(f"--log {target} is a directory") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfigError(
+                f"--log {target} is a symbolic link; the action log is never written through one"
+            ) from None
         raise ConfigError(f"--log {target}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)

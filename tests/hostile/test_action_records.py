@@ -132,3 +132,26 @@ def test_one_instance_named_twice_gets_one_delete_and_both_entries_the_real_answ
         ("answer", ["vast-ecc", "vast-ecc-again"]),
     ]
     assert lines[1]["outcome"] == "released" and "destroy accepted" in lines[1]["detail"]
+
+
+def test_a_link_at_the_action_logs_path_is_refused_before_any_call(vast, cli, tmp_path):
+    [target] = VastSource().targets()
+    report = tmp_path / "report.json"
+    report.write_text(_ecc_report(target, ["vast-ecc"]).model_dump_json())
+    victim, log = tmp_path / "victim", tmp_path / "actions.jsonl"
+    victim.write_text("keep me\n")
+    log.symlink_to(victim)
+    vast.requests.clear()
+
+    code, out, err = cli("fleet", "release", "--from", str(report), "--yes", "--action", "terminate", "--log", str(log))
+
+    assert code != 0 and victim.read_text() == "keep me\n"
+    assert [r for r in vast.requests if r.method != "GET"] == []
+    assert err.strip().splitlines() == [
+        f"computefence: error: --log {log} is a symbolic link; the action log is never written through one"
+    ]
+
+    log.unlink()
+    code, _, err = cli("fleet", "release", "--from", str(report), "--yes", "--action", "terminate", "--log", str(log))
+    assert code == 0, err
+    assert log.stat().st_mode & 0o777 == 0o600  # the provider's answers: the user's alone
