@@ -143,7 +143,7 @@ def test_a_link_at_the_action_logs_path_is_refused_before_any_call(vast, cli, tm
     log.symlink_to(victim)
     vast.requests.clear()
 
-    code, out, err = cli("fleet", "release", "--from", str(report), "--yes", "--action", "terminate", "--log", str(log))
+    code, _, err = cli("fleet", "release", "--from", str(report), "--yes", "--action", "terminate", "--log", str(log))
 
     assert code != 0 and victim.read_text() == "keep me\n"
     assert [r for r in vast.requests if r.method != "GET"] == []
