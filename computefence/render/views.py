@@ -377,10 +377,15 @@ def _counts_detail(report: Report) -> str:
         skipped = f", {s.skipped} skipped" if s.skipped else ""
         return f"{plural(s.blockers, 'blocker')}, {plural(s.warnings, 'warning')}, {s.passed} passed{skipped}"
     watch = report.kind == "watch"
-    parts = []
+    parts: list[str] = []
+    # "N of M pods" goes with the count the verdict rests on: the blocked pods, or, where none
+    # is blocked, the pods not checked (never "FAILING 0 of 6 pods failing").
+    lead = "not-checked" if not s.hosts_blocked and s.not_ok and not report.allow_unreachable else "blocked"
     for label, count, key in pod_counts(s, watch=watch):
-        if key == "blocked":
-            parts.append(f"{count} of {plural(s.hosts, 'pod')} {label}")
+        if key == lead:
+            parts.insert(0, f"{count} of {plural(s.hosts, 'pod')} {label}")
+        elif key == "blocked" and not count:
+            continue
         elif key != "not-checked" or count:
             parts.append(
                 f"{count} {label}" + (" (allowed)" if key == "not-checked" and report.allow_unreachable else "")
