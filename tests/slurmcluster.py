@@ -102,12 +102,18 @@ class SlurmCluster:
     """munged, slurmctld and one slurmd per node under `base`; `stop()` ends them all."""
 
     def __init__(
-        self, base: Path, nodes: list[NodeSpec], health_check: list[str] | None = None, health_interval: int = 10
+        self,
+        base: Path,
+        nodes: list[NodeSpec],
+        health_check: list[str] | None = None,
+        health_interval: int = 10,
+        prolog: list[str] | None = None,
     ):
         self.base = base
         self.specs = nodes
         self.health_check = health_check
         self.health_interval = health_interval
+        self.prolog = prolog
         self.nodes: dict[str, Node] = {}
         self.hostname = socket.gethostname()
         self.conf = base / "etc" / "slurm.conf"
@@ -192,17 +198,10 @@ class SlurmCluster:
             "SchedulerParameters=sched_interval=1",
         ]
         if self.health_check:
-            # slurmd gives the program no PATH and no SLURM_CONF. A real node finds its
-            # configuration at /etc/slurm; this cluster's is only here, so the wrapper names it
-            # (and the checkout under test), and nothing else. Output goes to the node's log.
-            wrapper = self.base / "health-check"
-            wrapper.write_text(
-                "#!/bin/sh\n"
-                f"export SLURM_CONF={shlex.quote(str(self.conf))} PYTHONPATH={shlex.quote(str(CHECKOUT))}\n"
-                f'exec {shlex.join(self.health_check)} >>{shlex.quote(str(self.base / "log"))}/health-"$SLURMD_NODENAME".log 2>&1\n'
-            )
-            wrapper.chmod(0o755)
+            wrapper = self._node_program("health", self.health_check)
             lines += [f"HealthCheckProgram={wrapper}", f"HealthCheckInterval={self.health_interval}"]
+        if self.prolog:
+            lines.append(f"Prolog={self._node_program('prolog', self.prolog)}")
         gres = ["AutoDetect=off"]
         for node in self.nodes.values():
             spec = node.spec
@@ -222,6 +221,22 @@ class SlurmCluster:
         lines.append(f"PartitionName=debug Nodes={names} MaxTime=INFINITE State=UP")
         self.conf.write_text("\n".join(lines) + "\n")
         (self.conf.parent / "gres.conf").write_text("\n".join(gres) + "\n")
+
+    def _node_program(self, kind: str, argv: list[str]) -> Path:
+        """A script slurmd runs on each node (HealthCheckProgram, Prolog) that runs `argv`.
+
+        slurmd gives such a program no PATH and no SLURM_CONF. A real node finds its
+        configuration at /etc/slurm; this cluster's is only here, so the wrapper names it (and
+        the checkout under test), and nothing else. Output goes to log/KIND-NODE.log."""
+        wrapper = self.base / kind
+        log = f'{shlex.quote(str(self.base / "log"))}/{kind}-"$SLURMD_NODENAME".log'
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f"export SLURM_CONF={shlex.quote(str(self.conf))} PYTHONPATH={shlex.quote(str(CHECKOUT))}\n"
+            f"exec {shlex.join(argv)} >>{log} 2>&1\n"
+        )
+        wrapper.chmod(0o755)
+        return wrapper
 
     def _start_munge(self) -> None:
         key = self.base / "munge" / "munge.key"

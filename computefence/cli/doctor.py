@@ -111,7 +111,8 @@ def doctor(
     no_drain: bool = typer.Option(
         False,
         "--no-drain",
-        help="With --slurm-health: judge only and exit 1 on a blocker (a Prolog: Slurm drains the node itself).",
+        help="With --slurm-health: judge only and exit 1 on a blocker (in a Prolog, Slurm then drains the node "
+        "as 'Prolog error').",
         rich_help_panel="Slurm",
     ),
     log: Path | None = typer.Option(

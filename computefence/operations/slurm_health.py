@@ -7,8 +7,9 @@ machine fault (evaluate.scheduler.machine_faults) it drains its own node with
 `Reason="computefence: <check ids>"`, each scontrol call logged to the action log as
 `fleet drain` logs its own; once the node passes again it resumes it, but only a
 drain whose reason starts with `computefence:`: an administrator's drain stays, as LBNL NHC
-leaves what it did not set. In a Prolog (`drain=False`) it only judges: a non-zero exit
-makes Slurm drain the node and requeue the job.
+leaves what it did not set. In a Prolog it does the same, and its non-zero exit makes
+Slurm requeue the job (Slurm keeps the reason of a node already drained). With
+`drain=False` it only judges: Slurm drains the node as "Prolog error".
 """
 
 from __future__ import annotations

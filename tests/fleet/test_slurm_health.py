@@ -99,3 +99,38 @@ def test_prolog_form_judges_without_draining(cluster, tmp_path):
     assert "gpu.driver" in done.stdout
     assert "drained" not in done.stderr
     assert cluster.state("h1") == "idle"
+
+
+@pytest.fixture(scope="module")
+def prolog_cluster(start_slurm, tmp_path_factory):
+    log = tmp_path_factory.mktemp("prolog-actions") / "actions.jsonl"
+    nodes = [
+        NodeSpec("q1", nvidia_smi="h100x1", gres_gpus=1),
+        NodeSpec("q2", nvidia_smi="h100x1", gres_gpus=2),  # a GPU of its GRES is gone
+    ]
+    return start_slurm(nodes, prolog=[*HEALTH, "--log", str(log)])
+
+
+def job_state(cluster, job: str) -> str:
+    fields = dict(f.split("=", 1) for f in cluster.run("scontrol", "show", "job", "-o", job).stdout.split() if "=" in f)
+    return f"{fields['JobState']} {fields['Reason']}"
+
+
+def test_prolog_drains_with_its_own_reason_and_slurm_holds_the_job(prolog_cluster):
+    """The same --slurm-health as the Prolog: on a machine fault it drains the node with its
+    own reason and exits 1. Slurm keeps that reason (a node already drained is not drained
+    again as "Prolog error") and requeues the job held; a sound node runs its job."""
+    cluster = prolog_cluster
+    out = str(cluster.base / "log" / "job-%j.out")
+    jobs = {
+        node: cluster.run("sbatch", "--parsable", "-w", node, "-o", out, "--wrap", "true").stdout.strip()
+        for node in ("q1", "q2")
+    }
+    cluster.wait_until(
+        lambda: job_state(cluster, jobs["q2"]).startswith("PENDING launch_failed_requeued_held"),
+        what="q2's job requeued held",
+        timeout=90,
+    )
+    assert cluster.state("q2") == "drained" and cluster.reason("q2") == "computefence: gpu.missing"
+    cluster.wait_until(lambda: job_state(cluster, jobs["q1"]) == "COMPLETED None", what="q1's job done", timeout=90)
+    assert "drain" not in cluster.state("q1") and cluster.reason("q1") == "none"
