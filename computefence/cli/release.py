@@ -88,6 +88,9 @@ def release_command(
     report = evaluate.with_remedies(load_report(report_path))
     if report.kind != "fleet":
         raise ConfigError(f"{report_path} is a {report.kind} report; fleet release reads a `fleet check` report")
+    if any(source.name == "demo" for source in report.sources):
+        # Its provider ids are made up: with --yes they would go to the user's real account.
+        raise ConfigError(f"{report_path} is a report of the simulated demo fleet: its pods are on no provider")
     age = release.check_age(report, report_path, max_age_delta, datetime.now(timezone.utc))
     release.check_patterns(checks, report)
     unreachable = _unreachable(history, unreachable_runs) if unreachable_runs else None
