@@ -8,7 +8,7 @@ A field added here is visible to the probe parser, the evaluator and every rende
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer, model_validator
 
@@ -1208,6 +1208,55 @@ class PerfFigure(_Model):
     pods: int
     share: float | None = None
     at: str
+
+
+class DigestFinding(_Model):
+    """A blocker or warning of one pod in one saved run, as the history views use it."""
+
+    check: str
+    severity: Severity
+    remedy: Remedy | None = None
+    key: str | None = None
+
+
+class PodDigest(_Model):
+    """One pod of one saved run, without its facts: what `report history` and `hosts` read."""
+
+    name: str
+    status: HostStatus
+    reason: str | None = None
+    provider: ProviderInfo | None = None
+    # Its blockers, then its warnings.
+    findings: list[DigestFinding] = Field(default_factory=list)
+    gpu_name: str | None = None
+    # The code of the last Xid in the pod's kernel log.
+    last_xid: int | None = None
+    # Perf check -> its figure beside the run's median for the pod's GPU model.
+    perf: dict[str, PerfFigure] = Field(default_factory=dict)
+
+    @property
+    def verdict(self) -> HostVerdict:
+        if self.status is not HostStatus.OK:
+            return HostVerdict.NOT_CHECKED
+        if any(f.severity is Severity.BLOCK for f in self.findings):
+            return HostVerdict.BLOCKED
+        return HostVerdict.WARNINGS if self.findings else HostVerdict.READY
+
+
+class RunDigestFile(_Model):
+    """A saved run's digest (DIR/<run>.digest beside DIR/<run>.json): its summary and its
+    pods without their facts, a few KB where the run is megabytes. `run_size` and
+    `run_mtime_ns` name the run file it was made from: a digest that no longer matches is
+    made again from the run."""
+
+    digest_version: Literal[1] = 1
+    run_size: int = 0
+    run_mtime_ns: int = 0
+    generated_at: str
+    fail_on: Severity = Severity.BLOCK
+    summary: Summary
+    changes: Changes | None = None
+    pods: list[PodDigest] = Field(default_factory=list)
 
 
 class LedgerMachine(_Model):

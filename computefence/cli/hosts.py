@@ -4,20 +4,19 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
 
 import typer
 
-from computefence import evaluate
 from computefence.cli.app import app, group_defaulting_to
 from computefence.cli.output import emit_text, write_stdout
 from computefence.errors import ConfigError
 from computefence.evaluate.ledger import avoid_list, build_ledger
-from computefence.models import HostLedger, Report
-from computefence.operations.history import ENTRY_RE, no_runs
+from computefence.models import HostLedger, RunDigestFile
+from computefence.operations.history import no_runs, read_digests
 from computefence.render.hosts import AVOID_FORMATS, HOSTS_FORMATS, render_avoid, render_hosts, vast_ids
-from computefence.render.json import load_report
 from computefence.text import plural
 
 hosts_app = typer.Typer(
@@ -98,16 +97,17 @@ def ledger_from(history: Path, min_runs: int = 1, flag: str = "--history") -> Ho
     return build_ledger(_runs(history, flag), min_runs)
 
 
-def _runs(history: Path, flag: str) -> list[Report]:
-    """The history's readable runs, oldest first, each with its findings' remedies."""
+def _runs(history: Path, flag: str) -> Iterator[RunDigestFile]:
+    """The digests of the history's readable runs, oldest first, one at a time."""
     if not history.is_dir():
         raise ConfigError(f"{flag} {history}: not a directory")
-    runs = []
-    for path in sorted(p for p in history.iterdir() if ENTRY_RE.match(p.name)):
-        try:
-            runs.append(evaluate.with_remedies(load_report(path)))
-        except ConfigError as exc:
-            print(f"computefence: warning: history: skipping {exc}", file=sys.stderr)
-    if not runs:
-        raise no_runs(history)  # as report history: exit 2
-    return runs
+
+    def digests() -> Iterator[RunDigestFile]:
+        found = False
+        for _, digest in read_digests(history):
+            found = True
+            yield digest
+        if not found:
+            raise no_runs(history)  # as report history: exit 2
+
+    return digests()

@@ -3,20 +3,60 @@ each run found on them, and which ones to avoid when renting the next pod.
 
 A machine is the provider's machine id where discovery recorded one (RunPod machineId, Vast
 machine_id; a Lambda instance is its own machine); a pod without one is in no machine's row.
-Pure: reports in, rows out.
+Pure: reports (or their digests, `digest_run`: what the ledger and the history page need of a
+run) in, rows out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from computefence.evaluate import gpu_perf
 from computefence.evaluate.gpu_health import XID_MEANINGS
-from computefence.models import HostLedger, HostReport, HostStatus, LedgerMachine, PerfFigure, Remedy, Report, Severity
+from computefence.models import (
+    DigestFinding,
+    HostLedger,
+    HostReport,
+    HostStatus,
+    LedgerMachine,
+    PerfFigure,
+    PodDigest,
+    Remedy,
+    Report,
+    RunDigestFile,
+    Severity,
+)
 
 
-def machine_key(host: HostReport) -> tuple[str, str] | None:
+def digest_run(run: Report) -> RunDigestFile:
+    """What the history views need of a saved run: its summary, and per pod its status,
+    blockers and warnings, machine, GPU, last Xid and perf figures; the facts are left out."""
+    medians = _perf_medians(run)
+    pods = []
+    for host in run.hosts:
+        xids = host.facts.gpu.kernel_log.xid_events if host.facts is not None else []
+        pods.append(
+            PodDigest(
+                name=host.name,
+                status=host.status,
+                reason=host.reason if host.status is not HostStatus.OK else None,
+                provider=host.provider,
+                findings=[
+                    DigestFinding(check=f.check, severity=f.severity, remedy=f.remedy, key=f.key)
+                    for f in host.blocking_findings + host.warning_findings
+                ],
+                gpu_name=_gpu_name(host),
+                last_xid=xids[-1].code if xids else None,
+                perf=medians.get(host.name, {}),
+            )
+        )
+    return RunDigestFile(
+        generated_at=run.generated_at, fail_on=run.fail_on, summary=run.summary, changes=run.changes, pods=pods
+    )
+
+
+def machine_key(host: HostReport | PodDigest) -> tuple[str, str] | None:
     """(provider, machine id) of a provider pod whose provider named its machine (the Lambda
     source names the instance itself); None otherwise. hosts, hosts avoid and report history
     all key machines by it."""
@@ -37,23 +77,26 @@ class _Seen:
     replace_checks: set[str] = field(default_factory=set)
 
 
-def build_ledger(runs: Sequence[Report], min_runs: int = 1) -> HostLedger:
-    """Every machine of `runs` (oldest first), with its runs, blocked runs, blocker counts by
-    check, last Xid, latest perf against that run's fleet median and last time seen. A machine
-    is to avoid when a `replace` check blocked it in at least `min_runs` runs."""
+def build_ledger(runs: Iterable[Report | RunDigestFile], min_runs: int = 1) -> HostLedger:
+    """Every machine of `runs` (oldest first; saved reports or their digests), with its runs,
+    blocked runs, blocker counts by check, last Xid, latest perf against that run's fleet
+    median and last time seen. A machine is to avoid when a `replace` check blocked it in at
+    least `min_runs` runs."""
     seen: dict[tuple[str, str], _Seen] = {}
+    count = 0
     for index, run in enumerate(runs):
+        count += 1
+        digest = run if isinstance(run, RunDigestFile) else digest_run(run)
         # The index keeps two runs saved with one generated_at apart.
-        stamp = f"{index}:{run.generated_at}"
-        medians = _perf_medians(run)
-        for host in run.hosts:
-            key = machine_key(host)
+        stamp = f"{index}:{digest.generated_at}"
+        for pod in digest.pods:
+            key = machine_key(pod)
             if key is None:
                 continue
             entry = seen.get(key)
             if entry is None:
                 entry = seen[key] = _Seen(LedgerMachine(provider=key[0], machine_id=key[1]))
-            _add(entry, host, run, stamp, medians.get(host.name, {}))
+            _add(entry, pod, digest.generated_at, stamp)
     machines = []
     for entry in seen.values():
         row = entry.row
@@ -64,35 +107,43 @@ def build_ledger(runs: Sequence[Report], min_runs: int = 1) -> HostLedger:
         row.avoid = row.replace_runs >= min_runs
         machines.append(row)
     machines.sort(key=lambda m: (not m.avoid, -m.replace_runs, -m.blocked_runs, m.provider, m.machine_id))
-    return HostLedger(min_runs=min_runs, runs=len(runs), hosts=machines)
+    return HostLedger(min_runs=min_runs, runs=count, hosts=machines)
 
 
-def _add(entry: _Seen, host: HostReport, run: Report, stamp: str, perf: dict[str, PerfFigure]) -> None:
+def _add(entry: _Seen, pod: PodDigest, generated_at: str, stamp: str) -> None:
     row = entry.row
-    info = host.provider
+    info = pod.provider
     assert info is not None
     entry.runs.add(stamp)
-    row.last_seen = run.generated_at
+    row.last_seen = generated_at
     row.host_id = info.host_id or row.host_id
-    row.gpu_model = info.gpu_type or _gpu_name(host) or row.gpu_model
-    if host.status is not HostStatus.OK:
+    row.gpu_model = info.gpu_type or pod.gpu_name or row.gpu_model
+    if pod.status is not HostStatus.OK:
         entry.unanswered.add(stamp)
         return
-    blockers = [f for f in host.findings if f.severity is Severity.BLOCK]
+    blockers = [f for f in pod.findings if f.severity is Severity.BLOCK]
     if blockers:
         entry.blocked.add(stamp)
     for finding in blockers:
         entry.by_check.setdefault(finding.check, set()).add(stamp)
-        if finding.remedy is Remedy.REPLACE:
+        if _remedy(finding) is Remedy.REPLACE:
             entry.replace_runs.add(stamp)
             entry.replace_checks.add(finding.check)
-    xids = host.facts.gpu.kernel_log.xid_events if host.facts is not None else []
-    if xids:
-        code = xids[-1].code
-        meaning = XID_MEANINGS.get(code)
-        row.last_xid = f"Xid {code}" + (f" ({meaning})" if meaning else "") + f" at {run.generated_at}"
-    if perf:
-        row.perf = perf
+    if pod.last_xid is not None:
+        meaning = XID_MEANINGS.get(pod.last_xid)
+        row.last_xid = f"Xid {pod.last_xid}" + (f" ({meaning})" if meaning else "") + f" at {generated_at}"
+    if pod.perf:
+        row.perf = pod.perf
+
+
+def _remedy(finding: DigestFinding) -> Remedy:
+    """The finding's own remedy, else its check's (a run saved before remedies existed)."""
+    if finding.remedy is not None:
+        return finding.remedy
+    from computefence.evaluate import CHECKS
+
+    spec = CHECKS.get(finding.check)
+    return spec.remedy if spec is not None else Remedy.FIX
 
 
 def _gpu_name(host: HostReport) -> str | None:

@@ -1,6 +1,11 @@
 """`fleet check --history DIR`: every run's JSON report kept as DIR/YYYYmmddTHHMMSSZ.json,
 the newest N of them, and a lock so two cron runs on one directory never interleave.
 
+Beside each run, DIR/YYYYmmddTHHMMSSZ.digest: its digest (JSON) (models.RunDigestFile, a few
+KB where the run is megabytes), which `report history` and `hosts` read instead of the run.
+It is written with the run, and made again from the run (and rewritten, where the directory
+allows) when it is missing, unreadable, or no longer matches the run's size and time.
+
 The lock (DIR/.lock, flock) is held for the whole run: a second run waits for it, then
 compares with the first one's result, or gives up with one line naming the holder. The
 kernel drops the lock when its holder dies, even by kill -9; an entry is either fully
@@ -26,15 +31,27 @@ from pydantic import Field
 
 from computefence.errors import ComputeFenceError, ConfigError
 from computefence.evaluate.changes import compare_reports
-from computefence.evaluate.ledger import machine_key
-from computefence.files import write_output
-from computefence.models import Changes, HostReport, HostStatus, HostVerdict, Report, Severity, Summary
+from computefence.evaluate.ledger import digest_run, machine_key
+from computefence.files import read_config_bytes, write_output
+from computefence.models import (
+    Changes,
+    HostReport,
+    HostStatus,
+    HostVerdict,
+    Report,
+    RunDigestFile,
+    Severity,
+    Summary,
+)
 from computefence.render.json import load_report, render_chunks
 
 ENTRY_RE = re.compile(r"^\d{8}T\d{6}Z\.json$")
 _STAMP = "%Y%m%dT%H%M%SZ"
 LOCK_NAME = ".lock"
 _POLL_S = 0.2
+DIGEST_SUFFIX = ".digest"
+# A digest holds no facts: a few KB per pod at most.
+_MAX_DIGEST_BYTES = 256 << 20
 
 
 class HistoryLocked(ComputeFenceError):
@@ -94,6 +111,7 @@ class History:
                 when = max(when, newest + timedelta(seconds=1))
         path = self.directory / f"{when.strftime(_STAMP)}.json"
         write_output(render_chunks(report), path, flag="--history")
+        _write_digest(path, digest_run(report))
         self._prune()
         return path
 
@@ -107,6 +125,47 @@ class History:
                 self._warn(f"computefence: warning: history: not deleting {exc}")
                 continue
             old.unlink(missing_ok=True)
+            digest_path(old).unlink(missing_ok=True)
+
+
+def digest_path(run: Path) -> Path:
+    return run.with_name(run.stem + DIGEST_SUFFIX)
+
+
+def _write_digest(run: Path, digest: RunDigestFile) -> None:
+    """Write `digest` beside `run`, naming the run file it was made from; where it cannot be
+    written (a read-only history), the run is digested again the next time it is read."""
+    target = digest_path(run)
+    try:
+        if not stat.S_ISREG(target.lstat().st_mode):
+            return  # a FIFO, link or folder with its name is not ours to write through or replace
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return
+    try:
+        info = run.stat()
+        stamped = digest.model_copy(update={"run_size": info.st_size, "run_mtime_ns": info.st_mtime_ns})
+        write_output(stamped.model_dump_json(exclude_defaults=True), target, flag="--history")
+    except (OSError, ConfigError):
+        pass
+
+
+def read_digest(run: Path) -> RunDigestFile:
+    """The digest of the run file `run`: the one saved beside it where it still matches the
+    run, else made from the run (ConfigError where the run does not read) and saved."""
+    try:
+        info = run.stat()
+        saved = RunDigestFile.model_validate_json(
+            read_config_bytes(digest_path(run), "run digest", limit=_MAX_DIGEST_BYTES)
+        )
+        if (saved.run_size, saved.run_mtime_ns) == (info.st_size, info.st_mtime_ns):
+            return saved
+    except (OSError, ConfigError, ValueError):  # missing, not a file, too big, not a digest
+        pass
+    digest = digest_run(load_report(run))
+    _write_digest(run, digest)
+    return digest
 
 
 def _entry_time(path: Path) -> datetime | None:
@@ -220,23 +279,29 @@ class _RunSeen(Report):
     hosts: list[_HostSeen] = Field(default_factory=list)  # type: ignore[assignment]  # read-only view
 
 
+def read_digests(directory: Path, last: int | None = None) -> Iterator[tuple[str, RunDigestFile]]:
+    """(entry name, digest) of the newest `last` (None: all) runs in a --history directory,
+    oldest first, one at a time (a pool's day of runs is not held at once); an unreadable run
+    is skipped with a warning."""
+    try:
+        entries = History(directory, keep=0).entries()
+    except OSError as exc:
+        raise ConfigError(f"{directory}: {exc.strerror or exc}") from None
+    for path in entries if last is None else entries[-last:]:
+        try:
+            digest = read_digest(path)
+        except ConfigError as exc:
+            print(f"computefence: warning: history: skipping {exc}", file=sys.stderr)
+            continue
+        yield path.name, digest
+
+
 def read_runs(directory: Path, last: int) -> list[RunDigest]:
     """The newest `last` runs in a --history directory, oldest first; an unreadable entry is
     skipped with a warning, and a directory with no readable run is a ConfigError."""
     if not directory.is_dir():
         raise ConfigError(f"{directory}: not a directory (a --history DIR of fleet check)")
-    try:
-        entries = History(directory, keep=0).entries()
-    except OSError as exc:
-        raise ConfigError(f"{directory}: {exc.strerror or exc}") from None
-    runs = []
-    for path in entries[-last:]:
-        try:
-            run = load_report(path, model=_RunSeen)
-        except ConfigError as exc:
-            print(f"computefence: warning: history: skipping {exc}", file=sys.stderr)
-            continue
-        runs.append(_digest(path.name, run))
+    runs = [_digest(name, digest) for name, digest in read_digests(directory, last)]
     if not runs:
         raise no_runs(directory)
     return runs
@@ -247,17 +312,16 @@ def no_runs(directory: Path) -> ConfigError:
     return ConfigError(f"{directory} holds no readable computefence run (YYYYmmddTHHMMSSZ.json)")
 
 
-def _digest(name: str, run: Report) -> RunDigest:
+def _digest(name: str, run: RunDigestFile) -> RunDigest:
     pods = {}
-    for host in run.hosts:
-        problems = tuple((f.check, f.severity) for f in host.blocking_findings + host.warning_findings)
-        pods[host.name] = PodRun(
-            verdict=host.verdict,
-            status=host.status,
-            problems=problems,
-            reason=host.reason if host.status is not HostStatus.OK else None,
-            provider_id=host.provider.pod_id if host.provider is not None else None,
+    for pod in run.pods:
+        pods[pod.name] = PodRun(
+            verdict=pod.verdict,
+            status=pod.status,
+            problems=tuple((f.check, f.severity) for f in pod.findings),
+            reason=pod.reason,
+            provider_id=pod.provider.pod_id if pod.provider is not None else None,
             # The ledger's key (hosts, hosts avoid): one machine is the same machine in every view.
-            machine=machine_key(host),
+            machine=machine_key(pod),
         )
     return RunDigest(name, run.generated_at, run.summary, run.fail_on, pods, run.changes)

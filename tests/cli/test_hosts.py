@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,62 @@ def test_history_files_keep_the_machine_behind_each_pod(tmp_path):
 def test_a_missing_history_is_a_usage_error(tmp_path, capsys):
     code, _, err = _cli(capsys, "hosts", "--history", str(tmp_path / "none"))
     assert code == 2 and "not a directory" in err
+
+
+# ---------------------------------------------------------------- the digests beside the runs (#35)
+
+
+def _digests(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.digest"))
+
+
+def test_each_saved_run_has_a_digest_and_hosts_reads_it_not_the_run(history, capsys):
+    runs = sorted(history.glob("*.json"))
+    assert [d.name for d in _digests(history)] == [r.stem + ".digest" for r in runs]
+    # A digest that still matches its run (size and time) is what is read: rename a pod's
+    # machine in the newest digest alone, and the ledger shows the new name.
+    newest = _digests(history)[-1]
+    newest.write_text(newest.read_text().replace('"3003"', '"9009"'))
+    stamp = runs[-1].stat()
+    _, out, _ = _cli(capsys, "hosts", "--history", str(history), "--format", "json")
+    assert "9009" in out and stamp == runs[-1].stat()
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    ["missing", "stale", "not json", "another kind", "a directory", "a fifo"],
+)
+def test_a_missing_stale_or_bad_digest_is_made_again_from_the_run(history, capsys, spoil):
+    _, before, _ = _cli(capsys, "hosts", "--history", str(history), "--format", "json")
+    first, last = _digests(history)[0], _digests(history)[-1]
+    if spoil == "missing":
+        first.unlink()
+    elif spoil == "stale":
+        # Another run's digest, as if the run had been replaced since: its stamp does not match.
+        first.write_bytes(last.read_bytes())
+    elif spoil == "not json":
+        first.write_bytes(b"\xff{" * 1000)
+    elif spoil == "another kind":
+        first.write_text(json.dumps({"digest_version": 2, "generated_at": "x", "summary": {}}))
+    elif spoil == "a directory":
+        first.unlink()
+        first.mkdir()
+    else:
+        first.unlink()
+        os.mkfifo(first)
+    code, after, err = _cli(capsys, "hosts", "--history", str(history), "--format", "json")
+    assert code == 0 and after == before and "Traceback" not in err
+    if spoil in ("missing", "stale", "not json", "another kind"):
+        # Made again and saved: the next read takes it as it is.
+        assert json.loads(first.read_text())["run_size"] == (history / (first.stem + ".json")).stat().st_size
+
+
+def test_report_history_reads_the_digests_and_pruning_takes_a_digest_with_its_run(history, capsys, tmp_path):
+    page = tmp_path / "page.html"
+    for digest in _digests(history):
+        digest.write_text(digest.read_text().replace('"name":"c"', '"name":"renamed-in-digest"'))
+    assert _cli(capsys, "report", "history", str(history), "-o", str(page))[0] == 0
+    assert "renamed-in-digest" in page.read_text()
+    store = History(history, keep=1)
+    store.save(_run("2026-12-01T21:00:00+00:00", [_pod("z", "5005", [])]))
+    assert len(list(history.glob("*.json"))) == 1 and len(_digests(history)) == 1
