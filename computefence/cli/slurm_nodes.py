@@ -81,7 +81,7 @@ def drain_command(
             try:
                 nodes = slurm_nodes.act_drain(planned, scontrol, action_log)
             except KeyboardInterrupt:
-                say_interrupted(release.interrupted_line(action_log) + left_untouched({"--output": output}))
+                say_interrupted(slurm_nodes.interrupted_line(action_log) + left_untouched({"--output": output}))
                 return EXIT_INTERRUPTED
     else:
         nodes = planned
@@ -121,7 +121,7 @@ def resume_command(
             try:
                 nodes = slurm_nodes.act_resume(planned, scontrol, action_log, prove)
             except KeyboardInterrupt:
-                say_interrupted(release.interrupted_line(action_log) + left_untouched({"--output": output}))
+                say_interrupted(slurm_nodes.interrupted_line(action_log) + left_untouched({"--output": output}))
                 return EXIT_INTERRUPTED
     else:
         nodes = planned

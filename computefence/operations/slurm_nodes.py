@@ -35,7 +35,7 @@ from computefence.models import HostReport, HostStatus, NodeAction, NodeActionRe
 from computefence.operations.action_log import ActionLog
 from computefence.sources.slurm import SlurmNode, SlurmSource, node_target, valid_node_name
 from computefence.sources.tools import ToolTimeout, run_tool
-from computefence.text import one_line
+from computefence.text import one_line, plural
 
 OURS = "computefence:"
 SCONTROL_TIMEOUT_S = 30.0
@@ -287,7 +287,14 @@ def _resume_one(action: NodeAction, scontrol: Scontrol, log: ActionLog, prove: P
     if not ok:
         logged_call(scontrol, log, name, delete)
         return action.model_copy(update={"outcome": "failed", "detail": f"the drain was not lifted: {said}"})
-    host = prove(node, reservation)
+    try:
+        host = prove(node, reservation)
+    except BaseException:
+        # Ctrl-C mid-proof: the node goes back to its drain before the run ends; left in the
+        # reservation it would return to service unproven when the reservation runs out.
+        logged_call(scontrol, log, name, drain_command(name, reason))
+        logged_call(scontrol, log, name, delete)
+        raise
     faults = machine_faults(host) if host.status is HostStatus.OK else []
     if host.status is HostStatus.OK and not faults:
         ok, said = logged_call(scontrol, log, name, delete)
@@ -321,3 +328,13 @@ def node_report(kind: str, actions: list[NodeAction], dry_run: bool) -> NodeActi
 def exit_code(result: NodeActionReport) -> int:
     """0 all went as planned; 1 a call failed or a node failed its proof and stays drained."""
     return 1 if any(n.outcome in ("failed", "kept_drained") for n in result.nodes) else 0
+
+
+def interrupted_line(log: ActionLog) -> str:
+    """What a drain or resume interrupted while acting did, from the action log's count."""
+    if not log.sends:
+        return "computefence: interrupted; no scontrol call was made"
+    return (
+        f"computefence: interrupted; {plural(log.sends, 'scontrol call')} made, "
+        f"not all answered: see {log.path} and `sinfo -R`"
+    )

@@ -262,3 +262,20 @@ def test_watch_and_snapshot_reach_the_nodes_through_srun(cli, slurm_env, tmp_pat
     code, _, err = cli("fleet", "snapshot", "--slurm", "-w", "n2", "-o", str(lock))
     assert code == 0, err
     assert "n2" in lock.read_text()
+
+
+def test_ctrl_c_while_resume_proves_a_node_puts_its_drain_back(slurm_env, saved_report, tmp_path):
+    cluster = slurm_env
+    cluster.run("scontrol", "update", "NodeName=n6", "State=DRAIN", "Reason=computefence: gpu.xid")
+    argv = [sys.executable, "-m", "computefence", "fleet", "resume", "--from", str(saved_report), "--yes"]
+    argv += ["--timeout", "120", "--log", str(tmp_path / "actions.jsonl")]
+    run = subprocess.Popen(argv, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # n6's probe hangs: the run is inside the proof when its step shows up.
+    cluster.wait_until(lambda: cluster.run("squeue", "-h", "--nodelist=n6").stdout.strip(), what="n6's proof running")
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    assert "computefence: interrupted; " in err and "scontrol calls made" in err and "Traceback" not in err
+    assert cluster.state("n6") == "drained" and cluster.reason("n6") == "computefence: gpu.xid"
+    assert "computefence-resume" not in cluster.run("scontrol", "show", "reservation").stdout
+    cluster.wait_until(lambda: not cluster.run("squeue", "-h", "--nodelist=n6").stdout.strip(), what="n6's step gone")
