@@ -14,6 +14,9 @@ asyncssh.connect(...).run(...)), at 1,000 targets by default.
 --cipher restricts what the servers offer, so both clients negotiate that cipher; --profile
 also runs ComputeFence once under cProfile and prints its top functions. Results go to
 bench/results/client-<time>.json. No root needed.
+
+Exits 1 when ComputeFence's median client CPU is over 1.2x the bare gather's (--max-ratio),
+its median peak RSS over 150 MiB (--max-rss-mib), or a run was invalid (#35).
 """
 
 from __future__ import annotations
@@ -310,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="also profile one computefence run (cProfile)")
     parser.add_argument("--python", default=sys.executable, help="interpreter with computefence and asyncssh")
     parser.add_argument("--results", default=str(BENCH / "results"))
+    parser.add_argument("--max-ratio", type=float, default=1.2, help="fail above this CPU x bare (default 1.2)")
+    parser.add_argument("--max-rss-mib", type=float, default=150.0, help="fail above this peak RSS (default 150)")
     args = parser.parse_args(argv)
     tools = [t.strip() for t in args.tools.split(",")]
     if unknown := [t for t in tools if t not in TOOLS]:
@@ -363,6 +368,29 @@ def main(argv: list[str] | None = None) -> int:
     path = out / f"client-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(results, indent=1) + "\n")
     print(f"results: {path}", file=sys.stderr)
+    return verdict(results, args.max_ratio, args.max_rss_mib)
+
+
+def verdict(results: dict, max_ratio: float, max_rss_mib: float) -> int:
+    """1, with the reason, when ComputeFence's median CPU is over `max_ratio` times the bare
+    gather's, its median peak RSS over `max_rss_mib`, or a run was invalid: so a change that
+    costs the client CPU fails this benchmark loudly instead of moving a figure in a README."""
+    tools = results["tools"]
+    if "computefence" not in tools or "asyncssh" not in tools:
+        return 0
+    cf, bare = tools["computefence"], tools["asyncssh"]
+    if not cf["valid_runs"] or not bare["valid_runs"]:
+        print("FAILED: a tool brought back no valid run", file=sys.stderr)
+        return 1
+    ratio = cf["cpu_s"]["median"] / bare["cpu_s"]["median"]
+    rss = cf["maxrss_mib"]["median"]
+    problems = [f"CPU {ratio:.2f}x the bare gather (limit {max_ratio}x)"] if ratio > max_ratio else []
+    problems += [f"peak RSS {rss:.0f} MiB (limit {max_rss_mib:.0f})"] if rss > max_rss_mib else []
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    if problems:
+        print(f"REGRESSED: {'; '.join(problems)} (load average {load})", file=sys.stderr)
+        return 1
+    print(f"within limits: CPU {ratio:.2f}x the bare gather, peak RSS {rss:.0f} MiB (load average {load})")
     return 0
 
 
