@@ -84,6 +84,27 @@ def test_health_check_drains_its_own_node_and_resumes_only_its_own_drain(cluster
     assert logged_calls(action_log, "h1") == []
 
 
+@pytest.fixture(scope="module")
+def faulty_cluster(start_slurm):
+    nodes = [
+        NodeSpec("w1", nvidia_smi="hang", gres_gpus=1),  # nvidia-smi never answers: a wedged driver
+        NodeSpec("w2", nvidia_smi="a100x1-remap-pending", gres_gpus=1),  # an uncorrectable ECC error
+    ]
+    # slurmd runs the program once as it starts, before it registers; no second run is needed.
+    return start_slurm(nodes, health_check=HEALTH, health_interval=3600)
+
+
+def test_health_check_drains_a_wedged_driver_and_an_ecc_error_within_slurmds_limit(faulty_cluster):
+    """slurmd kills a HealthCheckProgram after 60 s: a drain at all proves the check, hung
+    nvidia-smi included, finished inside that limit."""
+    cluster = faulty_cluster
+    for node, check in (("w1", "gpu.driver"), ("w2", "gpu.ecc")):
+        cluster.wait_until(
+            lambda n=node, c=check: cluster.reason(n) == f"computefence: {c}", what=f"{node} drained", timeout=90
+        )
+    assert "nvidia-smi did not answer within" in health_log(cluster, "w1")
+
+
 def test_prolog_form_judges_without_draining(cluster, tmp_path):
     """--no-drain, as a Prolog runs it: the exit status is the verdict, Slurm does the draining.
     The wedged driver is seen only by this run (a mount namespace of its own inside h1's), so
