@@ -56,6 +56,7 @@ from computefence.models import BaselineLock, HostReport, HostStatus, Report, Se
 from computefence.policy import LoadedPolicy
 from computefence.sources import TargetSelection, collect_targets, select_targets
 from computefence.sources.selection import select_shard
+from computefence.workers import Workers, can_fork, default_workers, start_workers
 
 __all__ = ["Planner", "ProgressFactory", "RunSession", "check", "check_async", "open_session"]
 
@@ -92,6 +93,8 @@ class RunSession:
     stop: asyncio.Event | None = None
     sigint: bool = False
     note: Callable[[str], None] = _silent
+    # Processes that probe the targets (`probe()` of the whole plan; computefence/workers.py).
+    workers: int = 1
     interrupted: bool = field(default=False, init=False)
 
     @property
@@ -135,8 +138,26 @@ class RunSession:
         return hosts
 
     def probe(self, names: Collection[str] | None = None) -> list[HostReport]:
-        """`probe_async` in an event loop of its own (a command's)."""
+        """`probe_async` in an event loop of its own (a command's); the whole plan is split
+        across `workers` processes when there are more than one, with the same result."""
+        if names is None and self.workers > 1 and can_fork():
+            # Forked before this process runs an event loop: each worker starts its own.
+            started = start_workers(self.plan.targets, self.workers, self.connector, self.probe_params)
+            return asyncio.run(self._gather(started))
         return asyncio.run(self.probe_async(names))
+
+    async def _gather(self, started: Workers) -> list[HostReport]:
+        """The workers' answers, as `probe_async` gives a single process's."""
+        async with contextlib.AsyncExitStack() as stack:
+            stop = await stack.enter_async_context(self.stopping())
+            on_progress = None
+            if self.progress is not None:
+                on_progress = stack.enter_context(self.progress(len(self.plan.targets)))
+            hosts = await started.gather(on_progress, stop)
+            stopped = stop.is_set()
+        if self.live and not stopped:
+            hosts = run.mark_vanished(self.plan.targets, hosts, self.api_url)
+        return hosts
 
     def judge(self, hosts: Sequence[HostReport]) -> list[HostReport]:
         """The hosts' findings under the plan's targets, policies and rules (a re-probed
@@ -183,6 +204,7 @@ def open_session(
     verb: str = "check",
     planner: Planner | None = None,
     shard: tuple[int, int] | None = None,
+    workers: int | None = 1,
     probe_params: dict[str, Any] | None = None,
     progress: ProgressFactory | None = None,
     stop: asyncio.Event | None = None,
@@ -193,7 +215,9 @@ def open_session(
     connector's own pods), open while the block runs (the demo's pods live that long).
 
     `connector`: a registry name, a Connector object, or None for the one the targets need.
-    A bad name, file or selection raises ConfigError before any pod is contacted."""
+    `workers`: processes to probe the targets in (None: the usable cores, no more than
+    there are targets). A bad name, file or selection raises ConfigError before any pod
+    is contacted."""
     rules = rules if rules is not None else run.Rules()
     planner = planner if planner is not None else check_plan()
     with contextlib.ExitStack() as stack:
@@ -231,6 +255,7 @@ def open_session(
             stop=stop,
             sigint=sigint,
             note=note,
+            workers=workers if workers is not None else default_workers(len(plan.targets)),
         )
 
 

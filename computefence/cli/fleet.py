@@ -136,6 +136,15 @@ def check(
         "of each name); join the reports with `computefence report merge`.",
         rich_help_panel=_OPS,
     ),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        min=1,
+        metavar="N",
+        help="Probe the pods in N processes, split as --shard splits them, into the one "
+        "report a single process gives (default: the usable cores, at most one a pod).",
+        rich_help_panel=_OPS,
+    ),
     notify: list[str] = typer.Option(
         [],
         "--notify",
@@ -201,6 +210,7 @@ def check(
         connector=_own_pods(demo, replay, selection),
         planner=check_plan(perf),
         shard=cast("tuple[int, int] | None", shard),  # parse_shard's value; typer is told str
+        workers=workers,
         progress=progress_lines(quiet),
         sigint=True,
         note=note,
