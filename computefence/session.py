@@ -95,6 +95,8 @@ class RunSession:
     note: Callable[[str], None] = _silent
     # Processes that probe the targets (`probe()` of the whole plan; computefence/workers.py).
     workers: int = 1
+    # --concurrency: the pods in flight across all the workers.
+    concurrency: int | None = None
     interrupted: bool = field(default=False, init=False)
 
     @property
@@ -142,7 +144,9 @@ class RunSession:
         across `workers` processes when there are more than one, with the same result."""
         if names is None and self.workers > 1 and can_fork():
             # Forked before this process runs an event loop: each worker starts its own.
-            started = start_workers(self.plan.targets, self.workers, self.connector, self.probe_params)
+            started = start_workers(
+                self.plan.targets, self.workers, self.connector, self.probe_params, self.concurrency
+            )
             return asyncio.run(self._gather(started))
         return asyncio.run(self.probe_async(names))
 
@@ -256,6 +260,7 @@ def open_session(
             sigint=sigint,
             note=note,
             workers=workers if workers is not None else default_workers(len(plan.targets)),
+            concurrency=settings.concurrency if settings is not None else None,
         )
 
 

@@ -156,22 +156,32 @@ def _tell(conn: Connection, message: str) -> None:
 
 
 def start_workers(
-    targets: Sequence[Target], count: int, connector: Connector, probe_params: dict[str, Any] | None
+    targets: Sequence[Target],
+    count: int,
+    connector: Connector,
+    probe_params: dict[str, Any] | None,
+    concurrency: int | None = None,
 ) -> Workers:
-    """`count` worker processes, each probing its slice of `targets` through `connector`.
-    Call it outside any running event loop: each worker starts its own."""
+    """Up to `count` worker processes, each probing its slice of `targets` through
+    `connector`; `concurrency` (--concurrency) bounds the pods in flight across all of
+    them, as in one process. Call it outside any running event loop: each worker starts
+    its own."""
+    if concurrency is not None:
+        count = max(1, min(count, concurrency))
+    parts = [p for p in ([t for t in targets if shard_of(t.name, count) == i] for i in range(1, count + 1)) if p]
     context = multiprocessing.get_context("fork")
     started = Workers(list(targets))
     # What this process has buffered would otherwise be written again by every fork.
     sys.stdout.flush()
     sys.stderr.flush()
-    for index in range(1, count + 1):
-        part = [t for t in targets if shard_of(t.name, count) == index]
-        if not part:
-            continue
+    for index, part in enumerate(parts):
+        share = None if concurrency is None else concurrency // len(parts) + (index < concurrency % len(parts))
         ours, theirs = context.Pipe()
         process = context.Process(
-            target=_work, args=(theirs, connector, part, probe_params), name=f"computefence-worker-{index}", daemon=True
+            target=_work,
+            args=(theirs, connector, part, probe_params, share),
+            name=f"computefence-worker-{index + 1}",
+            daemon=True,
         )
         process.start()
         theirs.close()
@@ -179,10 +189,33 @@ def start_workers(
     return started
 
 
-def _work(conn: Connection, connector: Connector, targets: list[Target], probe_params: dict[str, Any] | None) -> None:
+class _InFlight:
+    """A worker's connector, with at most its share of the run's --concurrency in flight."""
+
+    def __init__(self, connector: Connector, share: int):
+        self.connector = connector
+        self.share = share
+        self.semaphore: asyncio.Semaphore | None = None
+
+    async def check(self, target: Target, params: dict[str, Any]) -> HostReport:
+        if self.semaphore is None:  # made in the worker's own event loop
+            self.semaphore = asyncio.Semaphore(self.share)
+        async with self.semaphore:
+            return await self.connector.check(target, params)
+
+
+def _work(
+    conn: Connection,
+    connector: Connector,
+    targets: list[Target],
+    probe_params: dict[str, Any] | None,
+    share: int | None,
+) -> None:
     """A worker's whole life: its slice probed, each result sent as it finishes."""
     # The terminal's Ctrl-C is the session's to act on; it tells this worker to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if share is not None:
+        connector = _InFlight(connector, share)
     try:
         asyncio.run(_probe_slice(conn, connector, targets, probe_params))
     except BaseException as exc:  # said to the session in one line, never a traceback here
