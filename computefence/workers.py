@@ -174,18 +174,24 @@ def start_workers(
     # What this process has buffered would otherwise be written again by every fork.
     sys.stdout.flush()
     sys.stderr.flush()
-    for index, part in enumerate(parts):
-        share = None if concurrency is None else concurrency // len(parts) + (index < concurrency % len(parts))
-        ours, theirs = context.Pipe()
-        process = context.Process(
-            target=_work,
-            args=(theirs, connector, part, probe_params, share),
-            name=f"computefence-worker-{index + 1}",
-            daemon=True,
-        )
-        process.start()
-        theirs.close()
-        started.workers.append(_Worker(process, ours, part))
+    # A Ctrl-C waits while the workers are forked (the parent acts on it once they run): in a
+    # worker that has not yet set it aside, it would end in a traceback.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        for index, part in enumerate(parts):
+            share = None if concurrency is None else concurrency // len(parts) + (index < concurrency % len(parts))
+            ours, theirs = context.Pipe()
+            process = context.Process(
+                target=_work,
+                args=(theirs, connector, part, probe_params, share, blocked),
+                name=f"computefence-worker-{index + 1}",
+                daemon=True,
+            )
+            process.start()
+            theirs.close()
+            started.workers.append(_Worker(process, ours, part))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return started
 
 
@@ -210,10 +216,12 @@ def _work(
     targets: list[Target],
     probe_params: dict[str, Any] | None,
     share: int | None,
+    mask: set[signal.Signals],
 ) -> None:
     """A worker's whole life: its slice probed, each result sent as it finishes."""
     # The terminal's Ctrl-C is the session's to act on; it tells this worker to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if share is not None:
         connector = _InFlight(connector, share)
     try:
