@@ -183,7 +183,16 @@ def start_workers(
             ours, theirs = context.Pipe()
             process = context.Process(
                 target=_work,
-                args=(theirs, connector, part, probe_params, share, blocked),
+                # The parent's ends, closed in the worker: it sees EOF when the parent is gone.
+                args=(
+                    theirs,
+                    [ours, *(w.conn for w in started.workers)],
+                    connector,
+                    part,
+                    probe_params,
+                    share,
+                    blocked,
+                ),
                 name=f"computefence-worker-{index + 1}",
                 daemon=True,
             )
@@ -212,6 +221,7 @@ class _InFlight:
 
 def _work(
     conn: Connection,
+    parents_ends: list[Connection],
     connector: Connector,
     targets: list[Target],
     probe_params: dict[str, Any] | None,
@@ -222,6 +232,8 @@ def _work(
     # The terminal's Ctrl-C is the session's to act on; it tells this worker to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    for end in parents_ends:
+        end.close()
     if share is not None:
         connector = _InFlight(connector, share)
     try:

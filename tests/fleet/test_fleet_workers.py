@@ -153,6 +153,36 @@ def test_ctrl_c_stops_both_workers_writes_nothing_and_exits_130(ssh_fleet, start
     assert [p.name for p in stuck if p.session_processes()] == []
 
 
+@pytest.mark.sshd
+def test_workers_of_a_killed_run_stop_at_once(ssh_fleet, start_pods, home, tmp_path):
+    stuck = start_pods(
+        *(PodSpec(f"stuck-{c}", files={"/usr/local/bin/python3": "#!/bin/sh\nexec sleep 600\n"}) for c in "ab")
+    )
+    inventory = write_inventory(tmp_path / "pods.yaml", ssh_fleet, [host_entry(p) for p in stuck], trusted=stuck)
+    proc = subprocess.Popen(
+        [*CLI, "fleet", "check", "-i", str(inventory), "--workers", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=cli_subprocess_env(home),
+    )
+    try:
+        for pod in stuck:
+            pod.wait_for_process("sleep 600")
+        workers = _children(proc.pid)
+        assert len(workers) == 2
+        proc.kill()
+        proc.wait()
+        # Their parent gone, the workers stop rather than probe on for the whole deadline.
+        deadline = time.monotonic() + 10
+        while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [pid for pid in workers if Path(f"/proc/{pid}").exists()] == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _children(pid: int) -> list[int]:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
