@@ -214,6 +214,9 @@ def run_tool(tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namesp
             # The bare gather has no handshake timeout; two loaded cores may need long for 1,000.
             "--connect-timeout",
             "60",
+            # One process against the bare gather's one (workers_bench.py measures --workers).
+            "--workers",
+            "1",
         ]
         if args.concurrency:
             argv += ["--concurrency", str(args.concurrency)]
@@ -262,6 +265,8 @@ def profile(fleet: CannedFleet, work: Path, args: argparse.Namespace, top: int =
         str(work / "profiled.json"),
         "--connect-timeout",
         "60",
+        "--workers",
+        "1",
     ] + (["--concurrency", str(args.concurrency)] if args.concurrency else [])
     subprocess.run(argv, env={**os.environ, "HOME": str(work)}, stdout=subprocess.DEVNULL, check=False)
     code = "import pstats, sys; s = pstats.Stats(sys.argv[1]); s.sort_stats('tottime').print_stats(int(sys.argv[2]))"
