@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from computefence.evaluate.context import Context, block, passed, q, skipped, warn
-from computefence.evaluate.file_edits import refuse_link
+from computefence.evaluate.file_edits import refuse_link, replace_file
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep
 from computefence.text import one_line, plural
@@ -141,7 +141,7 @@ def check_num_processes(facts: Facts, checks: CheckOptions, ctx: Context) -> lis
 
 def _set_processes(path: str, total: int, distributed: str) -> Fix:
     """Rewrite the config the job uses (the probe reports the one in effect). A YAML config
-    without the key gets it appended; a second run finds the value in place and changes nothing."""
+    without the key gets it last; a second run finds the value in place and writes the same bytes."""
     advice = f"or pass --num_processes {total} to accelerate launch"
     config = q(path)
     if path.endswith(".json"):
@@ -151,13 +151,12 @@ def _set_processes(path: str, total: int, distributed: str) -> Fix:
         return Fix(
             steps=[FixStep.safe(f"{refuse_link(config)} && sed -i {' '.join(edits)} -- {config}")], advice=advice
         )
-    edits = [f"-e 's/^num_processes:.*/num_processes: {total}/'"]
+    # awk ends every line it prints: a last line without its newline is never joined to the key.
+    program = f'index($0, "num_processes:") == 1 {{ $0 = "num_processes: {total}"; found = 1 }} '
     if distributed == "NO" and total > 1:
-        edits.append("-e 's/^distributed_type:.*/distributed_type: MULTI_GPU/'")
-    command = (
-        f"{refuse_link(config)} && sed -i {' '.join(edits)} -- {config} && "
-        f"{{ grep -q '^num_processes:' -- {config} || printf 'num_processes: %s\\n' {total} >> {config}; }}"
-    )
+        program += 'index($0, "distributed_type:") == 1 { $0 = "distributed_type: MULTI_GPU" } '
+    program += f'{{ print }} END {{ if (!found) print "num_processes: {total}" }}'
+    command = replace_file(config, f'awk {q(program)} < {config} > "$t"')
     return Fix(steps=[FixStep.safe(command)], advice=advice)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from computefence.evaluate.context import q, sudo
-from computefence.evaluate.file_edits import prepend_line, refuse_link
+from computefence.evaluate.file_edits import prepend_line, replace_file
 from computefence.models import Facts, FixStep
 
 # What pam_env reads unquoted: no whitespace, quotes, backslashes or `$`/`@` expansions.
@@ -26,13 +26,15 @@ def persist_env(var: str, value: str, facts: Facts) -> FixStep:
 
 
 def _etc_environment(var: str, value: str, root: str) -> str:
-    # Drop every line for the variable, then append one: a second run deletes and writes the same last line.
-    line = q(f"{var}={value}")
-    return (
-        f"{refuse_link('/etc/environment')} && "
-        f"{root}touch /etc/environment && {root}sed -i '/^[[:space:]]*{var}=/d' /etc/environment && "
-        f"printf '%s\\n' {line} | {root}tee -a /etc/environment >/dev/null"
+    # Every line for the variable dropped, one written last: a second run writes the same bytes.
+    # awk ends each line it prints, so a last line without its newline is never joined to ours.
+    # The value is pam_env-plain (no backslash), so awk -v takes it as it is.
+    keep = f"!/^[[:space:]]*{var}=/ {{ print > t }} END {{ print line > t }}"
+    write = (
+        '{ s=/etc/environment; [ -e "$s" ] || s=/dev/null; '
+        f'{root}awk -v t="$t" -v line={q(f"{var}={value}")} {q(keep)} "$s"; }}'
     )
+    return replace_file("/etc/environment", write, root)
 
 
 def bashrc_top_line(line: str) -> str:

@@ -6,14 +6,19 @@ file keeps its mode. On real sshd pods, with `fleet fix --apply`."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fleet"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "evaluate"))
+from evaluate_builders import laptop
 from fleet_helpers import host_entry, write_inventory
 from sshfleet import PodSpec
+
+from computefence.evaluate.persist import persist_env
 
 pytestmark = pytest.mark.sshd
 
@@ -90,3 +95,42 @@ def test_a_link_planted_at_a_temporary_name_is_never_followed_and_the_mode_is_ke
     assert _sh(pod, 'stat -c %a "$1/root/.bashrc"') == "640\n"
     # Nothing left behind but the planted link itself.
     assert _sh(pod, 'cd "$1/root" && ls -A | grep bashrc') == ".bashrc\n.bashrc.computefence\n"
+
+
+def test_the_accelerate_key_is_written_through_a_fresh_file_on_its_own_line(ssh_fleet, start_pods, cli, tmp_path):
+    # No num_processes (accelerate's default: 1) on two GPUs, and no newline at the end.
+    spec = dict(HF_POD, nvidia_smi="a100x2", torch="cu121-h100", env={"HF_HOME": "/workspace/hf"})
+    (pod,) = start_pods(PodSpec("accelerate-append", **spec))
+    _sh(pod, f'printf "compute_environment: LOCAL_MACHINE\\ndistributed_type: MULTI_GPU" > "$1{ACCELERATE}"')
+    before = _sh(pod, f'stat -c %i "$1{ACCELERATE}"')
+
+    code, host = _fix(
+        cli, ssh_fleet, tmp_path, pod, "accelerate.num-processes", dict(CKPT, accelerate_config=ACCELERATE)
+    )
+
+    assert code == 0 and host["results"][0]["outcome"] == "fixed", json.dumps(host, indent=1)
+    expected = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_processes: 2\n"
+    assert _sh(pod, f'cat "$1{ACCELERATE}"') == expected
+    assert _sh(pod, f'stat -c %i "$1{ACCELERATE}"') != before  # replaced by a rename, never appended to
+    assert _sh(pod, 'ls -A "$1/root" | grep accelerate') == "accelerate.yaml\n"
+
+
+def test_the_etc_environment_line_is_written_through_a_fresh_file_and_twice_is_the_same(ssh_fleet, start_pods):
+    (pod,) = start_pods(PodSpec("etc-environment", **HF_POD))
+    _sh(pod, 'printf "PATH=/usr/bin\\nHF_HOME=/old" > "$1/etc/environment" && chmod 640 "$1/etc/environment"')
+    facts = laptop()
+    facts = facts.model_copy(
+        update={
+            "environment": facts.environment.model_copy(update={"ssh_pam_env": True}),
+            "identity": facts.identity.model_copy(update={"uid": 0, "user": "root"}),  # the pod's login
+        }
+    )
+    step = persist_env("HF_HOME", "/workspace/hf", facts)
+    assert ">>" not in step.run and "tee -a" not in step.run and "exit" not in step.run
+
+    for _ in range(2):  # in the pod's own root, as its sshd would run it
+        pod.in_namespace(["chroot", str(pod.merged), "sh", "-c", step.run])
+        assert _sh(pod, 'cat "$1/etc/environment"') == "PATH=/usr/bin\nHF_HOME=/workspace/hf\n"
+    assert _sh(pod, 'stat -c %a "$1/etc/environment"') == "640\n"
+    left = [name for name in _sh(pod, 'ls -A "$1/etc"').split() if re.fullmatch(r"environment\.\w{6}", name)]
+    assert left == []  # no temporary file left behind
