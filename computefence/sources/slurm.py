@@ -22,7 +22,7 @@ from typing import Any
 
 from computefence.errors import ConfigError, SourceError
 from computefence.models import Fix, FixStep, ProviderInfo, Target
-from computefence.sources.tools import ToolTimeout, run_tool
+from computefence.sources.tools import ToolOverflow, ToolTimeout, run_tool_capped
 from computefence.text import one_line
 
 # Slurm's own bound on one range (hostlist.c MAX_RANGE); also ours on a whole list.
@@ -245,7 +245,9 @@ class SlurmSource:
     def _sinfo(self, argv: list[str], required: bool = False) -> str | None:
         """The tool's stdout; None where this Slurm lacks the option (JSON support)."""
         try:
-            status, stdout, stderr = run_tool(argv, self.timeout, env=dict(self.env) if self.env else None)
+            status, stdout, stderr = run_tool_capped(
+                argv, self.timeout, MAX_LISTING_BYTES, env=dict(self.env) if self.env else None
+            )
         except FileNotFoundError:
             raise ConfigError(
                 f"--slurm: `{argv[0]}` is not on PATH; run on a login node of the cluster (slurm-client installed)"
@@ -254,13 +256,13 @@ class SlurmSource:
             raise SourceError(f"{argv[0]} could not start: {exc.strerror or exc}") from None
         except ToolTimeout:
             raise SourceError(f"{' '.join(argv)} gave no answer within {self.timeout:g}s") from None
+        except ToolOverflow:
+            raise SourceError(f"{' '.join(argv)} printed over {MAX_LISTING_BYTES} bytes") from None
         detail = one_line(stderr.decode("utf-8", "replace").strip().splitlines()[-1], 200) if stderr.strip() else ""
         if status != 0:
             if not required and ("unrecognized option" in detail or "json" in detail.lower()):
                 return None
             raise SourceError(f"{' '.join(argv)} failed (exit status {status}){': ' + detail if detail else ''}")
-        if len(stdout) > MAX_LISTING_BYTES:
-            raise SourceError(f"{' '.join(argv)} printed over {MAX_LISTING_BYTES} bytes")
         return stdout.decode("utf-8", "replace")
 
 

@@ -195,3 +195,13 @@ def test_no_sinfo_on_path_is_a_usage_error(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     code, _, err = cli("fleet", "check", "--slurm")
     assert code == 2 and "`sinfo` is not on PATH; run on a login node" in err
+
+
+@pytest.mark.parametrize("stream", ["", ">&2"])
+def test_a_flooding_sinfo_is_stopped_at_the_cap(tmp_path, monkeypatch, stream):
+    import computefence.sources.slurm as slurm_source
+
+    monkeypatch.setattr(slurm_source, "MAX_LISTING_BYTES", 100_000)
+    fake_sinfo(tmp_path, monkeypatch, f"exec yes nodes {stream}")
+    with pytest.raises(SourceError, match="printed over 100000 bytes"):
+        SlurmSource(timeout=20).targets()
