@@ -125,14 +125,14 @@ def fix(
     ) as session:
         probed = session.probe()
         before = session.judge(probed)
-        report = fix_run.plan_fixes(before, allow_disruptive)
+        report = fix_run.plan_fixes(before, allow_disruptive, session.plan.targets)
         after = before
         if not session.interrupted and apply and not report.step_count:
             # Nothing to run: the plan says why, and there is no question to ask.
             print("computefence: nothing to apply: no finding has a step fleet fix runs", file=sys.stderr)
             apply = False
         if not session.interrupted and apply:
-            pods = [p.name for p in report.hosts if any(s.status == "planned" for s in p.steps)]
+            pods = [p.name for p in report.hosts if fixes.acts(p) and any(s.status == "planned" for s in p.steps)]
             if not yes and not _ask_after_plan(report, f"on {plural(len(pods), 'pod')} ({_names(pods)})"):
                 return 1
             with _StepProgress(report.step_count) as progress:

@@ -33,6 +33,7 @@ from computefence.models import (
     Severity,
     StepKind,
     StepPlace,
+    Target,
     _Model,
 )
 from computefence.redaction import Redacted, redact
@@ -77,6 +78,9 @@ class FixHost(_Model):
     reason: Redacted | None = None
     # Why no step runs on this pod at all (GPU memory held by other processes).
     refused: str | None = None
+    # Every name of this pod when the targets name it more than once: its steps ran once, under
+    # the first of them, and each name's results come from its own re-probe.
+    same_pod: list[str] = Field(default_factory=list)
     steps: list[StepRecord] = Field(default_factory=list)
     results: list[FindingResult] = Field(default_factory=list)
 
@@ -106,7 +110,8 @@ class FixReport(_Model):
 
     @property
     def step_count(self) -> int:
-        return sum(1 for h in self.hosts for s in h.steps if s.status == "planned")
+        """Steps to run: a pod's once, however many names it has."""
+        return sum(1 for h in self.hosts if acts(h) for s in h.steps if s.status == "planned")
 
     def exit_code(self) -> int:
         """0 when nothing is left to do (a plan) or every finding selected is fixed; 1 otherwise."""
@@ -114,6 +119,11 @@ class FixReport(_Model):
         if self.applied:
             return 0 if not (s.still_failing or s.failed or s.skipped or s.new or s.not_checked) else 1
         return 0 if not (s.planned or s.skipped or s.not_checked) else 1
+
+
+def acts(host: FixHost) -> bool:
+    """Whether this name's steps run: a pod named more than once runs them under its first name."""
+    return not host.same_pod or host.same_pod[0] == host.name
 
 
 # ---------------------------------------------------------------- planning
@@ -213,9 +223,12 @@ class Transcript:
 
     name: str
     entries: list[tuple[StepRecord, bytes]] = field(default_factory=list)
+    same_pod: list[str] = field(default_factory=list)
 
     def text(self) -> str:
         lines = [f"# computefence fleet fix: {self.name}"]
+        if self.same_pod:
+            lines.append(f"# one pod named {', '.join(self.same_pod)}: its steps ran once, under {self.same_pod[0]}")
         for record, output in self.entries:
             shown = "timeout" if record.status == "timeout" else f"exit {record.exit}"
             lines += [
@@ -419,6 +432,36 @@ def summarize(hosts: Sequence[FixHost]) -> FixSummary:
         for result in host.results:
             setattr(summary, result.outcome, getattr(summary, result.outcome) + 1)
     return summary
+
+
+def same_pods(targets: Sequence[Target]) -> list[list[int]]:
+    """The targets' indices grouped by pod, in the targets' order: names with the same provider
+    pod id, or the same SSH endpoint (host, port, user and the way there), are one pod."""
+    first: dict[tuple[object, ...], int] = {}
+    lead = list(range(len(targets)))
+
+    def find(i: int) -> int:
+        while lead[i] != i:
+            i = lead[i]
+        return i
+
+    for i, target in enumerate(targets):
+        keys: list[tuple[object, ...]] = [
+            ("ssh", target.host.lower(), target.port, target.user or "", target.proxy_jump or "",
+             target.proxy_command or "", tuple(sorted(target.probe_roots.items())))
+        ]  # fmt: skip
+        if target.provider is not None:
+            keys.append(("provider", target.provider.provider, target.provider.pod_id))
+        for key in keys:
+            if key in first:
+                a, b = find(first[key]), find(i)
+                lead[max(a, b)] = min(a, b)
+            else:
+                first[key] = i
+    groups: dict[int, list[int]] = {}
+    for i in range(len(targets)):
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
 
 
 def write_transcripts(directory: Path, transcripts: Sequence[Transcript]) -> list[Path]:

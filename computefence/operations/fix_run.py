@@ -17,16 +17,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from computefence.models import HostReport
+from computefence.models import HostReport, Target
 from computefence.operations import fix as fixes
 from computefence.session import RunSession
 from computefence.text import plural
 from computefence.version import __version__
 
 
-def plan_fixes(before: Sequence[HostReport], allow_disruptive: bool) -> fixes.FixReport:
-    """The plan: each judged host's steps in order, and what will not run and why."""
+def plan_fixes(before: Sequence[HostReport], allow_disruptive: bool, targets: Sequence[Target] = ()) -> fixes.FixReport:
+    """The plan: each judged host's steps in order, and what will not run and why. Names of
+    one pod among `targets` (in the same order) each carry all its names: its steps run once."""
     plans = [fixes.plan_host(host, allow_disruptive) for host in before]
+    for group in fixes.same_pods(targets) if targets else []:
+        if len(group) > 1:
+            names = [plans[i].name for i in group]
+            for i in group:
+                plans[i] = plans[i].model_copy(update={"same_pod": names})
     report = fixes.FixReport(
         tool_version=__version__, generated_at=_now(), applied=False, allow_disruptive=allow_disruptive, hosts=plans
     )
@@ -56,8 +62,22 @@ async def apply_and_prove(
     steps did. `probed` and `before` are the session's first probe, raw and judged, in the
     plan's order."""
     targets = session.plan.targets
+    # A pod named more than once (a provider id, an SSH endpoint) is acted on once, under its
+    # first name; every name gets those steps' records and is re-probed and judged as itself.
+    groups = fixes.same_pods(targets)
     async with session.stopping() as stop:
-        done = await fixes.apply_all(planned.hosts, session.open_shell, options, stop, on_step)
+        applied = await fixes.apply_all(
+            [planned.hosts[g[0]] for g in groups], session.open_shell, options, stop, on_step
+        )
+        by_index: dict[int, tuple[fixes.FixHost, fixes.Transcript]] = {}
+        for group, (host, transcript) in zip(groups, applied):
+            for i in group:
+                name, names = targets[i].name, planned.hosts[i].same_pod
+                by_index[i] = (
+                    host.model_copy(update={"name": name, "same_pod": names}),
+                    fixes.Transcript(name, transcript.entries, names),
+                )
+        done = [by_index[i] for i in range(len(targets))]
         changed = [target.name for target, (host, _) in zip(targets, done) if fixes.executed(host)]
         reprobed: dict[str, HostReport] = {}
         if changed and not stop.is_set():

@@ -60,6 +60,11 @@ def _host(host: FixHost, applied: bool, width: int) -> list[str]:
     if not host.results:
         return [f"{name}: nothing to do", ""]
     lines = [f"{name}: {plural(len(host.results), 'finding')}, {_count(host, applied, to_run)}"]
+    if host.same_pod:
+        how = "run" if applied else "would run"
+        lines += _wrap(
+            f"one pod named {', '.join(host.same_pod)}: its steps {how} once, under {host.same_pod[0]}", width, "  "
+        )
     if host.refused:
         lines += _wrap(f"refused: {host.refused}", width, "  ")
     if not applied:

@@ -65,7 +65,7 @@ def test_a_link_planted_at_a_transcripts_name_is_not_written_through(tmp_path):
 
 
 @pytest.mark.sshd
-def test_six_names_for_one_pod_leave_six_transcripts(ssh_fleet, start_pods, cli, tmp_path):
+def test_six_names_for_one_pod_run_its_steps_once_and_leave_six_transcripts(ssh_fleet, start_pods, cli, tmp_path):
     (pod,) = start_pods(PodSpec("one-pod-six-names", **dict(HEALTHY, shm_size="16g")))
     hosts = [host_entry(pod, name=name) for name in NAMES]
     inventory = write_inventory(
@@ -79,8 +79,15 @@ def test_six_names_for_one_pod_leave_six_transcripts(ssh_fleet, start_pods, cli,
     )  # fmt: skip
 
     assert code == 0, err
-    assert {h["name"]: h["results"][0]["outcome"] for h in json.loads(out)["hosts"]} == dict.fromkeys(NAMES, "fixed")
-    assert sorted(_first_lines(logs).values()) == sorted(f"# computefence fleet fix: {name}" for name in NAMES)
+    # The one pod's step ran once, under its first name; every name is re-probed and fixed.
+    ran = [line for line in err.splitlines() if ": storage.output-dir: ran" in line]
+    assert len(ran) == 1 and ran[0].startswith("computefence: [1/1] gpu/a: "), err
+    hosts_out = json.loads(out)["hosts"]
+    assert {h["name"]: h["results"][0]["outcome"] for h in hosts_out} == dict.fromkeys(NAMES, "fixed")
+    assert all(h["same_pod"] == NAMES for h in hosts_out)
+    transcripts = {p.read_text().splitlines()[0]: p.read_text().splitlines()[1] for p in logs.iterdir()}
+    assert sorted(transcripts) == sorted(f"# computefence fleet fix: {name}" for name in NAMES)
+    assert set(transcripts.values()) == {f"# one pod named {', '.join(NAMES)}: its steps ran once, under gpu/a"}
 
 
 # ---------------------------------------------------------------- fleet release
