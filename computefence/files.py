@@ -11,6 +11,7 @@ read in bounded chunks up to a cap so `/dev/zero` or a 5 GB file cannot fill mem
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import sys
@@ -286,3 +287,27 @@ def _check_folder(path: Path, flag: str) -> None:
         raise ConfigError(f"{flag} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise ConfigError(f"{flag} {path}: directory {parent} is not writable")
+
+
+# A file name's own characters (fleet fix's transcripts, --record's recordings); every other
+# one is written as %XX (so `%` never stands for itself), and `~` only ever separates a run's
+# number or a long name's digest.
+_FILE_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.@")
+_FILE_NAME_MAX = 200
+
+
+def file_name_for(name: str) -> str:
+    """A pod's name as one file name (never a folder, never hidden), a different one for every
+    name (`gpu/a`, `gpu_a`, `gpu:a`, `gpu+a`, `.` and `..` are six files): letters, digits and `- _ . @` as they are, any other
+    character (and a leading dot) as %XX of its UTF-8 bytes; a long name cut, with a digest
+    of the whole name."""
+    encoded = "".join(
+        char
+        if char in _FILE_NAME_CHARS and not (i == 0 and char == ".")
+        else "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
+        for i, char in enumerate(name)
+    )
+    if len(encoded) > _FILE_NAME_MAX:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+        encoded = f"{encoded[: _FILE_NAME_MAX - 21]}~{digest}"
+    return encoded or "%"

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from computefence.connectors.interface import Outcome, host_report
 from computefence.connectors.payload import MAX_OUTPUT_BYTES, parse_probe_output
 from computefence.errors import ConfigError, ProbeOutputError
-from computefence.files import read_config_bytes, write_output
+from computefence.files import file_name_for, read_config_bytes, write_output
 from computefence.models import HostReport, HostStatus, Target
 
 RECORDING_VERSION = 1
@@ -105,7 +105,8 @@ def _load(path: Path) -> Recording:
 
 
 def record_run(folder: Path, targets: list[Target], hosts: list[HostReport]) -> None:
-    """Write a live run as a recording: one file a target, numbered in the run's order.
+    """Write a live run as a recording: one file a target, numbered in the run's order and
+    named by files.file_name_for (a name with `/` or `..` stays one file in the folder).
 
     The probe output kept is the facts document as it was parsed (the keys the probe sent)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -124,5 +125,6 @@ def record_run(folder: Path, targets: list[Target], hosts: list[HostReport]) -> 
             "probe_output": output,
         }
         write_output(
-            json.dumps(document, indent=1, sort_keys=True) + "\n", folder / f"{index:0{width}d}-{target.name}.json"
+            json.dumps(document, indent=1, sort_keys=True) + "\n",
+            folder / f"{index:0{width}d}-{file_name_for(target.name)}.json",
         )

@@ -10,7 +10,6 @@ Judging compares each finding before and after the re-probe. One attempt per run
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from computefence.connectors.shell import MAX_STEP_OUTPUT, Shell, StepRun
 from computefence.evaluate.file_edits import REFUSED
 from computefence.evaluate.gpu import BUSY_MIB
 from computefence.evaluate.machine import machine_changes
+from computefence.files import file_name_for
 from computefence.models import (
     SCHEMA_VERSION,
     Finding,
@@ -466,7 +466,7 @@ def same_pods(targets: Sequence[Target]) -> list[list[int]]:
 
 def write_transcripts(directory: Path, transcripts: Sequence[Transcript]) -> list[Path]:
     """Each pod's transcript in its own new file (mode 0600: it holds what ran as root), named
-    by transcript_file_name. An existing file is never replaced or written through: the next
+    by files.file_name_for. An existing file is never replaced or written through: the next
     free `NAME~2.log`, `NAME~3.log`... is taken instead. Returns the files written."""
     from computefence.errors import ConfigError
 
@@ -478,32 +478,11 @@ def write_transcripts(directory: Path, transcripts: Sequence[Transcript]) -> lis
             raise ConfigError(f"--log {directory}: {exc.strerror or exc}") from None
     for transcript in transcripts:
         if transcript.entries:
-            written.append(_write_new(directory, transcript_file_name(transcript.name), transcript.text()))
+            written.append(_write_new(directory, file_name_for(transcript.name), transcript.text()))
     return written
 
 
-# A transcript name's own characters; every other one is written as %XX (so `%` never stands
-# for itself), and `~` only ever separates a run's number or a long name's digest.
-_FILE_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.@")
-_FILE_NAME_MAX = 200
 _MAX_RUNS = 1000
-
-
-def transcript_file_name(name: str) -> str:
-    """A pod's name as a file name, a different one for every name (`gpu/a`, `gpu_a`, `gpu:a`,
-    `gpu+a`, `.` and `..` are six files): letters, digits and `- _ . @` as they are, any other
-    character (and a leading dot) as %XX of its UTF-8 bytes; a long name cut, with a digest
-    of the whole name."""
-    encoded = "".join(
-        char
-        if char in _FILE_NAME_CHARS and not (i == 0 and char == ".")
-        else "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
-        for i, char in enumerate(name)
-    )
-    if len(encoded) > _FILE_NAME_MAX:
-        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:20]
-        encoded = f"{encoded[: _FILE_NAME_MAX - 21]}~{digest}"
-    return encoded or "%"
 
 
 def _write_new(directory: Path, stem: str, text: str) -> Path:

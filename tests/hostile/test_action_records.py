@@ -19,7 +19,18 @@ from fake_api import FakeProviderApi, vast_instance
 from fleet_helpers import HEALTHY, host_entry, write_inventory
 from sshfleet import PodSpec
 
-from computefence.models import Finding, HostReport, HostStatus, Remedy, Report, Severity, StepKind, StepPlace
+from computefence.connectors.replay import load_recordings, record_run
+from computefence.models import (
+    Finding,
+    HostReport,
+    HostStatus,
+    Remedy,
+    Report,
+    Severity,
+    StepKind,
+    StepPlace,
+    Target,
+)
 from computefence.operations.fix import StepRecord, Transcript, write_transcripts
 from computefence.sources.vast import VastSource
 
@@ -162,3 +173,19 @@ def test_a_link_at_the_action_logs_path_is_refused_before_any_call(vast, cli, tm
     code, _, err = cli("fleet", "release", "--from", str(report), "--yes", "--action", "terminate", "--log", str(log))
     assert code == 0, err
     assert log.stat().st_mode & 0o777 == 0o600  # the provider's answers: the user's alone
+
+
+# ---------------------------------------------------------------- recordings
+
+
+def test_a_recording_keeps_one_file_in_its_folder_for_every_name(tmp_path):
+    names = [*NAMES, "../../escaped", "a/../../b"]
+    targets = [Target(name=name, host="10.0.0.7") for name in names]
+    hosts = [HostReport(name=name, status=HostStatus.UNREACHABLE, reason=f"down: {name}") for name in names]
+    folder = tmp_path / "recording"
+
+    record_run(folder, targets, hosts)
+
+    assert sorted(p.parent for p in tmp_path.rglob("*.json")) == [folder] * len(names)
+    recordings = load_recordings(folder)
+    assert [(r.target.name, r.reason) for r in recordings] == [(name, f"down: {name}") for name in names]
