@@ -21,18 +21,18 @@ used only if the cluster lists that node now and the evaluator knows that check.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import pwd
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from computefence import evaluate
+from computefence import evaluate, run
 from computefence.connectors.slurm import SlurmConnector, SlurmOptions
 from computefence.evaluate.scheduler import MACHINE_CHECKS, machine_faults
 from computefence.models import HostReport, HostStatus, NodeAction, NodeActionReport, Report
 from computefence.operations.action_log import ActionLog
+from computefence.session import open_session
 from computefence.sources.slurm import SlurmNode, SlurmSource, node_target, valid_node_name
 from computefence.sources.tools import ToolTimeout, run_tool
 from computefence.text import one_line, plural
@@ -237,15 +237,13 @@ def slurm_prover(options: SlurmOptions) -> Prover:
     """Probe one node in its reservation and judge only the machine."""
 
     def prove(node: SlurmNode, reservation: str) -> HostReport:
-        from dataclasses import replace
-
-        from computefence import run
-
+        # The run session every command opens, on the one node, through a connector held to
+        # the reservation.
         target = node_target(node).model_copy(update={"unreachable_reason": None, "unreachable_fix": None})
         connector = SlurmConnector(replace(options, reservation=reservation, partitions=()))
-        plan = run.plan([target], run.rules(only=MACHINE_CHECKS))
-        hosts = asyncio.run(run.probe_targets(plan, connector))
-        return run.evaluate_hosts(plan, hosts)[0]
+        with open_session([target], run.rules(only=MACHINE_CHECKS), connector=connector) as session:
+            [host] = session.judge(session.probe())
+        return host
 
     return prove
 
