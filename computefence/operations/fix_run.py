@@ -26,10 +26,12 @@ from computefence.version import __version__
 
 def plan_fixes(before: Sequence[HostReport], allow_disruptive: bool, targets: Sequence[Target] = ()) -> fixes.FixReport:
     """The plan: each judged host's steps in order, and what will not run and why. Names of
-    one pod among `targets` (in the same order) each carry all its names: its steps run once."""
+    one pod among `targets` (in the same order) each carry all its names, the one its steps run
+    under first (the first name with a step to run: one name may be reachable, another not)."""
     plans = [fixes.plan_host(host, allow_disruptive) for host in before]
     for group in fixes.same_pods(targets) if targets else []:
         if len(group) > 1:
+            group = sorted(group, key=lambda i: not any(s.status == "planned" for s in plans[i].steps))
             names = [plans[i].name for i in group]
             for i in group:
                 plans[i] = plans[i].model_copy(update={"same_pod": names})
@@ -65,10 +67,9 @@ async def apply_and_prove(
     # A pod named more than once (a provider id, an SSH endpoint) is acted on once, under its
     # first name; every name gets those steps' records and is re-probed and judged as itself.
     groups = fixes.same_pods(targets)
+    leads = [next(i for i in group if fixes.acts(planned.hosts[i])) for group in groups]
     async with session.stopping() as stop:
-        applied = await fixes.apply_all(
-            [planned.hosts[g[0]] for g in groups], session.open_shell, options, stop, on_step
-        )
+        applied = await fixes.apply_all([planned.hosts[i] for i in leads], session.open_shell, options, stop, on_step)
         by_index: dict[int, tuple[fixes.FixHost, fixes.Transcript]] = {}
         for group, (host, transcript) in zip(groups, applied):
             for i in group:
