@@ -1263,7 +1263,7 @@ class LedgerMachine(_Model):
     """One physical machine seen in a history of fleet runs (`computefence hosts`)."""
 
     provider: str
-    # The provider's machine id (a Lambda instance's own id: Lambda names no other).
+    # The provider's machine id; the pod id where the provider names no machine (Lambda).
     machine_id: str
     host_id: str | None = None
     gpu_model: str | None = None

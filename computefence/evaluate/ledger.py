@@ -2,7 +2,7 @@
 each run found on them, and which ones to avoid when renting the next pod.
 
 A machine is the provider's machine id where discovery recorded one (RunPod machineId, Vast
-machine_id; a Lambda instance is its own machine); a pod without one is in no machine's row.
+machine_id), else the pod itself (Lambda Cloud names no machine).
 Pure: reports (or their digests, `digest_run`: what the ledger and the history page need of a
 run) in, rows out.
 """
@@ -57,11 +57,11 @@ def digest_run(run: Report) -> RunDigestFile:
 
 
 def machine_key(host: HostReport | PodDigest) -> tuple[str, str] | None:
-    """(provider, machine id) of a provider pod whose provider named its machine (the Lambda
-    source names the instance itself); None otherwise. hosts, hosts avoid and report history
-    all key machines by it."""
+    """(provider, machine id) of a provider pod; the pod id where the provider names no machine.
+    hosts, hosts avoid, report history and fleet watch --hosts-history all key machines by it."""
     info = host.provider
-    return (info.provider, info.machine_id) if info is not None and info.machine_id else None
+    machine = (info.machine_id or info.pod_id) if info is not None else None
+    return (info.provider, machine) if info is not None and machine else None
 
 
 @dataclass

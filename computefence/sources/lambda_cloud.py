@@ -126,8 +126,6 @@ def instance_target(inst: dict[str, Any], name: str) -> Target:
     info = ProviderInfo(
         provider="lambda",
         pod_id=pod_id,
-        # Lambda names no machine behind an instance: the instance is the machine the views track.
-        machine_id=pod_id,
         name=as_str(inst.get("name")),
         state=state,
         gpu_type=as_str(itype.get("gpu_description")) or as_str(itype.get("name")),

@@ -45,17 +45,18 @@ def test_hosts_and_report_history_list_the_same_machines(history, capsys):
     ledger = {(row["provider"], row["machine_id"]) for row in json.loads(out)["hosts"]}
     _, page, _ = _cli(capsys, "report", "history", str(history))
 
-    assert ledger == {("vast", "1001"), ("runpod", "rp-7")}  # a pod without a machine id is no machine
+    # A pod without a machine id stands for its own machine, in both views.
+    assert ledger == {("vast", "1001"), ("runpod", "rp-7"), ("runpod", "no-id-id")}
     machines = page[page.index('id="machines-title"') :].split("</section>", 1)[0]
     assert "runpod <code>rp-7</code>" in machines and "vast <code>1001</code>" in machines
-    assert "no-id" not in machines  # a pod without a machine id stands for no machine
+    assert "runpod <code>no-id-id</code>" in machines
 
 
 def test_hosts_avoid_says_where_a_runpod_machine_went(history, capsys):
     code, out, err = _cli(capsys, "hosts", "avoid", "--history", str(history), "--min-runs", "2")
 
     assert code == 0 and out == "machine_id notin [1001]\n"
-    assert "1 machine of runpod to avoid, not in a vastai query: --format json lists them" in err
+    assert "2 machines of runpod to avoid, not in a vastai query: --format json lists them" in err
 
 
 @pytest.mark.parametrize("argv", [["hosts", "--history"], ["hosts", "avoid", "--history"], ["report", "history"]])
