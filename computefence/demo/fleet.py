@@ -235,6 +235,8 @@ def _target(pod: DemoPod, pod_root: Path, port: int, client_key_path: Path, know
         provider=ProviderInfo(
             provider="runpod",
             pod_id=_pod_id(pod.name),
+            # As RunPod's machineId: the machine the hosts ledger and `fleet watch --hosts-history` key by.
+            machine_id=demo_machine_id(pod.name),
             name=pod.name,
             state="RUNNING",
             gpu_type=pod.gpu_type,
@@ -251,6 +253,10 @@ def _target(pod: DemoPod, pod_root: Path, port: int, client_key_path: Path, know
 
 def _pod_id(name: str) -> str:
     return "demo" + name.removeprefix("pod-").replace("-", "")[:10]
+
+
+def demo_machine_id(name: str) -> str:
+    return _pod_id(name) + "-host"
 
 
 # ---------------------------------------------------------------- pod layout

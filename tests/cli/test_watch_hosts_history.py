@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from computefence.demo.fleet import _pod_id
+from computefence.demo.fleet import _pod_id, demo_machine_id
 from computefence.models import Finding, HostReport, HostStatus, ProviderInfo, Remedy, Report, Severity
 from computefence.operations.history import History
 
@@ -27,8 +27,8 @@ def _watch(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 def test_a_stall_on_a_machine_the_history_saw_fail_says_to_give_the_pod_back(tmp_path):
     history = tmp_path / "checks"
     history.mkdir()
-    # The demo's stalled pod is a RunPod pod: its pod id is its machine in the ledger.
-    info = ProviderInfo(provider="runpod", pod_id=_pod_id("run-stalled"))
+    # The demo's stalled pod is a RunPod pod: the ledger keys it by its machineId.
+    info = ProviderInfo(provider="runpod", pod_id=_pod_id("run-stalled"), machine_id=demo_machine_id("run-stalled"))
     failed = HostReport(name="run-stalled", status=HostStatus.OK, provider=info, findings=[ECC])
     History(history, keep=10).save(
         Report(tool_version="test", kind="fleet", generated_at="2026-12-01T10:00:00Z", hosts=[failed])
@@ -36,7 +36,7 @@ def test_a_stall_on_a_machine_the_history_saw_fail_says_to_give_the_pod_back(tmp
     result = _watch(tmp_path, "--hosts-history", str(history))
     hosts = {h["name"]: h for h in json.loads(result.stdout)["hosts"]}
     (stalled,) = [f for f in hosts["run-stalled"]["findings"] if f["check"] == "run.stalled"]
-    assert f"(runpod {_pod_id('run-stalled')}) failed 1 of 1 fleet checks before (gpu.ecc)" in stalled["fix_advice"]
+    assert f"(runpod {demo_machine_id('run-stalled')}) failed 1 of 1 fleet checks before (gpu.ecc)" in stalled["fix_advice"]
     assert "give the pod back" in stalled["fix_advice"]
 
 
