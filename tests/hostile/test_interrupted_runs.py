@@ -179,4 +179,4 @@ def test_ctrl_c_counts_the_pods_not_checked_as_the_report_does(ssh_fleet, start_
 
     assert code == 130, stderr
     assert "interrupted; 2 of 3 pods were not checked (1 stopped by the interrupt)" in stderr.splitlines()[-1]
-    assert "2 not checked" in out
+    assert "2 of 3 pods not checked" in out
