@@ -49,6 +49,12 @@ class _Fact(_Model):
         names = self.__pydantic_fields_set__
         object.__setattr__(self, "__pydantic_fields_set__", _FIELDS_SETS.setdefault(frozenset(names), names))
 
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # Unpickled (a --workers worker's answer): shared as a parsed one is.
+        super().__setstate__(state)
+        names = self.__pydantic_fields_set__
+        object.__setattr__(self, "__pydantic_fields_set__", _FIELDS_SETS.setdefault(frozenset(names), names))
+
     def __setattr__(self, name: str, value: Any) -> None:
         # Assignment records the name in the fields set: this instance gets a set of its own first.
         object.__setattr__(self, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
