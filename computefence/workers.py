@@ -219,6 +219,19 @@ class _InFlight:
             return await self.connector.check(target, params)
 
 
+class _Forwarding:
+    """A worker's connector: each pod's report goes to the session as soon as it is made, and
+    the worker keeps only a stand-in, so its memory stays that of the pods in flight."""
+
+    def __init__(self, connector: Connector, send: Callable[[HostReport], None]):
+        self.connector = connector
+        self.send = send
+
+    async def check(self, target: Target, params: dict[str, Any]) -> HostReport:
+        self.send(await self.connector.check(target, params))
+        return HostReport(name=target.name, status=HostStatus.OK)
+
+
 def _work(
     conn: Connection,
     parents_ends: list[Connection],
@@ -269,10 +282,11 @@ async def _probe_slice(
     sent: set[str] = set()
 
     def send(host: HostReport) -> None:
-        conn.send(("host", host))
-        sent.add(host.name)
+        if host.name not in sent:  # a target check_targets answers itself (not checkable)
+            conn.send(("host", host))
+            sent.add(host.name)
 
-    hosts = await check_targets(connector, targets, probe_params, on_progress=send, stop=stop)
+    hosts = await check_targets(_Forwarding(connector, send), targets, probe_params, on_progress=send, stop=stop)
     if not stop.is_set():
         loop.remove_reader(conn.fileno())
     conn.send(("done", [h for h in hosts if h.name not in sent]))
