@@ -36,7 +36,10 @@ def test_a_stall_on_a_machine_the_history_saw_fail_says_to_give_the_pod_back(tmp
     result = _watch(tmp_path, "--hosts-history", str(history))
     hosts = {h["name"]: h for h in json.loads(result.stdout)["hosts"]}
     (stalled,) = [f for f in hosts["run-stalled"]["findings"] if f["check"] == "run.stalled"]
-    assert f"(runpod {demo_machine_id('run-stalled')}) failed 1 of 1 fleet checks before (gpu.ecc)" in stalled["fix_advice"]
+    assert (
+        f"(runpod {demo_machine_id('run-stalled')}) failed 1 of 1 fleet checks before (gpu.ecc)"
+        in stalled["fix_advice"]
+    )
     assert "give the pod back" in stalled["fix_advice"]
 
 
