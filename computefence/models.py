@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_serializer, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from computefence.redaction import Redacted
 
@@ -963,6 +964,9 @@ class HostReport(_WithFix):
     duration_s: float | None = None
     facts: Facts | None = None
     findings: list[Finding] = Field(default_factory=list)
+    # What the connector saw beyond the reason (a known_hosts file, a key's fingerprint), for
+    # the evaluator's fix; never written to a report.
+    status_detail: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
 
     @property
     def blocking_findings(self) -> list[Finding]:

@@ -58,6 +58,7 @@ __all__ = [
     "reevaluate",
     "report_for",
     "rules",
+    "with_status_fix",
 ]
 
 ProgressCallback = Callable[[HostReport], None]
@@ -165,11 +166,27 @@ async def probe_targets(
     *,
     on_progress: ProgressCallback | None = None,
     stop: asyncio.Event | None = None,
+    connect_timeout: float | None = None,
 ) -> list[HostReport]:
-    """One HostReport per target, in the plan's order: facts, or the status saying why not.
+    """One HostReport per target, in the plan's order: facts, or the status saying why not
+    with the evaluator's fix for it (its ssh command waits `connect_timeout`, as the run did).
     `probe_params` are added to every target's (e.g. per-collector "timeouts")."""
     targets = run_plan.targets if isinstance(run_plan, Plan) else list(run_plan)
-    return await check_targets(connector, targets, probe_params, on_progress=on_progress, stop=stop)
+    hosts = await check_targets(connector, targets, probe_params, on_progress=on_progress, stop=stop)
+    return [with_status_fix(target, host, connect_timeout) for target, host in zip(targets, hosts)]
+
+
+def with_status_fix(target: Target, host: HostReport, connect_timeout: float | None = None) -> HostReport:
+    """A host the connector could not check, with what to run (and know) about it; the ssh
+    command of the fix waits `connect_timeout` (default: the evaluator's)."""
+    if host.status is HostStatus.OK or host.fix is not None:
+        return host
+    # Imported here: `doctor` starts its probe before the evaluator has loaded.
+    from computefence.evaluate.connection import DEFAULT_CONNECT_TIMEOUT, status_fix
+
+    wait = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+    fix = status_fix(target, host.status, host.status_detail or host.reason, connect_timeout=wait)
+    return host.model_copy(update={"fix": fix})
 
 
 _MAYBE_GONE = {HostStatus.UNREACHABLE, HostStatus.TIMEOUT, HostStatus.CONNECTION_LOST, HostStatus.HOST_KEY_MISMATCH}

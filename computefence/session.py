@@ -97,6 +97,8 @@ class RunSession:
     workers: int = 1
     # --concurrency: the pods in flight across all the workers.
     concurrency: int | None = None
+    # The run's --connect-timeout, for the evaluator's fix of a pod that did not answer.
+    connect_timeout: float = 10.0
     interrupted: bool = field(default=False, init=False)
 
     @property
@@ -133,7 +135,14 @@ class RunSession:
             on_progress = None
             if progress and self.progress is not None:
                 on_progress = stack.enter_context(self.progress(len(plan.targets)))
-            hosts = await run.probe_targets(plan, self.connector, self.probe_params, on_progress=on_progress, stop=stop)
+            hosts = await run.probe_targets(
+                plan,
+                self.connector,
+                self.probe_params,
+                on_progress=on_progress,
+                stop=stop,
+                connect_timeout=self.connect_timeout,
+            )
             stopped = stop.is_set()
         if self.live and not stopped:
             hosts = run.mark_vanished(plan.targets, hosts, self.api_url)
@@ -159,6 +168,7 @@ class RunSession:
                 on_progress = stack.enter_context(self.progress(len(self.plan.targets)))
             hosts = await started.gather(on_progress, stop)
             stopped = stop.is_set()
+        hosts = [run.with_status_fix(t, h, self.connect_timeout) for t, h in zip(self.plan.targets, hosts)]
         if self.live and not stopped:
             hosts = run.mark_vanished(self.plan.targets, hosts, self.api_url)
         return hosts
@@ -186,12 +196,8 @@ class RunSession:
 
     async def open_shell(self, name: str) -> Shell | Outcome:
         """A command session on the target `name` (fix steps), or the outcome saying why not."""
-        opener = getattr(self.connector, "open_shell", None)
-        if opener is None:
-            return Outcome(HostStatus.NOT_CHECKABLE, "this connector runs no commands on its targets")
         target = next(t for t in self.plan.targets if t.name == name)
-        shell: Shell | Outcome = await opener(target)
-        return shell
+        return await self.connector.open_shell(target)
 
     def cancelled(self, hosts: Sequence[HostReport]) -> int:
         """How many of `hosts` the interrupt left unchecked."""
@@ -223,6 +229,8 @@ def open_session(
     there are targets). A bad name, file or selection raises ConfigError before any pod
     is contacted."""
     rules = rules if rules is not None else run.Rules()
+    concurrency = settings.concurrency if settings is not None else None
+    settings = settings if settings is not None else ConnectSettings()
     planner = planner if planner is not None else check_plan()
     with contextlib.ExitStack() as stack:
         read: tuple[list[Target], list[SourceStatus]] | None = None
@@ -260,7 +268,8 @@ def open_session(
             sigint=sigint,
             note=note,
             workers=workers if workers is not None else default_workers(len(plan.targets)),
-            concurrency=settings.concurrency if settings is not None else None,
+            concurrency=concurrency,
+            connect_timeout=settings.connect_timeout,
         )
 
 

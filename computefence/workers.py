@@ -29,6 +29,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from computefence.connectors.interface import Connector, Outcome, cancelled_report, check_targets, host_report
+from computefence.connectors.shell import Shell
 from computefence.models import HostReport, HostStatus, Target
 from computefence.sources.selection import shard_of
 
@@ -217,6 +218,9 @@ class _InFlight:
             self.semaphore = asyncio.Semaphore(self.share)
         async with self.semaphore:
             return await self.connector.check(target, params)
+
+    async def open_shell(self, target: Target) -> Shell | Outcome:
+        return await self.connector.open_shell(target)
 
 
 class _Forwarding:

@@ -11,10 +11,18 @@ import typer
 
 from computefence import check, evaluate
 from computefence.cli import app, main
-from computefence.connectors.registry import CONNECTORS, ConnectSettings, open_connector
+from computefence.connectors.registry import (
+    CONNECTORS,
+    ConnectSettings,
+    ReplaySettings,
+    SshSettings,
+    connector_for,
+    open_connector,
+)
 from computefence.demo.record import DEMO_RECORDING
 from computefence.errors import ConfigError
 from computefence.evaluate.spec import CheckSpec
+from computefence.models import Target
 from computefence.render import CHANGES_FORMATS, FORMATS, render
 from computefence.render.interface import Renderer
 from computefence.sources import TargetSelection, build_sources
@@ -52,7 +60,7 @@ def test_report_diff_offers_the_formats_that_show_changes(capsys):
 
 
 def test_every_format_is_a_renderer_taking_the_same_options():
-    sample_report = check(connector="replay", settings=ConnectSettings(recording=DEMO_RECORDING))
+    sample_report = check(connector="replay", settings=ConnectSettings(own=(ReplaySettings(DEMO_RECORDING),)))
     for name, made in FORMATS.items():
         assert issubclass(made, Renderer), name
         text = made(color=False, width=80, group_by="pod", quiet=True).render(sample_report)
@@ -82,6 +90,18 @@ def test_every_connector_row_opens_a_session(tmp_path):
         assert session.targets is None and session.live
     with pytest.raises(ConfigError, match="unknown connector 'telnet'; choose one of: ssh"):
         open_connector("telnet")
+
+
+def test_the_targets_choose_their_connector_and_each_row_declares_its_own_settings():
+    pod = Target(name="gpu-1", host="10.0.0.5")
+    assert connector_for([pod]) == "ssh"
+    # demo, replay and local bring their own pods or this machine: only a name opens them.
+    assert [name for name, kind in CONNECTORS.items() if kind.reaches(pod)] == ["ssh"]
+    settings = ConnectSettings(own=(ReplaySettings(DEMO_RECORDING), SshSettings(accept_new=True)))
+    assert settings.of(ReplaySettings).recording == DEMO_RECORDING and settings.of(SshSettings).accept_new
+    assert settings.with_own(SshSettings()).of(SshSettings).accept_new is False
+    assert settings.with_own(SshSettings()).of(ReplaySettings).recording == DEMO_RECORDING
+    assert all(isinstance(kind.settings, type) for kind in CONNECTORS.values())
 
 
 def test_the_check_registry_is_the_areas_checks_and_rules_in_table_order():

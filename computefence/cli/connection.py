@@ -22,7 +22,7 @@ from typing import Annotated, Any
 import typer
 
 from computefence.cli.option_groups import option_group
-from computefence.connectors.registry import ConnectSettings
+from computefence.connectors.registry import ConnectSettings, SshSettings
 from computefence.errors import ConfigError
 
 _PANEL = "Running"
@@ -143,15 +143,19 @@ def _settings(values: dict[str, Any]) -> ConnectSettings:
         concurrency=values["concurrency"],
         connect_timeout=values["connect_timeout"],
         deadline=values["timeout"],
-        known_hosts=tuple(str(p) for p in known_hosts),
-        accept_new=accept_new,
-        insecure_no_host_key_check=insecure,
+        own=(
+            SshSettings(
+                known_hosts=tuple(str(p) for p in known_hosts),
+                accept_new=accept_new,
+                insecure_no_host_key_check=insecure,
+            ),
+        ),
     )
 
 
 def prepare_connections(settings: ConnectSettings) -> None:
     """Once every option is accepted: the unsafe-mode warning, and room for a socket per pod."""
-    if settings.insecure_no_host_key_check:
+    if settings.of(SshSettings).insecure_no_host_key_check:
         # asyncssh loads only when pods are contacted, not for every other command.
         from computefence.connectors.ssh import INSECURE_WARNING
 

@@ -26,7 +26,7 @@ from computefence.cli.output import (
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import collect_less_often, note, progress_lines
 from computefence.cli.targets import own_pods_connector, target_options
-from computefence.connectors.registry import ConnectSettings
+from computefence.connectors.registry import ConnectSettings, ReplaySettings, SlurmSettings
 from computefence.errors import ConfigError
 from computefence.files import check_output_path, write_output
 from computefence.interrupt import left_untouched, say_interrupted
@@ -182,14 +182,10 @@ def check(
     ctx.with_resource(collect_less_often())
     # The canary runs after the machine checks, on its own budget.
     settings = dataclasses.replace(
-        connection,
-        deadline=connection.deadline + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0),
-        recording=replay,
-        slurm_account=account,
-        slurm_qos=qos,
-        slurm_partitions=selection.slurm_partitions,
-        slurm_immediate=immediate,
-    )
+        connection, deadline=connection.deadline + (DEFAULT_TIMEOUTS["perf"] if perf else 0.0)
+    ).with_own(SlurmSettings(account=account, qos=qos, partitions=selection.slurm_partitions, immediate=immediate))
+    if replay is not None:
+        settings = settings.with_own(ReplaySettings(recording=replay))
     if (account or qos) and not selection.slurm:
         raise ConfigError("--account and --qos need --slurm")
     check_output_path(output)

@@ -11,46 +11,105 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from computefence.connectors.payload import probe_params
-from computefence.models import Facts, HostReport, HostStatus, Target
+from computefence.models import Facts, HostReport, HostStatus, SourceStatus, Target
+
+if TYPE_CHECKING:
+    from computefence.connectors.shell import Shell
+
+# The detail a connector gives with HOST_KEY_MISMATCH when the key is @revoked, not changed.
+REVOKED_DETAIL = "@revoked"
+# The detail of a connection_lost that happened before the login, not while the probe ran.
+HANDSHAKE = "handshake"
+
+_Own = TypeVar("_Own")
+
+
+@dataclass(frozen=True)
+class ConnectSettings:
+    """How a run reaches its targets: what every connector honours, and each connector's own
+    settings (an object of the class its row declares, e.g. SshSettings or ReplaySettings)."""
+
+    # Targets worked on at once.
+    concurrency: int = 256
+    # Time to connect, handshake and log in.
+    connect_timeout: float = 10.0
+    # Everything for one target, connecting included (local: the probe process's bound).
+    deadline: float = 60.0
+    # Which probe to send (connectors.payload.PROBES): "check", or "watch" (fleet watch).
+    probe: str = "check"
+    own: tuple[object, ...] = ()
+
+    def of(self, kind: type[_Own]) -> _Own:
+        """The settings of class `kind` given, else that class's defaults."""
+        return next((item for item in self.own if isinstance(item, kind)), None) or kind()
+
+    def with_own(self, *settings: object) -> ConnectSettings:
+        """These settings with `settings` in place of any of the same class."""
+        kept = tuple(item for item in self.own if not any(type(item) is type(new) for new in settings))
+        return replace(self, own=kept + settings)
 
 
 class Connector(Protocol):
+    """How a run reaches one kind of machine: the probe on a target, and a command session."""
+
     async def check(self, target: Target, params: dict[str, Any]) -> HostReport:
-        """The target's facts, or the status saying why there are none."""
+        """The target's facts, or the status saying why there are none (never a fix: the
+        evaluator words it)."""
+
+    async def open_shell(self, target: Target) -> Shell | Outcome:
+        """A session that runs bounded commands on the target (fix steps), or the outcome
+        saying why there is none."""
+
+
+@dataclass
+class Session:
+    """An open connector: it makes the Connector for the targets, and lists its own pods
+    where it brings them (demo, replay)."""
+
+    connect: Callable[[list[Target]], Connector]
+    # The connector's own pods and their source; None: the caller's targets.
+    targets: list[Target] | None = None
+    sources: list[SourceStatus] = field(default_factory=list)
+    # Real pods: a provider pod that failed to answer is worth re-listing (run.mark_vanished).
+    live: bool = True
+
+
+class ConnectorKind(Protocol):
+    """One row of connectors.registry.CONNECTORS: a way of reaching machines."""
+
+    @property
+    def settings(self) -> type:
+        """The class of this connector's own settings (ConnectSettings.of finds them)."""
+
+    def open(self, settings: ConnectSettings) -> AbstractContextManager[Session]:
+        """The connector's session, open while the block runs."""
+
+    def reaches(self, target: Target) -> bool:
+        """Whether this connector is the one for `target` when a command names none."""
 
 
 @dataclass
 class Outcome:
     status: HostStatus
     reason: str
-    # For status_fix, when the reason is not what it needs: the known_hosts file holding the
-    # old key (mismatch), the offered key's fingerprint (unknown).
+    # For the evaluator's fix, when the reason is not what it needs: the known_hosts file
+    # holding the old key (mismatch), the offered key's fingerprint (unknown), HANDSHAKE.
     detail: str | None = None
     facts: Facts | None = None
 
 
-def host_report(target: Target, outcome: Outcome, duration: float, connect_timeout: float | None = None) -> HostReport:
-    """`connect_timeout`: the one the fix for a pod that did not answer names (default: the evaluator's)."""
-    fix = None
-    if outcome.status is not HostStatus.OK:
-        # Imported here: `doctor` starts its probe before the evaluator has loaded.
-        from computefence.evaluate.connection import DEFAULT_CONNECT_TIMEOUT, status_fix
-
-        fix = status_fix(
-            target,
-            outcome.status,
-            outcome.detail if outcome.detail is not None else outcome.reason,
-            connect_timeout=DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout,
-        )
-    return HostReport(
+def host_report(target: Target, outcome: Outcome, duration: float) -> HostReport:
+    """The report of one target's outcome, without a fix: run.probe_targets has the
+    evaluator word it from the status and `status_detail`."""
+    report = HostReport(
         name=target.name,
         status=outcome.status,
         reason=outcome.reason,
-        fix=fix,
         host=target.host,
         port=target.port,
         provider=target.provider,
@@ -58,6 +117,9 @@ def host_report(target: Target, outcome: Outcome, duration: float, connect_timeo
         duration_s=round(duration, 3),
         facts=outcome.facts,
     )
+    if outcome.status is not HostStatus.OK:
+        report.status_detail = outcome.detail if outcome.detail is not None else outcome.reason
+    return report
 
 
 def cancelled_report(target: Target) -> HostReport:

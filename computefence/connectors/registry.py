@@ -1,10 +1,15 @@
-"""The connectors by name: one row each in CONNECTORS, name -> factory.
+"""The connectors by name: one row each in CONNECTORS.
 
-A factory takes the ConnectSettings and opens a Session (a context manager: the demo's
-simulated pods run while it is open). The session makes the Connector for the targets, and
-a connector that brings its own pods (demo, replay) lists them. A new connector is one
-module and one row here. Each row imports its module only when opened, so asyncssh loads
-only for a fleet run.
+A row (a ConnectorKind) declares the class of its connector's own settings, opens a Session
+(a context manager: the demo's simulated pods run while it is open) from the run's
+ConnectSettings, and says which targets it reaches. The session makes the Connector for the
+targets; a connector that brings its own pods (demo, replay) lists them. When a command names
+no connector, `connector_for` takes the row that reaches the targets: the commands never name
+one. Each row imports its module only when opened, so asyncssh loads only for a fleet run.
+
+Adding a connector is one module (a Connector: `check` runs the probe, `open_shell` a command
+session) and one row here, with its settings class; tests/connectors/test_contract.py then
+runs it through the cases every connector answers alike.
 """
 
 from __future__ import annotations
@@ -12,49 +17,49 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from computefence.connectors.interface import Connector
+from computefence.connectors.interface import Connector, ConnectorKind, ConnectSettings, Session
 from computefence.errors import ConfigError
 from computefence.models import SourceStatus, Target
 
+__all__ = [
+    "CONNECTORS",
+    "ConnectSettings",
+    "LocalSettings",
+    "ReplaySettings",
+    "Session",
+    "SlurmSettings",
+    "SshSettings",
+    "connector_for",
+    "open_connector",
+]
+
 
 @dataclass(frozen=True)
-class ConnectSettings:
-    """What the connectors need from the command line; each takes the fields it uses."""
+class Row:
+    settings: type
+    opener: Callable[[ConnectSettings], AbstractContextManager[Session]]
+    reaches_target: Callable[[Target], bool] = lambda target: False
 
-    # ssh (and the demo's pods, reached over SSH)
-    concurrency: int = 256
-    connect_timeout: float = 10.0
-    # ssh: everything for one pod, connecting included; local: the probe process's bound.
-    deadline: float = 60.0
+    def open(self, settings: ConnectSettings) -> AbstractContextManager[Session]:
+        return self.opener(settings)
+
+    def reaches(self, target: Target) -> bool:
+        return self.reaches_target(target)
+
+
+# ---------------------------------------------------------------- ssh (and the demo's pods)
+
+
+@dataclass(frozen=True)
+class SshSettings:
+    """The host-key options of `fleet` commands (--known-hosts, --accept-new, --insecure-...)."""
+
     known_hosts: tuple[str, ...] = ()
     accept_new: bool = False
     insecure_no_host_key_check: bool = False
-    # replay: the folder of recordings
-    recording: Path | None = None
-    # ssh: which probe to send (connectors.payload.PROBES): "check", or "watch" (fleet watch).
-    probe: str = "check"
-    # slurm: srun's --account, --qos and --partition (else srun reads SLURM_ACCOUNT, SLURM_QOS,
-    # SLURM_PARTITION), and its --immediate bound in seconds.
-    slurm_account: str | None = None
-    slurm_qos: str | None = None
-    slurm_partitions: tuple[str, ...] = ()
-    slurm_immediate: int = 10
-
-
-@dataclass
-class Session:
-    connect: Callable[[list[Target]], Connector]
-    # The connector's own pods and their source (demo, replay); None: the caller's targets.
-    targets: list[Target] | None = None
-    sources: list[SourceStatus] = field(default_factory=list)
-    # Real pods: a provider pod that failed to answer is worth re-listing (run.mark_vanished).
-    live: bool = True
-
-
-ConnectorFactory = Callable[[ConnectSettings], AbstractContextManager[Session]]
 
 
 def _ssh_connector(settings: ConnectSettings, targets: list[Target]) -> Connector:
@@ -64,14 +69,15 @@ def _ssh_connector(settings: ConnectSettings, targets: list[Target]) -> Connecto
     # A missing key, an unknown -H alias or an unreadable known_hosts file is a configuration
     # error for the whole run, found before connecting.
     check_before_connecting([t for t in targets if not t.unreachable_reason])
+    own = settings.of(SshSettings)
     connector = SshConnector(
         RunOptions(
             concurrency=settings.concurrency,
             connect_timeout=settings.connect_timeout,
             deadline=settings.deadline,
-            known_hosts=list(settings.known_hosts),
-            accept_new=settings.accept_new,
-            insecure_no_host_key_check=settings.insecure_no_host_key_check,
+            known_hosts=list(own.known_hosts),
+            accept_new=own.accept_new,
+            insecure_no_host_key_check=own.insecure_no_host_key_check,
             probe=settings.probe,
         )
     )
@@ -83,6 +89,11 @@ def _ssh_connector(settings: ConnectSettings, targets: list[Target]) -> Connecto
 def ssh(settings: ConnectSettings) -> Iterator[Session]:
     """The targets' pods over SSH (asyncssh)."""
     yield Session(connect=lambda targets: _ssh_connector(settings, targets))
+
+
+def _has_ssh_endpoint(target: Target) -> bool:
+    # Every source but Slurm gives an SSH endpoint (host, port, user).
+    return bool(target.host) and not _is_slurm_node(target)
 
 
 @contextlib.contextmanager
@@ -100,20 +111,39 @@ def demo(settings: ConnectSettings) -> Iterator[Session]:
         )
 
 
+# ---------------------------------------------------------------- replay
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    """The folder of recordings to serve back (`--replay DIR`)."""
+
+    recording: Path | None = None
+
+
 @contextlib.contextmanager
 def replay(settings: ConnectSettings) -> Iterator[Session]:
-    """The pods and probe outputs recorded in settings.recording, served back."""
+    """The pods and probe outputs recorded in the ReplaySettings' folder, served back."""
     from computefence.connectors.replay import ReplayConnector, load_recordings
 
-    if settings.recording is None:
+    folder = settings.of(ReplaySettings).recording
+    if folder is None:
         raise ConfigError("the replay connector needs a folder of recordings")
-    recordings = load_recordings(settings.recording)
+    recordings = load_recordings(folder)
     yield Session(
         connect=lambda targets: ReplayConnector(recordings),
         targets=[recording.target for recording in recordings],
         sources=[SourceStatus(name="replay", targets=len(recordings))],
         live=False,
     )
+
+
+# ---------------------------------------------------------------- local
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """Nothing beyond the run's deadline: this machine needs no address or key."""
 
 
 @contextlib.contextmanager
@@ -124,18 +154,33 @@ def local(settings: ConnectSettings) -> Iterator[Session]:
     yield Session(connect=lambda targets: LocalConnector(settings.deadline), live=False)
 
 
+# ---------------------------------------------------------------- slurm
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """srun's --account, --qos and --partition (else srun reads SLURM_ACCOUNT, SLURM_QOS,
+    SLURM_PARTITION), and its --immediate bound in seconds."""
+
+    account: str | None = None
+    qos: str | None = None
+    partitions: tuple[str, ...] = ()
+    immediate: int = 10
+
+
 @contextlib.contextmanager
 def slurm(settings: ConnectSettings) -> Iterator[Session]:
     """The targets' Slurm nodes, each probed in a job step of its own (srun)."""
     from computefence.connectors.slurm import SlurmConnector, SlurmOptions
 
+    own = settings.of(SlurmSettings)
     options = SlurmOptions(
         concurrency=settings.concurrency,
         deadline=settings.deadline,
-        immediate=settings.slurm_immediate,
-        account=settings.slurm_account,
-        qos=settings.slurm_qos,
-        partitions=settings.slurm_partitions,
+        immediate=own.immediate,
+        account=own.account,
+        qos=own.qos,
+        partitions=own.partitions,
         probe=settings.probe,
     )
     if options.immediate >= options.deadline:
@@ -143,28 +188,40 @@ def slurm(settings: ConnectSettings) -> Iterator[Session]:
     yield Session(connect=lambda targets: SlurmConnector(options), live=False)
 
 
-CONNECTORS: dict[str, ConnectorFactory] = {
-    "ssh": ssh,
-    "demo": demo,
-    "replay": replay,
-    "local": local,
-    "slurm": slurm,
+def _is_slurm_node(target: Target) -> bool:
+    return target.provider is not None and target.provider.provider == "slurm"
+
+
+CONNECTORS: dict[str, ConnectorKind] = {
+    "ssh": Row(SshSettings, ssh, _has_ssh_endpoint),
+    "demo": Row(SshSettings, demo),
+    "replay": Row(ReplaySettings, replay),
+    "local": Row(LocalSettings, local),
+    "slurm": Row(SlurmSettings, slurm, _is_slurm_node),
 }
 
 
 def connector_for(targets: Sequence[Target]) -> str:
-    """The connector that reaches `targets` when the command names none: Slurm nodes
-    (provider "slurm") are reached through srun, every other source gives SSH endpoints."""
-    slurm = {t.provider is not None and t.provider.provider == "slurm" for t in targets}
-    if slurm == {True, False}:
-        raise ConfigError("Slurm nodes are reached through srun, other targets over SSH: check them in separate runs")
-    return "slurm" if slurm == {True} else "ssh"
+    """The connector that reaches `targets` when the command names none: the first row that
+    reaches every one of them (with no targets, the first row: it contacts nothing).
+    ConfigError when no row reaches a target, or the targets need different connectors."""
+    for name, kind in CONNECTORS.items():
+        if all(kind.reaches(target) for target in targets):
+            return name
+    needs: dict[str, list[str]] = {}
+    for target in targets:
+        reaching = next((n for n, kind in CONNECTORS.items() if kind.reaches(target)), None)
+        if reaching is None:
+            raise ConfigError(f"{target.name}: no connector reaches this target")
+        needs.setdefault(reaching, []).append(target.name)
+    kinds = ", ".join(f"{name} for {names[0]}" for name, names in needs.items())
+    raise ConfigError(f"the targets need different connectors ({kinds}): check them in separate runs")
 
 
 def open_connector(name: str, settings: ConnectSettings | None = None) -> AbstractContextManager[Session]:
     """The session of the connector named `name`; ConfigError for an unknown name."""
     try:
-        factory = CONNECTORS[name]
+        kind = CONNECTORS[name]
     except KeyError:
         raise ConfigError(f"unknown connector {name!r}; choose one of: {', '.join(CONNECTORS)}") from None
-    return factory(settings if settings is not None else ConnectSettings())
+    return kind.open(settings if settings is not None else ConnectSettings())

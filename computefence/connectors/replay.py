@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from computefence.connectors.interface import Outcome, host_report
 from computefence.connectors.payload import MAX_OUTPUT_BYTES, parse_probe_output
+from computefence.connectors.shell import Shell
 from computefence.errors import ConfigError, ProbeOutputError
 from computefence.files import file_name_for, read_config_bytes, write_output
 from computefence.models import HostReport, HostStatus, Target
@@ -59,6 +60,10 @@ class ReplayConnector:
             except ProbeOutputError as exc:
                 outcome = Outcome(HostStatus.PROBE_FAILED, str(exc))
         return host_report(target, outcome, recording.duration_s)
+
+    async def open_shell(self, target: Target) -> Shell | Outcome:
+        """A recording holds probe answers, not a machine: no command runs."""
+        return Outcome(HostStatus.NOT_CHECKABLE, f"{target.name} is a recorded pod: no command runs on it")
 
 
 def load_recordings(folder: Path) -> list[Recording]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from computefence.connectors.interface import Outcome, host_report
 from computefence.connectors.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_wire
+from computefence.connectors.shell import Shell
 from computefence.errors import ProbeOutputError
 from computefence.models import HostReport, HostStatus, Target
 from computefence.text import one_line
@@ -104,6 +105,11 @@ class SlurmConnector:
                 )
             report = host_report(target, outcome, time.monotonic() - started)
             return report.model_copy(update={"port": None})
+
+    async def open_shell(self, target: Target) -> Shell | Outcome:
+        """No command session: a fix step on a node would need a job step of its own, and a
+        broken node is drained (fleet drain), not repaired through the scheduler."""
+        return Outcome(HostStatus.NOT_CHECKABLE, f"{target.name} is a Slurm node: fix steps do not run through srun")
 
     async def _step(self, target: Target, params: dict[str, Any]) -> Outcome:
         deadline = self.options.deadline

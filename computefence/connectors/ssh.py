@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from computefence.connectors.asyncssh_quiet import asyncssh
-from computefence.connectors.interface import Outcome, check_targets, host_report
+from computefence.connectors.interface import HANDSHAKE, REVOKED_DETAIL, Outcome, check_targets, host_report
 from computefence.connectors.known_hosts import (
     HostKeyLookup,
     HostKeyStore,
@@ -33,7 +33,6 @@ from computefence.connectors.known_hosts import (
 from computefence.connectors.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_wire
 from computefence.connectors.shell import Shell, SshShell
 from computefence.errors import ConfigError, ProbeOutputError
-from computefence.evaluate.connection import HANDSHAKE, REVOKED_DETAIL
 from computefence.models import HostReport, HostStatus, Target
 from computefence.probe.core import DEFAULT_TIMEOUTS
 from computefence.sources.ssh_config import expand_tokens, identity_tokens
@@ -208,7 +207,7 @@ class SshConnector:
         async with self.semaphore:
             started = time.monotonic()
             outcome = await self._bounded(target, params, started)
-            return host_report(target, outcome, time.monotonic() - started, self.options.connect_timeout)
+            return host_report(target, outcome, time.monotonic() - started)
 
     async def _bounded(self, target: Target, params: dict[str, Any], started: float) -> Outcome:
         phase = ["connecting"]

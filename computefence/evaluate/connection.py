@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import ipaddress
 
+from computefence.connectors.interface import HANDSHAKE, REVOKED_DETAIL
 from computefence.evaluate.context import q
 from computefence.evaluate.profiles import Profile, get_profile
 from computefence.models import Fix, FixStep, HostStatus, StepKind, Target
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
-# The detail a connector gives with HOST_KEY_MISMATCH when the key is @revoked, not changed.
-REVOKED_DETAIL = "@revoked"
 DEFAULT_CONNECT_TIMEOUT = 10.0
-# The detail of a connection_lost that happened before the login, not while the probe ran.
-HANDSHAKE = "handshake"
 # Addresses only a local network reaches (RFC 1918, carrier-grade NAT, IPv6 unique local).
 _PRIVATE_NETWORKS = tuple(
     ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7")

@@ -15,7 +15,7 @@ import pytest
 import computefence
 from computefence import run
 from computefence.cli import main
-from computefence.connectors.registry import ConnectSettings, open_connector
+from computefence.connectors.registry import ConnectSettings, ReplaySettings, open_connector
 from computefence.connectors.replay import ReplayConnector, load_recordings
 from computefence.demo.record import DEMO_RECORDING
 from computefence.errors import ConfigError
@@ -48,7 +48,7 @@ def test_check_gives_the_report_fleet_check_prints(capsys):
     code = main(["fleet", "check", "--replay", str(DEMO_RECORDING), "--format", "json", "--skip", "storage.*"])
     from_cli = Report.model_validate_json(capsys.readouterr().out)
     from_api = computefence.check(
-        connector="replay", settings=ConnectSettings(recording=DEMO_RECORDING), skip=["storage.*"]
+        connector="replay", settings=ConnectSettings(own=(ReplaySettings(DEMO_RECORDING),)), skip=["storage.*"]
     )
     assert code == 1 and from_api.summary.verdict.value == "block"
     assert from_api.model_dump(exclude={"generated_at"}, mode="json") == from_cli.model_dump(
@@ -59,7 +59,7 @@ def test_check_gives_the_report_fleet_check_prints(capsys):
 def test_the_steps_rejudge_a_reprobed_subset_with_the_whole_plan():
     # What `fleet fix` does: probe a few pods again and judge them under the same plan.
     async def steps() -> tuple[run.Plan, list, list]:
-        with open_connector("replay", ConnectSettings(recording=DEMO_RECORDING)) as session:
+        with open_connector("replay", ConnectSettings(own=(ReplaySettings(DEMO_RECORDING),))) as session:
             assert session.targets is not None and not session.live
             plan = run.plan(session.targets, run.rules(only=["gpu.*"]), sources=session.sources)
             connector = session.connect(plan.targets)
@@ -110,7 +110,9 @@ def test_progress_reaches_the_caller_and_stop_cancels_what_is_in_flight():
 
 def test_a_typo_in_only_or_a_connector_without_pods_is_a_config_error_before_probing():
     with pytest.raises(ConfigError, match="names no check"):
-        computefence.check(connector="replay", settings=ConnectSettings(recording=DEMO_RECORDING), only=["gpu.nope"])
+        computefence.check(
+            connector="replay", settings=ConnectSettings(own=(ReplaySettings(DEMO_RECORDING),)), only=["gpu.nope"]
+        )
     with pytest.raises(ConfigError, match="no pods of its own"):
         computefence.check(connector="ssh")
     with pytest.raises(ConfigError, match="unknown connector 'telnet'"):
