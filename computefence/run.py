@@ -58,6 +58,7 @@ __all__ = [
     "reevaluate",
     "report_for",
     "rules",
+    "with_run_params",
     "with_status_fix",
 ]
 
@@ -172,8 +173,22 @@ async def probe_targets(
     with the evaluator's fix for it (its ssh command waits `connect_timeout`, as the run did).
     `probe_params` are added to every target's (e.g. per-collector "timeouts")."""
     targets = run_plan.targets if isinstance(run_plan, Plan) else list(run_plan)
-    hosts = await check_targets(connector, targets, probe_params, on_progress=on_progress, stop=stop)
+    params = with_run_params(targets, probe_params)
+    hosts = await check_targets(connector, targets, params, on_progress=on_progress, stop=stop)
     return [with_status_fix(target, host, connect_timeout) for target, host in zip(targets, hosts)]
+
+
+def with_run_params(targets: Sequence[Target], probe_params: dict[str, Any] | None) -> dict[str, Any]:
+    """What every target's probe gets from the run: `probe_params` and, with --perf, the
+    evaluator's figure for a busy GPU (the canary stays off GPUs gpu.memory-in-use would
+    call busy)."""
+    params = dict(probe_params or {})
+    if any(t.checks.perf for t in targets):
+        # Imported here: `doctor` starts its probe before the evaluator has loaded.
+        from computefence.evaluate.gpu import BUSY_MIB
+
+        params.setdefault("perf_busy_mib", BUSY_MIB)
+    return params
 
 
 def with_status_fix(target: Target, host: HostReport, connect_timeout: float | None = None) -> HostReport:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from computefence.errors import ConfigError
+from computefence.files import read_config_bytes
+from computefence.models import SCHEMA_VERSION, Report
 from computefence.text import one_line
 
 REPORT = "a ComputeFence report"
@@ -164,3 +166,42 @@ def check_schema_version(path: Path, found: int, known: int) -> None:
     if found > 1000:
         raise ConfigError(f"{path}: its schema_version is not one any ComputeFence wrote")
     raise ConfigError(f"{path} has schema_version {found}; this computefence reads up to {known} (upgrade it)")
+
+
+# ---------------------------------------------------------------- a saved report
+
+# A 1000-pod report with full facts is a few MiB; anything far larger is not one.
+MAX_REPORT_BYTES = 256 * 2**20
+
+# The hosts list in Report.model_dump_json(indent=2) of a report without hosts. JSON strings
+# hold no raw line break, so this text at this indent is only ever the top-level key.
+_NO_HOSTS = '\n  "hosts": []'
+
+
+def report_json(report: Report) -> str:
+    """The report as `--format json` and `--history` write it."""
+    return "".join(report_chunks(report))
+
+
+def report_chunks(report: Report) -> Iterator[str]:
+    """The same text as `report_json`, a host at a time: a thousand pods' report is never one string."""
+    head, _, tail = report.model_copy(update={"hosts": []}).model_dump_json(indent=2).partition(_NO_HOSTS)
+    yield head + '\n  "hosts": ['
+    for index, host in enumerate(report.hosts):
+        separator = "," if index else ""
+        yield separator + "\n    " + host.model_dump_json(indent=2).replace("\n", "\n    ")
+    yield ("\n  ]" if report.hosts else "]") + tail + "\n"
+
+
+def load_report(path: Path, model: type[Report] = Report) -> Report:
+    """A saved report, validated, or ConfigError naming the file and what is wrong. `model`:
+    a Report subclass that reads less of it (the history page drops the facts)."""
+    raw = read_config_bytes(path, "computefence JSON report", limit=MAX_REPORT_BYTES)
+    try:
+        report = model.model_validate_json(raw)
+    except ValidationError as exc:
+        if kind_of(top_level_keys(raw)) not in (REPORT, None):
+            require_kind(path, set(), raw, REPORT)
+        raise validation_error(path, raw, exc, "a computefence JSON report") from None
+    check_saved(path, report, raw, REPORT, report.schema_version, SCHEMA_VERSION)
+    return report

@@ -153,9 +153,8 @@ class RunSession:
         across `workers` processes when there are more than one, with the same result."""
         if names is None and self.workers > 1 and can_fork():
             # Forked before this process runs an event loop: each worker starts its own.
-            started = start_workers(
-                self.plan.targets, self.workers, self.connector, self.probe_params, self.concurrency
-            )
+            params = run.with_run_params(self.plan.targets, self.probe_params)
+            started = start_workers(self.plan.targets, self.workers, self.connector, params, self.concurrency)
             return asyncio.run(self._gather(started))
         return asyncio.run(self.probe_async(names))
 

@@ -109,3 +109,99 @@ def test_the_import_graph_has_no_circle_function_level_imports_included():
 
 def test_the_circle_finder_finds_a_circle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# ---------------------------------------------------------------- the layers (docs/architecture.md)
+
+# Lowest first: a module may import from its own layer and the layers before it, never after.
+LAYERS = ("models", "sources/connectors", "evaluate", "run", "operations", "render", "cli")
+# Module (or package) -> layer. The probe is below them all (and is not imported as modules).
+PLACES = {
+    "computefence.models": "models",
+    "computefence.saved_files": "models",
+    "computefence.sources": "sources/connectors",
+    "computefence.connectors": "sources/connectors",
+    "computefence.demo": "sources/connectors",
+    "computefence.evaluate": "evaluate",
+    "computefence.policy": "evaluate",
+    "computefence.baseline": "evaluate",
+    "computefence.run": "run",
+    "computefence.session": "run",
+    "computefence.watch": "run",
+    "computefence.workers": "run",
+    "computefence.operations": "operations",
+    "computefence.dataset_tools": "operations",
+    "computefence.render": "render",
+    "computefence.cli": "cli",
+    "computefence.__main__": "cli",
+}
+# Plain helpers every layer may use; they import only each other.
+HELPERS = {
+    "computefence.errors",
+    "computefence.text",
+    "computefence.jsontext",
+    "computefence.files",
+    "computefence.safe_words",
+    "computefence.interrupt",
+    "computefence.http",
+    "computefence.version",
+    "computefence.redaction",
+}
+# The package itself: `computefence.check` is forwarded to the run session on first use.
+FACADE = "computefence"
+
+
+def layer_of(module: str) -> str:
+    if module in HELPERS:
+        return "helpers"
+    for prefix, layer in PLACES.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return layer
+    raise KeyError(module)
+
+
+def upward_arrows(graph: dict[str, set[str]]) -> list[str]:
+    rank = {"helpers": -1, **{layer: index for index, layer in enumerate(LAYERS)}}
+    found = []
+    for module, edges in sorted(graph.items()):
+        if module == FACADE:
+            continue
+        for edge in sorted(edges):
+            if rank[layer_of(edge)] > rank[layer_of(module)] or (
+                layer_of(module) == "helpers" and layer_of(edge) != "helpers"
+            ):
+                found.append(f"{module} ({layer_of(module)}) -> {edge} ({layer_of(edge)})")
+    return found
+
+
+def test_every_module_has_a_layer():
+    graph = import_graph()
+    unplaced = []
+    for module in graph:
+        try:
+            layer_of(module)
+        except KeyError:
+            unplaced.append(module)
+    assert [m for m in unplaced if m != FACADE] == []
+
+
+def test_no_import_runs_up_the_layers():
+    assert upward_arrows(import_graph()) == []
+
+
+def test_the_arrow_finder_finds_an_arrow_that_runs_up():
+    graph = {
+        "computefence.operations.history": {"computefence.render.json", "computefence.models"},
+        "computefence.errors": {"computefence.models"},
+        "computefence.render.json": {"computefence.saved_files"},
+    }
+    assert upward_arrows(graph) == [
+        "computefence.errors (helpers) -> computefence.models (models)",
+        "computefence.operations.history (operations) -> computefence.render.json (render)",
+    ]
+
+
+def test_the_architecture_page_states_the_same_layers():
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    rows = [line.split("|")[1].strip() for line in page.splitlines() if line.startswith("| ") and "`" in line]
+    assert rows[: len(LAYERS) + 1] == ["probe", *(layer.replace("/", ", ") for layer in LAYERS)]

@@ -19,7 +19,7 @@ from computefence.connectors.registry import (
     connector_for,
     open_connector,
 )
-from computefence.demo.record import DEMO_RECORDING
+from computefence.demo import DEMO_RECORDING
 from computefence.errors import ConfigError
 from computefence.evaluate.spec import CheckSpec
 from computefence.models import Target

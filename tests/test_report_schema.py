@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from computefence.cli import main
-from computefence.demo.record import DEMO_RECORDING
+from computefence.demo import DEMO_RECORDING
 
 CHECKED_IN = Path(__file__).resolve().parent.parent / "schema" / "report.schema.json"
 

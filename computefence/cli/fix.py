@@ -28,7 +28,7 @@ from computefence.connectors.registry import ConnectSettings
 from computefence.errors import ConfigError
 from computefence.files import check_output_dir, check_output_path, write_output
 from computefence.interrupt import left_untouched, say_interrupted
-from computefence.models import HostReport
+from computefence.models import FixReport, HostReport, StepRecord, acts
 from computefence.operations import fix as fixes
 from computefence.operations import fix_run
 from computefence.policy import resolve_policy
@@ -132,7 +132,7 @@ def fix(
             print("computefence: nothing to apply: no finding has a step fleet fix runs", file=sys.stderr)
             apply = False
         if not session.interrupted and apply:
-            pods = [p.name for p in report.hosts if fixes.acts(p) and any(s.status == "planned" for s in p.steps)]
+            pods = [p.name for p in report.hosts if acts(p) and any(s.status == "planned" for s in p.steps)]
             if not yes and not _ask_after_plan(report, f"on {plural(len(pods), 'pod')} ({_names(pods)})"):
                 return 1
             with _StepProgress(report.step_count) as progress:
@@ -175,14 +175,14 @@ class _StepProgress(LiveCount):
     def __init__(self, total: int):
         super().__init__(total, "applying", "steps")
 
-    def update(self, pod: str, record: fixes.StepRecord) -> None:
+    def update(self, pod: str, record: StepRecord) -> None:
         took = f" ({record.duration_s:.1f} s)" if record.duration_s is not None else ""
         self.advance(
             record.status == "ran", f"{pod}: {record.check}: {record.status}{took}", last=f" · {pod}: {record.check}"
         )
 
 
-def _ask_after_plan(plan: fixes.FixReport, where: str) -> bool:
+def _ask_after_plan(plan: FixReport, where: str) -> bool:
     """Show the plan in full (each target's commands, in order), then ask. Without a terminal
     there is no one to ask: a usage error, and nothing was changed."""
     if not sys.stdin.isatty():

@@ -34,6 +34,7 @@ from computefence.operations.gate import HEALTHY_FORMATS, check_gate_path, healt
 from computefence.operations.notify import alert_settings
 from computefence.policy import resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
+from computefence.render.webhook import PAYLOADS
 from computefence.session import check_plan, open_session
 from computefence.sources import TargetSelection
 from computefence.sources.selection import parse_shard
@@ -231,7 +232,7 @@ def check(
         if run_history is not None:
             run_history.save(report)
         if alerts is not None:
-            alerts.send(report)
+            alerts.send(report, PAYLOADS)
     if interrupted:
         # The report's count of pods not checked (unreachable ones too), so the two agree.
         not_checked, cancelled = report.summary.not_ok, session.cancelled(hosts)

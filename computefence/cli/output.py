@@ -12,16 +12,17 @@ from rich.console import Console
 
 from computefence.files import write_output
 from computefence.models import Report, Severity
-from computefence.operations.notify import NOTIFY_FORMATS, NOTIFY_ON
+from computefence.operations.notify import NOTIFY_ON
 from computefence.render import FORMATS, render_pieces
 from computefence.render.interface import GROUP_BY
+from computefence.render.webhook import PAYLOADS
 
 # Typer shows an Enum's values as the choices in --help and rejects anything else (exit 2).
 OutputFormat = Enum("OutputFormat", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 
 
 NotifyOn = Enum("NotifyOn", {name: name for name in NOTIFY_ON}, type=str)  # type: ignore[misc]  # members from a registry table
-NotifyFormat = Enum("NotifyFormat", {name: name for name in NOTIFY_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
+NotifyFormat = Enum("NotifyFormat", {name: name for name in PAYLOADS}, type=str)  # type: ignore[misc]  # members from a registry table
 GroupBy = Enum("GroupBy", {name: name for name in GROUP_BY}, type=str)  # type: ignore[misc]  # members from a registry table
 GROUP_BY_HELP = (
     "check: each finding once with the pods it hits; pod: each pod with its fixes in order (rich, markdown)."

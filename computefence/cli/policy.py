@@ -27,7 +27,7 @@ from computefence.policy import (
     parse_policy_text,
     resolve_policy,
 )
-from computefence.render.json import load_report
+from computefence.saved_files import load_report
 from computefence.sources import TargetSelection
 
 policy_app = typer.Typer(

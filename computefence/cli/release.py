@@ -21,8 +21,8 @@ from computefence.models import Report
 from computefence.operations import release
 from computefence.operations.action_log import open_log
 from computefence.operations.history import ENTRY_RE
-from computefence.render.json import load_report
 from computefence.render.release import RELEASE_FORMATS, render_release
+from computefence.saved_files import load_report
 from computefence.sources.interface import ReleasingSource
 from computefence.sources.registry import PROVIDER_NAMES, provider_source
 

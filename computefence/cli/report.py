@@ -17,7 +17,7 @@ from computefence.evaluate.changes import compare_reports, worsened
 from computefence.evaluate.merge import merge_reports
 from computefence.policy import resolve_policy
 from computefence.render import CHANGES_FORMATS, render_changes
-from computefence.render.json import load_report
+from computefence.saved_files import load_report
 
 report_app = typer.Typer(
     name="report",

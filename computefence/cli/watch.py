@@ -36,6 +36,7 @@ from computefence.interrupt import say_interrupted
 from computefence.models import Report
 from computefence.operations.notify import Alerts, alert_settings
 from computefence.policy import resolve_policy
+from computefence.render.webhook import PAYLOADS
 from computefence.session import open_session
 from computefence.sources import TargetSelection
 
@@ -182,14 +183,14 @@ def watch(
             if run_history is not None:
                 run_history.save(report)
             if alerts is not None:
-                alerts.send(report)
+                alerts.send(report, PAYLOADS)
             return evaluate.exit_code(report)
         return _loop(one_pass, interval, fmt.value, output, quiet, alerts)
 
 
 def _dataset_labels(path: Path) -> dict[str, int]:
     """Each pod's label count from a saved report's dataset facts (a capped count is no count)."""
-    from computefence.render.json import load_report
+    from computefence.saved_files import load_report
 
     report = load_report(path)
     found = {}
@@ -243,7 +244,7 @@ def _loop(
             else:
                 emit(report, fmt, output, quiet=quiet)
             if alerts is not None and previous is not None:
-                alerts.send(report)
+                alerts.send(report, PAYLOADS)
             previous = report
             time.sleep(max(0.0, interval - (time.monotonic() - started)))
     except KeyboardInterrupt:

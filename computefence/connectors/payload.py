@@ -101,12 +101,6 @@ def probe_params(checks: CheckOptions, python: str = "python3", **extra: Any) ->
         "extra_paths": list(checks.extra_paths),
         "perf": checks.perf,
     }
-    if checks.perf:
-        # The canary stays off GPUs that gpu.memory-in-use would call busy. Imported here:
-        # `doctor` starts its probe before the evaluator has loaded.
-        from computefence.evaluate.gpu import BUSY_MIB
-
-        params["perf_busy_mib"] = BUSY_MIB
     params.update(extra)
     return params
 

@@ -9,7 +9,7 @@ A recording is a folder with one JSON file a target; the files' names give the o
 The probe output is parsed the way the SSH connector parses it (a garbled one ends as
 probe_failed), and a status other than ok is served with its recorded reason; fixes are
 worked out afresh, as for a live run. The demo fleet's recording (computefence/demo/
-recordings/fleet, made by `python -m computefence.demo.record`) feeds the replay tests.
+recordings/fleet, made by `python3 bench/record_demo.py`) feeds the replay tests.
 """
 
 from __future__ import annotations

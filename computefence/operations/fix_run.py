@@ -17,14 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from computefence.models import HostReport, Target
+from computefence.models import FixHost, FixReport, HostReport, Target, acts
 from computefence.operations import fix as fixes
 from computefence.session import RunSession
 from computefence.text import plural
 from computefence.version import __version__
 
 
-def plan_fixes(before: Sequence[HostReport], allow_disruptive: bool, targets: Sequence[Target] = ()) -> fixes.FixReport:
+def plan_fixes(before: Sequence[HostReport], allow_disruptive: bool, targets: Sequence[Target] = ()) -> FixReport:
     """The plan: each judged host's steps in order, and what will not run and why. Names of
     one pod among `targets` (in the same order) each carry all its names, the one its steps run
     under first (the first name with a step to run: one name may be reachable, another not)."""
@@ -35,7 +35,7 @@ def plan_fixes(before: Sequence[HostReport], allow_disruptive: bool, targets: Se
             names = [plans[i].name for i in group]
             for i in group:
                 plans[i] = plans[i].model_copy(update={"same_pod": names})
-    report = fixes.FixReport(
+    report = FixReport(
         tool_version=__version__, generated_at=_now(), applied=False, allow_disruptive=allow_disruptive, hosts=plans
     )
     return report.model_copy(update={"summary": fixes.summarize(plans)})
@@ -46,7 +46,7 @@ class AppliedFixes:
     """What applying did: the judged report, the hosts as judged after (the re-probed ones
     replaced), and one transcript per host for --log."""
 
-    report: fixes.FixReport
+    report: FixReport
     after: list[HostReport]
     transcripts: list[fixes.Transcript]
 
@@ -55,7 +55,7 @@ async def apply_and_prove(
     session: RunSession,
     probed: Sequence[HostReport],
     before: Sequence[HostReport],
-    planned: fixes.FixReport,
+    planned: FixReport,
     options: fixes.ApplyOptions,
     on_step: fixes.StepProgress | None = None,
 ) -> AppliedFixes:
@@ -67,10 +67,10 @@ async def apply_and_prove(
     # A pod named more than once (a provider id, an SSH endpoint) is acted on once, under its
     # first name; every name gets those steps' records and is re-probed and judged as itself.
     groups = fixes.same_pods(targets)
-    leads = [next(i for i in group if fixes.acts(planned.hosts[i])) for group in groups]
+    leads = [next(i for i in group if acts(planned.hosts[i])) for group in groups]
     async with session.stopping() as stop:
         applied = await fixes.apply_all([planned.hosts[i] for i in leads], session.open_shell, options, stop, on_step)
-        by_index: dict[int, tuple[fixes.FixHost, fixes.Transcript]] = {}
+        by_index: dict[int, tuple[FixHost, fixes.Transcript]] = {}
         for group, (host, transcript) in zip(groups, applied):
             for i in group:
                 name, names = targets[i].name, planned.hosts[i].same_pod

@@ -43,7 +43,7 @@ from computefence.models import (
     Severity,
     Summary,
 )
-from computefence.render.json import load_report, render_chunks
+from computefence.saved_files import load_report, report_chunks
 
 ENTRY_RE = re.compile(r"^\d{8}T\d{6}Z\.json$")
 _STAMP = "%Y%m%dT%H%M%SZ"
@@ -110,7 +110,7 @@ class History:
             if newest is not None and newest < when + timedelta(days=1):
                 when = max(when, newest + timedelta(seconds=1))
         path = self.directory / f"{when.strftime(_STAMP)}.json"
-        write_output(render_chunks(report), path, flag="--history")
+        write_output(report_chunks(report), path, flag="--history")
         _write_digest(path, digest_run(report))
         self._prune()
         return path

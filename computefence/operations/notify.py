@@ -11,7 +11,7 @@ import dataclasses
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -21,14 +21,12 @@ from computefence.evaluate.changes import newsworthy
 from computefence.evaluate.fleet import fails
 from computefence.models import Report
 from computefence.policy import POLICY_FILE, NotifySettings
-from computefence.render.webhook import PAYLOADS
 from computefence.version import __version__
 
 if TYPE_CHECKING:
     from computefence.http import RetryPolicy
 
 NOTIFY_ON = ("change", "always", "block")
-NOTIFY_FORMATS = tuple(PAYLOADS)
 TIMEOUT_S = 10.0
 RETRIES = 3
 # A Retry-After longer than this is not waited for: a cron run must end.
@@ -74,7 +72,7 @@ def wanted(report: Report, on: str) -> bool:
 def notify(
     report: Report,
     hooks: Sequence[Webhook],
-    fmt: str,
+    payload: Callable[[Report], object],
     *,
     timeout_s: float = TIMEOUT_S,
     sleep: Callable[[float], None] | None = None,
@@ -82,7 +80,7 @@ def notify(
     """POST the payload to every hook; returns one warning line per hook that failed."""
     from computefence.http import RetryPolicy
 
-    body = json.dumps(PAYLOADS[fmt](report)).encode()
+    body = json.dumps(payload(report)).encode()
     policy = RetryPolicy(
         attempts=RETRIES + 1,
         timeout_s=timeout_s,
@@ -149,10 +147,11 @@ class Alerts:
     on: str
     fmt: str
 
-    def send(self, report: Report) -> None:
-        """Notify when `on` says so; failures are warnings on stderr only."""
+    def send(self, report: Report, payloads: Mapping[str, Callable[[Report], object]]) -> None:
+        """Notify when `on` says so, with the message `payloads[fmt]` makes (the renderers'
+        render.webhook.PAYLOADS); failures are warnings on stderr only."""
         if wanted(report, self.on):
-            for warning in notify(report, self.hooks, self.fmt):
+            for warning in notify(report, self.hooks, payloads[self.fmt]):
                 print(warning, file=sys.stderr)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-from computefence.operations.fix import FixHost, FixReport, StepRecord
+from computefence.models import FixHost, FixReport, StepRecord
 from computefence.text import clean, one_line, plural
 
 FORMATS = ("rich", "json")

@@ -17,7 +17,7 @@ from computefence import run
 from computefence.cli import main
 from computefence.connectors.registry import ConnectSettings, ReplaySettings, open_connector
 from computefence.connectors.replay import ReplayConnector, load_recordings
-from computefence.demo.record import DEMO_RECORDING
+from computefence.demo import DEMO_RECORDING
 from computefence.errors import ConfigError
 from computefence.models import HostReport, HostStatus, Report, Target
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from computefence.cli import main
-from computefence.demo.record import DEMO_RECORDING
+from computefence.demo import DEMO_RECORDING
 
 ENV_VARS = (
     "COMPUTEFENCE_FORMAT",

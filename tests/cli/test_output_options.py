@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from computefence.cli import main
-from computefence.demo.record import DEMO_RECORDING
+from computefence.demo import DEMO_RECORDING
 
 
 def _fleet(capsys, *args: str) -> tuple[int, str, str]:

@@ -131,9 +131,9 @@ def test_doctor_json_round_trips_through_report(tmp_path, capsys):
 
 
 def test_a_file_far_larger_than_any_report_is_refused_unread(tmp_path, capsys, monkeypatch):
-    from computefence.render import json as report_json
+    from computefence import saved_files
 
-    monkeypatch.setattr(report_json, "MAX_REPORT_BYTES", 1024)
+    monkeypatch.setattr(saved_files, "MAX_REPORT_BYTES", 1024)
     big = tmp_path / "big.json"
     big.write_bytes(b" " * 2048)
     assert main(["report", str(big)]) == 2

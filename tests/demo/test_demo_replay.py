@@ -1,7 +1,7 @@
 """The demo fleet and the replay tests share one recording: it must still say what the live demo says.
 
 When this fails after a change to the probe or to a demo pod, record again:
-`python -m computefence.demo.record`."""
+`python3 bench/record_demo.py`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from computefence.demo.record import DEMO_RECORDING
+from computefence.demo import DEMO_RECORDING
 
 
 def _verdicts(tmp_path, *source: str) -> dict[str, tuple]:

@@ -15,8 +15,8 @@ import pytest
 from computefence.cli import main
 from computefence.connectors.interface import check_targets
 from computefence.connectors.replay import ReplayConnector, load_recordings
+from computefence.demo import DEMO_RECORDING
 from computefence.demo.fleet import DEMO_PODS
-from computefence.demo.record import DEMO_RECORDING
 from computefence.models import HostStatus, Report, Target
 
 

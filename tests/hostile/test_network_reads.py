@@ -20,6 +20,7 @@ from computefence.errors import SourceError
 from computefence.evaluate.fleet import build_report
 from computefence.http import RetryPolicy
 from computefence.operations.notify import notify, webhooks
+from computefence.render.webhook import PAYLOADS
 from computefence.sources.runpod import RunPodSource
 from computefence.sources.vast import VastSource
 
@@ -179,7 +180,9 @@ def test_a_trickling_webhook_costs_its_timeout_per_try(behaviour):
     report = build_report([], kind="fleet")
     with HostileServer(behaviour) as server:
         started = time.monotonic()
-        (warning,) = notify(report, webhooks([server.url + "/hook"]), "json", timeout_s=TIMEOUT_S, sleep=lambda _: None)
+        (warning,) = notify(
+            report, webhooks([server.url + "/hook"]), PAYLOADS["json"], timeout_s=TIMEOUT_S, sleep=lambda _: None
+        )
         elapsed = time.monotonic() - started
     assert warning == (
         "computefence: warning: notification not delivered: webhook at 127.0.0.1 did not answer within 1 s "
@@ -191,7 +194,7 @@ def test_a_trickling_webhook_costs_its_timeout_per_try(behaviour):
 def test_a_webhook_answering_200_megabytes_is_delivered_without_reading_them():
     report = build_report([], kind="fleet")
     with HostileServer("huge") as server:
-        assert notify(report, webhooks([server.url]), "json", timeout_s=5) == []
+        assert notify(report, webhooks([server.url]), PAYLOADS["json"], timeout_s=5) == []
         time.sleep(0.2)
         assert server.sent < 32 * 2**20
 

@@ -14,8 +14,17 @@ from pathlib import Path
 import computefence
 from computefence.cli import main
 from computefence.evaluate.ledger import build_ledger
-from computefence.models import HostReport, HostStatus, ProviderInfo, Report, Target
-from computefence.operations.fix import FindingResult, FixHost, FixReport, StepRecord
+from computefence.models import (
+    FindingResult,
+    FixHost,
+    FixReport,
+    HostReport,
+    HostStatus,
+    ProviderInfo,
+    Report,
+    StepRecord,
+    Target,
+)
 from computefence.render.fix import render_fix
 from computefence.render.hosts import render_hosts
 from computefence.sources.export import export_yaml

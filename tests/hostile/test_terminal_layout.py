@@ -10,8 +10,16 @@ import re
 import pytest
 
 from computefence.cli import main
-from computefence.models import ReleasePod, ReleaseReport, Report, Severity
-from computefence.operations.fix import FindingResult, FixHost, FixReport, StepRecord
+from computefence.models import (
+    FindingResult,
+    FixHost,
+    FixReport,
+    ReleasePod,
+    ReleaseReport,
+    Report,
+    Severity,
+    StepRecord,
+)
 from computefence.render import render, views
 from computefence.render.fix import render_fix
 from computefence.render.release import render_release

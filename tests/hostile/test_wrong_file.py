@@ -9,7 +9,7 @@ import json
 import pytest
 
 from computefence.cli import main
-from computefence.demo.record import DEMO_RECORDING
+from computefence.demo import DEMO_RECORDING
 
 REPORT_WANTED = (
     "{path} is a baseline lock, not a ComputeFence report: "

@@ -13,7 +13,7 @@ from computefence.evaluate.changes import compare_reports
 from computefence.models import Finding, HostReport, HostStatus, Severity
 from computefence.operations.notify import alert_settings, notify, wanted, webhooks
 from computefence.policy import NotifySettings
-from computefence.render.webhook import HEADER_LIMIT, MAX_BLOCKS, SECTION_LIMIT, TEXT_LIMIT
+from computefence.render.webhook import HEADER_LIMIT, MAX_BLOCKS, PAYLOADS, SECTION_LIMIT, TEXT_LIMIT
 
 FIX = "python3 -m pip install torch==2.4.1"
 TORCH = Finding(
@@ -41,7 +41,7 @@ class Sleeps(list):
 
 def _send(server: WebhookServer, report=None, fmt="slack", **kw) -> tuple[list[str], Sleeps]:
     sleeps = Sleeps()
-    warnings = notify(report or _changed_run(), webhooks([server.url]), fmt, sleep=sleeps, **kw)
+    warnings = notify(report or _changed_run(), webhooks([server.url]), PAYLOADS[fmt], sleep=sleeps, **kw)
     return warnings, sleeps
 
 
@@ -131,7 +131,7 @@ def test_a_refused_message_is_not_retried():
 def test_nothing_listening_is_a_warning_too():
     url = f"http://127.0.0.1:{closed_port()}{WebhookServer.SECRET_PATH}"
     sleeps = Sleeps()
-    (warning,) = notify(_changed_run(), webhooks([url]), "slack", sleep=sleeps)
+    (warning,) = notify(_changed_run(), webhooks([url]), PAYLOADS["slack"], sleep=sleeps)
     assert "cannot reach webhook at 127.0.0.1" in warning and len(sleeps) == 3
     _no_secret(warning)
 

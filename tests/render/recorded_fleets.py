@@ -7,7 +7,7 @@ import asyncio
 from functools import cache
 
 from computefence.connectors.replay import ReplayConnector, load_recordings
-from computefence.demo.record import DEMO_RECORDING
+from computefence.demo import DEMO_RECORDING
 from computefence.evaluate import build_report, evaluate_host, finish_hosts
 from computefence.models import HostReport, HostStatus, Report
 

@@ -14,8 +14,8 @@ import sample_reports
 from browser import WIDTHS, Browser, artifacts_dir, require_browser
 from test_render_html import strict_parse
 
+from computefence.demo import DEMO_RECORDING
 from computefence.demo.fleet import DEMO_PODS
-from computefence.demo.record import DEMO_RECORDING
 from computefence.models import Report
 
 README = Path(__file__).resolve().parents[2] / "docs" / "operations.md"

@@ -13,8 +13,8 @@ import pytest
 import sample_reports
 from browser import WIDTHS, Browser, artifacts_dir, require_browser
 
+from computefence.demo import DEMO_RECORDING
 from computefence.demo.fleet import DEMO_PODS
-from computefence.demo.record import DEMO_RECORDING
 from computefence.models import Fix, FixStep, Report, StepKind
 from computefence.render import render
 

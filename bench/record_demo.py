@@ -1,4 +1,5 @@
-"""Record the demo fleet for replay: `python -m computefence.demo.record [DIR]`.
+"""Record the demo fleet for replay: `python3 bench/record_demo.py [DIR]` (a maintainer's
+script: it sits outside the package, which only reads the recording).
 
 Checks the demo fleet over SSH as `fleet check --demo` does and writes each pod's target,
 status and probe output to DIR (default: computefence/demo/recordings/fleet), the recording
@@ -14,10 +15,9 @@ from pathlib import Path
 
 from computefence.connectors.replay import record_run
 from computefence.connectors.ssh import RunOptions, probe_targets
+from computefence.demo import DEMO_RECORDING
 from computefence.demo.fleet import demo_fleet
 from computefence.text import plural
-
-DEMO_RECORDING = Path(__file__).parent / "recordings" / "fleet"
 
 
 def main(argv: list[str]) -> int:
