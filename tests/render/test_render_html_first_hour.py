@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from browser import Browser, artifacts_dir, require_browser
-from computefence.demo.record import DEMO_RECORDING
+
+from computefence.demo import DEMO_RECORDING
 
 WIDTHS = (1280, 390)
 
