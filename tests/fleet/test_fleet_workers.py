@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from computefence.demo.record import DEMO_RECORDING
 from fleet_helpers import CLI, HEALTHY, SPOTLESS, cli_subprocess_env, host_entry, write_inventory
 from sshfleet import PodSpec, closed_port
 
 from computefence.connectors.interface import Outcome, host_report
+from computefence.demo import DEMO_RECORDING
 from computefence.models import HostReport, HostStatus, Target
 from computefence.session import open_session
 
