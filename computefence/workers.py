@@ -235,6 +235,9 @@ class _Forwarding:
         self.send(await self.connector.check(target, params))
         return HostReport(name=target.name, status=HostStatus.OK)
 
+    async def open_shell(self, target: Target) -> Shell | Outcome:
+        return await self.connector.open_shell(target)
+
 
 def _work(
     conn: Connection,
