@@ -194,7 +194,9 @@ async def apply_host(
         return planned, transcript
     if stop.is_set():
         return _skip_rest(planned, "interrupted before it started"), transcript
-    shell = await open_shell(planned.name)
+    shell = await _unless_stopped(open_shell(planned.name), stop)
+    if shell is None:
+        return _skip_rest(planned, "interrupted while connecting"), transcript
     if isinstance(shell, Outcome):
         why = redact(shell.reason)
         host = _skip_rest(planned, f"no session: {why}")
@@ -257,6 +259,25 @@ def _refusal(output: bytes) -> str | None:
     """Why a file edit refused to write (evaluate.file_edits), from the step's last such line."""
     lines = [line for line in _output_text(output).splitlines() if line.startswith(REFUSED)]
     return one_line(lines[-1][len(REFUSED) :], 300) if lines else None
+
+
+async def _unless_stopped(opening: Awaitable[Shell | Outcome], stop: asyncio.Event) -> Shell | Outcome | None:
+    """The session `opening` gives, or None once `stop` is set first: a Ctrl-C never waits out a
+    connect timeout (a pod that accepts and then says nothing holds a connect for its whole limit)."""
+    task = asyncio.ensure_future(opening)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        stopped.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return None
 
 
 def _skip_rest(host: FixHost, reason: str) -> FixHost:

@@ -5,8 +5,10 @@ deadline, three tries: some 33 s of waiting that a Ctrl-C must cut short)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -23,6 +25,7 @@ from fake_api import FakeProviderApi, Fault, lambda_instance, runpod_pod, vast_i
 from fleet_helpers import CLI, HEALTHY, cli_subprocess_env, host_entry, write_inventory  # noqa: E402
 from sshfleet import PodSpec  # noqa: E402
 
+from computefence.connectors.ssh import RunOptions, SshConnector  # noqa: E402
 from computefence.models import (  # noqa: E402
     Facts,
     Finding,
@@ -33,8 +36,11 @@ from computefence.models import (  # noqa: E402
     Remedy,
     Report,
     Severity,
+    StepKind,
+    StepPlace,
     Target,
 )
+from computefence.operations.fix import ApplyOptions, FixHost, StepRecord, apply_all  # noqa: E402
 from computefence.sources.lambda_cloud import LambdaSource  # noqa: E402
 from computefence.sources.runpod import RunPodSource  # noqa: E402
 from computefence.sources.vast import VastSource  # noqa: E402
@@ -203,3 +209,30 @@ def test_ctrl_c_while_a_fix_step_ignores_term_ends_within_the_grace(ssh_fleet, s
     )
     assert not out.exists()
     assert sleeper not in [pid for pid, _ in pod.pid_namespace_processes()]
+
+
+def test_ctrl_c_while_a_fix_steps_connection_hangs_skips_the_pod_at_once(tmp_path):
+    """A port that accepts and never speaks SSH holds a connect for its whole limit: the stop that
+    a Ctrl-C sets ends the wait for the fix's session, and its steps are skipped as interrupted."""
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    target = Target(name="silent", host="127.0.0.1", port=port, user="root")
+    connector = SshConnector(RunOptions(connect_timeout=60.0, insecure_no_host_key_check=True))
+    step = StepRecord(
+        check="storage.output-dir", run="mkdir -p /x", on=StepPlace.POD, kind=StepKind.SAFE, status="planned"
+    )
+    plan = FixHost(name="silent", steps=[step])
+
+    async def interrupted_after(delay: float) -> tuple[list, float]:
+        stop = asyncio.Event()
+        asyncio.get_running_loop().call_later(delay, stop.set)
+        started = time.monotonic()
+        done = await apply_all([plan], lambda _name: connector.open_shell(target), ApplyOptions(), stop)
+        return done, time.monotonic() - started
+
+    try:
+        [(host, _)], took = asyncio.run(interrupted_after(0.5))
+    finally:
+        silent.close()
+    assert took < PROMPTLY_S, took
+    assert [(s.status, s.reason) for s in host.steps] == [("skipped", "interrupted while connecting")]
