@@ -165,6 +165,7 @@ async def _communicate(proc: asyncio.subprocess.Process, payload: bytes) -> tupl
     finally:
         out_task.cancel()
         err_task.cancel()
+        await asyncio.gather(out_task, err_task, return_exceptions=True)
     if out_over or err_over:
         return b"", b"", "the step printed more than the probe's answer can be"
     await proc.wait()
@@ -185,17 +186,29 @@ async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, b
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
-    """Cancel the step: srun ends it on a second SIGINT within a second; kill srun past the grace."""
-    if proc.returncode is not None:
-        return
-    for _ in range(2):
-        _signal(proc.pid, signal.SIGINT)
-        await asyncio.sleep(0.2)
+    """Cancel the step: srun ends it on a second SIGINT within a second; kill srun past the grace.
+
+    Its pipes are read (and dropped) meanwhile: asyncio counts a process as exited only once its
+    pipes reach end of file, which a reader paused on a full buffer never sees."""
+    drains = [asyncio.ensure_future(_drop(stream)) for stream in (proc.stdout, proc.stderr) if stream is not None]
     try:
-        await asyncio.wait_for(asyncio.shield(proc.wait()), _STOP_GRACE_S)
-    except asyncio.TimeoutError:
-        _signal(proc.pid, signal.SIGKILL)
-        await proc.wait()
+        if proc.returncode is None:
+            for _ in range(2):
+                _signal(proc.pid, signal.SIGINT)
+                await asyncio.sleep(0.2)
+        try:
+            await asyncio.wait_for(asyncio.shield(proc.wait()), _STOP_GRACE_S)
+        except asyncio.TimeoutError:
+            _signal(proc.pid, signal.SIGKILL)
+            await proc.wait()
+    finally:
+        for drain in drains:
+            drain.cancel()
+
+
+async def _drop(stream: asyncio.StreamReader) -> None:
+    while await stream.read(65536):
+        pass
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -183,13 +183,7 @@ def test_a_host_that_is_not_there_is_a_status_with_a_fix(subject):
     assert host.fix is not None and host.fix.commands
 
 
-def test_output_past_the_cap_is_cut_not_held_whole(subject, request):
-    if request.node.callspec.params["subject"] == "slurm":
-        # Found by this case: srun's step that prints past the cap is never reaped (the
-        # stopped reader keeps its pipe from closing, so the wait for srun's exit hangs).
-        request.applymarker(
-            pytest.mark.xfail(raises=TimeoutError, strict=True, reason="slurm: a step past the cap hangs")
-        )
+def test_output_past_the_cap_is_cut_not_held_whole(subject):
     if subject.too_large is not None:
         host = _probe(subject, subject.too_large)
         assert host.status is HostStatus.PROBE_FAILED and host.reason and "\n" not in host.reason
