@@ -204,7 +204,10 @@ CONNECTORS: dict[str, ConnectorKind] = {
 def connector_for(targets: Sequence[Target]) -> str:
     """The connector that reaches `targets` when the command names none: the first row that
     reaches every one of them (with no targets, the first row: it contacts nothing).
-    ConfigError when no row reaches a target, or the targets need different connectors."""
+    ConfigError when no row reaches a target, or the targets need different connectors. A
+    target its source already found not checkable (a stopped pod, one with no SSH port) is
+    reported as such by any connector, so it decides nothing."""
+    targets = [target for target in targets if not target.unreachable_reason]
     for name, kind in CONNECTORS.items():
         if all(kind.reaches(target) for target in targets):
             return name

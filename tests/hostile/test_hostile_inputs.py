@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from computefence import files
+from computefence import files, saved_files
 from computefence.cli import main
 
 # Each reader, the flag that reaches it, and the file name it expects.
@@ -67,9 +67,7 @@ def test_a_device_is_refused_unread(capsys, argv, name):
 @pytest.mark.parametrize("argv,name", READERS, ids=[r[1] for r in READERS])
 def test_a_file_over_the_cap_is_refused(tmp_path, capsys, monkeypatch, argv, name):
     monkeypatch.setattr(files, "MAX_CONFIG_BYTES", 4096)
-    from computefence.render import json as report_json
-
-    monkeypatch.setattr(report_json, "MAX_REPORT_BYTES", 4096)
+    monkeypatch.setattr(saved_files, "MAX_REPORT_BYTES", 4096)
     big = tmp_path / name
     big.write_text("# padding\n" * 1000)
     err = one_line_error(*run(capsys, *argv, str(big)))

@@ -10,6 +10,7 @@ from computefence.connectors.replay import ReplayConnector, load_recordings
 from computefence.demo import DEMO_RECORDING
 from computefence.evaluate import build_report, evaluate_host, finish_hosts
 from computefence.models import HostReport, HostStatus, Report
+from computefence.run import probe_targets
 
 GENERATED_AT = "2026-11-30T20:00:00+00:00"
 # One pod alone is the one with the most to say: blockers, a warning, fixes with advice.
@@ -19,14 +20,12 @@ SINGLE = "pod-ephemeral-ckpt"
 @cache
 def _recorded() -> tuple[HostReport, ...]:
     recordings = load_recordings(DEMO_RECORDING)
-    connector = ReplayConnector(recordings)
-    hosts = []
-    for recording in recordings:
-        target = recording.target
-        host = asyncio.run(connector.check(target, {}))
+    targets = [recording.target for recording in recordings]
+    # As a run probes them: a pod not checked gets the evaluator's fix for its status.
+    hosts = asyncio.run(probe_targets(targets, ReplayConnector(recordings)))
+    for target, host in zip(targets, hosts):
         if host.status is HostStatus.OK:
             host.findings = evaluate_host(host.facts, target.checks, target.provider)
-        hosts.append(host)
     return tuple(hosts)
 
 
