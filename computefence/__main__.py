@@ -9,8 +9,9 @@ import sys
 
 def run() -> None:
     try:
-        from computefence.interrupt import held
+        from computefence.interrupt import held, install_for_the_cli
 
+        install_for_the_cli()
         with held():
             from computefence.cli import main
     except KeyboardInterrupt:

@@ -31,8 +31,35 @@ _received: list[int] = []
 _said: list[str] = []
 
 
+# Every Ctrl-C this process has had, however it was acted on.
+_interrupted: list[int] = []
+
+
 def _record(signum: int, frame: FrameType | None) -> None:
     _received.append(signum)
+    _interrupted.append(signum)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    _interrupted.append(signum)
+    raise KeyboardInterrupt
+
+
+def _quiet_after_interrupt(unraisable: Any) -> None:
+    """A Ctrl-C can land inside a constructor (an event loop half built by asyncio.run); the
+    object then fails in its __del__ when collected, and Python reports it ("Exception
+    ignored in …"). The command is leaving with its one line: such reports stay silent then,
+    and are Python's own otherwise."""
+    if not _interrupted:
+        sys.__unraisablehook__(unraisable)
+
+
+def install_for_the_cli() -> None:
+    """At the entry point, before anything else: Ctrl-C raises KeyboardInterrupt as Python's
+    own handler does, and is remembered, so nothing that it cut short reports afterwards."""
+    sys.unraisablehook = _quiet_after_interrupt
+    if threading.current_thread() is threading.main_thread() and not sigint_ignored():
+        signal.signal(signal.SIGINT, _raise_interrupt)
 
 
 @contextmanager
@@ -65,9 +92,12 @@ def stop_on_sigint() -> Iterator[asyncio.Event]:
     stop = asyncio.Event()
 
     def on_sigint() -> None:
+        _interrupted.append(signal.SIGINT)
         stop.set()
         loop.remove_signal_handler(signal.SIGINT)
+        _restore(previous)
 
+    previous = signal.getsignal(signal.SIGINT)
     handled = False
     if not sigint_ignored():  # started with SIGINT ignored (`cmd &` in a script): stays so
         try:
@@ -78,8 +108,14 @@ def stop_on_sigint() -> Iterator[asyncio.Event]:
     try:
         yield stop
     finally:
-        if handled:
-            loop.remove_signal_handler(signal.SIGINT)
+        # asyncio puts Python's default handler back; the one before stays (see install_for_the_cli).
+        if handled and loop.remove_signal_handler(signal.SIGINT):
+            _restore(previous)
+
+
+def _restore(handler: Any) -> None:
+    if handler is not None:  # None: a handler not set from Python, which cannot be put back
+        signal.signal(signal.SIGINT, handler)
 
 
 def sigint_ignored() -> bool:

@@ -88,3 +88,28 @@ def test_a_run_started_with_sigint_ignored_keeps_ignoring_it_and_gives_its_verdi
     code, err = _interrupted("script", after_s, tmp_path, ignored=True)
     assert code == 1, err  # the demo's blockers: the run went on to its own verdict
     assert "interrupted" not in err and "Traceback" not in err, err
+
+
+HALF_BUILT = """
+import os, signal, sys
+from computefence.interrupt import install_for_the_cli
+install_for_the_cli()
+class HalfBuilt:  # as an event loop whose constructor a Ctrl-C cut short
+    def __del__(self):
+        raise AttributeError("no attribute '_thread_id'")
+half = HalfBuilt()
+try:
+    if sys.argv[1] == "interrupt":
+        os.kill(os.getpid(), signal.SIGINT)
+        signal.pause()
+finally:
+    del half
+"""
+
+
+def test_what_a_ctrl_c_cut_short_reports_nothing_when_collected():
+    done = subprocess.run([sys.executable, "-c", HALF_BUILT, "interrupt"], capture_output=True, text=True, timeout=60)
+    assert "KeyboardInterrupt" in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    # Without a Ctrl-C, Python's own report stands.
+    done = subprocess.run([sys.executable, "-c", HALF_BUILT, "calm"], capture_output=True, text=True, timeout=60)
+    assert "Exception ignored" in done.stderr and "_thread_id" in done.stderr, done.stderr
