@@ -3,6 +3,7 @@ from a saved `fleet check --slurm` report (a dry run unless --yes)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -17,9 +18,9 @@ from computefence.connectors.slurm import SlurmOptions
 from computefence.errors import ConfigError
 from computefence.files import check_output_path
 from computefence.interrupt import left_untouched, say_interrupted
-from computefence.models import Report
+from computefence.models import NodeAction, Report
 from computefence.operations import release, slurm_nodes
-from computefence.operations.action_log import open_log
+from computefence.operations.action_log import ActionLog, open_log
 from computefence.render.json import load_report
 from computefence.render.node_actions import NODE_ACTION_FORMATS, render_node_actions
 
@@ -75,21 +76,8 @@ def drain_command(
     report, title = _load(report_path, max_age)
     scontrol = slurm_nodes.Scontrol()
     planned = slurm_nodes.plan_drain(report, scontrol)
-    if yes:
-        run = {"command": "fleet drain", "report": str(report_path), "report_generated_at": report.generated_at}
-        with open_log(log, run) as action_log:
-            try:
-                nodes = slurm_nodes.act_drain(planned, scontrol, action_log)
-            except KeyboardInterrupt:
-                say_interrupted(slurm_nodes.interrupted_line(action_log) + left_untouched({"--output": output}))
-                return EXIT_INTERRUPTED
-    else:
-        nodes = planned
-    result = slurm_nodes.node_report("drain", nodes, dry_run=not yes)
-    emit_text(
-        lambda **s: render_node_actions(result, fmt.value, title=title, **s), fmt.value, output, what="the result"
-    )
-    return slurm_nodes.exit_code(result)
+    act = None if not yes else lambda action_log: slurm_nodes.act_drain(planned, scontrol, action_log)
+    return _carry_out("drain", report_path, report, title, planned, act, fmt=fmt, output=output, log=log)
 
 
 @fleet_app.command("resume")
@@ -114,18 +102,35 @@ def resume_command(
     report, title = _load(report_path, max_age)
     scontrol = slurm_nodes.Scontrol()
     planned = slurm_nodes.plan_resume(report, scontrol)
-    if yes:
-        run = {"command": "fleet resume", "report": str(report_path), "report_generated_at": report.generated_at}
-        prove = slurm_nodes.slurm_prover(SlurmOptions(deadline=timeout, immediate=min(10, int(timeout) // 2)))
+    prove = slurm_nodes.slurm_prover(SlurmOptions(deadline=timeout, immediate=min(10, int(timeout) // 2)))
+    act = None if not yes else lambda action_log: slurm_nodes.act_resume(planned, scontrol, action_log, prove)
+    return _carry_out("resume", report_path, report, title, planned, act, fmt=fmt, output=output, log=log)
+
+
+def _carry_out(
+    verb: str,
+    report_path: Path,
+    report: Report,
+    title: str,
+    planned: list[NodeAction],
+    act: Callable[[ActionLog], list[NodeAction]] | None,
+    *,
+    fmt: NodeFormat,
+    output: Path | None,
+    log: Path | None,
+) -> int:
+    """The plan as it stands (act None: a dry run), or what `act` did with each call logged; then
+    the result in its format and its exit code. A Ctrl-C says which calls were sent."""
+    nodes = planned
+    if act is not None:
+        run = {"command": f"fleet {verb}", "report": str(report_path), "report_generated_at": report.generated_at}
         with open_log(log, run) as action_log:
             try:
-                nodes = slurm_nodes.act_resume(planned, scontrol, action_log, prove)
+                nodes = act(action_log)
             except KeyboardInterrupt:
                 say_interrupted(slurm_nodes.interrupted_line(action_log) + left_untouched({"--output": output}))
                 return EXIT_INTERRUPTED
-    else:
-        nodes = planned
-    result = slurm_nodes.node_report("resume", nodes, dry_run=not yes)
+    result = slurm_nodes.node_report(verb, nodes, dry_run=act is None)
     emit_text(
         lambda **s: render_node_actions(result, fmt.value, title=title, **s), fmt.value, output, what="the result"
     )
