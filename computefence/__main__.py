@@ -3,6 +3,7 @@
 machine) is held until the imports are done, then is one line and exit 130 like any other
 interrupt, never a traceback."""
 
+import contextlib
 import os
 import sys
 
@@ -19,7 +20,17 @@ def run() -> None:
         # Not sys.exit: an import cut short by the interrupt (before `held` is in place) can
         # leave CPython to report it at exit as a death by SIGINT (-2). Nothing is written yet.
         os._exit(130)
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        # A Ctrl-C between the command's own handling and the exit: still one line and 130.
+        from computefence.interrupt import said_interrupted, say_interrupted
+
+        if not said_interrupted():
+            say_interrupted()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()  # what the command printed stands, as at any exit
+        os._exit(130)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import typer
 from typer.core import TyperGroup
 
 from computefence.cli.help_layout import flags_without_type, tidy_help
+from computefence.interrupt import held
 from computefence.version import __version__
 
 # Exit codes shared by every command (see cli/__init__.py).
@@ -40,8 +41,11 @@ class _CommandsOnDemand(MutableMapping[str, Any]):  # values: typer's click comm
     def _load(self, name: str) -> None:
         if name in self._built or name not in COMMAND_MODULES:
             return
-        for module in COMMAND_MODULES[name]:
-            importlib.import_module(f"computefence.cli.{module}")
+        # A Ctrl-C inside an import can surface as another error (a RuntimeError from a class
+        # being built): it is held until the modules are in, then raised as itself.
+        with held():
+            for module in COMMAND_MODULES[name]:
+                importlib.import_module(f"computefence.cli.{module}")
         tidy_help(app)
         # typer turns what the modules registered on `app` into click commands.
         group = typer.main.get_group(app)
