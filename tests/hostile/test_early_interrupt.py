@@ -1,4 +1,4 @@
-"""Ctrl-C at any moment of a run's first 1.5 s (the CLI's imports, argument parsing, the demo
+"""Ctrl-C at any moment of a run's first second (the CLI's imports, argument parsing, the demo
 fleet starting, the event loop starting, the first probes), through `python -m computefence`
 and through the installed `computefence` console script: one line and exit 130, never a
 traceback, never a silent exit, never a run that goes on to the end.
@@ -62,7 +62,9 @@ def _interrupted(entry: str, after_s: float, tmp_path: Path, *, ignored: bool = 
     return process.returncode, err
 
 
-DELAYS = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.25, 1.5]
+# Within the run: the demo fleet's whole check now ends in about 1.5 s (commands load only
+# what they use), and a Ctrl-C after its verdict is decided leaves that verdict's exit status.
+DELAYS = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0]
 
 
 @pytest.mark.parametrize("after_s", DELAYS)
