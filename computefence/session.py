@@ -1,7 +1,7 @@
 """One run session: what every command that reaches machines opens, and the steps it takes.
 
-`fleet check`, `fleet fix`, `fleet watch`, `fleet snapshot`, `doctor` and `computefence.check()`
-open a session the same way, from the selection (or targets), the rules and the connection
+`fleet check`, `fleet fix`, `fleet watch`, `fleet snapshot`, `fleet release`, `doctor` and
+`computefence.check()` open a session the same way, from the selection (or targets), the rules and the connection
 settings. Opening it decides, once for all of them:
 
 - which targets: the connector's own pods (demo, replay) narrowed by --limit/--tag, else the
@@ -10,7 +10,14 @@ settings. Opening it decides, once for all of them:
 - which connector: the one named (--demo, --replay, a library caller's), else the one the
   registry chooses for the targets (connectors.registry.connector_for);
 - how the run stops: Ctrl-C (`sigint=True`) or the caller's `stop` event. A stopped run keeps
-  what finished, marks the rest cancelled and sets `session.interrupted`.
+  what finished, marks the rest cancelled and sets `session.interrupted`; an action that
+  waits on provider calls in threads runs inside `session.acting()`, which a Ctrl-C ends at
+  once and marks the same way.
+
+An action on a saved report (`fleet release`) opens its session from the report's pods
+(`report_targets`) with the PROVIDER_APIS connector: it reaches them through their
+providers' APIs (`session.providers()`), which it lists again before acting
+(sources.registry.list_again, the listing that decides vanished pods for a check too).
 
 Then every command takes the same steps on it:
 
@@ -47,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from computefence import run
-from computefence.connectors.interface import Connector, Outcome
+from computefence.connectors.interface import Connector, Outcome, host_report
 from computefence.connectors.registry import ConnectSettings, connector_for, open_connector
 from computefence.connectors.shell import Shell
 from computefence.errors import ConfigError
@@ -55,10 +62,21 @@ from computefence.interrupt import stop_on_sigint
 from computefence.models import BaselineLock, HostReport, HostStatus, Report, Severity, SourceStatus, Target
 from computefence.policy import LoadedPolicy
 from computefence.sources import TargetSelection, collect_targets, select_targets
+from computefence.sources.interface import ReleasingSource
+from computefence.sources.registry import PROVIDER_NAMES, provider_source
 from computefence.sources.selection import select_shard
 from computefence.workers import Workers, can_fork, default_workers, start_workers
 
-__all__ = ["Planner", "ProgressFactory", "RunSession", "check", "check_async", "open_session"]
+__all__ = [
+    "PROVIDER_APIS",
+    "Planner",
+    "ProgressFactory",
+    "RunSession",
+    "check",
+    "check_async",
+    "open_session",
+    "report_targets",
+]
 
 # Counts `total` targets as they finish: a context manager giving the on_progress callback.
 ProgressFactory = Callable[[int], AbstractContextManager[run.ProgressCallback]]
@@ -77,6 +95,32 @@ def check_plan(perf: bool = False) -> Planner:
 
 def _silent(line: str) -> None:
     pass
+
+
+class _ProviderApis:
+    """The connector of an action that reaches its pods only through their providers' APIs
+    (fleet release): nothing is probed or run on a pod."""
+
+    async def check(self, target: Target, params: dict[str, Any]) -> HostReport:
+        return host_report(target, self._not_here(target), 0.0)
+
+    async def open_shell(self, target: Target) -> Shell | Outcome:
+        return self._not_here(target)
+
+    @staticmethod
+    def _not_here(target: Target) -> Outcome:
+        return Outcome(HostStatus.NOT_CHECKABLE, f"{target.name} is reached through its provider's API only")
+
+
+PROVIDER_APIS: Connector = _ProviderApis()
+
+
+def report_targets(report: Report) -> list[Target]:
+    """The pods of a saved report, as the targets of an action on them."""
+    return [
+        Target(name=h.name, host=h.host or "", port=h.port or 22, tags=list(h.tags), provider=h.provider)
+        for h in report.hosts
+    ]
 
 
 @dataclass
@@ -197,6 +241,26 @@ class RunSession:
         """A command session on the target `name` (fix steps), or the outcome saying why not."""
         target = next(t for t in self.plan.targets if t.name == name)
         return await self.connector.open_shell(target)
+
+    @contextlib.contextmanager
+    def acting(self) -> Iterator[None]:
+        """An action that waits on threads (provider calls in interrupt.each_in_a_thread): the
+        first Ctrl-C ends the wait at once and the session counts as interrupted; the caller
+        says what was sent."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.interrupted = True
+
+    def providers(self) -> dict[str, ReleasingSource]:
+        """The API of each provider whose pods the session holds, by provider name."""
+        names = {t.provider.provider for t in self.plan.targets if t.provider is not None} & set(PROVIDER_NAMES)
+        sources = {}
+        for name in sorted(names):
+            source = provider_source(name, self.api_url)
+            assert isinstance(source, ReleasingSource)
+            sources[name] = source
+        return sources
 
     def cancelled(self, hosts: Sequence[HostReport]) -> int:
         """How many of `hosts` the interrupt left unchecked."""

@@ -23,8 +23,7 @@ from computefence.operations.action_log import open_log
 from computefence.operations.history import ENTRY_RE
 from computefence.render.release import RELEASE_FORMATS, render_release
 from computefence.saved_files import load_report
-from computefence.sources.interface import ReleasingSource
-from computefence.sources.registry import PROVIDER_NAMES, provider_source
+from computefence.session import PROVIDER_APIS, open_session, report_targets
 
 Action = Enum("Action", {name: name for name in release.ACTIONS}, type=str)  # type: ignore[misc]  # members from a registry table
 ReleaseFormat = Enum("ReleaseFormat", {name: name for name in RELEASE_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
@@ -94,36 +93,25 @@ def release_command(
     age = release.check_age(report, report_path, max_age_delta, datetime.now(timezone.utc))
     release.check_patterns(checks, report)
     unreachable = _unreachable(history, unreachable_runs) if unreachable_runs else None
-    sources = _sources(report)
-    planned = release.plan(
-        report, sources, patterns=checks, unreachable=unreachable, action=action.value if action else None
-    )
-    if yes:
-        run = {"command": "fleet release", "report": str(report_path), "report_generated_at": report.generated_at}
-        with open_log(log, run) as action_log:
-            try:
-                pods = release.act(planned, sources, log=action_log)
-            except KeyboardInterrupt:
-                say_interrupted(release.interrupted_line(action_log) + left_untouched({"--output": output}))
-                return EXIT_INTERRUPTED
-    else:
+    with open_session(report_targets(report), connector=PROVIDER_APIS, verb="release", sigint=True) as session:
+        sources = session.providers()
+        planned = release.plan(
+            report, sources, patterns=checks, unreachable=unreachable, action=action.value if action else None
+        )
         pods = [p.pod() for p in planned]
+        if yes:
+            run = {"command": "fleet release", "report": str(report_path), "report_generated_at": report.generated_at}
+            with open_log(log, run) as action_log, session.acting():
+                pods = release.act(planned, sources, log=action_log)
+    if session.interrupted:
+        say_interrupted(release.interrupted_line(action_log) + left_untouched({"--output": output}))
+        return EXIT_INTERRUPTED
     result = release.release_report(pods, dry_run=not yes)
     title = f"{report_path.name} of {report.generated_at} ({release.age_text(age)} old)"
     emit_text(
         lambda **style: render_release(result, fmt.value, title=title, **style), fmt.value, output, what="the result"
     )
     return release.exit_code(result)
-
-
-def _sources(report: Report) -> dict[str, ReleasingSource]:
-    names = {h.provider.provider for h in report.hosts if h.provider is not None} & set(PROVIDER_NAMES)
-    sources = {}
-    for name in sorted(names):
-        source = provider_source(name)
-        assert isinstance(source, ReleasingSource)
-        sources[name] = source
-    return sources
 
 
 def _unreachable(history: Path | None, k: int) -> dict[tuple[str, str], release.LastAnswer | None]:

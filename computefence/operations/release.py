@@ -13,18 +13,19 @@ import contextlib
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from computefence import evaluate
-from computefence.errors import ConfigError, SourceError
+from computefence.errors import ConfigError
 from computefence.evaluate.fleet import job_may_be_running, release_findings
 from computefence.interrupt import each_in_a_thread
 from computefence.models import Finding, HostReport, HostStatus, HostVerdict, ReleasePod, ReleaseReport, Report, Target
 from computefence.operations.action_log import ActionLog
 from computefence.policy import matches
 from computefence.sources.interface import ReleasingSource
+from computefence.sources.registry import Listing, list_again
 from computefence.text import one_line, plural
 
 ACTIONS = ("stop", "terminate")
@@ -247,22 +248,6 @@ def _plan_one(
 # ---------------------------------------------------------------- acting
 
 
-@dataclass
-class _Now:
-    """A provider's listing taken just before acting, by pod id."""
-
-    targets: dict[str, Target] = field(default_factory=dict)
-    error: str | None = None
-
-
-def _listing(source: ReleasingSource) -> _Now:
-    try:
-        found = source.targets()
-    except SourceError as exc:
-        return _Now(error=str(exc))
-    return _Now(targets={t.provider.pod_id: t for t in found if t.provider is not None})
-
-
 def _changed(host: HostReport, now: Target) -> str | None:
     """How the pod listed now differs from the one in the report, or None if it is the same."""
     before, after = host.provider, now.provider
@@ -303,7 +288,7 @@ def act(
         for name in names:
             stack.enter_context(sources[name])
             say(f"computefence: listing {sources[name].title} pods again before acting")
-        listings = dict(zip(names, each_in_a_thread(lambda name: _listing(sources[name]), names)))
+        listings = dict(zip(names, each_in_a_thread(lambda name: list_again(sources[name]), names)))
         for done in each_in_a_thread(
             lambda name: _act_provider(sources[name], by_provider[name], listings[name], say, log), names
         ):
@@ -312,7 +297,7 @@ def act(
 
 
 def _act_provider(
-    source: ReleasingSource, mine: list[Planned], now: _Now, say: Callable[[str], None], log: ActionLog | None
+    source: ReleasingSource, mine: list[Planned], now: Listing, say: Callable[[str], None], log: ActionLog | None
 ) -> dict[int, ReleasePod]:
     """One provider's pods: those still as in the report get the action (in one call where the
     API takes many), then the provider is listed again to show what it reports now."""
@@ -356,7 +341,7 @@ def _act_provider(
                 results[id(item)] = result.model_copy(update={"detail": result.detail + unrecorded})
     released = [item for item in mine if results[id(item)].outcome == "released"]
     if released:
-        after = _listing(source)
+        after = list_again(source)
         for item in released:
             results[id(item)] = _proven(results[id(item)], item, after)
     return results
@@ -384,7 +369,7 @@ def _logged(
     return {**fields, "call": call} if not outcome else {**fields, "outcome": pod.outcome, "detail": pod.detail}
 
 
-def _held_back(item: Planned, source: ReleasingSource, now: _Now) -> ReleasePod | None:
+def _held_back(item: Planned, source: ReleasingSource, now: Listing) -> ReleasePod | None:
     """The outcome of a pod nothing is sent for (the listing failed, it is gone, already
     stopped, or changed since the report); None for one to act on."""
     info = item.host.provider
@@ -408,7 +393,7 @@ def _same_machine(host: HostReport, now: Target) -> bool:
     return bool(before and after and before.machine_id and before.machine_id == after.machine_id)
 
 
-def _proven(result: ReleasePod, item: Planned, after: _Now) -> ReleasePod:
+def _proven(result: ReleasePod, item: Planned, after: Listing) -> ReleasePod:
     """The answer, with what the provider's listing shows right after it."""
     if after.error is not None:
         note = "the listing afterwards failed, so it is unconfirmed"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from computefence.errors import ConfigError, SourceError
@@ -38,6 +39,23 @@ def provider_source(name: str, api_url: str | None = None, *, policy: RetryPolic
     return source
 
 
+@dataclass
+class Listing:
+    """A provider's pods as it lists them now, by pod id; or why it could not be listed."""
+
+    targets: dict[str, Target] = field(default_factory=dict)
+    error: str | None = None
+
+
+def list_again(source: TargetSource) -> Listing:
+    """The provider's pods now (before acting on them, or to see which are gone)."""
+    try:
+        found = source.targets()
+    except SourceError as exc:
+        return Listing(error=str(exc))
+    return Listing(targets={t.provider.pod_id: t for t in found if t.provider is not None})
+
+
 def recheck_vanished(
     targets: Sequence[Target],
     api_url: str | None = None,
@@ -59,11 +77,10 @@ def recheck_vanished(
             by_provider.setdefault(target.provider.provider, []).append(target)
     vanished: dict[str, str] = {}
     for provider, mine in by_provider.items():
-        try:
-            now = provider_source(provider, api_url, policy=policy).targets()
-        except SourceError:
+        listing = list_again(provider_source(provider, api_url, policy=policy))
+        if listing.error is not None:
             continue
-        current = {t.provider.pod_id: t for t in now if t.provider is not None}
+        current = listing.targets
         for target in mine:
             pod_id = target.provider.pod_id  # type: ignore[union-attr]
             label = f"{provider} pod {pod_id}"
