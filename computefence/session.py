@@ -36,7 +36,7 @@ How a new fleet action plugs in (fleet drain and resume are built this way):
    report), act through `session.open_shell(name)` or a provider API under
    `session.stopping()`, and prove it with `session.probe(names=changed)` and `session.judge`
    (operations/fix.py `apply_and_prove` is the model: apply, re-probe, judge).
-2. Its report model in computefence/models.py and `computefence/render/<action>.py` to show it.
+2. Its report model in computefence/models/actions.py and `computefence/render/<action>.py` to show it.
 3. `computefence/cli/<action>.py`: a thin typer command: options, `open_session(...)`, the
    operation, the renderer, the exit code. It never assembles the pipeline itself.
 
