@@ -47,11 +47,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
+import functools
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 from computefence import run
 from computefence.connectors.interface import Connector, Outcome, host_report
@@ -78,6 +79,7 @@ __all__ = [
     "report_targets",
 ]
 
+P = ParamSpec("P")
 # Counts `total` targets as they finish: a context manager giving the on_progress callback.
 ProgressFactory = Callable[[int], AbstractContextManager[run.ProgressCallback]]
 # How a command's targets become its plan (run.plan for a check, watch.plan for a watch).
@@ -379,7 +381,23 @@ async def check_async(
     stop: asyncio.Event | None = None,
     kind: str = "fleet",
 ) -> Report:
-    """`check` inside a running event loop."""
+    """Check `targets` and return the judged Report, as `fleet check --format json` writes it.
+
+    targets: Target objects, or a TargetSelection (inventories, ssh_config, Ansible,
+    providers) to read them from; None: the connector's own pods (demo, replay).
+    connector: a name in computefence.connectors.registry.CONNECTORS ("ssh", "demo",
+    "replay", "local"), opened with `settings`, or any Connector object. A provider pod that
+    fails to answer a live connector is re-listed and may end as vanished.
+    policy: a LoadedPolicy or a computefence.yaml path (nothing is searched for); baseline:
+    a lock or a lock file (default: the policy's `baseline:`); only/skip: check-id patterns
+    as --only/--skip; fail_on ("block" or "warn") and allow_unreachable: as the CLI flags;
+    perf: also measure the GPUs; probe_params: added to every target's probe parameters;
+    on_progress: called with each host as it finishes; stop: set it to cancel what is still
+    in flight (those pods are reported as cancelled); kind: "fleet" or "doctor".
+
+    A bad file, pattern or target list raises ConfigError before any pod is contacted; a
+    pod's own failure is its HostReport's status, never an exception. `check_async` runs
+    inside a running event loop; `check` is the same in an event loop of its own."""
     run_rules = run.rules(policy=policy, baseline=baseline, only=only, skip=skip)
     with open_session(
         targets,
@@ -405,55 +423,13 @@ def _callback(on_progress: run.ProgressCallback | None) -> ProgressFactory | Non
     return counting
 
 
-def check(
-    targets: Sequence[Target] | TargetSelection | None = None,
-    connector: Connector | str = "ssh",
-    *,
-    settings: ConnectSettings | None = None,
-    policy: LoadedPolicy | Path | None = None,
-    baseline: BaselineLock | Path | None = None,
-    only: Sequence[str] = (),
-    skip: Sequence[str] = (),
-    fail_on: Severity | str = Severity.BLOCK,
-    allow_unreachable: bool = False,
-    perf: bool = False,
-    probe_params: dict[str, Any] | None = None,
-    on_progress: run.ProgressCallback | None = None,
-    stop: asyncio.Event | None = None,
-    kind: str = "fleet",
-) -> Report:
-    """Check `targets` and return the judged Report, as `fleet check --format json` writes it.
+def _in_a_loop_of_its_own(check_in_loop: Callable[P, Coroutine[Any, Any, Report]]) -> Callable[P, Report]:
+    @functools.wraps(check_in_loop)
+    def blocking(*args: P.args, **kwargs: P.kwargs) -> Report:
+        return asyncio.run(check_in_loop(*args, **kwargs))
 
-    targets: Target objects, or a TargetSelection (inventories, ssh_config, Ansible,
-    providers) to read them from; None: the connector's own pods (demo, replay).
-    connector: a name in computefence.connectors.registry.CONNECTORS ("ssh", "demo",
-    "replay", "local"), opened with `settings`, or any Connector object. A provider pod that
-    fails to answer a live connector is re-listed and may end as vanished.
-    policy: a LoadedPolicy or a computefence.yaml path (nothing is searched for); baseline:
-    a lock or a lock file (default: the policy's `baseline:`); only/skip: check-id patterns
-    as --only/--skip; fail_on ("block" or "warn") and allow_unreachable: as the CLI flags;
-    perf: also measure the GPUs; probe_params: added to every target's probe parameters;
-    on_progress: called with each host as it finishes; stop: set it to cancel what is still
-    in flight (those pods are reported as cancelled); kind: "fleet" or "doctor".
+    blocking.__name__ = blocking.__qualname__ = "check"
+    return blocking
 
-    A bad file, pattern or target list raises ConfigError before any pod is contacted; a
-    pod's own failure is its HostReport's status, never an exception. Inside a running
-    event loop, await check_async instead."""
-    return asyncio.run(
-        check_async(
-            targets,
-            connector,
-            settings=settings,
-            policy=policy,
-            baseline=baseline,
-            only=only,
-            skip=skip,
-            fail_on=fail_on,
-            allow_unreachable=allow_unreachable,
-            perf=perf,
-            probe_params=probe_params,
-            on_progress=on_progress,
-            stop=stop,
-            kind=kind,
-        )
-    )
+
+check = _in_a_loop_of_its_own(check_async)
