@@ -17,11 +17,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-from computefence.cli.option_groups import option_group
+from computefence.cli.option_groups import option, option_group
 from computefence.connectors.registry import ConnectSettings, SshSettings
 from computefence.errors import ConfigError
 
@@ -41,88 +39,58 @@ def connection_options(
     """`envvars`: COMPUTEFENCE_CONCURRENCY and COMPUTEFENCE_TIMEOUT apply (not to `fleet fix`,
     whose steps install packages: a check's concurrency is no measure for them)."""
     options = [
-        (
-            "concurrency",
-            Annotated[
-                int,
-                typer.Option(
-                    "--concurrency",
-                    min=1,
-                    metavar="N",
-                    envvar="COMPUTEFENCE_CONCURRENCY" if envvars else None,
-                    help=concurrency_help,
-                    rich_help_panel=_PANEL,
-                ),
-            ],
+        option(
+            "--concurrency",
+            int,
             concurrency,
+            min=1,
+            metavar="N",
+            envvar="COMPUTEFENCE_CONCURRENCY" if envvars else None,
+            help=concurrency_help,
+            rich_help_panel=_PANEL,
         ),
-        (
-            "connect_timeout",
-            Annotated[
-                float,
-                typer.Option(
-                    "--connect-timeout",
-                    min=0.1,
-                    metavar="SECONDS",
-                    help="Time to connect, handshake and log in.",
-                    rich_help_panel=_PANEL,
-                ),
-            ],
+        option(
+            "--connect-timeout",
+            float,
             10.0,
+            min=0.1,
+            metavar="SECONDS",
+            help="Time to connect, handshake and log in.",
+            rich_help_panel=_PANEL,
         ),
-        (
-            "timeout",
-            Annotated[
-                float,
-                typer.Option(
-                    "--timeout",
-                    min=timeout_min,
-                    metavar="SECONDS",
-                    envvar="COMPUTEFENCE_TIMEOUT" if envvars else None,
-                    help=timeout_help,
-                    rich_help_panel=_PANEL,
-                ),
-            ],
+        option(
+            "--timeout",
+            float,
             timeout,
+            min=timeout_min,
+            metavar="SECONDS",
+            envvar="COMPUTEFENCE_TIMEOUT" if envvars else None,
+            help=timeout_help,
+            rich_help_panel=_PANEL,
         ),
-        (
-            "accept_new",
-            Annotated[
-                bool,
-                typer.Option(
-                    "--accept-new",
-                    help="Trust the host key of a pod seen for the first time (recorded in "
-                    "ComputeFence's own known_hosts); a changed key is still refused.",
-                    rich_help_panel=_KEYS,
-                ),
-            ],
+        option(
+            "--accept-new",
+            bool,
             False,
+            help="Trust the host key of a pod seen for the first time (recorded in "
+            "ComputeFence's own known_hosts); a changed key is still refused.",
+            rich_help_panel=_KEYS,
         ),
-        (
-            "insecure_no_host_key_check",
-            Annotated[
-                bool,
-                typer.Option(
-                    "--insecure-no-host-key-check",
-                    help="Do not verify host keys at all (unsafe).",
-                    rich_help_panel=_KEYS,
-                ),
-            ],
+        option(
+            "--insecure-no-host-key-check",
+            bool,
             False,
+            help="Do not verify host keys at all (unsafe).",
+            rich_help_panel=_KEYS,
         ),
-        (
-            "known_hosts",
-            Annotated[
-                list[Path],
-                typer.Option(
-                    "--known-hosts",
-                    metavar="FILE",
-                    envvar="COMPUTEFENCE_KNOWN_HOSTS",
-                    help="Another known_hosts file to trust (repeatable).",
-                    rich_help_panel=_KEYS,
-                ),
-            ],
+        option(
+            "--known-hosts",
+            list[Path],
             [],
+            metavar="FILE",
+            envvar="COMPUTEFENCE_KNOWN_HOSTS",
+            help="Another known_hosts file to trust (repeatable).",
+            rich_help_panel=_KEYS,
         ),
     ]
     return option_group("connection", options, _settings)

@@ -9,9 +9,18 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 OptionSpec = tuple[str, Any, Any]  # parameter name, its Annotated type, its default
+
+
+def option(flags: str, kind: Any, default: Any = None, **settings: Any) -> OptionSpec:
+    """One option of a group: `flags` ("--ssh-host -H") name it and its parameter (ssh_host);
+    `kind` is its type, `settings` the rest of its typer.Option (help, metavar, panel…)."""
+    names = flags.split()
+    return names[0].removeprefix("--").replace("-", "_"), Annotated[kind, typer.Option(*names, **settings)], default
 
 
 def option_group(

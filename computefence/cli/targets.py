@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-from computefence.cli.option_groups import option_group
+from computefence.cli.option_groups import OptionSpec, option, option_group
 from computefence.errors import ConfigError
 from computefence.models import SourceStatus, Target
 from computefence.sources import TargetSelection, collect_targets
@@ -27,158 +25,122 @@ from computefence.sources.registry import PROVIDERS
 _PANEL = "Targets"
 _SLURM = "Slurm"
 
-InventoryOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--inventory",
-        "-i",
+
+def _target(
+    field: str, flags: str, kind: Any, help: str, *, panel: str = _PANEL, **settings: Any
+) -> tuple[str, OptionSpec]:
+    """An option and the TargetSelection field it fills."""
+    return field, option(flags, kind, help=help, rich_help_panel=panel, **settings)
+
+
+# The options in the order --help lists them.
+_OPTIONS = (
+    _target(
+        "inventories",
+        "--inventory -i",
+        list[str] | None,
+        "ComputeFence inventory YAML (repeatable). Without any target option: inventory/*.yaml here.",
         metavar="FILE|DIR",
         envvar="COMPUTEFENCE_INVENTORY",
-        help="ComputeFence inventory YAML (repeatable). Without any target option: inventory/*.yaml here.",
-        rich_help_panel=_PANEL,
     ),
-]
-SshHostOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--ssh-host",
-        "-H",
+    _target(
+        "ssh_hosts",
+        "--ssh-host -H",
+        list[str] | None,
+        "Host alias from your ssh config, or a pattern ('gpu-*') over its Host entries (repeatable).",
         metavar="[USER@]ALIAS",
-        help="Host alias from your ssh config, or a pattern ('gpu-*') over its Host entries (repeatable).",
-        rich_help_panel=_PANEL,
     ),
-]
-SshConfigOpt = Annotated[
-    str | None,
-    typer.Option(
+    _target(
+        "ssh_config",
         "--ssh-config",
+        str | None,
+        "ssh config to read instead of ~/.ssh/config; alone, every Host entry in it is a target.",
         metavar="FILE",
-        help="ssh config to read instead of ~/.ssh/config; alone, every Host entry in it is a target.",
-        rich_help_panel=_PANEL,
     ),
-]
-AnsibleInventoryOpt = Annotated[
-    list[str] | None,
-    typer.Option(
+    _target(
+        "ansible_inventories",
         "--ansible-inventory",
+        list[str] | None,
+        "Ansible inventory, INI or YAML (repeatable); its groups become tags.",
         metavar="FILE|DIR",
-        help="Ansible inventory, INI or YAML (repeatable); its groups become tags.",
-        rich_help_panel=_PANEL,
     ),
-]
-VaultPasswordFileOpt = Annotated[
-    list[str] | None,
-    typer.Option(
+    _target(
+        "ansible_vault_password_files",
         "--vault-password-file",
+        list[str] | None,
+        "Passed to ansible-inventory for --ansible-inventory (repeatable).",
         metavar="FILE",
-        help="Passed to ansible-inventory for --ansible-inventory (repeatable).",
-        rich_help_panel=_PANEL,
     ),
-]
-VaultIdOpt = Annotated[
-    list[str] | None,
-    typer.Option(
+    _target(
+        "ansible_vault_ids",
         "--vault-id",
+        list[str] | None,
+        "Passed to ansible-inventory for --ansible-inventory (repeatable).",
         metavar="ID@SOURCE",
-        help="Passed to ansible-inventory for --ansible-inventory (repeatable).",
-        rich_help_panel=_PANEL,
     ),
-]
-ProviderOpt = Annotated[
-    list[str] | None,
-    typer.Option(
+    _target(
+        "providers",
         "--provider",
+        list[str] | None,
+        f"Discover running pods through a provider API: {', '.join(PROVIDERS)} (repeatable or comma-separated).",
         metavar="NAME[,NAME]",
-        help=f"Discover running pods through a provider API: {', '.join(PROVIDERS)} (repeatable or comma-separated).",
-        rich_help_panel=_PANEL,
     ),
-]
-ApiUrlOpt = Annotated[
-    str | None,
-    typer.Option("--api-url", metavar="URL", help="Override the provider API's base URL.", rich_help_panel=_PANEL),
-]
-LimitOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--limit",
-        "-l",
+    _target("api_url", "--api-url", str | None, "Override the provider API's base URL.", metavar="URL"),
+    _target(
+        "limit",
+        "--limit -l",
+        str | None,
+        "Only targets whose name matches: comma-separated shell patterns, '!pattern' excludes.",
         metavar="PATTERN",
-        help="Only targets whose name matches: comma-separated shell patterns, '!pattern' excludes.",
-        rich_help_panel=_PANEL,
     ),
-]
-TagOpt = Annotated[
-    list[str] | None,
-    typer.Option(
+    _target(
+        "tags",
         "--tag",
+        list[str] | None,
+        "Only targets with this tag or Ansible group (repeatable: any of them).",
         metavar="TAG",
-        help="Only targets with this tag or Ansible group (repeatable: any of them).",
-        rich_help_panel=_PANEL,
     ),
-]
-SlurmOpt = Annotated[
-    bool,
-    typer.Option(
+    _target(
+        "slurm",
         "--slurm",
-        help="Check the nodes of the Slurm cluster the environment names, each in a job step (srun).",
-        rich_help_panel=_SLURM,
+        bool,
+        "Check the nodes of the Slurm cluster the environment names, each in a job step (srun).",
+        panel=_SLURM,
     ),
-]
-PartitionOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--partition",
-        "-p",
+    _target(
+        "slurm_partitions",
+        "--partition -p",
+        list[str] | None,
+        "With --slurm: only nodes of this partition, and the steps run there (repeatable).",
         metavar="NAME",
-        help="With --slurm: only nodes of this partition, and the steps run there (repeatable).",
-        rich_help_panel=_SLURM,
+        panel=_SLURM,
     ),
-]
-NodelistOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--nodelist",
-        "-w",
+    _target(
+        "slurm_nodelist",
+        "--nodelist -w",
+        str | None,
+        "With --slurm: only these nodes, a Slurm hostlist such as gpu[01-08,12].",
         metavar="HOSTLIST",
-        help="With --slurm: only these nodes, a Slurm hostlist such as gpu[01-08,12].",
-        rich_help_panel=_SLURM,
+        panel=_SLURM,
     ),
-]
-
-
-# Each option's name, type and the TargetSelection field it fills, in the order --help lists them.
-_OPTIONS = (
-    ("inventory", InventoryOpt, "inventories"),
-    ("ssh_host", SshHostOpt, "ssh_hosts"),
-    ("ssh_config", SshConfigOpt, "ssh_config"),
-    ("ansible_inventory", AnsibleInventoryOpt, "ansible_inventories"),
-    ("vault_password_file", VaultPasswordFileOpt, "ansible_vault_password_files"),
-    ("vault_id", VaultIdOpt, "ansible_vault_ids"),
-    ("provider", ProviderOpt, "providers"),
-    ("api_url", ApiUrlOpt, "api_url"),
-    ("limit", LimitOpt, "limit"),
-    ("tag", TagOpt, "tags"),
-    ("slurm", SlurmOpt, "slurm"),
-    ("partition", PartitionOpt, "slurm_partitions"),
-    ("nodelist", NodelistOpt, "slurm_nodelist"),
 )
 _NARROWING = ("limit", "tags")
 
 
 def _selection(values: dict[str, Any]) -> TargetSelection:
-    return TargetSelection(**{field: values[name] for name, _, field in _OPTIONS if values[name] is not None})
+    return TargetSelection(**{field: values[spec[0]] for field, spec in _OPTIONS if values[spec[0]] is not None})
 
 
 # Declare the target-selection options where a command has its `selection` parameter, and
 # call it with the TargetSelection their values make.
-target_options = option_group("selection", [(name, kind, None) for name, kind, _ in _OPTIONS], _selection)
+target_options = option_group("selection", [spec for _, spec in _OPTIONS], _selection)
 
 
 def source_options(selection: TargetSelection) -> list[str]:
     """The source options the selection was given (--limit and --tag aside), as flags."""
     return [
-        f"--{name.replace('_', '-')}"
-        for name, _, field in _OPTIONS
+        f"--{spec[0].replace('_', '-')}"
+        for field, spec in _OPTIONS
         if field not in _NARROWING and getattr(selection, field)
     ]
 
