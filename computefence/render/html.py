@@ -304,7 +304,10 @@ def _groups(report: Report, anchors: dict[str, str]) -> list[CheckGroup]:
         variants = []
         for variant in group.variants:
             differ = len(variant.subjects) > 1
-            pods = [(anchors.get(name, ""), name, subject if differ else None) for name, subject in variant.hosts]
+            pods = [
+                (anchors.get(name, ""), name, ", ".join(subjects) if differ else None)
+                for name, subjects in variant.pods
+            ]
             variants.append(VariantView(variant.message, pods, _fix(variant.fix)))
         groups.append(
             CheckGroup(

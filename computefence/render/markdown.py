@@ -199,7 +199,7 @@ def _fleet(report: Report, group_by: str) -> list[str]:
             for variant in group.variants:
                 pods = views.hosts_with_subjects(variant, sep="\n")  # one line per pod where values differ
                 lines += [
-                    f"{_ICON[group.severity]} **{md(group.check)}** ({plural(len(variant.hosts), 'pod')}): {md(variant.message)}",
+                    f"{_ICON[group.severity]} **{md(group.check)}** ({plural(len(variant.pods), 'pod')}): {md(variant.message)}",
                     "",
                     f"Pods: {md(pods)}",
                     "",

@@ -407,7 +407,7 @@ def _group_rows(groups: list[views.FindingGroup], width: int) -> list[Renderable
     for group in groups:
         for variant in group.variants:
             body = Text(clean(variant.message))
-            body.append(f"\n{plural(len(variant.hosts), 'pod')}:", style="bold")
+            body.append(f"\n{plural(len(variant.pods), 'pod')}:", style="bold")
             per_pod = len(variant.subjects) > 1  # one line per pod with its own value
             body.append(("\n  " if per_pod else " ") + clean(views.hosts_with_subjects(variant, sep="\n  ")))
             out.append(_row(group.severity, group.check, body, check_width, width))

@@ -115,6 +115,17 @@ class Variant:
     def subjects(self) -> set[str | None]:
         return {subject for _, subject in self.hosts}
 
+    @property
+    def pods(self) -> list[tuple[str, list[str]]]:
+        """Each pod once, in order, with its subjects: a pod with the finding about two paths
+        (two output dirs on the overlay) is one pod that names both."""
+        by_pod: dict[str, list[str]] = {}
+        for name, subject in self.hosts:
+            subjects = by_pod.setdefault(name, [])
+            if subject and subject not in subjects:
+                subjects.append(subject)
+        return list(by_pod.items())
+
     def _fill(self, template: str) -> str:
         subjects = self.subjects
         if len(subjects) == 1:
@@ -200,7 +211,7 @@ def group_findings(
                 group.variants.append(variant)
             variant.hosts.append((host.name, finding.subject))
     for group in groups.values():
-        group.variants.sort(key=lambda v: -len(v.hosts))
+        group.variants.sort(key=lambda v: -len(v.pods))
     return sorted(groups.values(), key=lambda g: (-g.severity.rank, -len(g.host_names), g.check))
 
 
@@ -208,8 +219,8 @@ def hosts_with_subjects(variant: Variant, sep: str = ", ") -> str:
     """'pod-a, pod-b' or, where the subject differs between pods, 'pod-a: /data, pod-b: /mnt'
     (joined by `sep`)."""
     if len(variant.subjects) <= 1:
-        return ", ".join(name for name, _ in variant.hosts)
-    return sep.join(f"{name}: {subject}" if subject else name for name, subject in variant.hosts)
+        return ", ".join(name for name, _ in variant.pods)
+    return sep.join(f"{name}: {', '.join(subjects)}" if subjects else name for name, subjects in variant.pods)
 
 
 # ---------------------------------------------------------------- applied files

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from computefence.models import Finding, Fix, FixStep, HostReport, HostStatus, Report, Severity, Summary
-from computefence.render import views
+from computefence.render import render, views
 
 
 def _ephemeral(name: str, out: str) -> HostReport:
@@ -45,3 +45,37 @@ def test_a_watch_failing_only_for_an_unreachable_pod_leads_with_that_count():
 
     assert line == "1 of 6 pods not reached, 5 with warnings only, 0 healthy"
     assert "0 of 6" not in line
+
+
+def _no_volume(name: str, *outs: str) -> HostReport:
+    """run.checkpoint-ephemeral where no volume is mounted (advice, no command), once per output
+    dir that holds checkpoints: the job's --output_dir and a folder in its working directory."""
+    findings = [
+        Finding(
+            check="run.checkpoint-ephemeral",
+            severity=Severity.BLOCK,
+            message=f"2 checkpoints written to {out}, on the container disk (overlay at /), wiped when the pod stops",
+            fix=Fix(advice="nothing here outlives a restart: stop the pod and add a volume"),
+            subject=out,
+        )
+        for out in outs
+    ]
+    return HostReport(name=name, status=HostStatus.OK, findings=findings)
+
+
+def test_a_pod_with_the_finding_about_two_paths_is_counted_and_named_once_in_every_format():
+    report = Report(
+        tool_version="t",
+        kind="watch",
+        generated_at="2026-12-07T00:00:00+00:00",
+        hosts=[_no_volume("run-ephemeral", "/root/out", "/root/ckpt"), _no_volume("pod-b", "/root/out")],
+    )
+
+    terminal = render(report, "rich", width=100)
+    assert "2 pods:\n" in terminal and "3 pods" not in terminal
+    assert "  run-ephemeral: /root/out, /root/ckpt\n" in terminal and terminal.count("run-ephemeral:") == 1
+    markdown = render(report, "markdown")
+    assert "(2 pods)" in markdown and markdown.count("run-ephemeral:") == 1
+    # The page groups findings across pods for a fleet check (a watch shows them per pod).
+    page = render(report.model_copy(update={"kind": "fleet"}), "html")
+    assert page.count("/root/out, /root/ckpt") == 1
