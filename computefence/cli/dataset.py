@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import socket
 import time
-from pathlib import Path
 
 import typer
 
 from computefence import dataset_tools, evaluate, jsontext
 from computefence.cli.app import app
-from computefence.cli.output import FailOn, OutputFormat, emit, write_stdout
+from computefence.cli.output import FailOn, FailOnOpt, FormatOpt, OutputFormat, ReportFileOpt, emit, write_stdout
 from computefence.errors import ConfigError
 from computefence.evaluate.context import build_context
 from computefence.evaluate.dataset import check_dataset
@@ -36,13 +35,9 @@ def check(
     path: str = typer.Argument(..., metavar="PATH", help="JSON Lines, JSON array, CSV, TSV or Parquet; gzip allowed."),
     input_column: str | None = typer.Option(None, "--input-column", metavar="NAME", help=_INPUT_HELP),
     label_column: str | None = typer.Option(None, "--label-column", metavar="NAME", help=_LABEL_HELP),
-    fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
-    output: Path | None = typer.Option(
-        None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."
-    ),
-    fail_on: FailOn = typer.Option(
-        FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON", help="Exit 1 on blockers only, or on warnings too."
-    ),
+    fmt: FormatOpt = OutputFormat("rich"),
+    output: ReportFileOpt = None,
+    fail_on: FailOnOpt = FailOn.block,
     max_rows: int | None = typer.Option(
         None, "--max-rows", min=1, metavar="N", help="Stop after N rows (a partial scan)."
     ),

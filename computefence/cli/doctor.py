@@ -15,7 +15,7 @@ from rich.console import Console
 
 from computefence import run
 from computefence.cli.app import EXIT_INTERRUPTED, app
-from computefence.cli.output import QUIET_HELP, FailOn, OutputFormat, emit
+from computefence.cli.output import QUIET_HELP, FailOn, FailOnOpt, FormatOpt, OutputFormat, ReportFileOpt, emit
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt, write_lock
 from computefence.connectors.registry import ConnectSettings
 from computefence.errors import ConfigError, ProbeOutputError, SourceError
@@ -64,13 +64,9 @@ def doctor(
         help="Also measure the GPUs: matmul TFLOPS, PCIe copies, NCCL all-reduce "
         "(up to 20 s of load; skipped on GPUs other processes use).",
     ),
-    fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
-    output: Path | None = typer.Option(
-        None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."
-    ),
-    fail_on: FailOn = typer.Option(
-        FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON", help="Exit 1 on blockers only, or on warnings too."
-    ),
+    fmt: FormatOpt = OutputFormat("rich"),
+    output: ReportFileOpt = None,
+    fail_on: FailOnOpt = FailOn.block,
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     skip: list[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
     only: list[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),

@@ -17,10 +17,13 @@ from computefence.cli.output import (
     GROUP_BY_HELP,
     QUIET_HELP,
     FailOn,
+    FailOnOpt,
+    FormatOpt,
     GroupBy,
     NotifyFormat,
     NotifyOn,
     OutputFormat,
+    ReportFileOpt,
     emit,
 )
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt
@@ -69,13 +72,9 @@ def check(
         hidden=True,
         help="Serve the pods and probe outputs recorded in DIR instead of contacting any pod (tests, demos).",
     ),
-    fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
-    output: Path | None = typer.Option(
-        None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."
-    ),
-    fail_on: FailOn = typer.Option(
-        FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON", help="Exit 1 on blockers only, or on warnings too."
-    ),
+    fmt: FormatOpt = OutputFormat("rich"),
+    output: ReportFileOpt = None,
+    fail_on: FailOnOpt = FailOn.block,
     group_by: GroupBy = typer.Option("check", "--group-by", help=GROUP_BY_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     allow_unreachable: bool = typer.Option(

@@ -7,7 +7,9 @@ import sys
 from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
+from typing import Annotated
 
+import typer
 from rich.console import Console
 
 from computefence.files import write_output
@@ -37,6 +39,18 @@ class FailOn(str, Enum):
     @property
     def severity(self) -> Severity:
         return Severity(self.value)
+
+
+# The report options of the commands that print a report (fleet check and watch, doctor, dataset, report).
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format.")]
+ReportFileOpt = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."),
+]
+FailOnOpt = Annotated[
+    FailOn,
+    typer.Option("--fail-on", envvar="COMPUTEFENCE_FAIL_ON", help="Exit 1 on blockers only, or on warnings too."),
+]
 
 
 def emit(report: Report, fmt: str, output: Path | None, *, group_by: str = "check", quiet: bool = False) -> None:

@@ -11,7 +11,16 @@ import typer
 
 from computefence import evaluate, run
 from computefence.cli.app import app, group_defaulting_to
-from computefence.cli.output import GROUP_BY_HELP, QUIET_HELP, GroupBy, OutputFormat, emit, emit_text
+from computefence.cli.output import (
+    GROUP_BY_HELP,
+    QUIET_HELP,
+    FormatOpt,
+    GroupBy,
+    OutputFormat,
+    ReportFileOpt,
+    emit,
+    emit_text,
+)
 from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt
 from computefence.evaluate.changes import compare_reports, worsened
 from computefence.evaluate.merge import merge_reports
@@ -32,10 +41,8 @@ app.add_typer(report_app, name="report")
 @report_app.command("show")
 def report_command(
     path: Path = typer.Argument(..., metavar="FILE.json", help="A report saved with --format json."),
-    fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
-    output: Path | None = typer.Option(
-        None, "--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout."
-    ),
+    fmt: FormatOpt = OutputFormat("rich"),
+    output: ReportFileOpt = None,
     group_by: GroupBy = typer.Option("check", "--group-by", help=GROUP_BY_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
     policy: PolicyOpt = None,

@@ -24,7 +24,7 @@ from computefence.cli.connection import connection_options, prepare_connections
 from computefence.cli.fleet import fleet_app
 from computefence.cli.history_options import HistoryOptions, history_options
 from computefence.cli.hosts import ledger_from
-from computefence.cli.output import FailOn, NotifyFormat, NotifyOn, OutputFormat, emit
+from computefence.cli.output import FailOn, FailOnOpt, FormatOpt, NotifyFormat, NotifyOn, OutputFormat, emit
 from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt
 from computefence.cli.progress import collect_less_often, note, progress_lines
 from computefence.cli.targets import own_pods_connector, target_options
@@ -72,13 +72,11 @@ def watch(
         metavar="MINUTES",
         help="run.stalled: the job's log and trainer_state.json older than this (by the pod's clock).",
     ),
-    fmt: OutputFormat = typer.Option("rich", "--format", "-f", envvar="COMPUTEFENCE_FORMAT", help="Output format."),
+    fmt: FormatOpt = OutputFormat("rich"),
     output: Path | None = typer.Option(
         None, "--output", "-o", metavar="FILE", help="Write each pass's report here (atomically) instead of stdout."
     ),
-    fail_on: FailOn = typer.Option(
-        FailOn.block, "--fail-on", envvar="COMPUTEFENCE_FAIL_ON", help="Exit 1 on blockers only, or on warnings too."
-    ),
+    fail_on: FailOnOpt = FailOn.block,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the verdict and the pods with findings."),
     allow_unreachable: bool = typer.Option(
         False, "--allow-unreachable", help="A pod that could not be reached does not fail the run."
