@@ -38,6 +38,7 @@ from pydantic import (
 from computefence.errors import ConfigError
 from computefence.files import read_config_bytes
 from computefence.models import CheckOptions, Target
+from computefence.yaml_lines import DuplicateKeyError, Marks, YamlSyntaxError, line_at, load_yaml_document
 
 POLICY_FILE = "computefence.yaml"
 ENV_VAR = "COMPUTEFENCE_POLICY"
@@ -587,60 +588,20 @@ class LoadedPolicy(BaseModel):
 # ---------------------------------------------------------------- loading
 
 
-class _LineLoader(yaml.SafeLoader):
-    """Keeps each node's line so a validation error can point at it."""
-
-
-def _to_python(
-    node: yaml.Node, loader: _LineLoader, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int], seen: set[int]
-) -> Any:
-    if id(node) in seen:
-        # Aliases make small files expand into huge ones; a policy has no need for them.
-        raise ConfigError(f"{{file}}:{node.start_mark.line + 1}: YAML aliases (*name) are not allowed in a policy")
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        seen.add(id(node))
-        result: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node)
-            if not isinstance(key, (str, int, float)) or isinstance(key, bool):
-                raise ConfigError(f"{{file}}:{key_node.start_mark.line + 1}: a key must be a name, not {key!r}")
-            if key in result:
-                raise ConfigError(f"{{file}}:{key_node.start_mark.line + 1}: {key!r} is given twice")
-            lines[path + (key, "\0key")] = key_node.start_mark.line + 1
-            result[key] = _to_python(value_node, loader, path + (key,), lines, seen)
-        return result
-    if isinstance(node, yaml.SequenceNode):
-        seen.add(id(node))
-        return [_to_python(item, loader, path + (i,), lines, seen) for i, item in enumerate(node.value)]
-    try:
-        value = loader.construct_object(node)
-    except (ValueError, OverflowError):  # an integer of 5,000 digits: int() refuses it
-        raise ConfigError(
-            f"{{file}}:{node.start_mark.line + 1}: a number of {len(node.value)} digits is out of range"
-        ) from None
-    return value
-
-
 def parse_policy_text(text: str, filename: str, checks: Collection[str] | None = None) -> Policy:
     """The policy in `text`, or ConfigError `filename:LINE: ...`. `checks`: the check ids its
     severity and skip may name (evaluate.CHECKS); None takes their patterns as written."""
-    lines: dict[tuple[Any, ...], int] = {}
     try:
-        loader = _LineLoader(text)  # its reader refuses control characters here
-        try:
-            root = loader.get_single_node()
-            data = {} if root is None else _to_python(root, loader, (), lines, set())
-        finally:
-            loader.dispose()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 1
-        raise ConfigError(f"{filename}:{line}: not valid YAML: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{filename}:1: not valid YAML: {' '.join(str(exc).split())}") from None
-    except ConfigError as exc:
-        raise ConfigError(str(exc).replace("{file}", filename, 1)) from None
+        # PyYAML's own parser, not libyaml's: its reader refuses control characters, and its
+        # words are the ones policy errors have always said. A page of YAML needs no aliases.
+        data, marks = load_yaml_document(
+            filename, "policy", loader_class=yaml.SafeLoader, text=text, aliases=False, name_keys=True
+        )
+    except YamlSyntaxError as exc:
+        raise ConfigError(f"{filename}:{exc.line or 1}: not valid YAML: {exc.problem or exc.context}") from None
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"{filename}:{exc.line}: {exc.key!r} is given twice") from None
+    data = {} if data is None else data
     if not isinstance(data, dict):
         raise ConfigError(
             f"{filename}:1: a policy is a mapping of keys (requirements, hardware, ...), not {type(data).__name__}"
@@ -648,17 +609,17 @@ def parse_policy_text(text: str, filename: str, checks: Collection[str] | None =
     try:
         return Policy.model_validate(data, context={"checks": checks})
     except ValidationError as exc:
-        raise ConfigError(_first_error(exc, lines, filename)) from None
+        raise ConfigError(_first_error(exc, marks, filename)) from None
 
 
-def _first_error(exc: ValidationError, lines: dict[tuple[Any, ...], int], filename: str) -> str:
+def _first_error(exc: ValidationError, marks: Marks | None, filename: str) -> str:
     # An unknown key first: a misspelt key also makes its real one look missing.
     error = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
     loc = tuple(error.get("loc", ()))
     where = ".".join(str(part) for part in loc if part != "[key]") or "policy"
-    line = _line_of(loc, lines)
+    line = line_at(marks, loc)
     if error["type"] == "extra_forbidden":
-        line = lines.get(loc + ("\0key",), line)
+        line = line_at(marks, loc, key=True)
         valid = _valid_keys(loc[:-1])
         close = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.5)
         hint = f" (did you mean {close[0]!r}?)" if close else f" (valid keys: {', '.join(valid)})"
@@ -670,13 +631,6 @@ def _first_error(exc: ValidationError, lines: dict[tuple[Any, ...], int], filena
     elif error["type"] == "literal_error":
         message = f"must be one of {error['ctx']['expected']}, not {error.get('input')!r}"
     return f"{filename}:{line}: {where}: {message}"
-
-
-def _line_of(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
-    for end in range(len(loc), -1, -1):
-        if loc[:end] in lines:
-            return lines[loc[:end]]
-    return 1
 
 
 def _valid_keys(loc: tuple[Any, ...]) -> list[str]:

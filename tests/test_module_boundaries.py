@@ -146,6 +146,7 @@ HELPERS = {
     "computefence.http",
     "computefence.version",
     "computefence.redaction",
+    "computefence.yaml_lines",
 }
 # The package itself: `computefence.check` is forwarded to the run session on first use.
 FACADE = "computefence"

@@ -26,7 +26,7 @@ from typing import Any
 from computefence.errors import ConfigError
 from computefence.models import JobFromFile
 from computefence.policy import Job, Lora
-from computefence.sources.yaml_document import load_yaml_document
+from computefence.yaml_lines import load_yaml_document
 
 _OPTIMIZERS = {
     "adamw-8bit": re.compile(r"8bit|bnb"),

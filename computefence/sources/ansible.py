@@ -48,7 +48,7 @@ from computefence.files import read_config_bytes, read_config_text
 from computefence.models import Fix, Target
 from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g, unhonoured_warnings
 from computefence.sources.tools import ToolTimeout, run_tool
-from computefence.sources.yaml_document import SAFE_LOADER, MarksOrLine, line_at, load_yaml_document, marks_at
+from computefence.yaml_lines import SAFE_LOADER, Marks, line_at, load_yaml_document, marks_at
 
 READER_ANSIBLE = "ansible-inventory"
 READER_BUILTIN = "built-in reader"
@@ -395,7 +395,7 @@ def _ini_line(line: str, where: str, section: str, kind: str, inventory: _Invent
 # ---------------------------------------------------------------- YAML
 
 
-def _mapping(value: Any, root: MarksOrLine | None, loc: tuple[Any, ...], path: Path, what: str) -> dict[str, Any]:
+def _mapping(value: Any, root: Marks | None, loc: tuple[Any, ...], path: Path, what: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -403,12 +403,12 @@ def _mapping(value: Any, root: MarksOrLine | None, loc: tuple[Any, ...], path: P
     return value
 
 
-def _parse_yaml(path: Path, inventory: _Inventory, data: Any, root: MarksOrLine | None) -> None:
+def _parse_yaml(path: Path, inventory: _Inventory, data: Any, root: Marks | None) -> None:
     if root is None:
         return
     top = _mapping(data, root, (), path, "the inventory")
 
-    def group(name: str, body: Any, marks: MarksOrLine | None, parent: str | None) -> None:
+    def group(name: str, body: Any, marks: Marks | None, parent: str | None) -> None:
         inventory.group(name)
         if parent is not None:
             inventory.add_child(parent, name)

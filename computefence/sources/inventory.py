@@ -26,7 +26,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from computefence.errors import ConfigError
 from computefence.files import read_config_text
 from computefence.models import CheckOptions, Target
-from computefence.sources.yaml_document import line_at, load_yaml_document, marks_at
+from computefence.yaml_lines import line_at, load_yaml_document, marks_at
 
 if TYPE_CHECKING:
     # pydantic's own dependency, for the type of an error entry only.

@@ -11,7 +11,7 @@ from computefence.evaluate.job import host_job
 from computefence.evaluate.job_from import fields_from_config, job_with_file
 from computefence.models import Facts, JobFromFile, ModelFacts
 from computefence.policy import parse_policy_text
-from computefence.sources.yaml_document import load_yaml_document
+from computefence.yaml_lines import load_yaml_document
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "training-configs"
 

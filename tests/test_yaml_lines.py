@@ -1,6 +1,6 @@
-"""YAML documents for inventories: the same data as PyYAML, every value's line, and the limits,
-whether a document is built in one pass over the events or composed (explicit tags on
-collections and other rarities)."""
+"""The one YAML reader (inventories, Ansible files, the policy, training configs): the same
+data as PyYAML, every value's line, and the limits, whether a document is built in one pass
+over the events or composed (explicit tags on collections and other rarities)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from computefence.errors import ConfigError, InputLimitError
-from computefence.sources.yaml_document import MAX_YAML_DEPTH, SAFE_LOADER, line_at, load_yaml_document
+from computefence.yaml_lines import MAX_YAML_DEPTH, SAFE_LOADER, line_at, load_yaml_document
 
 # Forces the composed way: the one-pass builder leaves explicit tags on collections to it.
 COMPOSED = "forced: !!set {the general way}\n"
@@ -225,3 +225,44 @@ def test_a_date_key_is_built_like_pyyaml(tmp_path):
     data, marks = load_yaml_document(path, "test document")
     assert data == {datetime.date(2024, 1, 2): "release"}
     assert line_at(marks, ("2024-01-02",), key=True) == 1
+
+
+def test_a_number_of_thousands_of_digits_is_one_short_line(tmp_path):
+    # int() refuses it; the line says what it is rather than repeating its 5,000 digits.
+    path = tmp_path / "pods.yaml"
+    path.write_text("hosts:\n  - {host: a, port: " + "9" * 5000 + "}\n")
+    with pytest.raises(ConfigError) as raised:
+        load_yaml_document(path, "test document")
+    assert str(raised.value) == f"{path}:2: a number of 5000 digits is out of range"
+
+
+# A stricter file (the policy) refuses aliases and keys that are not names, whichever way
+# the document is built.
+STRICT = {"aliases": False, "name_keys": True}
+
+
+@WAYS
+@pytest.mark.parametrize(
+    "text, line, words",
+    [
+        ("base: &b [1]\nother: *b\n", 1, "YAML aliases (*name) are not allowed in a policy"),
+        ("name: &n pod\nother: *n\n", 1, "YAML aliases (*name) are not allowed in a policy"),
+        ("a: 1\ntrue: 2\n", 2, "a key must be a name, not True"),
+        ("a: 1\n~: 2\n", 2, "a key must be a name, not None"),
+        ("a: 1\n? [x]\n: 2\n", 2, "a key must be a name, not"),
+    ],
+)
+def test_a_strict_document_refuses_aliases_and_keys_that_are_not_names(tmp_path, prefix, text, line, words):
+    path = tmp_path / "computefence.yaml"
+    path.write_text(prefix + text)
+    with pytest.raises(ConfigError) as raised:
+        load_yaml_document(path, "policy", **STRICT)
+    assert str(raised.value).startswith(f"{path}:{line + prefix.count(chr(10))}: {words}")
+
+
+@WAYS
+def test_a_strict_document_takes_names_and_numbers_as_keys(tmp_path, prefix):
+    path = tmp_path / "computefence.yaml"
+    path.write_text(prefix + "severity: {gpu.ecc: block}\n1: one\n2.5: two and a half\n'yes': quoted\n")
+    data, _ = load_yaml_document(path, "policy", **STRICT)
+    assert data["severity"] == {"gpu.ecc": "block"} and data[1] == "one" and data[2.5] and data["yes"] == "quoted"
