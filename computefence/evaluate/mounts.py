@@ -15,7 +15,7 @@ from typing import Any
 
 from computefence.evaluate.profiles import Profile, StorageClass
 from computefence.models import MountFacts, PathFacts, ProviderInfo
-from computefence.probe.storage import is_within, mount_index, normalize
+from computefence.probe.storage import PSEUDO_FS, is_within, mount_index, normalize
 
 MEMORY_FS = frozenset({"tmpfs", "ramfs"})
 CONTAINER_FS = frozenset({"overlay", "overlayfs", "aufs", "fuse-overlayfs", "fuse.fuse-overlayfs"})
@@ -39,39 +39,6 @@ NETWORK_FS = frozenset(
         "ocfs2",
         "gfs2",
         "fuse",
-    }
-)
-# Kernel and helper filesystems: never storage anyone keeps data on.
-PSEUDO_FS = frozenset(
-    {
-        "proc",
-        "sysfs",
-        "devtmpfs",
-        "devpts",
-        "cgroup",
-        "cgroup2",
-        "mqueue",
-        "securityfs",
-        "debugfs",
-        "tracefs",
-        "pstore",
-        "bpf",
-        "configfs",
-        "fusectl",
-        "hugetlbfs",
-        "autofs",
-        "binfmt_misc",
-        "nsfs",
-        "rpc_pipefs",
-        "efivarfs",
-        "selinuxfs",
-        "nfsd",
-        "squashfs",
-        "fuse.lxcfs",
-        "fuse.gvfsd-fuse",
-        "fuse.portal",
-        "fuse.snapfuse",
-        "overlay-proc",
     }
 )
 # Mounts below these are the container runtime's plumbing (bind-mounted /etc/hosts,

@@ -14,14 +14,14 @@ import threading
 from .core import _cwd, _process_env, _read_text, _root, _text, _time_left
 
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
-_PSEUDO_FS = frozenset(
+# Kernel and helper filesystems: never storage anyone keeps data on (the evaluator's mounts
+# read this table too).
+PSEUDO_FS = frozenset(
     [
         "proc",
         "sysfs",
-        "devpts",
         "devtmpfs",
-        "tmpfs",
-        "ramfs",
+        "devpts",
         "cgroup",
         "cgroup2",
         "mqueue",
@@ -37,15 +37,19 @@ _PSEUDO_FS = frozenset(
         "binfmt_misc",
         "nsfs",
         "rpc_pipefs",
-        "selinuxfs",
         "efivarfs",
-        "squashfs",
-        "overlay",
-        "aufs",
-        "fuse.lxcfs",
+        "selinuxfs",
         "nfsd",
+        "squashfs",
+        "fuse.lxcfs",
+        "fuse.gvfsd-fuse",
+        "fuse.portal",
+        "fuse.snapfuse",
+        "overlay-proc",
     ]
 )
+# Nor is memory or the container's own layered root a volume whose paths are looked at.
+_NOT_VOLUMES = PSEUDO_FS | frozenset(["tmpfs", "ramfs", "overlay", "aufs"])
 _SYSTEM_TREES = ("/proc", "/sys", "/dev", "/run", "/etc", "/usr", "/boot", "/snap", "/var/lib/lxcfs")
 _PATH_SECONDS = 2.0
 
@@ -112,7 +116,7 @@ def _mount_for(path, mounts):
 
 def _looks_like_volume(mount):
     point = mount["mount_point"]
-    if point == "/" or mount["fs_type"] in _PSEUDO_FS:
+    if point == "/" or mount["fs_type"] in _NOT_VOLUMES:
         return False
     if any(is_within(point, tree) for tree in _SYSTEM_TREES):
         return False
