@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from computefence.errors import ConfigError
 from computefence.evaluate.context import Context, passed, q, skipped, training_python, warn
 from computefence.evaluate.fleet_steps import run_fleet_step
-from computefence.evaluate.profiles import profiles_dir
+from computefence.evaluate.profiles import profiles_dir, read_data_file
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import CheckOptions, Facts, Finding, Fix, GpuHealth, GpuPerf, HostReport, HostStatus, PerfFacts
 
@@ -83,17 +81,7 @@ class PerformanceData(_Strict):
 @cache
 def load_performance_data(path: Path | None = None) -> PerformanceData:
     path = path or profiles_dir() / "hardware" / "gpu-performance.yaml"
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return PerformanceData.model_validate(document)
-    except OSError as exc:
-        raise ConfigError(f"GPU performance data {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError:
-        raise ConfigError(f"GPU performance data {path}: not valid YAML") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ())) or "(top level)"
-        raise ConfigError(f"GPU performance data {path}: {where}: {first.get('msg')}") from None
+    return read_data_file(path, PerformanceData, "GPU performance data")
 
 
 def _models(data: PerformanceData) -> Callable[[str | None], GpuModel | None]:

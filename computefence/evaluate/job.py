@@ -14,13 +14,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from computefence.errors import ConfigError
 from computefence.evaluate.context import Context, block, collector_error, first_path, passed, q, skipped, warn
 from computefence.evaluate.context import gb as _gb
-from computefence.evaluate.profiles import profiles_dir
+from computefence.evaluate.profiles import profiles_dir, read_data_file
 from computefence.evaluate.spec import CheckSpec
 from computefence.models import CheckOptions, Facts, Finding, Fix, FixStep, ModelFacts, Remedy
 from computefence.policy import Job, Lora
@@ -111,16 +110,7 @@ class TrainingMemory(_Strict):
 @cache
 def load_training_memory(path: Path | None = None) -> TrainingMemory:
     path = path or profiles_dir() / "hardware" / "training-memory.yaml"
-    try:
-        data = TrainingMemory.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except OSError as exc:
-        raise ConfigError(f"training memory data {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError:
-        raise ConfigError(f"training memory data {path}: not valid YAML") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ())) or "(top level)"
-        raise ConfigError(f"training memory data {path}: {where}: {first.get('msg')}") from None
+    data = read_data_file(path, TrainingMemory, "training memory data")
     named = [s for row in data.precision.values() for s in row.source]
     named += [row.source for row in data.optimizer.values()] + [row.source for row in data.sharding.values()]
     layouts = sorted({row.checkpoint for row in data.sharding.values()} - set(data.checkpoint))
@@ -451,15 +441,18 @@ def host_job(job: Job | None, facts: Facts) -> tuple[Job | None, str | None]:
 NO_SIZE = "no job.model found on the pod and no job.params in computefence.yaml: nothing to size the run from"
 
 
-def _size_or_skip(facts: Facts, ctx: Context, cid: str) -> ModelSize | Finding | None:
+def _sized(facts: Facts, ctx: Context, cid: str) -> tuple[Job, ModelSize, TrainingMemory] | list[Finding]:
+    """The policy's job, the run's size and the memory table; or what the check says instead:
+    nothing without a job, a skip when the size is not known."""
     job = ctx.job
     if job is None:
-        return None
+        return []
     if not job.model and not job.params:
         note = f" ({ctx.job_note})" if ctx.job_note else ""
-        return skipped(cid, f"no job.model or job.params in computefence.yaml{note}: the run's size is not known")
-    size = model_size(credible(facts.model), job, load_training_memory())
-    return size if size is not None else skipped(cid, NO_SIZE)
+        return [skipped(cid, f"no job.model or job.params in computefence.yaml{note}: the run's size is not known")]
+    table = load_training_memory()
+    size = model_size(credible(facts.model), job, table)
+    return (job, size, table) if size is not None else [skipped(cid, NO_SIZE)]
 
 
 def gb(n_bytes: float | None) -> str:
@@ -481,13 +474,10 @@ def _count_text(n: int) -> str:
 
 def check_storage_budget(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
     cid = "storage.budget"
-    size = _size_or_skip(facts, ctx, cid)
-    if size is None:
-        return []
-    if isinstance(size, Finding):
-        return [size]
-    job, table = ctx.job, load_training_memory()
-    assert job is not None
+    sized = _sized(facts, ctx, cid)
+    if isinstance(sized, list):
+        return sized
+    job, size, table = sized
     if not checks.output_dir:
         return [skipped(cid, "no output dir to size: set checks.output_dir in computefence.yaml (or --output-dir)")]
     out = first_path(facts, "output_dir")
@@ -673,13 +663,10 @@ def check_model_download(facts: Facts, checks: CheckOptions, ctx: Context) -> li
 
 def check_gpu_memory_budget(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
     cid = "gpu.memory-budget"
-    size = _size_or_skip(facts, ctx, cid)
-    if size is None:
-        return []
-    if isinstance(size, Finding):
-        return [size]
-    job, table = ctx.job, load_training_memory()
-    assert job is not None
+    sized = _sized(facts, ctx, cid)
+    if isinstance(sized, list):
+        return sized
+    job, size, table = sized
     memories = [g.memory_total_mib for g in facts.gpu.gpus if g.memory_total_mib]
     if not memories:
         return [skipped(cid, "no GPU memory figures from nvidia-smi: the model states cannot be compared")]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from computefence.errors import ConfigError
 
 GENERIC = "generic"
+DataModel = TypeVar("DataModel", bound=BaseModel)
 
 
 class _Strict(BaseModel):
@@ -88,6 +90,21 @@ def profiles_dir() -> Path:
     if installed.is_dir():
         return installed
     return package.parent / "providers"
+
+
+def read_data_file(path: Path, model: type[DataModel], what: str) -> DataModel:
+    """A YAML data file shipped beside the profiles (hardware/*.yaml) as `model`; ConfigError
+    naming `what`, the file and the first thing wrong in it."""
+    try:
+        return model.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError:
+        raise ConfigError(f"{what} {path}: not valid YAML") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "(top level)"
+        raise ConfigError(f"{what} {path}: {where}: {first.get('msg')}") from None
 
 
 @cache
