@@ -36,10 +36,12 @@ _PRIVATE_KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----")
 _URL_USERINFO = re.compile(
     r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*+://)(?:(?:(?!://)[^\s@'\"<>`])*+@)++(?=[^\s@'\"<>`])"
 )
-# user:password@host without a scheme (git, rsync, proxies). Both halves stop at the characters
-# that may start another attempt, so no character is scanned by more than two attempts.
+# user:password@host without a scheme (git, rsync, proxies). The password may hold `:` and `@`
+# (as typed), so it runs to the last `@` before a host; the run stops at the characters that
+# may start another attempt, so no character is scanned by more than two attempts.
 _BARE_STOP = r"\s,;=(\[{'\"<>`"
-_BARE_USERINFO = re.compile(rf"(?<![^{_BARE_STOP}])([^{_BARE_STOP}:/@]++):[^{_BARE_STOP}@/]++@(?=[A-Za-z0-9\[])")
+_BARE_USERINFO = re.compile(rf"(?<![^{_BARE_STOP}])([^{_BARE_STOP}:/@]++):([^{_BARE_STOP}/]++)")
+_HOST_START = re.compile(r"[A-Za-z0-9\[]")
 
 # NAME followed by `=`, `:` (optionally after its closing quote) or, for a --flag, blanks.
 _ASSIGNED = re.compile(r"(?<![A-Za-z0-9_.\-])(-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*+)(?:(['\"]?+[ \t]*+[=:][ \t]*+)|[ \t]++)")
@@ -118,7 +120,7 @@ def redact(text: str) -> str:
         text = _private_keys(text)
     if "@" in text:
         text = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
-        text = _BARE_USERINFO.sub(lambda m: m.group(1) + ":" + MASK + "@", text)
+        text = _BARE_USERINFO.sub(_bare_userinfo, text)
     if any(hint in lowered for hint in _NAME_HINTS):
         text = _assignments(text)
     if any(hint in lowered for hint in _SHAPE_HINTS) or (len(text) >= 64 and _HEX_RUN.search(text)):
@@ -128,6 +130,16 @@ def redact(text: str) -> str:
 
 def redact_lines(lines: list[str]) -> list[str]:
     return [redact(line) for line in lines]
+
+
+def _bare_userinfo(match: re.Match[str]) -> str:
+    rest, text, start = match.group(2), match.string, match.start(2)
+    at = rest.rfind("@")
+    while at > 0 and not _HOST_START.match(text, start + at + 1):
+        at = rest.rfind("@", 0, at)
+    if at <= 0:  # no host after an `@`: not a credential
+        return match.group(0)
+    return f"{match.group(1)}:{MASK}{rest[at:]}"
 
 
 def _private_keys(text: str) -> str:

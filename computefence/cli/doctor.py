@@ -265,6 +265,8 @@ def health_check(*, python: str, drain: bool, log: Path | None, fmt: str, output
     from computefence.operations.action_log import open_log
     from computefence.operations.slurm_nodes import Scontrol
 
+    # The log's path is checked before the probe; the file is made only with a call to log.
+    action_log = open_log(log, {"command": "doctor --slurm-health"}) if drain else None
     slurm_health.prepare_environment()
     name = slurm_health.node_name()
     scontrol = Scontrol(timeout=slurm_health.CALL_TIMEOUT_S)
@@ -292,8 +294,8 @@ def health_check(*, python: str, drain: bool, log: Path | None, fmt: str, output
     if probed.status is HostStatus.OK:
         emit(report, fmt, output, quiet=quiet)
     action = None
-    if drain:
-        with open_log(log, {"command": "doctor --slurm-health"}) as action_log:
+    if action_log is not None:
+        with action_log:
             action = slurm_health.act_on_node(host, node, scontrol, action_log)
     if action is not None:
         print(f"computefence: {name}: {action.outcome}: {action.detail}", file=sys.stderr)

@@ -4,9 +4,10 @@
 to be asked, of which pod) and one after it ("answer": the outcome and the provider's words,
 redacted of keys and every other secret), so that a run killed between the two still shows what may have
 happened. The file is $XDG_STATE_HOME/computefence/actions.jsonl (~/.local/state when unset)
-or --log FILE; it is opened (created mode 0600, never through a symbolic link) before anything
-is sent, and each line is one O_APPEND write, flushed to disk, so concurrent runs never
-interleave within a line.
+or --log FILE. Its path is checked before the run starts, and the file is created (mode 0600,
+never through a symbolic link) with the first line, which comes before the first call is sent:
+a run that sends nothing, or is interrupted before it does, leaves no file behind. Each line is
+one O_APPEND write, flushed to disk, so concurrent runs never interleave within a line.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ def default_path() -> Path:
 
 
 class ActionLog:
-    """Lines go to an open descriptor; `open_log` checks and opens the file."""
+    """Lines go to the file `open_log` checked; it is opened with the first of them."""
 
-    def __init__(self, fd: int, path: Path, run: dict[str, Any]):
-        self.fd, self.path, self.run = fd, path, run
+    def __init__(self, path: Path, run: dict[str, Any], *, make_folder: bool):
+        self.path, self.run, self.make_folder = path, run, make_folder
+        self.fd: int | None = None
         # Calls logged as about to be sent: what a run interrupted mid-way may have done.
         self.sends = 0
 
@@ -47,6 +49,8 @@ class ActionLog:
             **{k: redact(clean(v)) if isinstance(v, str) else v for k, v in fields.items()},
         }
         line = (json.dumps(entry, ensure_ascii=True, sort_keys=False) + "\n").encode()
+        if self.fd is None:
+            self.fd = _open(self.path, make_folder=self.make_folder)
         try:
             os.write(self.fd, line)
             os.fsync(self.fd)
@@ -56,7 +60,9 @@ class ActionLog:
             self.sends += 1
 
     def close(self) -> None:
-        os.close(self.fd)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
     def __enter__(self) -> ActionLog:
         return self
@@ -66,17 +72,27 @@ class ActionLog:
 
 
 def open_log(path: Path | None, run: dict[str, Any]) -> ActionLog:
-    """Open (creating it and, for the default path, its folder) the log to append to; a path
-    that cannot take lines is a ConfigError naming --log, before any provider is called."""
+    """The log to append to, its path checked now: one that cannot take lines is a ConfigError
+    naming --log, before the run starts. An existing file is opened at once (opening changes
+    nothing); a new one, and the default path's folder, are made with the first line."""
     default = path is None
     target = default_path() if path is None else path
-    if default:
+    log = ActionLog(target, run, make_folder=default)
+    if not default and not target.parent.is_dir():
+        raise ConfigError(f"--log {target}: directory {target.parent} does not exist")
+    if os.path.lexists(target):
+        log.fd = _open(target, make_folder=False)
+    elif not default and not os.access(target.parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--log {target}: cannot create it in {target.parent}: permission denied")
+    return log
+
+
+def _open(target: Path, *, make_folder: bool) -> int:
+    if make_folder:
         try:
             target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise ConfigError(f"--log {target}: cannot create its folder: {exc.strerror or exc}") from None
-    elif not target.parent.is_dir():
-        raise ConfigError(f"--log {target}: directory {target.parent} does not exist")
     # O_NONBLOCK: a FIFO with no reader fails here instead of hanging the run. O_NOFOLLOW: a
     # link planted at the log's path would have the record appended to whatever it points at.
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -93,4 +109,4 @@ def open_log(path: Path | None, run: dict[str, Any]) -> ActionLog:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise ConfigError(f"--log {target}: not a regular file; the action log is appended to a file")
-    return ActionLog(fd, target, run)
+    return fd

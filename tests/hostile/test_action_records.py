@@ -175,6 +175,43 @@ def test_a_link_at_the_action_logs_path_is_refused_before_any_call(vast, cli, tm
     assert log.stat().st_mode & 0o777 == 0o600  # the provider's answers: the user's alone
 
 
+def test_a_release_that_sends_nothing_leaves_no_action_log_behind(vast, cli, tmp_path):
+    [target] = VastSource().targets()
+    report = tmp_path / "report.json"
+    report.write_text(_ecc_report(target, ["vast-ecc"]).model_dump_json())
+    vast.vast_instances = []  # gone when the run lists the account again: nothing to send
+    log = tmp_path / "actions.jsonl"
+
+    code, out, err = cli("fleet", "release", "--from", str(report), "--yes", "-f", "json", "--log", str(log))
+
+    assert code == 0, err
+    assert [p["outcome"] for p in json.loads(out)["pods"]] == ["gone"]
+    assert not log.exists()
+
+
+def test_an_action_log_is_made_with_its_first_line_and_its_path_is_checked_before(tmp_path):
+    from computefence.errors import ConfigError
+    from computefence.operations.action_log import open_log
+
+    with pytest.raises(ConfigError, match="does not exist"):
+        open_log(tmp_path / "missing" / "actions.jsonl", {})
+    path = tmp_path / "actions.jsonl"
+    with open_log(path, {"command": "test"}) as log:
+        assert not path.exists()
+        log.record("send", call="scontrol update")
+    assert [json.loads(line)["call"] for line in path.read_text().splitlines()] == ["scontrol update"]
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_slurm_health_refuses_a_log_it_cannot_write_before_it_probes(cli, tmp_path):
+    log = tmp_path / "missing" / "actions.jsonl"
+
+    code, out, err = cli("doctor", "--slurm-health", "--log", str(log))
+
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [f"computefence: error: --log {log}: directory {log.parent} does not exist"]
+
+
 # ---------------------------------------------------------------- recordings
 
 
