@@ -322,18 +322,23 @@ def check_gpu_idle(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> 
     if not holds and watch.gpu.nvidia_smi_found:
         cause += "; no process holds GPU memory"
     every = "every GPU is" if len(means) > 1 else "the GPU is"
+    steps, advice = _py_spy(watch, job.pid, "where each thread of the job is")
     return [
         warn(
             cid,
             f"{_job_name(job)} runs, but {every} under {IDLE_GPU_PCT:.0f}% utilisation {window} "
             f"({', '.join(f'{v:.0f}%' for v in means.values())}): {cause}",
-            Fix(
-                steps=[FixStep.inspect(f"py-spy dump --pid {job.pid}")],
-                advice="shows where each thread of the job is (pip install py-spy); "
-                "`computefence doctor` on the pod checks torch's CUDA",
-            ),
+            Fix(steps=steps, advice="; ".join([advice, "`computefence doctor` on the pod checks torch's CUDA"])),
         )
     ]
+
+
+def _py_spy(watch: WatchFacts, pid: int, shows: str) -> tuple[list[FixStep], str]:
+    """The step that shows where a process is, and the words for it: py-spy where the pod has
+    it, how to get it where it does not (a command that cannot run is no step)."""
+    if watch.processes.py_spy:
+        return [FixStep.inspect(f"py-spy dump --pid {pid}")], f"py-spy shows {shows}"
+    return [], f"`pip install py-spy` on the pod, then `py-spy dump --pid {pid}` shows {shows}"
 
 
 def _classes(settings: WatchSettings) -> tuple[int, str]:
@@ -544,11 +549,9 @@ def check_stalled(watch: WatchFacts, settings: WatchSettings, ctx: Context) -> l
     target = odd.pid if odd is not None else (job.ranks[0].pid if job.ranks else job.pid)
     if odd is not None and odd.state == "T":
         advice.append(f"`kill -CONT {odd.pid}` resumes the stopped rank, if nobody stopped it on purpose")
-    if watch.processes.py_spy:
-        steps.append(FixStep.inspect(f"py-spy dump --pid {target}"))
-        advice.append("py-spy shows where that rank's Python waits")
-    else:
-        advice.append(f"`pip install py-spy` on the pod, then `py-spy dump --pid {target}` shows where it waits")
+    spy_steps, spy_advice = _py_spy(watch, target, "where that rank's Python waits")
+    steps += spy_steps
+    advice.append(spy_advice)
     if watch.log is not None and watch.log.exists:
         steps.append(FixStep.inspect(f"tail -n 50 {q(watch.log.path)}"))
     failed = settings.machine

@@ -314,6 +314,19 @@ def test_a_stall_on_a_machine_that_failed_before_says_to_give_the_pod_back():
     assert "give the pod back" not in one(stalled, "run.stalled", settings=WatchSettings(machine=clean)).fix.advice
 
 
+def test_an_idle_gpus_fix_runs_py_spy_only_where_the_pod_has_it():
+    idle = watch(job=dict(JOB, cpu_cores=7.5), util=0.0)
+    without = one(idle, "run.gpu-idle")
+    assert without.fix.commands == []
+    assert f"`pip install py-spy` on the pod, then `py-spy dump --pid {JOB['pid']}`" in without.fix.advice
+    installed = one(
+        idle.model_copy(update={"processes": idle.processes.model_copy(update={"py_spy": "/usr/bin/py-spy"})}),
+        "run.gpu-idle",
+    )
+    assert installed.fix.commands == [f"py-spy dump --pid {JOB['pid']}"]
+    assert "pip install" not in installed.fix.advice
+
+
 @pytest.mark.parametrize("collector", ["processes", "gpu"])
 def test_a_watch_collector_past_its_limit_is_unknown_never_no_job_or_idle(collector):
     # What a timed-out collector leaves: no process listed, no GPU sample.

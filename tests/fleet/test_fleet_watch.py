@@ -106,7 +106,9 @@ def test_one_watch_pass_names_each_pods_problem(fleet_of_runs, run_cli):
     # Which cause it names depends on the CPU share the pod's job got on this loaded machine
     # (tests/evaluate/test_watch_checks.py has both); the share is measured and shown.
     assert idle.severity.value == "warn" and "CPU cores" in idle.message
-    assert idle.fix is not None and idle.fix.commands[0].startswith("py-spy dump --pid ")
+    # The pods have no py-spy: the fix says how to get it and offers no command that is not there.
+    assert idle.fix is not None and not any("py-spy" in c for c in idle.fix.commands)
+    assert "`pip install py-spy` on the pod, then `py-spy dump --pid " in idle.fix.advice
     plateau = findings_by_check(hosts["watch-plateau"])["run.loss-plateau"][0]
     assert plateau.severity.value == "warn" and "0.693" in plateau.message
     assert severities(hosts["watch-nan"])["run.loss-nan"] == {"block"}
