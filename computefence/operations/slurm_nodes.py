@@ -34,11 +34,13 @@ from computefence.models import HostReport, HostStatus, NodeAction, NodeActionRe
 from computefence.operations.action_log import ActionLog
 from computefence.session import open_session
 from computefence.sources.slurm import SlurmNode, SlurmSource, node_target, valid_node_name
-from computefence.sources.tools import ToolTimeout, run_tool
+from computefence.sources.tools import ToolOverflow, ToolTimeout, run_tool
 from computefence.text import one_line, plural
 
 OURS = "computefence:"
 SCONTROL_TIMEOUT_S = 30.0
+# What an update or a reservation call answers is a line or two.
+SCONTROL_MAX_BYTES = 1 << 20
 # How long a proving reservation lasts if the run dies before deleting it (minutes).
 RESERVATION_MINUTES = 30
 
@@ -83,13 +85,17 @@ class Scontrol:
     def run(self, argv: list[str]) -> tuple[bool, str]:
         """(succeeded, what it said, one line)."""
         try:
-            status, stdout, stderr = run_tool(argv, self.timeout, env=dict(self.env) if self.env else None)
+            status, stdout, stderr = run_tool(
+                argv, self.timeout, SCONTROL_MAX_BYTES, env=dict(self.env) if self.env else None
+            )
         except FileNotFoundError:
             return False, f"{argv[0]} is not on PATH"
         except OSError as exc:
             return False, f"{argv[0]} could not start: {exc.strerror or exc}"
         except ToolTimeout:
             return False, f"{argv[0]} gave no answer within {self.timeout:g}s"
+        except ToolOverflow:
+            return False, f"{argv[0]} printed over {SCONTROL_MAX_BYTES:,} bytes"
         said = (stderr or stdout).decode("utf-8", "replace").strip()
         return status == 0, one_line(said, 200)
 

@@ -47,12 +47,14 @@ from computefence.errors import ConfigError, InputLimitError
 from computefence.files import read_config_bytes, read_config_text
 from computefence.models import Fix, Target
 from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g, unhonoured_warnings
-from computefence.sources.tools import ToolTimeout, run_tool
+from computefence.sources.tools import ToolOverflow, ToolTimeout, run_tool
 from computefence.yaml_lines import SAFE_LOADER, Marks, line_at, load_yaml_document, marks_at
 
 READER_ANSIBLE = "ansible-inventory"
 READER_BUILTIN = "built-in reader"
 ANSIBLE_TIMEOUT_S = 120.0
+# `--list` of 100,000 hosts with their variables stays well under this.
+ANSIBLE_MAX_BYTES = 256 << 20
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 # `h[1:100000000]` would take minutes and gigabytes; no rented fleet comes near these.
 MAX_HOSTS_PER_PATTERN = 100_000
@@ -963,9 +965,11 @@ def _ansible_list(command: list[str], path: Path, vault_args: list[str]) -> tupl
     env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_LOCALHOST_WARNING": "0"}
     argv = [*command, "-i", str(path), "--list", *vault_args]
     try:
-        returncode, stdout, stderr = run_tool(argv, ANSIBLE_TIMEOUT_S, env)
+        returncode, stdout, stderr = run_tool(argv, ANSIBLE_TIMEOUT_S, ANSIBLE_MAX_BYTES, env)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot run ansible-inventory: {exc.strerror or exc}") from None
+    except ToolOverflow:
+        raise ConfigError(f"{path}: ansible-inventory printed over {ANSIBLE_MAX_BYTES:,} bytes") from None
     except ToolTimeout:
         raise ConfigError(f"{path}: ansible-inventory gave no answer within {ANSIBLE_TIMEOUT_S:g} s") from None
     messages = _ansible_messages(stderr.decode("utf-8", "replace"))

@@ -22,7 +22,7 @@ from typing import Any
 
 from computefence.errors import ConfigError, SourceError
 from computefence.models import Fix, FixStep, ProviderInfo, Target
-from computefence.sources.tools import ToolOverflow, ToolTimeout, run_tool_capped
+from computefence.sources.tools import ToolOverflow, ToolTimeout, run_tool
 from computefence.text import one_line
 
 # Slurm's own bound on one range (hostlist.c MAX_RANGE); also ours on a whole list.
@@ -245,7 +245,7 @@ class SlurmSource:
     def _sinfo(self, argv: list[str], required: bool = False) -> str | None:
         """The tool's stdout; None where this Slurm lacks the option (JSON support)."""
         try:
-            status, stdout, stderr = run_tool_capped(
+            status, stdout, stderr = run_tool(
                 argv, self.timeout, MAX_LISTING_BYTES, env=dict(self.env) if self.env else None
             )
         except FileNotFoundError:

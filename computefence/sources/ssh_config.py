@@ -31,11 +31,13 @@ from pathlib import Path
 from computefence.errors import ConfigError
 from computefence.files import read_config_text
 from computefence.models import Target
-from computefence.sources.tools import ToolTimeout, run_tool
+from computefence.sources.tools import ToolOverflow, ToolTimeout, run_tool
 
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
 MAX_INCLUDE_DEPTH = 16  # as OpenSSH's READCONF_MAX_DEPTH
 SSH_G_TIMEOUT_S = 10.0
+# `ssh -G` prints a few KiB for any host; more is no configuration.
+SSH_G_MAX_BYTES = 1 << 20
 SSH_G_WORKERS = 16
 RESOLVER_SSH = "ssh -G"
 RESOLVER_PARSER = "built-in parser"
@@ -522,9 +524,11 @@ def ssh_g(alias: str, *, config: Path | None = None, options: list[str] | tuple[
         command += ["-F", str(config)]
     command += [*options, "--", alias]
     try:
-        returncode, stdout, stderr = run_tool(command, SSH_G_TIMEOUT_S)
+        returncode, stdout, stderr = run_tool(command, SSH_G_TIMEOUT_S, SSH_G_MAX_BYTES)
     except OSError as exc:
         raise ConfigError(f"ssh -G {alias}: cannot run ssh: {exc.strerror or exc}") from None
+    except ToolOverflow:
+        raise ConfigError(f"ssh -G {alias}: printed over {SSH_G_MAX_BYTES:,} bytes; no ssh answers so much") from None
     except ToolTimeout:
         raise ConfigError(
             f"ssh -G {alias}: no answer within {SSH_G_TIMEOUT_S:g} s (a Match exec that hangs?)"

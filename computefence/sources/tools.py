@@ -17,29 +17,16 @@ class ToolOverflow(Exception):
     """The tool printed more than it was allowed to."""
 
 
-def run_tool(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> tuple[int, bytes, bytes]:
-    """(exit status, stdout, stderr) of `argv`; OSError when it cannot start, ToolTimeout on overrun.
-
-    The tool gets its own session, so what it starts (a `Match exec` command, an inventory
-    script) is killed with it on overrun.
-    """
-    process = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise ToolTimeout from None
-    return process.returncode, stdout, stderr
-
-
-def run_tool_capped(
+def run_tool(
     argv: list[str], timeout: float, max_bytes: int, env: dict[str, str] | None = None
 ) -> tuple[int, bytes, bytes]:
-    """run_tool, holding at most `max_bytes` of stdout (and of stderr) in memory: a tool that
-    prints more is killed with its session (ToolOverflow) before its output fills memory."""
+    """(exit status, stdout, stderr) of `argv`; OSError when it cannot start, ToolTimeout on
+    overrun, ToolOverflow when it prints over `max_bytes` on stdout (or on stderr), before its
+    output fills memory.
+
+    The tool gets its own session, so what it starts (a `Match exec` command, an inventory
+    script) is killed with it.
+    """
     process = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
     )

@@ -351,3 +351,18 @@ def test_plain_references_follow_chains_up_to_the_depth_cap(tmp_path):
     assert (near.user, near.unreachable_reason) == ("deploy", None)  # 10 references
     assert far.unreachable_reason is not None and far.user is None  # 31: past MAX_TEMPLATE_DEPTH
     assert len(warnings) == 1 and "host far: ansible_user refers through more than 10 variables" in warnings[0]
+
+
+def test_an_ansible_inventory_that_floods_is_stopped_at_the_cap_with_one_line(tmp_path, monkeypatch):
+    import computefence.sources.ansible as ansible_source
+
+    monkeypatch.setattr(ansible_source, "ANSIBLE_MAX_BYTES", 100_000)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ansible-inventory").write_text("#!/bin/sh\nexec yes '{'\n")
+    (bin_dir / "ansible-inventory").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    path = write(tmp_path / "hosts", "[gpu]\ng1 ansible_host=10.0.0.1\n")
+    with pytest.raises(ConfigError) as info:
+        AnsibleSource(path).targets()
+    assert str(info.value) == f"{path}: ansible-inventory printed over 100,000 bytes"

@@ -205,3 +205,18 @@ def test_a_flooding_sinfo_is_stopped_at_the_cap(tmp_path, monkeypatch, stream):
     fake_sinfo(tmp_path, monkeypatch, f"exec yes nodes {stream}")
     with pytest.raises(SourceError, match="printed over 100000 bytes"):
         SlurmSource(timeout=20).targets()
+
+
+def test_a_flooding_scontrol_fails_that_call_with_one_line(tmp_path, monkeypatch):
+    import computefence.operations.slurm_nodes as slurm_nodes
+
+    monkeypatch.setattr(slurm_nodes, "SCONTROL_MAX_BYTES", 100_000)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text("#!/bin/sh\nexec yes updated\n")
+    (bin_dir / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert slurm_nodes.Scontrol(timeout=20).run(["scontrol", "update", "NodeName=n1", "State=DRAIN"]) == (
+        False,
+        "scontrol printed over 100,000 bytes",
+    )

@@ -99,3 +99,12 @@ def test_options_that_cannot_be_honoured_are_warnings_naming_host_and_option(tmp
         f"{config}: host a, b: hostkeyalias shared cannot be honoured; ComputeFence connects without it",
         f"{config}: host c: proxyusefdpass yes cannot be honoured; ComputeFence connects without it",
     ]
+
+
+def test_a_match_exec_that_floods_is_stopped_at_the_cap_with_one_line(tmp_path, monkeypatch):
+    # ssh sends a Match exec command's stdout to /dev/null, its stderr to ours.
+    monkeypatch.setattr(ssh_config, "SSH_G_MAX_BYTES", 100_000)
+    config = tmp_path / "cfg"
+    config.write_text('Match exec "yes flood >&2"\n  User x\n')
+    with pytest.raises(ConfigError, match=r"^ssh -G box: printed over 100,000 bytes; no ssh answers so much$"):
+        SshConfigSource(["box"], str(config)).targets()
