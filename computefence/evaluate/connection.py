@@ -132,10 +132,12 @@ def status_fix(
                 "provider's console first, or rerun with --accept-new",
             )
         port = f"-p {target.port} " if target.port != 22 else ""
-        scan = f"ssh-keyscan {port}-- {q(target.host)} >> {_path(_known_hosts_files(target)[0])}"
+        scan = f"ssh-keyscan {port}-- {q(target.host)}"
+        # Shown, not recorded: a key is trusted only once a person has compared it.
         return Fix(
-            steps=[FixStep.local(scan, StepKind.SAFE)],
-            advice="compare the fingerprint with the provider's console first, or rerun with --accept-new",
+            steps=[FixStep.local(f"{scan} | ssh-keygen -l -f -", StepKind.INSPECT)],
+            advice="compare these fingerprints with the provider's console; if they match, record them with "
+            f"`{scan} >> {_path(_known_hosts_files(target)[0])}`, or rerun with --accept-new",
         )
     if status is HostStatus.HOST_KEY_MISMATCH and detail == REVOKED_DETAIL:
         # Removing the entry (ssh-keygen -R) would undo the revocation; --accept-new never applies.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from computefence.evaluate import status_fix
 from computefence.evaluate.connection import HANDSHAKE
-from computefence.models import Fix, HostStatus, ProviderInfo, Target
+from computefence.models import Fix, HostStatus, ProviderInfo, StepKind, Target
 
 POD = Target(name="pod-a", host="203.0.113.10", port=22022, user="root", identity_files=["~/.ssh/id_ed25519"])
 LAMBDA = Target(name="gpu-1", host="198.51.100.7", provider=ProviderInfo(provider="lambda", pod_id="i-1"))
@@ -37,9 +37,12 @@ def test_host_key_mismatch_removes_the_bracketed_host_port_entry():
     ]
 
 
-def test_unknown_host_key_offers_keyscan_and_accept_new():
+def test_an_unknown_host_key_is_shown_to_compare_and_recorded_only_after():
     fix = status_fix(POD, HostStatus.HOST_KEY_UNKNOWN)
-    assert fix.commands == ["ssh-keyscan -p 22022 -- 203.0.113.10 >> ~/.ssh/known_hosts"]
+    # The one step shows the fingerprints; recording them is advice, for after the comparison.
+    assert fix.commands == ["ssh-keyscan -p 22022 -- 203.0.113.10 | ssh-keygen -l -f -"]
+    assert [step.kind for step in fix.steps] == [StepKind.INSPECT]
+    assert "if they match, record them with `ssh-keyscan -p 22022 -- 203.0.113.10 >> ~/.ssh/known_hosts`" in fix.advice
     assert "--accept-new" in fix.advice
 
 

@@ -106,7 +106,7 @@ def test_no_fix_lets_a_hostile_value_become_an_option(target, status):
 
 
 # The option words the evaluator writes itself; values from data only ever follow one of them.
-_OURS = {"-o", "-v", "-p", "-i", "-J", "-F", "-f", "-R"}
+_OURS = {"-o", "-v", "-p", "-i", "-J", "-F", "-f", "-R", "-l"}
 _OUR_OPTIONS = {"ConnectTimeout=10", "StrictHostKeyChecking=ask"}
 
 
