@@ -73,10 +73,11 @@ def load_recordings(folder: Path) -> list[Recording]:
     recordings = [_load(path) for path in sorted(folder.glob("*.json"))]
     if not recordings:
         raise ConfigError(f"--replay {folder}: no recordings (*.json) in it")
-    names = [recording.target.name for recording in recordings]
-    for name in names:
-        if names.count(name) > 1:
-            raise ConfigError(f"--replay {folder}: {name} is recorded twice")
+    seen: set[str] = set()
+    for recording in recordings:
+        if recording.target.name in seen:
+            raise ConfigError(f"--replay {folder}: {recording.target.name} is recorded twice")
+        seen.add(recording.target.name)
     return recordings
 
 

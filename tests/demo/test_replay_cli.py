@@ -112,6 +112,14 @@ def test_a_bad_recording_is_a_one_line_error_exit_2(tmp_path, capsys, content, m
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+def test_a_pod_recorded_twice_is_a_one_line_error_exit_2(tmp_path, capsys):
+    folder = _copy_demo(tmp_path)
+    shutil.copy(folder / "2-pod-cpu-torch.json", folder / "9-pod-cpu-torch-again.json")
+    code, out, err = _replay(capsys, folder=folder)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [f"computefence: error: --replay {folder}: pod-cpu-torch is recorded twice"]
+
+
 def test_replay_takes_no_other_target_source(tmp_path, capsys):
     inventory = tmp_path / "pods.yaml"
     inventory.write_text("hosts: []\n")
