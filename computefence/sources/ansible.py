@@ -26,6 +26,7 @@ environment in ansible_ssh_private_key_file (a path here, never sent; no NAME th
 a secret). Any other template (filters, expressions, lookups,
 statements, undefined names, loops) makes that one host not checkable, with a warning naming
 the host and the variable: it is never rendered, since rendering could run anything.
+sources/ansible_vars.py turns a host's variables into its target, for both readers.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ from typing import Any
 
 from computefence.errors import ConfigError, InputLimitError
 from computefence.files import read_config_bytes, read_config_text
-from computefence.models import Fix, Target
-from computefence.sources.ssh_config import SshConfig, ssh_available, ssh_g, target_from_ssh_g, unhonoured_warnings
+from computefence.models import Target
+from computefence.sources.ansible_vars import Variable, Vaulted, host_target, quoted
+from computefence.sources.ssh_config import unhonoured_warnings
 from computefence.sources.tools import ToolOverflow, ToolTimeout, run_tool
 from computefence.yaml_lines import SAFE_LOADER, Marks, line_at, load_yaml_document, marks_at
 
@@ -67,15 +69,11 @@ _UNPARSED_RE = re.compile(r"(Unable|Failed) to parse")
 _MESSAGE_LIMIT = 300
 
 
-class _Vaulted:
-    """A `!vault` value: only Ansible with the vault password can read it."""
-
-
 class _VarsLoader(SAFE_LOADER):  # type: ignore[valid-type,misc]  # libyaml's loader where it is built
     """YAML as Ansible writes it: `!vault` and `!unsafe` values are legal."""
 
 
-_VarsLoader.add_constructor("!vault", lambda loader, node: _Vaulted())
+_VarsLoader.add_constructor("!vault", lambda loader, node: Vaulted())
 _VarsLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
 # What ast.literal_eval can only refuse: names (but True, False, None) and dotted numbers such as
 # addresses. With plain integers, most values of a large inventory, read without compiling.
@@ -90,28 +88,22 @@ _SECTION_KINDS = ("hosts", "children", "vars")
 
 
 @dataclass
-class _Value:
-    value: Any
-    where: str  # "path:line"
-
-
-@dataclass
 class _Group:
     name: str
-    vars: dict[str, _Value] = field(default_factory=dict)
+    vars: dict[str, Variable] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
     hosts: dict[str, None] = field(default_factory=dict)  # an ordered set
     priority: int = 1
     # group_vars/NAME files: they beat every inline group var.
-    file_vars: dict[str, _Value] = field(default_factory=dict)
+    file_vars: dict[str, Variable] = field(default_factory=dict)
 
 
 @dataclass
 class _Host:
     name: str
     where: str
-    vars: dict[str, _Value] = field(default_factory=dict)
-    file_vars: dict[str, _Value] = field(default_factory=dict)
+    vars: dict[str, Variable] = field(default_factory=dict)
+    file_vars: dict[str, Variable] = field(default_factory=dict)
 
 
 class _Inventory:
@@ -120,7 +112,7 @@ class _Inventory:
         self.hosts: dict[str, _Host] = {}
         self.warnings: list[str] = []
 
-    def set_group_var(self, group: str, name: str, value: _Value) -> None:
+    def set_group_var(self, group: str, name: str, value: Variable) -> None:
         self.group(group).vars[name] = value
         if name == "ansible_group_priority":
             priority = value.value
@@ -131,7 +123,7 @@ class _Inventory:
     def group(self, name: str) -> _Group:
         return self.groups.setdefault(name, _Group(name))
 
-    def add_host(self, name: str, group: str, where: str, variables: dict[str, _Value]) -> None:
+    def add_host(self, name: str, group: str, where: str, variables: dict[str, Variable]) -> None:
         if name not in self.hosts and len(self.hosts) >= MAX_HOSTS:
             raise InputLimitError(
                 f"{where}: more than {MAX_HOSTS:,} hosts in one Ansible inventory; split it or narrow it with --limit"
@@ -183,7 +175,7 @@ def expand_host_pattern(pattern: str, where: str) -> list[str]:
         pieces = rest.replace("[", "|", 1).replace("]", "|", 1).split("|")
         if len(pieces) != 3:
             why = "no closing ']'" if len(pieces) < 3 else "'|' or another range bracket in it"
-            raise HostRangeError(f"{where}: bad host range in {_shown(pattern)}: {why}")
+            raise HostRangeError(f"{where}: bad host range in {quoted(pattern)}: {why}")
         head, spec, rest = pieces
         size, make = _range_values(spec, pattern, where)
         if size == 0:
@@ -191,7 +183,7 @@ def expand_host_pattern(pattern: str, where: str) -> list[str]:
         count *= size
         if count > MAX_HOSTS_PER_PATTERN:
             raise InputLimitError(
-                f"{where}: host pattern {_shown(pattern)} expands to more than {MAX_HOSTS_PER_PATTERN:,} hosts"
+                f"{where}: host pattern {quoted(pattern)} expands to more than {MAX_HOSTS_PER_PATTERN:,} hosts"
             )
         levels.append((head, make()))
     names = [""]
@@ -204,7 +196,7 @@ def _range_values(spec: str, pattern: str, where: str) -> tuple[int, Callable[[]
     """How many names one range gives, and a way to make them (after the count is checked)."""
 
     def bad(why: str) -> HostRangeError:
-        return HostRangeError(f"{where}: bad host range [{spec[:50]}] in {_shown(pattern)}: {why}")
+        return HostRangeError(f"{where}: bad host range [{spec[:50]}] in {quoted(pattern)}: {why}")
 
     bounds = spec.split(":")
     if len(bounds) not in (2, 3):
@@ -239,10 +231,6 @@ def _range_values(spec: str, pattern: str, where: str) -> tuple[int, Callable[[]
     except OverflowError:
         size = MAX_HOSTS_PER_PATTERN + 1
     return size, lambda: [str(n).zfill(width) for n in numbers]
-
-
-def _shown(pattern: str) -> str:
-    return repr(pattern if len(pattern) <= 200 else pattern[:200] + "...")
 
 
 # Host addresses a `:port` may follow, in the grammar Ansible's parse_address accepts, ranges
@@ -360,7 +348,7 @@ def _ini_line(line: str, where: str, section: str, kind: str, inventory: _Invent
         name, eq, value = line.partition("=")
         if not eq or not name.strip():
             raise ConfigError(f"{where}: expected key=value in [{section}:vars], got {line!r}")
-        inventory.set_group_var(section, name.strip(), _Value(_ini_value(value.strip()), where))
+        inventory.set_group_var(section, name.strip(), Variable(_ini_value(value.strip()), where))
     elif kind == "children":
         child = _CHILD_RE.match(line)
         if not child and "[" in line:
@@ -381,15 +369,15 @@ def _ini_line(line: str, where: str, section: str, kind: str, inventory: _Invent
         # The name first, as Ansible: a bad range in it is the error, whatever follows.
         names, port = host_pattern(tokens[0], where)
         if port is None and tokens[0].endswith(":"):
-            raise ConfigError(f"{where}: host pattern {_shown(tokens[0])} ends in ':', which Ansible keeps for a port")
-        variables: dict[str, _Value] = {}
+            raise ConfigError(f"{where}: host pattern {quoted(tokens[0])} ends in ':', which Ansible keeps for a port")
+        variables: dict[str, Variable] = {}
         for token in tokens[1:]:
             key, eq, value = token.partition("=")
             if not eq or not key:
                 raise ConfigError(f"{where}: expected key=value after the host name, got {token!r}")
-            variables[key] = _Value(_ini_value(value), where)
+            variables[key] = Variable(_ini_value(value), where)
         if port is not None:
-            variables.setdefault("ansible_port", _Value(port, where))
+            variables.setdefault("ansible_port", Variable(port, where))
         for name in names:
             inventory.add_host(name, section, where, variables)
 
@@ -423,18 +411,18 @@ def _parse_yaml(path: Path, inventory: _Inventory, data: Any, root: Marks | None
                 )
         vars_marks = marks_at(marks, ("vars",))
         for var, value in _mapping(body.get("vars"), vars_marks, (), path, "vars").items():
-            inventory.set_group_var(name, str(var), _Value(value, f"{path}:{line_at(vars_marks, (var,))}"))
+            inventory.set_group_var(name, str(var), Variable(value, f"{path}:{line_at(vars_marks, (var,))}"))
         hosts_marks = marks_at(marks, ("hosts",))
         for pattern, host_vars in _mapping(body.get("hosts"), hosts_marks, (), path, "hosts").items():
             where = f"{path}:{line_at(hosts_marks, (pattern,), key=True)}"
             host_marks = marks_at(hosts_marks, (pattern,))
             variables = {
-                str(k): _Value(v, f"{path}:{line_at(host_marks, (k,))}")
+                str(k): Variable(v, f"{path}:{line_at(host_marks, (k,))}")
                 for k, v in _mapping(host_vars, host_marks, (), path, f"host {pattern!r}").items()
             }
             hosts, port = host_pattern(str(pattern), where)
             if port is not None:
-                variables.setdefault("ansible_port", _Value(port, where))
+                variables.setdefault("ansible_port", Variable(port, where))
             for host in hosts:
                 inventory.add_host(host, name, where, variables)
         children_marks = marks_at(marks, ("children",))
@@ -470,12 +458,12 @@ def _listed(directory: Path) -> set[str]:
         raise ConfigError(f"{directory}: cannot list it: {exc.strerror or exc}") from None
 
 
-def _load_vars(directory: Path, name: str, listed: set[str]) -> dict[str, _Value]:
-    merged: dict[str, _Value] = {}
+def _load_vars(directory: Path, name: str, listed: set[str]) -> dict[str, Variable]:
+    merged: dict[str, Variable] = {}
     for path in _vars_files(directory, name, listed):
         data, root = load_yaml_document(path, "Ansible vars file", loader_class=_VarsLoader)
         for key, value in _mapping(data, root, (), path, "a vars file").items():
-            merged[str(key)] = _Value(value, f"{path}:{line_at(root, (key,))}")
+            merged[str(key)] = Variable(value, f"{path}:{line_at(root, (key,))}")
     return merged
 
 
@@ -494,297 +482,6 @@ def _depths(inventory: _Inventory) -> dict[str, int]:
                     nxt.append(child)
         frontier = nxt
     return depth
-
-
-_VAULT_HELP = "pass --vault-password-file or --vault-id with Ansible installed, or set the value unencrypted"
-
-
-def _plain(key: str, value: _Value) -> Any:
-    if isinstance(value.value, _Vaulted) or (isinstance(value.value, dict) and "__ansible_vault" in value.value):
-        raise ConfigError(f"{value.where}: {key} is vault-encrypted and cannot be read here: {_VAULT_HELP}")
-    return value.value
-
-
-# ---------------------------------------------------------------- Jinja values
-
-# The one Jinja form evaluated: a plain variable reference, `{{ name }}`, alone (the value keeps
-# its type, as Ansible's single-expression templates do) or within text. Filters, expressions,
-# lookups, statements and comments are never evaluated: they could run anything.
-_JINJA_RE = re.compile(r"\{\{|\{%|\{#")
-# `{{ name }}`, or `{{ lookup('env', 'NAME') }}`: Ansible's env lookup of the machine it runs
-# on (ComputeFence's), '' where the variable is unset.
-_ENV_LOOKUP = r"""lookup\(\s*(?P<q1>['"])env(?P=q1)\s*,\s*(?P<q2>['"])(?P<env>[A-Za-z_][A-Za-z0-9_]*)(?P=q2)\s*\)"""
-_REFERENCE_RE = re.compile(r"\{\{\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)|" + _ENV_LOOKUP + r")\s*\}\}")
-# Where an env lookup is evaluated: a key file is a path on this machine, never sent anywhere.
-# Elsewhere (ansible_host, ansible_user) the value would go to a name server or a pod, so an
-# inventory could carry this machine's environment out: refused, as any other template.
-_ENV_LOOKUP_KEYS = ("ansible_ssh_private_key_file", "ansible_private_key_file")
-# Variables that read as secrets by their name are never read, even into a key file's path.
-_SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASS|PWD|CREDENTIAL|AUTH", re.IGNORECASE)
-# References followed through other variables before giving up (Ansible has no such limit).
-MAX_TEMPLATE_DEPTH = 10
-
-
-class _TemplateRefused(Exception):
-    """A Jinja value ComputeFence will not evaluate: that one host is not checked."""
-
-    def __init__(self, key: str, value: _Value, why: str):
-        super().__init__(f"{key} {why}")
-        self.key, self.where = key, value.where
-
-
-def _evaluated(key: str, value: _Value, variables: dict[str, _Value], host: str, chain: tuple[str, ...] = ()) -> Any:
-    """A variable's value as Ansible templates it, where that needs no more than plain
-    `{{ name }}` references (to the host's own variables, inventory_hostname and
-    inventory_hostname_short); _TemplateRefused for anything else."""
-    raw = _plain(key, value)
-    if not isinstance(raw, str) or not _JINJA_RE.search(raw):
-        return raw
-    shown = _shown(raw)
-    if len(chain) >= MAX_TEMPLATE_DEPTH:
-        raise _TemplateRefused(chain[0], value, f"refers through more than {MAX_TEMPLATE_DEPTH} variables (at {key})")
-    if _JINJA_RE.search(_REFERENCE_RE.sub("", raw)):
-        raise _TemplateRefused(
-            chain[0] if chain else key,
-            value,
-            f"is a Jinja template beyond a plain {{{{ variable }}}} reference ({key} = {shown}); "
-            "ComputeFence does not evaluate it",
-        )
-
-    def resolve(reference: re.Match[str]) -> Any:
-        name = reference["name"]
-        if name is None:
-            return environment(reference["env"])
-        if name == "inventory_hostname":
-            return host
-        if name == "inventory_hostname_short":
-            return host.split(".")[0]
-        if name in chain or name == key:
-            raise _TemplateRefused(chain[0] if chain else key, value, f"refers to itself through {name}")
-        found = variables.get(name)
-        if found is None:
-            raise _TemplateRefused(chain[0] if chain else key, value, f"refers to {name}, which is not defined")
-        return _evaluated(name, found, variables, host, (*chain, key))
-
-    def environment(name: str) -> str:
-        root = chain[0] if chain else key
-        if root not in _ENV_LOOKUP_KEYS:
-            why = f"reads the environment ({name}); ComputeFence evaluates lookup('env', ...) only in a key file's path"
-            raise _TemplateRefused(root, value, why)
-        if _SECRET_NAME_RE.search(name):
-            raise _TemplateRefused(root, value, f"reads {name}, a secret by its name; ComputeFence does not read it")
-        return os.environ.get(name, "")
-
-    whole = _REFERENCE_RE.fullmatch(raw)
-    if whole:
-        return resolve(whole)
-
-    def text(match: re.Match[str]) -> str:
-        found = resolve(match)
-        if isinstance(found, bool) or not isinstance(found, (str, int)):
-            raise _TemplateRefused(
-                chain[0] if chain else key,
-                value,
-                f"puts {match['name'] or match['env']} (a {type(found).__name__}) into text; "
-                "ComputeFence does not evaluate that",
-            )
-        return str(found)
-
-    return _REFERENCE_RE.sub(text, raw)
-
-
-# ---------------------------------------------------------------- ssh arguments
-
-
-@dataclass
-class _SshArgs:
-    """What ansible_ssh_common_args / ansible_ssh_extra_args say about where to connect."""
-
-    # ssh options in command-line order: (keyword, value); the first of each keyword wins.
-    options: list[tuple[str, str]] = field(default_factory=list)
-    config: str | None = None
-    # Options ComputeFence cannot honour, as written.
-    ignored: list[str] = field(default_factory=list)
-
-
-_OPTION_FLAGS = {"-p": "port", "-i": "identityfile", "-l": "user", "-J": "proxyjump"}
-_HONOURED = ("proxycommand", "proxyjump", "port", "identityfile", "user", "hostname")
-# Flags of ssh that take a value; any other flag stands alone.
-_VALUE_FLAGS = set("BbcDEeFIiJLlmOoPpQRSWw")
-
-
-def _ssh_args(text: str, result: _SshArgs, where: str, key: str) -> None:
-    try:
-        tokens = shlex.split(text)
-    except ValueError as exc:
-        raise ConfigError(f"{where}: {key}: {exc}") from None
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        i += 1
-        if not token.startswith("-") or len(token) < 2:
-            result.ignored.append(token)
-            continue
-        flag, value = token[:2], token[2:]
-        if flag[1] in _VALUE_FLAGS and not value:
-            if i >= len(tokens):
-                result.ignored.append(token)
-                continue
-            value = tokens[i]
-            i += 1
-        if flag == "-o":
-            name, _, option_value = re.sub(r"\s*=\s*|\s+", "=", value.strip(), count=1).partition("=")
-            if name.lower() in _HONOURED and option_value:
-                result.options.append((name.lower(), option_value))
-            else:
-                result.ignored.append(f"-o {value}")
-        elif flag == "-F":
-            result.config = result.config or value
-        elif flag == "-i" and value.lower() == "none":
-            # ssh's -i names a file, even one called `none` (it never means IdentityFile none).
-            result.options.append(("identityfile", f"./{value}"))
-        elif flag in _OPTION_FLAGS:
-            result.options.append((_OPTION_FLAGS[flag], value))
-        else:
-            result.ignored.append(token if flag[1] not in _VALUE_FLAGS else f"{flag} {value}")
-
-
-def _first(options: list[tuple[str, str]], key: str) -> str | None:
-    return next((value for name, value in options if name == key), None)
-
-
-def _hop_fields(options: list[tuple[str, str]]) -> dict[str, str | None]:
-    """proxy_jump / proxy_command from the first ProxyJump or ProxyCommand option ("none": no hop)."""
-    kind, value = next(((k, v) for k, v in options if k in ("proxyjump", "proxycommand")), ("", "none"))
-    hop = None if value.lower() == "none" else value
-    return {
-        "proxy_jump": hop if kind == "proxyjump" else None,
-        "proxy_command": hop if kind == "proxycommand" else None,
-    }
-
-
-def _identity_files(options: list[tuple[str, str]]) -> list[str]:
-    # `none` (any case) names no file, as in ssh_config; _default_identities says what it means.
-    return list(
-        dict.fromkeys(str(Path(v).expanduser()) for k, v in options if k == "identityfile" and v.lower() != "none")
-    )
-
-
-def _default_identities(options: list[tuple[str, str]]) -> bool:
-    """False where `-i none` or `-o IdentityFile=none` tells ssh to try no ~/.ssh/id_* key."""
-    return not any(k == "identityfile" and v.lower() == "none" for k, v in options)
-
-
-# ---------------------------------------------------------------- targets
-
-
-def _target(
-    name: str, where: str, groups: list[str], variables: dict[str, _Value], ignored: dict[str, Any], warnings: list[str]
-) -> Target:
-    """The target Ansible's ssh connection would reach for one host's merged variables; a
-    host with a Jinja value ComputeFence does not evaluate is not checkable, with a warning."""
-    try:
-        return _reached(name, where, groups, variables, ignored)
-    except _TemplateRefused as refused:
-        host = "" if refused.where.endswith(f": host {name}") else f"host {name}: "
-        warnings.append(f"{refused.where}: {host}{refused}; the host is not checked")
-        return Target(
-            name=name,
-            host=name,
-            tags=groups,
-            source=where,
-            unreachable_reason=f"{refused.key} is a Jinja template ComputeFence does not evaluate",
-            unreachable_fix=Fix(
-                advice=f"set {refused.key} to a literal value, or to a plain {{{{ variable }}}} reference"
-            ),
-        )
-
-
-def _reached(name: str, where: str, groups: list[str], variables: dict[str, _Value], ignored: dict[str, Any]) -> Target:
-    def var(*names: str) -> tuple[str, Any] | None:
-        # As in Ansible's ssh plugin, the ansible_ssh_* spelling wins over the short one.
-        for var_name in names:
-            value = variables.get(var_name)
-            if value is not None:
-                return var_name, _evaluated(var_name, value, variables, name)
-        return None
-
-    # Ansible's ssh command line: -o Port=, -o IdentityFile=, -o User= from the variables,
-    # then the common and extra args; ssh keeps the first value of each option.
-    options: list[tuple[str, str]] = []
-    found = var("ansible_ssh_port", "ansible_port")
-    if found is not None:
-        key, value = found
-        if isinstance(value, bool) or not str(value).isdigit() or not 1 <= int(value) <= 65535:
-            raise ConfigError(f"{variables[key].where}: {key} must be a port from 1 to 65535, got {value!r}")
-        options.append(("port", str(int(value))))
-    key_file = var("ansible_ssh_private_key_file", "ansible_private_key_file")
-    if key_file:
-        options.append(("identityfile", str(key_file[1])))
-    user = var("ansible_ssh_user", "ansible_user")
-    if user:
-        options.append(("user", str(user[1])))
-    args = _SshArgs()
-    for arg_var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-        found = var(arg_var)
-        if found and isinstance(found[1], str):
-            _ssh_args(found[1], args, variables[arg_var].where, arg_var)
-            for option in args.ignored:
-                ignored.setdefault(f"{arg_var} `{option}`", []).append(name)
-            args.ignored.clear()
-    options.extend(args.options)
-    address = var("ansible_ssh_host", "ansible_host")
-    host = str(address[1]) if address else name
-    python = var("ansible_python_interpreter")
-    connection = var("ansible_connection")
-    reason = fix = None
-    if connection and str(connection[1]) not in ("ssh", "paramiko", "smart"):
-        reason = f"ansible_connection={connection[1]}: ComputeFence checks hosts over SSH"
-        fix = Fix(
-            advice="run `computefence doctor` on that machine" if str(connection[1]) == "local" else "expose SSH on it"
-        )
-    interpreter = str(python[1]) if python else "python3"
-    rest = dict(
-        python="python3" if interpreter.startswith("auto") else interpreter,
-        tags=groups,
-        source=where,
-        unreachable_reason=reason,
-        unreachable_fix=fix,
-    )
-    if args.config:
-        return _through_ssh_config(name, host, options, Path(args.config).expanduser()).model_copy(update=rest)
-    port = _first(options, "port")
-    return Target(
-        name=name,
-        host=host,
-        port=int(port) if port else 22,
-        user=_first(options, "user"),
-        identity_files=_identity_files(options),
-        default_identities=_default_identities(options),
-        **_hop_fields(options),
-        **rest,
-    )
-
-
-def _through_ssh_config(name: str, host: str, options: list[tuple[str, str]], config: Path) -> Target:
-    """`-F FILE` in the ssh args: ssh resolves the host through that file, after the command line."""
-    if not config.is_file():
-        raise ConfigError(f"{name}: ansible_ssh_common_args names -F {config}, which is not a file")
-    if ssh_available():
-        flags = [arg for key, value in options for arg in ("-o", f"{key}={value}")]
-        target = target_from_ssh_g(host, ssh_g(host, config=config, options=flags), source=name, ssh_config=str(config))
-    else:
-        target = SshConfig(config).resolve(host, user=_first(options, "user"))
-        port = _first(options, "port")
-        target = target.model_copy(
-            update=dict(
-                port=int(port) if port else target.port,
-                identity_files=list(dict.fromkeys(_identity_files(options) + target.identity_files)),
-                default_identities=_default_identities(options) and target.default_identities,
-                **(_hop_fields(options) if _first(options, "proxyjump") or _first(options, "proxycommand") else {}),
-            )
-        )
-    return target.model_copy(update=dict(name=name))
 
 
 # ---------------------------------------------------------------- the built-in reader
@@ -908,7 +605,7 @@ def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
         for name in group.hosts:
             groups_of.setdefault(name, set()).add(group.name)
     # Hosts in the same groups share their tags and group variables (most hosts of a big inventory).
-    by_groups: dict[frozenset[str], tuple[list[str], dict[str, _Value]]] = {}
+    by_groups: dict[frozenset[str], tuple[list[str], dict[str, Variable]]] = {}
     for host in inventory.hosts.values():
         groups = frozenset(groups_of.get(host.name, ()))
         if groups not in by_groups:
@@ -916,7 +613,7 @@ def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
             # Ansible's order: inline group vars, group_vars/all, group_vars/GROUP, inline host
             # vars, host_vars/HOST; groups by depth, then ansible_group_priority, then name.
             ordered = sorted(member - {"all"}, key=lambda g: (depth.get(g, 0), inventory.groups[g].priority, g))
-            group_variables: dict[str, _Value] = dict(inventory.groups["all"].vars)
+            group_variables: dict[str, Variable] = dict(inventory.groups["all"].vars)
             for name in ordered:
                 group_variables.update(inventory.groups[name].vars)
             for name in ["all", *ordered]:
@@ -924,7 +621,7 @@ def read_ansible_inventory(path: str | Path) -> tuple[list[Target], list[str]]:
             by_groups[groups] = (sorted(member - {"all", "ungrouped"}), group_variables)
         tags, group_variables = by_groups[groups]
         variables = {**group_variables, **host.vars, **host.file_vars}
-        targets.append(_target(host.name, host.where, list(tags), variables, ignored, inventory.warnings))
+        targets.append(host_target(host.name, host.where, list(tags), variables, ignored, inventory.warnings))
     return targets, inventory.warnings + unhonoured_warnings(str(path), ignored)
 
 
@@ -1034,9 +731,9 @@ def targets_from_ansible_list(document: dict[str, Any], source: str) -> tuple[li
         member = _with_ancestors(member_of.get(host, []), parent_of)
         raw_value = hostvars.get(host)
         raw: dict[str, Any] = raw_value if isinstance(raw_value, dict) else {}
-        variables = {str(k): _Value(v, f"{source}: host {host}") for k, v in raw.items()}
+        variables = {str(k): Variable(v, f"{source}: host {host}") for k, v in raw.items()}
         tags = sorted(member - {"all", "ungrouped"})
-        targets.append(_target(host, f"{source} (ansible-inventory)", tags, variables, ignored, refused))
+        targets.append(host_target(host, f"{source} (ansible-inventory)", tags, variables, ignored, refused))
     return targets, refused + unhonoured_warnings(source, ignored)
 
 
