@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -21,6 +21,8 @@ from computefence.errors import ConfigError
 from computefence.files import read_config_bytes
 from computefence.models import SCHEMA_VERSION, Report
 from computefence.text import one_line
+
+Saved = TypeVar("Saved", bound=BaseModel)
 
 REPORT = "a ComputeFence report"
 LOCK = "a baseline lock"
@@ -150,6 +152,17 @@ def validation_error(path: Path, raw: bytes, exc: ValidationError, expected: str
     return ConfigError(f"{path} is not {expected} ({detail})")
 
 
+def validated(path: Path, raw: bytes, model: type[Saved], kind: str, what: str) -> Saved:
+    """`raw` (the file at `path`) as `model`; a file of another kind says what it is, a bad
+    one FILE:LINE and what is wrong (`what`: "a computefence JSON report")."""
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        if kind_of(top_level_keys(raw)) not in (kind, None):
+            require_kind(path, set(), raw, kind)
+        raise validation_error(path, raw, exc, what) from None
+
+
 def check_saved(path: Path, model: BaseModel, raw: bytes, expected: str, found: int, known: int) -> None:
     """The file is of the `expected` kind and of a schema_version this ComputeFence reads: a
     document of another kind says so; one of no known kind but a newer version asks for an upgrade."""
@@ -197,11 +210,6 @@ def load_report(path: Path, model: type[Report] = Report) -> Report:
     """A saved report, validated, or ConfigError naming the file and what is wrong. `model`:
     a Report subclass that reads less of it (the history page drops the facts)."""
     raw = read_config_bytes(path, "computefence JSON report", limit=MAX_REPORT_BYTES)
-    try:
-        report = model.model_validate_json(raw)
-    except ValidationError as exc:
-        if kind_of(top_level_keys(raw)) not in (REPORT, None):
-            require_kind(path, set(), raw, REPORT)
-        raise validation_error(path, raw, exc, "a computefence JSON report") from None
+    report = validated(path, raw, model, REPORT, "a computefence JSON report")
     check_saved(path, report, raw, REPORT, report.schema_version, SCHEMA_VERSION)
     return report
