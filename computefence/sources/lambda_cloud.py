@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from computefence.errors import ConfigError, SourceError
-from computefence.http import ApiClient, RetryPolicy
+from computefence.http import RetryPolicy
 from computefence.models import Fix, ProviderInfo, Target
 from computefence.sources.interface import ActionAnswer
 from computefence.sources.providers import (
@@ -21,7 +21,6 @@ from computefence.sources.providers import (
     as_int,
     as_str,
     base_url,
-    find_api_key,
     target_names,
 )
 
@@ -46,18 +45,14 @@ class LambdaSource(HeldClient):
 
     name = "lambda"
     title = PROVIDER
+    key_env = KEY_ENV
+    key_how_to = "create one at https://cloud.lambda.ai/api-keys and export LAMBDA_API_KEY"
+    key_help = KEY_HELP
 
     default_policy = RATE_LIMITED
 
     def _base(self) -> str:
         return base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API)
-
-    def _client(self) -> ApiClient:
-        base = self._base()  # a bad URL is reported before a missing key, as before
-        key = find_api_key(
-            PROVIDER, KEY_ENV, [], "create one at https://cloud.lambda.ai/api-keys and export LAMBDA_API_KEY"
-        )
-        return ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy, transport=self.transport)
 
     # ------------------------------------------------------------ fleet release
 

@@ -28,6 +28,12 @@ class HeldClient:
     them all; outside a `with`, each call makes its own."""
 
     default_policy = RetryPolicy()
+    # The provider's name in messages, and where its API key is and how to get one.
+    title: str
+    key_env: str
+    key_how_to: str
+    # What to check when the API refuses the key.
+    key_help: str
 
     def __init__(
         self,
@@ -44,8 +50,17 @@ class HeldClient:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(api_url={self.api_url!r})"
 
-    def _client(self) -> ApiClient:
+    def _base(self) -> str:
         raise NotImplementedError
+
+    def key_files(self) -> list[Path]:
+        """Files that may hold the key when `key_env` is not set, in the order they are read."""
+        return []
+
+    def _client(self) -> ApiClient:
+        base = self._base()  # a bad URL is reported before a missing key
+        key = find_api_key(self.title, self.key_env, self.key_files(), self.key_how_to)
+        return ApiClient(self.title, base, key, key_help=self.key_help, policy=self.policy, transport=self.transport)
 
     def __enter__(self: _Held) -> _Held:
         self._api = self._client()

@@ -24,7 +24,6 @@ from computefence.sources.providers import (
     as_int,
     as_str,
     base_url,
-    find_api_key,
     target_names,
 )
 
@@ -43,27 +42,23 @@ KEY_HELP = (
 )
 
 
-def key_files() -> list[Path]:
-    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return [Path(config_home) / "vastai" / "vast_api_key", Path.home() / ".vast_api_key"]
-
-
 class VastSource(HeldClient):
     """Every Vast.ai instance of the account; running ones are checkable."""
 
     name = "vast"
     title = PROVIDER
+    key_env = KEY_ENV
+    key_how_to = "create one at https://cloud.vast.ai/manage-keys/ and export VAST_API_KEY"
+    key_help = KEY_HELP
 
     def _base(self) -> str:
         url_env = URL_ENV if os.environ.get(URL_ENV) or not os.environ.get(OLD_URL_ENV) else OLD_URL_ENV
         return base_url(PROVIDER, self.api_url, url_env, DEFAULT_API)
 
-    def _client(self) -> ApiClient:
-        base = self._base()  # a bad URL is reported before a missing key, as before
-        key = find_api_key(
-            PROVIDER, KEY_ENV, key_files(), "create one at https://cloud.vast.ai/manage-keys/ and export VAST_API_KEY"
-        )
-        return ApiClient(PROVIDER, base, key, key_help=KEY_HELP, policy=self.policy, transport=self.transport)
+    def key_files(self) -> list[Path]:
+        """The vastai CLI's key files."""
+        config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+        return [Path(config_home) / "vastai" / "vast_api_key", Path.home() / ".vast_api_key"]
 
     def targets(self) -> list[Target]:
         with self._session() as api:
