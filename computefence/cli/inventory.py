@@ -15,6 +15,7 @@ from rich.text import Text
 from computefence.cli.app import app
 from computefence.cli.output import write_stdout
 from computefence.cli.targets import gather_targets, target_options
+from computefence.connectors.registry import CONNECTORS, reached_as
 from computefence.errors import ConfigError, SourceError
 from computefence.files import write_output
 from computefence.models import SourceStatus, Target, TargetList
@@ -37,12 +38,6 @@ class ListFormat(str, Enum):
 
 
 ExportFormat = Enum("ExportFormat", {name: name for name in EXPORT_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
-
-
-def reached_as(target: Target) -> str:
-    """How a target is reached, as one would type it: `user@host:port`."""
-    address = f"[{target.host}]" if ":" in target.host else target.host
-    return f"{target.user + '@' if target.user else ''}{address}:{target.port}"
 
 
 def proxy_text(target: Target) -> str:
@@ -83,6 +78,7 @@ def _text(value: str, style: str = "", no_wrap: bool | None = None) -> Text:
 
 
 def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
+    over_ssh = CONNECTORS["ssh"].reaches
     console = Console(highlight=False)
     checkable = [t for t in targets if not t.unreachable_reason]
     blocked = [t for t in targets if t.unreachable_reason]
@@ -102,8 +98,12 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
             "identity": (
                 Column("identity", "key", breaks=", "),
                 lambda t: _text(
-                    ", ".join(_home_short(p) for p in t.identity_files)
-                    or ("ssh default" if t.default_identities else "agent only")
+                    (
+                        ", ".join(_home_short(p) for p in t.identity_files)
+                        or ("ssh default" if t.default_identities else "agent only")
+                    )
+                    if over_ssh(t)
+                    else ""
                 ),
             ),
             "python": (Column("python", drop=1), lambda t: _text(t.python)),
@@ -113,6 +113,8 @@ def _render_rich(targets: list[Target], sources: list[SourceStatus]) -> None:
         }
         if not any(t.proxy_jump or t.proxy_command for t in targets):
             del columns["via"]
+        if not any(over_ssh(t) for t in targets):
+            del columns["identity"]
         if all(t.python == "python3" for t in targets):
             del columns["python"]
         if not any(t.tags for t in targets):

@@ -92,6 +92,10 @@ class ConnectorKind(Protocol):
     def reaches(self, target: Target) -> bool:
         """Whether this connector is the one for `target` when a command names none."""
 
+    @property
+    def address(self) -> Callable[[Target], str]:
+        """How a target it reaches is reached, as one would type it."""
+
 
 @dataclass
 class Outcome:

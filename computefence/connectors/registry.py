@@ -34,7 +34,13 @@ __all__ = [
     "SshSettings",
     "connector_for",
     "open_connector",
+    "reached_as",
 ]
+
+
+def _ssh_address(target: Target) -> str:
+    address = f"[{target.host}]" if ":" in target.host else target.host
+    return f"{target.user + '@' if target.user else ''}{address}:{target.port}"
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,8 @@ class Row:
     settings: type
     opener: Callable[[ConnectSettings], AbstractContextManager[Session]]
     reaches_target: Callable[[Target], bool] = lambda target: False
+    # How a target this row reaches is reached, as one would type it (`inventory list`).
+    address: Callable[[Target], str] = _ssh_address
 
     def open(self, settings: ConnectSettings) -> AbstractContextManager[Session]:
         return self.opener(settings)
@@ -197,8 +205,15 @@ CONNECTORS: dict[str, ConnectorKind] = {
     "demo": Row(SshSettings, demo),
     "replay": Row(ReplaySettings, replay),
     "local": Row(LocalSettings, local),
-    "slurm": Row(SlurmSettings, slurm, _is_slurm_node),
+    "slurm": Row(SlurmSettings, slurm, _is_slurm_node, lambda target: f"srun --nodelist={target.name}"),
 }
+
+
+def reached_as(target: Target) -> str:
+    """How `target` is reached, in its connector's words: `user@host:port` over SSH, the
+    `srun` step for a Slurm node."""
+    row = next((kind for kind in CONNECTORS.values() if kind.reaches(target)), CONNECTORS["ssh"])
+    return row.address(target)
 
 
 def connector_for(targets: Sequence[Target]) -> str:

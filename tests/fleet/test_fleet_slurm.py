@@ -82,6 +82,17 @@ def test_check_reports_each_node_on_its_own(cli, slurm_env, tmp_path):
     )
 
 
+def test_inventory_list_shows_each_node_as_its_srun_step_without_ssh_columns(cli, slurm_env, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = cli("inventory", "list", "--slurm", "--nodelist", "n[1-3]")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "reached as" in lines[0] and "identity" not in lines[0] and "key" not in lines[0]
+    assert any(line.startswith("n1 ") and "srun --nodelist=n1" in line for line in lines), out
+    assert not any(":0" in line or "ssh default" in line for line in lines), out
+    assert "n3: not checkable: Slurm has it idle+drain (admin: bad fan)." in out
+
+
 def test_partition_and_nodelist_narrow_the_nodes(cli, slurm_env):
     code, out, err = cli(
         "fleet", "check", "--slurm", "--no-policy", "--nodelist", "n[1-2]", "-p", "gpu", "--only", "gpu.*", "-f", "json"
