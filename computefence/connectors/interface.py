@@ -29,6 +29,25 @@ HANDSHAKE = "handshake"
 _Own = TypeVar("_Own")
 
 
+class _Stream(Protocol):
+    async def read(self, n: int = -1) -> bytes: ...
+
+
+async def read_capped(stream: _Stream, cap: int) -> tuple[bytes, bool]:
+    """A command's output up to its end, and whether it went past `cap` bytes (then what was
+    read is no answer and reading stops there)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await stream.read(65536)
+        if not chunk:
+            return b"".join(chunks), False
+        size += len(chunk)
+        if size > cap:
+            return b"".join(chunks), True
+        chunks.append(chunk)
+
+
 @dataclass(frozen=True)
 class ConnectSettings:
     """How a run reaches its targets: what every connector honours, and each connector's own

@@ -130,13 +130,7 @@ class SshShell:
                 except asyncio.TimeoutError:
                     proc.close()
                 drain.cancel()
-                return StepRun(
-                    None,
-                    bytes(tail.data),
-                    time.monotonic() - started,
-                    timed_out=how == "timeout",
-                    interrupted=how == "stop",
-                )
+                return _cut_short(how, tail, started)
             completed = finished.result()
             await asyncio.wait_for(drain, 5)
         except (asyncssh.DisconnectError, asyncssh.ConnectionLost, ConnectionError, BrokenPipeError) as exc:
@@ -170,6 +164,13 @@ def _terminate(proc: Any) -> None:
             pass
 
 
+def _cut_short(how: str, tail: _Tail, started: float) -> StepRun:
+    """The run of a step ended by its deadline ("timeout") or by the run's stop ("stop")."""
+    return StepRun(
+        None, bytes(tail.data), time.monotonic() - started, timed_out=how == "timeout", interrupted=how == "stop"
+    )
+
+
 def _reason(exc: BaseException) -> str:
     return one_line(str(getattr(exc, "reason", None) or exc) or type(exc).__name__, 200)
 
@@ -200,13 +201,7 @@ class LocalShell:
                 _kill_group(proc.pid, signal.SIGKILL)
                 await finished
             drain.cancel()
-            return StepRun(
-                None,
-                bytes(tail.data),
-                time.monotonic() - started,
-                timed_out=how == "timeout",
-                interrupted=how == "stop",
-            )
+            return _cut_short(how, tail, started)
         await drain
         code = finished.result()
         return StepRun(code if code >= 0 else 128 - code, bytes(tail.data), time.monotonic() - started)

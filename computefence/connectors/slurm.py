@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from computefence.connectors.interface import Outcome, host_report
+from computefence.connectors.interface import Outcome, host_report, read_capped
 from computefence.connectors.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_wire
 from computefence.connectors.shell import Shell
 from computefence.errors import ProbeOutputError
@@ -153,8 +153,8 @@ async def _communicate(proc: asyncio.subprocess.Process, payload: bytes) -> tupl
         proc.stdin.close()
     except (BrokenPipeError, ConnectionResetError):
         pass  # srun already exited (no allocation); its status and stderr say why
-    out_task = asyncio.ensure_future(_read_capped(proc.stdout, MAX_OUTPUT_BYTES))
-    err_task = asyncio.ensure_future(_read_capped(proc.stderr, MAX_STDERR_BYTES))
+    out_task = asyncio.ensure_future(read_capped(proc.stdout, MAX_OUTPUT_BYTES))
+    err_task = asyncio.ensure_future(read_capped(proc.stderr, MAX_STDERR_BYTES))
     try:
         await asyncio.wait({out_task, err_task}, return_when=asyncio.FIRST_COMPLETED)
         for task, what in ((out_task, f"{MAX_OUTPUT_BYTES // (1024 * 1024)} MiB"), (err_task, "64 KiB on stderr")):
@@ -170,19 +170,6 @@ async def _communicate(proc: asyncio.subprocess.Process, payload: bytes) -> tupl
         return b"", b"", "the step printed more than the probe's answer can be"
     await proc.wait()
     return stdout, stderr, None
-
-
-async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        chunk = await stream.read(65536)
-        if not chunk:
-            return b"".join(chunks), False
-        size += len(chunk)
-        if size > cap:
-            return b"", True
-        chunks.append(chunk)
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:

@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from computefence.connectors.asyncssh_quiet import asyncssh
-from computefence.connectors.interface import HANDSHAKE, REVOKED_DETAIL, Outcome, check_targets, host_report
+from computefence.connectors.interface import (
+    HANDSHAKE,
+    REVOKED_DETAIL,
+    Outcome,
+    check_targets,
+    host_report,
+    read_capped,
+)
 from computefence.connectors.known_hosts import (
     HostKeyLookup,
     HostKeyStore,
@@ -351,8 +358,8 @@ class SshConnector:
                 proc.stdin.write_eof()
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the command already exited (no python); its status says why
-            stdout_task = asyncio.ensure_future(_read_capped(proc.stdout, MAX_OUTPUT_BYTES))
-            stderr_task = asyncio.ensure_future(_read_capped(proc.stderr, MAX_STDERR_BYTES))
+            stdout_task = asyncio.ensure_future(read_capped(proc.stdout, MAX_OUTPUT_BYTES))
+            stderr_task = asyncio.ensure_future(read_capped(proc.stderr, MAX_STDERR_BYTES))
             try:
                 # Whichever stream overflows first ends the run; a flood on stderr with a
                 # silent stdout must not keep the pod busy until the deadline.
@@ -516,19 +523,6 @@ def _ciphers_configured(ssh_config: str | None) -> bool:
 
 def _transient(exc: BaseException) -> bool:
     return isinstance(exc, (asyncssh.ConnectionLost, ConnectionResetError, ConnectionAbortedError, BrokenPipeError))
-
-
-async def _read_capped(stream: asyncssh.SSHReader[bytes], cap: int) -> tuple[bytes, bool]:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        data = await stream.read(65536)
-        if not data:
-            return b"".join(chunks), False
-        size += len(data)
-        if size > cap:
-            return b"".join(chunks), True
-        chunks.append(data)
 
 
 def _stop_remote(proc: asyncssh.SSHClientProcess[bytes]) -> None:
