@@ -170,24 +170,31 @@ def _kill_children():
         _kill_group(pid)
 
 
+def _spawn(argv):
+    """argv started in a process group of its own, its output piped, and recorded as a child
+    (killed with its group if the probe is stopped); OSError when it cannot start."""
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        close_fds=True,
+        start_new_session=True,
+    )
+    with _CHILDREN_LOCK:
+        _CHILDREN[proc.pid] = proc
+    return proc
+
+
 def _run_command(argv, timeout):
     """Run argv with a timeout; returns exit_code, stdout, stderr, timed_out, error. Never raises."""
     result = {"exit_code": None, "stdout": "", "stderr": "", "timed_out": False, "error": None, "missing": False}
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            close_fds=True,
-            start_new_session=True,
-        )
+        proc = _spawn(argv)
     except OSError as exc:
         result["missing"] = isinstance(exc, FileNotFoundError)
         result["error"] = "%s: %s: %s" % (type(exc).__name__, exc.strerror or exc, argv[0])
         return result
-    with _CHILDREN_LOCK:
-        _CHILDREN[proc.pid] = proc
     try:
         try:
             out, err = proc.communicate(timeout=max(0.1, timeout))

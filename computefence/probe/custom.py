@@ -10,7 +10,7 @@ import subprocess
 import threading
 import time
 
-from .core import _CHILDREN, _CHILDREN_LOCK, _kill_group, _number, _text, _time_left
+from .core import _CHILDREN, _CHILDREN_LOCK, _kill_group, _number, _spawn, _text, _time_left
 
 _CUSTOM_OUTPUT_CAP = 64 * 1024
 _CUSTOM_DEFAULT_TIMEOUT = 10.0
@@ -44,19 +44,10 @@ def _run_custom_check(check, budget):
         return result
     started = time.time()
     try:
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            close_fds=True,
-            start_new_session=True,
-        )
+        proc = _spawn(["/bin/sh", "-c", command])
     except OSError as exc:
         result["error"] = "%s: %s" % (type(exc).__name__, exc.strerror or exc)
         return result
-    with _CHILDREN_LOCK:
-        _CHILDREN[proc.pid] = proc
     box = {}
     readers = [
         threading.Thread(target=_drain_capped, args=(proc.stdout, box, "stdout")),
