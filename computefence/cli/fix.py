@@ -17,6 +17,7 @@ import typer
 
 from computefence import evaluate, run
 from computefence.cli.app import EXIT_INTERRUPTED
+from computefence.cli.confirm import ask_after_plan, some_names
 from computefence.cli.connection import connection_options, prepare_connections
 from computefence.cli.fleet import fleet_app
 from computefence.cli.history_options import HistoryOptions, history_options
@@ -133,7 +134,7 @@ def fix(
             apply = False
         if not session.interrupted and apply:
             pods = [p.name for p in report.hosts if acts(p) and any(s.status == "planned" for s in p.steps)]
-            if not yes and not _ask_after_plan(report, f"on {plural(len(pods), 'pod')} ({_names(pods)})"):
+            if not yes and not _ask_after_plan(report, f"on {plural(len(pods), 'pod')} ({some_names(pods)})"):
                 return 1
             with _StepProgress(report.step_count) as progress:
                 done = asyncio.run(
@@ -183,23 +184,12 @@ class _StepProgress(LiveCount):
 
 
 def _ask_after_plan(plan: FixReport, where: str) -> bool:
-    """Show the plan in full (each target's commands, in order), then ask. Without a terminal
-    there is no one to ask: a usage error, and nothing was changed."""
-    if not sys.stdin.isatty():
-        raise ConfigError("applying without a terminal needs --yes (nothing was changed)")
-    print(render_fix(plan, "rich", output_width()), file=sys.stderr)
-    print(
-        f"apply {plural(plan.step_count, 'step')} {where}, as listed above? [y/N] ", end="", file=sys.stderr, flush=True
+    return ask_after_plan(
+        render_fix(plan, "rich", output_width()),
+        f"apply {plural(plan.step_count, 'step')} {where}, as listed above?",
+        no_terminal="applying without a terminal needs --yes (nothing was changed)",
+        declined="nothing applied",
     )
-    if sys.stdin.readline().strip().lower() in ("y", "yes"):
-        return True
-    print("computefence: nothing applied", file=sys.stderr)
-    return False
-
-
-def _names(names: list[str], shown: int = 3) -> str:
-    more = len(names) - shown
-    return ", ".join(clean(n) for n in names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def fix_this_machine(

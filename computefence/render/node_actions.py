@@ -1,4 +1,4 @@
-"""What `fleet drain` and `fleet resume` print: one entry per node (the dry run's plan with
+"""What `fleet drain` and `fleet resume` print: one entry per node (the plan, with
 its exact commands, or how each call went), then a summary line. Text from reports and
 from Slurm goes in cleaned."""
 
@@ -54,7 +54,7 @@ def label(node: NodeAction) -> str:
 
 def _rich(result: NodeActionReport, title: str) -> list[RenderableType]:
     head = Text(f"ComputeFence fleet {result.kind}", style="bold")
-    head.append(" · dry run" if result.dry_run else " · acting")
+    head.append(" · plan" if result.dry_run else " · acting")
     if title:
         head.append(f" · {clean(title)}", style="dim")
     out: list[RenderableType] = [head, Text()]
@@ -88,7 +88,7 @@ def summary_line(result: NodeActionReport) -> str:
     if result.dry_run:
         n = counts.get("planned", 0)
         if not n:
-            return f"Dry run: nothing to {result.kind}."
+            return f"Plan: nothing to {result.kind}."
         nodes = "1 node" if n == 1 else f"{n} nodes"
-        return f"Dry run: {nodes} would be {'drained' if result.kind == 'drain' else 'proven and resumed'}. Run again with --yes to act."
+        return f"Plan: {nodes} to {'drain' if result.kind == 'drain' else 'prove and resume'}; nothing was run."
     return ", ".join(f"{n} {outcome.replace('_', ' ')}" for outcome, n in counts.items()) + "."

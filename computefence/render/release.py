@@ -1,4 +1,4 @@
-"""What `fleet release` prints: one entry per selected pod (the dry run's plan, or each
+"""What `fleet release` prints: one entry per selected pod (the plan, or each
 provider's answer), then the money it saves. Text from reports and APIs goes in cleaned."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def label(pod: ReleasePod) -> str:
 
 def _rich(result: ReleaseReport, title: str) -> list[RenderableType]:
     head = Text("ComputeFence fleet release", style="bold")
-    head.append(" · dry run" if result.dry_run else " · acting")
+    head.append(" · plan" if result.dry_run else " · acting")
     if title:
         head.append(f" · {clean(title)}", style="dim")
     out: list[RenderableType] = [head, Text()]
@@ -86,9 +86,9 @@ def summary_line(result: ReleaseReport) -> str:
     if result.dry_run:
         n = counts.get("would_release", 0)
         if not n:
-            return f"Dry run: nothing would be released{refused}."
+            return f"Plan: nothing to release{refused}."
         pods = "1 pod" if n == 1 else f"{n} pods"
-        return f"Dry run: {pods} would be released, saving ${saved:.2f}/h{refused}. Run again with --yes to act."
+        return f"Plan: {pods} to release, saving ${saved:.2f}/h{refused}; nothing was called."
     parts = ", ".join(f"{n} {outcome.replace('_', ' ')}" for outcome, n in counts.items())
     if not counts.get("released"):
         return f"{parts}: nothing released."

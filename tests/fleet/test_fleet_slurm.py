@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import time
 
 import pytest
 from slurmcluster import NodeSpec
+from terminal_session import TerminalSession
 
 pytestmark = pytest.mark.slurm
 
@@ -172,18 +174,27 @@ def test_drain_and_resume(cli, slurm_env, saved_report, tmp_path):
     log = tmp_path / "actions.jsonl"
 
     # The dry run: the nodes, their faults and the exact commands; nothing changes.
-    code, out, err = cli("fleet", "drain", "--from", str(with_n3))
+    code, out, err = cli("fleet", "drain", "--from", str(with_n3), "--dry-run")
     assert code == 0, err
     assert re.search(r"would drain +n7 · gpu.missing", out) and re.search(r"would drain +n8 · gpu.driver", out)
     assert "$ scontrol update NodeName=n7 State=DRAIN 'Reason=computefence: gpu.missing'" in out
     assert re.search(r"left alone +n3 · gpu.missing: Slurm has it idle\+drain \(admin: bad fan\)", out)
     assert "n1" not in out and "n2" not in out  # healthy machines; their job-side blockers are not faults
     assert cluster.state("n7") == "idle"
+    # Without a terminal nobody can answer the question: nothing runs without --yes.
+    code, out, err = cli("fleet", "drain", "--from", str(with_n3))
+    assert code == 2 and "fleet drain without a terminal needs --yes to act or --dry-run" in err
+    assert cluster.state("n7") == "idle" and not log.exists()
 
-    code, out, err = cli("fleet", "drain", "--from", str(with_n3), "--yes", "--log", str(log), "-f", "json")
-    assert code == 0, err
-    outcomes = {n["name"]: n["outcome"] for n in json.loads(out)["nodes"]}
-    assert outcomes == {"n7": "drained", "n8": "drained", "n3": "left_alone"}
+    # On a terminal: the same plan in full, then the question; nothing changes until "y".
+    session = TerminalSession("fleet", "drain", "--from", str(with_n3), "--log", str(log), env=dict(os.environ))
+    plan = session.read_until("[y/N]")
+    assert "$ scontrol update NodeName=n8 State=DRAIN 'Reason=computefence: gpu.driver'" in plan
+    assert "drain 2 nodes (n7, n8), as listed above? [y/N]" in plan
+    assert cluster.state("n7") == "idle" and not log.exists()
+    session.type("y")
+    assert session.finish() == 0, session.seen
+    assert re.search(r"drained +n7 · gpu.missing", session.seen)
     assert cluster.state("n7") == "drained" and cluster.reason("n7") == "computefence: gpu.missing"
     assert cluster.reason("n8") == "computefence: gpu.driver"
     assert cluster.reason("n3") == "admin: bad fan"  # someone else's drain keeps its reason
@@ -194,15 +205,27 @@ def test_drain_and_resume(cli, slurm_env, saved_report, tmp_path):
     code, out, err = cli("fleet", "drain", "--from", str(with_n3), "--yes", "--log", str(log), "-f", "json")
     assert code == 0 and {n["outcome"] for n in json.loads(out)["nodes"]} == {"already_drained", "left_alone"}
     assert len([e for e in log_lines(log) if e["event"] == "send"]) == 2
+    # Nothing to do: said so, no question, exit 0 (terminal or not).
+    code, out, err = cli("fleet", "drain", "--from", str(with_n3))
+    assert code == 0 and "computefence: nothing to drain" in err and "[y/N]" not in out + err
 
     # n7's missing GPU is back; n8's driver is still wedged.
     cluster.set_nvidia_smi("n7", "a100x2")
-    code, out, err = cli("fleet", "resume", "--from", str(saved_report))
+    code, out, err = cli("fleet", "resume", "--from", str(saved_report), "--dry-run")
     assert code == 0, err
     assert re.search(r"would resume +n7 · computefence: gpu.missing", out)
     assert "$ scontrol create reservation ReservationName=computefence-resume-n7 Nodes=n7 Users=root" in out
     assert re.search(r"left alone +n3: drained by someone else: admin: bad fan", out)
     assert cluster.state("n7") == "drained"
+    # Answered no on a terminal: every command was shown, none ran.
+    sends = len(log_lines(log))
+    session = TerminalSession("fleet", "resume", "--from", str(saved_report), "--log", str(log), env=dict(os.environ))
+    plan = session.read_until("[y/N]")
+    assert "$ scontrol update NodeName=n7 State=RESUME" in plan and "$ scontrol delete ReservationName=" in plan
+    assert "prove and resume 2 nodes (n7, n8), as listed above? [y/N]" in plan
+    session.type("n")
+    assert session.finish() == 1 and "computefence: nothing resumed" in session.seen
+    assert cluster.state("n7") == "drained" and len(log_lines(log)) == sends
 
     # A job waiting for n7 must not start there before the node has passed its check.
     waiting = cluster.run(
@@ -238,7 +261,7 @@ def test_drain_and_resume(cli, slurm_env, saved_report, tmp_path):
     assert started >= deleted[:19], (started, deleted)
 
     # Idempotent: n7 is in service, n8 drained again and proven faulty again.
-    code, out, err = cli("fleet", "resume", "--from", str(saved_report), "-f", "json")
+    code, out, err = cli("fleet", "resume", "--from", str(saved_report), "--dry-run", "-f", "json")
     assert {n["name"]: n["outcome"] for n in json.loads(out)["nodes"]}["n7"] == "not_drained"
 
 

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from fake_api import Fault, lambda_instance, runpod_pod, vast_instance
+from terminal_session import TerminalSession
 
 from computefence.cli import main
 from computefence.errors import ConfigError
@@ -109,19 +110,19 @@ def test_the_dry_run_prints_each_pod_its_finding_the_exact_call_and_the_money_an
     api, fleet, tmp_path, capsys
 ):
     report = _report([_host(fleet["rp-ecc"], [_ecc()]), _host(fleet["vast-ecc"], [_ecc()])])
-    code, out, _ = _run(capsys, "--from", _save(tmp_path, report))
+    code, out, _ = _run(capsys, "--dry-run", "--from", _save(tmp_path, report))
     assert code == 0
     assert api.requests == []  # not even a listing
     runpod = api.base_url("runpod")
     assert f'call: runpod.stop_pod("rp1ecc"): POST {runpod}/graphql podStop(input: {{podId: "rp1ecc"}})' in out
     assert f'call: PUT {api.base_url("vast")}/api/v0/instances/4242/ {{"state": "stopped"}}' in out
     assert "would stop rp-ecc (runpod rp1ecc, $2.99/h) · gpu.ecc" in out
-    assert "Dry run: 2 pods would be released, saving $3.39/h. Run again with --yes to act." in out
+    assert "Plan: 2 pods to release, saving $3.39/h; nothing was called." in out
 
 
 def test_the_dry_run_as_json_has_the_documented_shape(api, fleet, tmp_path, capsys):
     report = _report([_host(fleet["vast-ecc"], [_ecc()])])
-    code, out, _ = _run(capsys, "--from", _save(tmp_path, report), "--format", "json")
+    code, out, _ = _run(capsys, "--dry-run", "--from", _save(tmp_path, report), "--format", "json")
     doc = json.loads(out)
     assert code == 0 and api.requests == []
     assert set(doc) == {"schema_version", "kind", "dry_run", "pods"}
@@ -244,7 +245,7 @@ def test_a_report_older_than_max_age_is_refused_with_one_line(api, fleet, tmp_pa
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "older than --max-age 1h00m" in err
     assert api.requests == []
-    code, _, _ = _run(capsys, "--from", _save(tmp_path, report), "--max-age", "3h")
+    code, _, _ = _run(capsys, "--dry-run", "--from", _save(tmp_path, report), "--max-age", "3h")
     assert code == 0
 
 
@@ -258,9 +259,9 @@ def test_checks_widens_to_a_fix_blocker_and_narrows_away_the_machine_faults(api,
     cpu_torch = Finding(check="gpu.torch-cpu-build", severity=Severity.BLOCK, message="CPU torch", remedy=Remedy.FIX)
     report = _report([_host(fleet["rp-ecc"], [cpu_torch]), _host(fleet["vast-ecc"], [_ecc()])])
     path = _save(tmp_path, report)
-    _, out, _ = _run(capsys, "--from", path, "--format", "json")
+    _, out, _ = _run(capsys, "--dry-run", "--from", path, "--format", "json")
     assert [p["name"] for p in json.loads(out)["pods"]] == ["vast-ecc"]
-    _, out, _ = _run(capsys, "--from", path, "--format", "json", "--checks", "gpu.torch-cpu-build")
+    _, out, _ = _run(capsys, "--dry-run", "--from", path, "--format", "json", "--checks", "gpu.torch-cpu-build")
     assert [(p["name"], p["selected_by"]) for p in json.loads(out)["pods"]] == [("rp-ecc", ["gpu.torch-cpu-build"])]
 
 
@@ -378,7 +379,7 @@ def test_a_listing_that_fails_before_acting_sends_nothing(api, fleet, tmp_path, 
 def test_a_key_from_the_environment_is_never_printed(api, fleet, tmp_path, capsys):
     report = _report([_host(fleet["rp-ecc"], [_ecc()]), _host(fleet["vast-ecc"], [_ecc()])])
     path = _save(tmp_path, report)
-    for argv in ((), ("--yes",), ("--format", "json"), ("--yes", "--format", "json")):
+    for argv in (("--dry-run",), ("--yes",), ("--dry-run", "--format", "json"), ("--yes", "--format", "json")):
         _, out, err = _run(capsys, "--from", path, *argv)
         for key in api.keys.values():
             assert key not in out and key not in err
@@ -390,7 +391,7 @@ def test_a_key_from_the_environment_is_never_printed(api, fleet, tmp_path, capsy
 def test_each_call_is_logged_before_it_is_sent_and_when_answered_without_the_key(api, fleet, tmp_path, capsys):
     report = _report([_host(fleet["rp-ecc"], [_ecc()]), _host(fleet["vast-ecc"], [_ecc()])])
     path = _save(tmp_path, report)
-    code, _, _ = _run(capsys, "--from", path)
+    code, _, _ = _run(capsys, "--dry-run", "--from", path)
     log = tmp_path / "home" / ".local" / "state" / "computefence" / "actions.jsonl"
     assert code == 0 and not log.exists()  # a dry run calls nothing, so logs nothing
     code, _, _ = _run(capsys, "--from", path, "--yes")
@@ -477,16 +478,16 @@ def test_a_pod_unreachable_in_each_of_the_last_k_runs_is_released(api, fleet, tm
     )
     current = _save(tmp_path, run(HostStatus.TIMEOUT, down))
     _, out, _ = _run(
-        capsys, "--from", current, "--history", str(history), "--unreachable-runs", "3", "--format", "json"
+        capsys, "--dry-run", "--from", current, "--history", str(history), "--unreachable-runs", "3", "--format", "json"
     )
     assert [(p["name"], p["selected_by"]) for p in json.loads(out)["pods"]] == [("rp-ecc", ["unreachable"])]
     _, out, _ = _run(
-        capsys, "--from", current, "--history", str(history), "--unreachable-runs", "2", "--format", "json"
+        capsys, "--dry-run", "--from", current, "--history", str(history), "--unreachable-runs", "2", "--format", "json"
     )
     assert [p["name"] for p in json.loads(out)["pods"]] == ["rp-ecc", "vast-ecc"]
     # Fewer runs than asked: nobody is released for not answering.
     code, out, err = _run(
-        capsys, "--from", current, "--history", str(history), "--unreachable-runs", "4", "--format", "json"
+        capsys, "--dry-run", "--from", current, "--history", str(history), "--unreachable-runs", "4", "--format", "json"
     )
     assert code == 0 and json.loads(out)["pods"] == [] and "fewer than --unreachable-runs 4" in err
     assert api.requests == []
@@ -497,7 +498,7 @@ def test_a_pod_unreachable_before_but_ready_in_the_report_is_refused(api, fleet,
     history = _history(tmp_path, [_report([_host(rp, [], status=HostStatus.UNREACHABLE)])] * 2)
     current = _save(tmp_path, _report([_host(rp, [])]))
     _, out, _ = _run(
-        capsys, "--from", current, "--history", str(history), "--unreachable-runs", "2", "--format", "json"
+        capsys, "--dry-run", "--from", current, "--history", str(history), "--unreachable-runs", "2", "--format", "json"
     )
     [pod] = json.loads(out)["pods"]
     assert pod["outcome"] == "refused" and pod["detail"] == "answered in this report and is ready"
@@ -513,7 +514,7 @@ def test_a_pod_that_stopped_answering_while_its_gpus_were_busy_is_refused(api, f
     )
     current = _save(tmp_path, _report([_host(rp, [], status=down), _host(vast, [], status=down)]))
     _, out, _ = _run(
-        capsys, "--from", current, "--history", str(history), "--unreachable-runs", "2", "--format", "json"
+        capsys, "--dry-run", "--from", current, "--history", str(history), "--unreachable-runs", "2", "--format", "json"
     )
     pods = {p["name"]: p for p in json.loads(out)["pods"]}
     assert pods["rp-ecc"]["outcome"] == "refused"
@@ -551,8 +552,10 @@ def test_a_pod_id_not_of_the_providers_shape_is_refused_and_never_sent(api, flee
 def test_the_result_goes_to_output_and_a_report_with_nothing_to_release_says_so(api, fleet, tmp_path, capsys):
     report = _report([_host(fleet["vast-ecc"], [])])
     target = tmp_path / "release.json"
+    # Nothing to do: no question, even without a terminal, and the plan is the result.
     code, out, err = _run(capsys, "--from", _save(tmp_path, report), "--format", "json", "-o", str(target))
     assert code == 0 and out == "" and f"wrote the result to {target}" in err
+    assert "computefence: nothing to release: no pod of the report needs a provider call" in err
     assert json.loads(target.read_text()) == {
         "schema_version": SCHEMA_VERSION,
         "kind": "release",
@@ -638,7 +641,7 @@ def test_end_to_end_a_real_fleet_check_then_release_stops_only_the_pod_with_a_ma
     assert replace == ["gpu.ecc"] and remap.provider.machine_id == "9001"
 
     api.requests.clear()
-    code, out, _ = _run(capsys, "--from", str(saved))
+    code, out, _ = _run(capsys, "--dry-run", "--from", str(saved))
     assert code == 0 and api.requests == []
     assert "would stop vast-remap (vast 51, $1.10/h) · gpu.ecc" in out and "vast-good" not in out
 
@@ -646,3 +649,49 @@ def test_end_to_end_a_real_fleet_check_then_release_stops_only_the_pod_with_a_ma
     [pod] = json.loads(out)["pods"]
     assert code == 0 and (pod["name"], pod["outcome"], pod["machine_id"]) == ("vast-remap", "released", "9001")
     assert [(r.method, r.path) for r in _writes(api)] == [("PUT", "/api/v0/instances/51/")]
+
+
+# ---------------------------------------------------------------- the question
+
+
+def test_the_plan_is_shown_in_full_before_the_question_and_yes_acts(api, fleet, tmp_path):
+    report = _report([_host(fleet["rp-ecc"], [_ecc()]), _host(fleet["vast-ecc"], [_ecc()])])
+    session = TerminalSession("fleet", "release", "--from", _save(tmp_path, report), env=dict(os.environ))
+
+    before_question = session.read_until("[y/N]")
+    assert _writes(api) == []  # nothing sent while it asks
+    assert "would stop rp-ecc (runpod rp1ecc, $2.99/h) · gpu.ecc" in before_question
+    assert f"call: PUT {api.base_url('vast')}/api/v0/instances/4242/ " in before_question
+    assert "stop 2 pods (rp-ecc, vast-ecc), as listed above? [y/N]" in before_question
+
+    session.type("y")
+    assert session.finish() == 0, session.seen
+    assert "ComputeFence fleet release · acting" in session.seen
+    assert sorted((r.provider, r.method, r.path) for r in _writes(api)) == [
+        ("runpod", "POST", "/graphql"),
+        ("vast", "PUT", "/api/v0/instances/4242/"),
+    ]
+    assert api.vast_instances[0]["actual_status"] == "exited" and api.runpod_pods[0]["desiredStatus"] == "EXITED"
+
+
+def test_answered_no_sends_nothing_and_exits_1(api, fleet, tmp_path):
+    report = _report([_host(fleet["vast-ecc"], [_ecc()]), _host(fleet["lambda-ecc"], [_ecc()])])
+    argv = ("fleet", "release", "--from", _save(tmp_path, report), "--action", "terminate")
+    session = TerminalSession(*argv, env=dict(os.environ))
+
+    assert "terminate 2 pods (vast-ecc, lambda-ecc), as listed above? [y/N]" in session.read_until("[y/N]")
+    session.type("n")
+    assert session.finish() == 1
+    assert "computefence: nothing released" in session.seen and "acting" not in session.seen
+    assert api.requests == []
+
+
+def test_without_a_terminal_it_needs_yes_or_dry_run(api, fleet, tmp_path, capsys):
+    path = _save(tmp_path, _report([_host(fleet["vast-ecc"], [_ecc()])]))
+    code, out, err = _run(capsys, "--from", path)
+    assert code == 2 and out == "" and api.requests == []
+    assert err == (
+        "computefence: error: fleet release without a terminal needs --yes to act or --dry-run to plan (nothing was called)\n"
+    )
+    code, _, err = _run(capsys, "--from", path, "--yes", "--dry-run")
+    assert code == 2 and "give one of them" in err and api.requests == []
