@@ -194,7 +194,8 @@ def test_drain_and_resume(cli, slurm_env, saved_report, tmp_path):
     assert cluster.state("n7") == "idle" and not log.exists()
     session.type("y")
     assert session.finish() == 0, session.seen
-    assert re.search(r"drained +n7 · gpu.missing", session.seen)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", session.seen)  # the result is coloured on a terminal
+    assert re.search(r"drained +n7 · gpu.missing", shown)
     assert cluster.state("n7") == "drained" and cluster.reason("n7") == "computefence: gpu.missing"
     assert cluster.reason("n8") == "computefence: gpu.driver"
     assert cluster.reason("n3") == "admin: bad fan"  # someone else's drain keeps its reason

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -666,7 +667,8 @@ def test_the_plan_is_shown_in_full_before_the_question_and_yes_acts(api, fleet, 
 
     session.type("y")
     assert session.finish() == 0, session.seen
-    assert "ComputeFence fleet release · acting" in session.seen
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", session.seen)  # the result is coloured on a terminal
+    assert "ComputeFence fleet release · acting" in shown
     assert sorted((r.provider, r.method, r.path) for r in _writes(api)) == [
         ("runpod", "POST", "/graphql"),
         ("vast", "PUT", "/api/v0/instances/4242/"),
