@@ -107,6 +107,7 @@ def history_command(
         None, "--output", "-o", metavar="FILE", help="Write the page here (atomically) instead of stdout."
     ),
     runs: int = typer.Option(96, "--runs", min=1, help="Draw the newest N runs (96: a day of 15-minute runs)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="With -o: say nothing once it is written (for cron mail)."),
 ) -> int:
     """One HTML page of a pool's history: each pod in each run, blocked and ready pods over
     time, the newest changes, and the machines and pods that failed most. Exits 0 once it is
@@ -115,5 +116,5 @@ def history_command(
     from computefence.render.html import render_history
 
     page = render_history(read_runs(directory, runs))
-    emit_text(lambda **_: page, "html", output, what="the history page")
+    emit_text(lambda **_: page, "html", output, what="the history page", quiet=quiet)
     return 0
