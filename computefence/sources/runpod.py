@@ -1,4 +1,4 @@
-"""RunPod discovery through the runpod SDK (`pip install 'computefence[runpod]'`).
+"""RunPod discovery through the runpod SDK (the `runpod` extra: `pip install '.[runpod]'` in the checkout).
 
 `runpod.get_pods()` posts its GraphQL query to {RUNPOD_API_BASE_URL}/graphql, a variable it reads
 on each call (default https://api.runpod.io); --api-url sets it for the duration of the call.
@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import shlex
+import sys
 import threading
 from collections.abc import Callable
 from types import ModuleType
@@ -44,7 +45,10 @@ DEFAULT_API = "https://api.runpod.io"
 URL_ENV = "RUNPOD_API_BASE_URL"
 KEY_ENV = "RUNPOD_API_KEY"
 KEY_HELP = "check RUNPOD_API_KEY or ~/.runpod/config.toml; keys are at https://www.runpod.io/console/user/settings"
-INSTALL_HINT = "RunPod support needs the runpod extra: pip install 'computefence[runpod]'"
+# Installed into the interpreter ComputeFence runs on, never by the name `computefence`: the
+# package of that name on PyPI is another project.
+SDK_REQUIREMENT = "runpod>=1.8.1,<2"
+INSTALL_HINT = f"RunPod support needs its SDK: {shlex.quote(sys.executable)} -m pip install '{SDK_REQUIREMENT}'"
 # get_pods(api_key=...) arrived in 1.8.1; 2.x lists pods through REST v2, in another shape.
 SDK_RANGE = ((1, 8, 1), (2, 0, 0))
 # The SDK pastes a pod id into its GraphQL text: only ids of this shape are ever sent.
@@ -70,7 +74,8 @@ def load_sdk() -> ModuleType:
     numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
     if not SDK_RANGE[0] <= numbers < SDK_RANGE[1]:
         raise ConfigError(
-            f"RunPod support needs runpod>=1.8.1,<2 (installed: {version}): pip install 'computefence[runpod]'"
+            f"RunPod support needs {SDK_REQUIREMENT} (installed: {version}): "
+            f"{shlex.quote(sys.executable)} -m pip install '{SDK_REQUIREMENT}'"
         )
     module: ModuleType = runpod
     return module

@@ -61,7 +61,10 @@ def test_the_runpod_extra_missing_gives_the_exact_pip_command(cli, monkeypatch):
     monkeypatch.setenv("RUNPOD_API_KEY", "rp-test")
     code, _, err = cli("fleet", "check", "--provider", "runpod")
     assert code == 2
-    assert err == "computefence: error: RunPod support needs the runpod extra: pip install 'computefence[runpod]'\n"
+    assert (
+        err
+        == f"computefence: error: RunPod support needs its SDK: {sys.executable} -m pip install 'runpod>=1.8.1,<2'\n"
+    )
 
 
 def test_an_ssh_alias_no_config_knows_exits_2(cli, tmp_path):

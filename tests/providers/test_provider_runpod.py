@@ -112,7 +112,9 @@ def test_missing_sdk_names_the_extra(api, fast, monkeypatch):
     with pytest.raises(ConfigError) as err:
         RunPodSource(api.base_url("runpod"), policy=fast).targets()
     assert str(err.value) == INSTALL_HINT
-    assert "pip install 'computefence[runpod]'" in INSTALL_HINT
+    # Into this interpreter, and never by the name of the unrelated `computefence` on PyPI.
+    assert f"{sys.executable} -m pip install 'runpod>=1.8.1,<2'" in INSTALL_HINT
+    assert "computefence" not in INSTALL_HINT
 
 
 def test_graphql_error_is_one_line(api, fast):
