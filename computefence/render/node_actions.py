@@ -5,6 +5,7 @@ from Slurm goes in cleaned."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -82,9 +83,7 @@ def _rich(result: NodeActionReport, title: str) -> list[RenderableType]:
 
 
 def summary_line(result: NodeActionReport) -> str:
-    counts: dict[str, int] = {}
-    for node in result.nodes:
-        counts[node.outcome] = counts.get(node.outcome, 0) + 1
+    counts = Counter(node.outcome for node in result.nodes)
     if result.dry_run:
         n = counts.get("planned", 0)
         if not n:

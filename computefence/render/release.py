@@ -4,6 +4,7 @@ provider's answer), then the money it saves. Text from reports and APIs goes in 
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -78,9 +79,7 @@ def _rich(result: ReleaseReport, title: str) -> list[RenderableType]:
 
 
 def summary_line(result: ReleaseReport) -> str:
-    counts: dict[str, int] = {}
-    for pod in result.pods:
-        counts[pod.outcome] = counts.get(pod.outcome, 0) + 1
+    counts = Counter(pod.outcome for pod in result.pods)
     saved = sum(p.cost_per_hour or 0.0 for p in result.pods if p.outcome in _SAVES)
     refused = f"; {counts['refused']} refused" if counts.get("refused") else ""
     if result.dry_run:
