@@ -217,30 +217,35 @@ class SlurmSource:
         """Every node of the cluster (or only those named, asked of sinfo so a large cluster's
         controller is not asked for all), once each, partitions joined."""
         only = [f"--nodes={','.join(names)}"] if names else []
-        listing = self._sinfo(["sinfo", "--json", *only])
-        if listing is not None:
-            try:
-                document = json.loads(listing)
-            except ValueError:
-                raise SourceError("sinfo --json printed something that is not JSON") from None
-            if isinstance(document, dict) and isinstance(document.get("nodes"), list):
-                self.resolver = "sinfo --json"
-                return nodes_from_json(document["nodes"])
+        document, found = self._from_json(["sinfo", "--json", *only], "sinfo --json")
+        if found is not None:
+            return found
+        if document is not None:
             if not (isinstance(document, dict) and "sinfo" in document):
                 raise SourceError("sinfo --json printed no node list")
             # 23.02+: sinfo --json groups nodes; scontrol's JSON has one entry a node.
-            listing = self._sinfo(["scontrol", "show", "nodes", "--json", *([",".join(names)] if names else [])])
-            if listing is not None:
-                try:
-                    document = json.loads(listing)
-                except ValueError:
-                    raise SourceError("scontrol show nodes --json printed something that is not JSON") from None
-                if isinstance(document, dict) and isinstance(document.get("nodes"), list):
-                    self.resolver = "scontrol show nodes --json"
-                    return nodes_from_json(document["nodes"])
+            argv = ["scontrol", "show", "nodes", "--json", *([",".join(names)] if names else [])]
+            _, found = self._from_json(argv, "scontrol show nodes --json")
+            if found is not None:
+                return found
         text = self._sinfo(["sinfo", "--noheader", "--Node", "--format", _SINFO_FORMAT, *only], required=True)
         self.resolver = "sinfo -N -o"
         return nodes_from_format(text or "")
+
+    def _from_json(self, argv: list[str], what: str) -> tuple[Any, list[SlurmNode] | None]:
+        """What `argv` printed as JSON (None when it could not run), and the nodes it lists
+        one an entry (None when it lists none so)."""
+        listing = self._sinfo(argv)
+        if listing is None:
+            return None, None
+        try:
+            document = json.loads(listing)
+        except ValueError:
+            raise SourceError(f"{what} printed something that is not JSON") from None
+        if isinstance(document, dict) and isinstance(document.get("nodes"), list):
+            self.resolver = what
+            return document, nodes_from_json(document["nodes"])
+        return document, None
 
     def _sinfo(self, argv: list[str], required: bool = False) -> str | None:
         """The tool's stdout; None where this Slurm lacks the option (JSON support)."""

@@ -24,6 +24,7 @@ import re
 import shlex
 import shutil
 import socket
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -419,14 +420,9 @@ class SshConfig:
                 where = f"{line.path}:{line.number}" if line else alias
                 known_hosts = [str(Path(expand_tokens(a, {}, allow_env=True, where=where)).expanduser()) for a in args]
         tokens = identity_tokens(alias, hostname, port, user or getpass.getuser())
-        identity_files: list[str] = []
-        for raw, line in state.identity_files:
-            if raw.lower() == "none":  # as ssh: no file, and no ~/.ssh/id_* in its place
-                continue
-            identity = expand_tokens(raw, tokens, allow_env=True, where=f"{line.path}:{line.number}")
-            identity = str(Path(identity).expanduser())
-            if identity not in identity_files:
-                identity_files.append(identity)
+        identity_files = _identity_paths(
+            ((raw, f"{line.path}:{line.number}") for raw, line in state.identity_files), tokens
+        )
         host_line = state.host_line
         return Target(
             name=alias,
@@ -441,6 +437,19 @@ class SshConfig:
             source=f"{host_line.path}:{host_line.number}" if host_line else self.display,
             ssh_config=str(self.path),
         )
+
+
+def _identity_paths(raws: Iterable[tuple[str, str]], tokens: dict[str, str]) -> list[str]:
+    """IdentityFile values (each with where it was read) expanded, once each, in order; as ssh,
+    `none` names no file (and no ~/.ssh/id_* in its place)."""
+    paths: list[str] = []
+    for raw, where in raws:
+        if raw.lower() == "none":
+            continue
+        path = str(Path(expand_tokens(raw, tokens, allow_env=True, where=where)).expanduser())
+        if path not in paths:
+            paths.append(path)
+    return paths
 
 
 # ---------------------------------------------------------------- ssh -G
@@ -492,12 +501,7 @@ def target_from_ssh_g(alias: str, values: dict[str, list[str]], *, source: str, 
     raw_identities = values.get("identityfile", [])
     if raw_identities != DEFAULT_IDENTITY_FILES:
         tokens = identity_tokens(alias, hostname, port, user)
-        for raw in raw_identities:
-            if raw.lower() == "none":
-                continue
-            identity = str(Path(expand_tokens(raw, tokens, allow_env=True, where=f"ssh -G {alias}")).expanduser())
-            if identity not in identity_files:
-                identity_files.append(identity)
+        identity_files = _identity_paths(((raw, f"ssh -G {alias}") for raw in raw_identities), tokens)
     home = _password_home()
     default_known = [str(home / ".ssh/known_hosts"), str(home / ".ssh/known_hosts2")]
     known = (first("userknownhostsfile") or "").split()
