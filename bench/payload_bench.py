@@ -16,11 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from computefence.connectors import payload
+from computefence.connectors.payload import probe_params
 from computefence.models import CheckOptions
-from computefence.probe import PARTS
+from computefence.probe import PARTS, assemble
 
-PARTS_DIR = Path(payload.__file__).resolve().parent.parent / "probe"
+PARTS_DIR = Path(assemble.__file__).resolve().parent
 
 
 def main() -> int:
@@ -41,16 +41,16 @@ def main() -> int:
     }
     print(f"{'check':<16} {'parts':>5} {'script bytes':>13} {'wire bytes/pod':>15}")
     for label, (options, extra) in kinds.items():
-        params = payload.probe_params(options, "python3", deadline_s=60.0, **extra)
-        parts = payload.probe_parts(params)
-        script = payload.probe_payload(params).encode("utf-8")
-        print(f"{label:<16} {len(parts):>5} {len(script):>13,} {len(payload.probe_wire(params)):>15,}")
+        params = probe_params(options, "python3", deadline_s=60.0, **extra)
+        parts = assemble.probe_parts(params)
+        script = assemble.probe_payload(params).encode("utf-8")
+        print(f"{label:<16} {len(parts):>5} {len(script):>13,} {len(assemble.probe_wire(params)):>15,}")
     # The whole probe with the no-dataset parameters, as probe_wire sends it: what every pod got before.
-    params = payload.probe_params(plain, "python3", deadline_s=60.0)
-    line = payload._params_line(params)
-    head, tail = payload._compressed_source(PARTS)
+    params = probe_params(plain, "python3", deadline_s=60.0)
+    line = assemble._params_line(params)
+    head, tail = assemble._compressed_source(PARTS)
     wire = head + zlib.compress(line.encode("utf-8"), 9) + tail
-    script = payload.probe_source(PARTS).replace(payload._PARAMS_LINE, line, 1).encode("utf-8")
+    script = assemble.probe_source(PARTS).replace(assemble._PARAMS_LINE, line, 1).encode("utf-8")
     print(f"{'every part':<16} {len(PARTS):>5} {len(script):>13,} {len(wire):>15,}")
     return 0
 

@@ -47,9 +47,10 @@ def _runtime_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """module -> the computefence modules it imports by name. The probe's parts are left out:
-    they are joined into one script and never import each other as modules."""
-    paths = [p for p in PACKAGE.rglob("*.py") if "probe" not in p.relative_to(PACKAGE).parts]
+    """module -> the computefence modules it imports by name. The probe's parts import each
+    other relatively (joined into one script, they become its globals), so they show no edge
+    among themselves; any other import of theirs, and the assembler's, is an edge."""
+    paths = list(PACKAGE.rglob("*.py"))
     modules = {_module_name(p): p for p in paths}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
@@ -114,9 +115,10 @@ def test_the_circle_finder_finds_a_circle():
 # ---------------------------------------------------------------- the layers (docs/architecture.md)
 
 # Lowest first: a module may import from its own layer and the layers before it, never after.
-LAYERS = ("models", "sources/connectors", "evaluate", "run", "operations", "render", "cli")
-# Module (or package) -> layer. The probe is below them all (and is not imported as modules).
+LAYERS = ("probe", "models", "sources/connectors", "evaluate", "run", "operations", "render", "cli")
+# Module (or package) -> layer.
 PLACES = {
+    "computefence.probe": "probe",
     "computefence.models": "models",
     "computefence.saved_files": "models",
     "computefence.sources": "sources/connectors",
@@ -205,4 +207,39 @@ def test_the_arrow_finder_finds_an_arrow_that_runs_up():
 def test_the_architecture_page_states_the_same_layers():
     page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
     rows = [line.split("|")[1].strip() for line in page.splitlines() if line.startswith("| ") and "`" in line]
-    assert rows[: len(LAYERS) + 1] == ["probe", *(layer.replace("/", ", ") for layer in LAYERS)]
+    assert rows[: len(LAYERS)] == [layer.replace("/", ", ") for layer in LAYERS]
+
+
+def test_the_probe_and_its_assembler_sit_below_every_layer():
+    graph = import_graph()
+    assert layer_of("computefence.probe.assemble") == layer_of("computefence.probe.storage") == "probe"
+    assert "computefence.probe.assemble" in graph["computefence.connectors.payload"]
+    assert graph["computefence.probe.assemble"] == {"computefence.probe"}
+    # A part that imported the models (client-side code) would be an arrow up.
+    assert upward_arrows({"computefence.probe.gpu": {"computefence.models"}}) == [
+        "computefence.probe.gpu (probe) -> computefence.models (models)"
+    ]
+
+
+# ---------------------------------------------------------------- module size
+
+MAX_MODULE_LINES = 1_000
+
+
+def oversized_modules(package: Path = PACKAGE) -> dict[str, int]:
+    """Module path -> lines, for each module over MAX_MODULE_LINES."""
+    sizes = {str(p.relative_to(package.parent)): len(p.read_text().splitlines()) for p in package.rglob("*.py")}
+    return {path: lines for path, lines in sorted(sizes.items()) if lines > MAX_MODULE_LINES}
+
+
+def test_no_module_is_over_a_thousand_lines():
+    # Past it a module holds more than one room: split it along its seams (models/, sources/ansible_vars.py).
+    assert oversized_modules() == {}
+
+
+def test_the_size_check_finds_a_module_over_the_limit(tmp_path):
+    package = tmp_path / "computefence"
+    (package / "models").mkdir(parents=True)
+    (package / "models" / "facts.py").write_text("x = 1\n" * 600)
+    (package / "models.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    assert oversized_modules(package) == {"computefence/models.py": MAX_MODULE_LINES + 1}

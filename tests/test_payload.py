@@ -7,9 +7,10 @@ import zlib
 
 import pytest
 
-from computefence.connectors.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_payload, probe_wire
+from computefence.connectors.payload import MAX_OUTPUT_BYTES, parse_probe_output
 from computefence.connectors.ssh import probe_command
 from computefence.errors import ProbeOutputError
+from computefence.probe.assemble import BOOTSTRAP, probe_payload, probe_wire
 
 # The smallest document the laptop takes as a probe's answer.
 MINIMAL_ANSWER = {"probe_schema_version": 1, "identity": {}, "storage": {}, "gpu": {}}

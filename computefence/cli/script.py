@@ -6,9 +6,10 @@ import typer
 
 from computefence.cli.app import app
 from computefence.cli.output import write_stdout
-from computefence.connectors.payload import probe_params, probe_payload
+from computefence.connectors.payload import probe_params
 from computefence.errors import ConfigError
 from computefence.models import CheckOptions
+from computefence.probe.assemble import probe_payload
 
 
 @app.command("probe")

@@ -59,7 +59,7 @@ class ConnectSettings:
     connect_timeout: float = 10.0
     # Everything for one target, connecting included (local: the probe process's bound).
     deadline: float = 60.0
-    # Which probe to send (connectors.payload.PROBES): "check", or "watch" (fleet watch).
+    # Which probe to send (probe.assemble.PROBES): "check", or "watch" (fleet watch).
     probe: str = "check"
     own: tuple[object, ...] = ()
 

@@ -11,10 +11,11 @@ import time
 from typing import Any
 
 from computefence.connectors.interface import Outcome, host_report
-from computefence.connectors.payload import parse_probe_output, probe_payload
+from computefence.connectors.payload import parse_probe_output
 from computefence.connectors.shell import LocalShell, Shell
 from computefence.errors import ProbeOutputError
 from computefence.models import Facts, HostReport, HostStatus, Target
+from computefence.probe.assemble import probe_payload
 from computefence.text import one_line
 
 

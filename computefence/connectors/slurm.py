@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from computefence.connectors.interface import Outcome, host_report, read_capped
-from computefence.connectors.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_wire
+from computefence.connectors.payload import MAX_OUTPUT_BYTES, parse_probe_output
 from computefence.connectors.shell import Shell
 from computefence.errors import ProbeOutputError
 from computefence.models import HostReport, HostStatus, Target
+from computefence.probe.assemble import BOOTSTRAP, probe_wire
 from computefence.text import one_line
 
 MAX_STDERR_BYTES = 64 * 1024

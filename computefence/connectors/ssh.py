@@ -37,10 +37,11 @@ from computefence.connectors.known_hosts import (
     own_known_hosts_path,
     user_known_hosts_path,
 )
-from computefence.connectors.payload import BOOTSTRAP, MAX_OUTPUT_BYTES, parse_probe_output, probe_wire
+from computefence.connectors.payload import MAX_OUTPUT_BYTES, parse_probe_output
 from computefence.connectors.shell import Shell, SshShell
 from computefence.errors import ConfigError, ProbeOutputError
 from computefence.models import HostReport, HostStatus, Target
+from computefence.probe.assemble import BOOTSTRAP, probe_wire
 from computefence.probe.core import DEFAULT_TIMEOUTS
 from computefence.sources.ssh_config import expand_tokens, identity_tokens
 from computefence.text import one_line
@@ -135,7 +136,7 @@ class RunOptions:
     retry_backoff: float = 1.0
     # Extra probe parameters (e.g. per-collector "timeouts"), added to every pod's.
     probe_params: dict[str, Any] = field(default_factory=dict)
-    # Which probe to send (payload.PROBES): "check" (fleet check) or "watch" (fleet watch).
+    # Which probe to send (probe/assemble.PROBES): "check" (fleet check) or "watch" (fleet watch).
     probe: str = "check"
 
 

@@ -14,7 +14,7 @@ from .perf import collect_perf
 from .storage import collect_storage
 from .torch import collect_torch
 
-# A collector whose part was not sent (connectors/payload.PART_NEEDS: these parameters do not
+# A collector whose part was not sent (probe/assemble.PART_NEEDS: these parameters do not
 # ask for it) is None in the script, and left out, as the runner leaves out a collector whose
 # parameter is not set.
 COLLECTORS = [

@@ -5,7 +5,7 @@
 #
 # Run by hand:  ssh pod python3 - < probe.py
 # Parameters travel inside the script: EMBEDDED_PARAMS below is replaced by the caller
-# (computefence.connectors.payload.probe_payload) with a JSON string literal.
+# (computefence.probe.assemble.probe_payload) with a JSON string literal.
 #
 # This part, first in the assembled script: parameters, shared helpers, child processes,
 # the collector runner and the output. See computefence/probe/__init__.py for the layout.

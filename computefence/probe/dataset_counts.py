@@ -14,7 +14,7 @@
 # 2.5 bytes per byte of file, and runs only where they fit a quarter of the memory available.
 #
 # The dataset scan is four parts, sent to a pod only when a dataset is asked for
-# (connectors/payload.PART_NEEDS): this one (the scan's state and counts), dataset_rows (the
+# (probe/assemble.PART_NEEDS): this one (the scan's state and counts), dataset_rows (the
 # stdlib readers, row by row), dataset_arrow (the pyarrow fast path, in a child process) and
 # dataset (detection and the entry points). The laptop-side `computefence dataset` commands
 # import them: one reader, one set of definitions.

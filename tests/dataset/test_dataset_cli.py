@@ -13,8 +13,9 @@ import pytest
 from dataset_helpers import jsonl_text, write
 
 from computefence.connectors.local import probe_local
-from computefence.connectors.payload import parse_probe_output, probe_params, probe_payload
+from computefence.connectors.payload import parse_probe_output, probe_params
 from computefence.models import CheckOptions, Report
+from computefence.probe.assemble import probe_payload
 
 CLEAN = [{"text": f"sentence {i}", "label": "pos" if i % 2 else "neg"} for i in range(20)]
 DIRTY = CLEAN + [CLEAN[0], {"text": "sentence 1", "label": "neg"}]

@@ -18,9 +18,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from computefence.connectors.payload import parse_probe_output, probe_payload
+from computefence.connectors.payload import parse_probe_output
 from computefence.demo.fakes import write_fake_nvidia_smi, write_fake_torch
 from computefence.models import Facts
+from computefence.probe.assemble import probe_payload
 
 MOUNTINFO = Path(__file__).resolve().parent.parent / "fixtures" / "mountinfo"
 

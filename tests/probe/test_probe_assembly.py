@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from computefence.connectors import payload
+from computefence.connectors.payload import probe_params
 from computefence.models import CheckOptions
-from computefence.probe import PARTS, WATCH_PARTS
+from computefence.probe import PARTS, WATCH_PARTS, assemble
 
-# Each probe's parts (payload.PROBES): fleet check's and fleet watch's.
+# Each probe's parts (assemble.PROBES): fleet check's and fleet watch's.
 PROBES = {"check": PARTS, "watch": WATCH_PARTS}
 
-PARTS_DIR = Path(payload.__file__).parent.parent / "probe"
+PARTS_DIR = Path(assemble.__file__).parent
 # The repository's hook flags these in probe files; nothing under computefence/probe/ may match.
 NON_STDLIB_IMPORT = re.compile(
     r"^\s*(import|from)\s+(pydantic|typer|rich|yaml|asyncssh|runpod|requests|httpx|computefence)\b", re.MULTILINE
@@ -41,7 +41,8 @@ def _top_level_definitions(tree: ast.Module) -> set[str]:
 
 
 def test_every_part_file_is_listed_once():
-    on_disk = {p.stem for p in PARTS_DIR.glob("*.py")} - {"__init__"}
+    # The assembler lives beside the parts but runs on the client: never a part of the script.
+    on_disk = {p.stem for p in PARTS_DIR.glob("*.py")} - {"__init__", "assemble"}
     assert sorted(set(PARTS) | set(WATCH_PARTS)) == sorted(on_disk)
     assert len(set(PARTS)) == len(PARTS) and len(set(WATCH_PARTS)) == len(WATCH_PARTS)
     assert PARTS[0] == "core" and PARTS[-1] == "collectors"
@@ -73,8 +74,8 @@ def test_top_level_names_of_parts_do_not_clash(probe):
 
 @pytest.mark.parametrize("dataset", [None, "/data/train.jsonl"])
 def test_assembled_script_has_no_imports_between_parts(dataset):
-    parts = payload.probe_parts(payload.probe_params(CheckOptions(dataset=dataset)))
-    source = payload.probe_source(parts)
+    parts = assemble.probe_parts(probe_params(CheckOptions(dataset=dataset)))
+    source = assemble.probe_source(parts)
     tree = ast.parse(source, feature_version=(3, 8))
     relative = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
     assert relative == []
@@ -84,9 +85,9 @@ def test_assembled_script_has_no_imports_between_parts(dataset):
 
 def test_assembled_script_is_byte_identical_across_builds():
     # Two builds in this process, and one in a fresh interpreter with another hash seed.
-    first = payload.probe_source.__wrapped__()
-    assert payload.probe_source.__wrapped__() == first
-    code = "import hashlib; from computefence.connectors.payload import probe_source; print(hashlib.sha256(probe_source().encode()).hexdigest())"
+    first = assemble.probe_source.__wrapped__()
+    assert assemble.probe_source.__wrapped__() == first
+    code = "import hashlib; from computefence.probe.assemble import probe_source; print(hashlib.sha256(probe_source().encode()).hexdigest())"
     env = dict(os.environ, PYTHONHASHSEED="12345")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert other.stdout.strip() == hashlib.sha256(first.encode()).hexdigest()
@@ -115,30 +116,30 @@ def test_no_probe_part_is_longer_than_700_lines():
 
 
 def test_a_check_without_a_dataset_sends_no_dataset_code():
-    without = payload.probe_payload(payload.probe_params(CheckOptions()))
-    with_dataset = payload.probe_payload(payload.probe_params(CheckOptions(dataset="/data/train.jsonl")))
+    without = assemble.probe_payload(probe_params(CheckOptions()))
+    with_dataset = assemble.probe_payload(probe_params(CheckOptions(dataset="/data/train.jsonl")))
     for name in DATASET_PARTS:
         assert f"# ---- computefence/probe/{name}.py\n" not in without
         assert f"# ---- computefence/probe/{name}.py\n" in with_dataset
     assert "def _ds_" not in without and "def run_dataset_scan(" in with_dataset
     assert "collect_dataset = None  # part dataset not sent" in without
-    assert len(payload.probe_wire(payload.probe_params(CheckOptions()))) < len(
-        payload.probe_wire(payload.probe_params(CheckOptions(dataset="/data/train.jsonl")))
+    assert len(assemble.probe_wire(probe_params(CheckOptions()))) < len(
+        assemble.probe_wire(probe_params(CheckOptions(dataset="/data/train.jsonl")))
     )
 
 
 def test_parts_left_out_are_imported_only_by_the_entry_part_or_parts_sent_with_them():
     # Else a part that is sent would find None for a name it uses (probe_source refuses that).
-    assert set(payload.PART_NEEDS) <= set(PARTS) and PARTS[-1] not in payload.PART_NEEDS
+    assert set(assemble.PART_NEEDS) <= set(PARTS) and PARTS[-1] not in assemble.PART_NEEDS
     for name in PARTS[:-1]:
-        for source in _part_imports(name) & set(payload.PART_NEEDS):
-            assert payload.PART_NEEDS.get(name) is payload.PART_NEEDS[source], (name, source)
+        for source in _part_imports(name) & set(assemble.PART_NEEDS):
+            assert assemble.PART_NEEDS.get(name) is assemble.PART_NEEDS[source], (name, source)
 
 
 def test_a_script_that_leaves_out_a_part_another_part_uses_is_refused():
     parts = tuple(name for name in PARTS if name != "dataset_counts")
     with pytest.raises(RuntimeError, match="probe part dataset_rows imports from dataset_counts"):
-        payload.probe_source(parts)
+        assemble.probe_source(parts)
 
 
 # What differs between two runs on the same pod: times taken, and the real disk's free space.
@@ -158,6 +159,6 @@ def test_the_script_without_the_dataset_parts_answers_as_the_whole_probe(pod, mo
     pod.nvidia("h100x8")
     trimmed = pod.run()
     assert "dataset" not in trimmed.document and "dataset" not in trimmed.document["collectors"]
-    monkeypatch.setattr(payload, "probe_parts", lambda params, parts=PARTS: PARTS)
-    assert payload.probe_payload({}).count("# ---- computefence/probe/") == len(PARTS)
+    monkeypatch.setattr(assemble, "probe_parts", lambda params, parts=PARTS: PARTS)
+    assert assemble.probe_payload({}).count("# ---- computefence/probe/") == len(PARTS)
     assert _steady(pod.run().document) == _steady(trimmed.document)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from probe_pod import PYTHON38, path_fact
 
-from computefence.connectors.payload import probe_source
 from computefence.demo import fakes
 from computefence.probe import packages
 from computefence.probe import torch as torch_part
+from computefence.probe.assemble import probe_source
 
 STDLIB = sys.stdlib_module_names
 

@@ -10,7 +10,7 @@ import struct
 import pytest
 from model_cache import FIXTURES, put_blob, repo_folder, write_cache
 
-from computefence.connectors.payload import probe_payload
+from computefence.probe.assemble import probe_payload
 
 torch = pytest.importorskip("torch")
 safetensors_torch = pytest.importorskip("safetensors.torch")
@@ -92,7 +92,7 @@ def test_a_model_not_in_the_cache_and_no_model_asked_for(pod):
     model = pod.run(job_model={"ref": "meta-llama/Llama-3.1-8B"}).facts.model
     assert model.found is False and model.location.endswith("/empty-hub/models--meta-llama--Llama-3.1-8B")
     assert model.cache.exists is False and model.cache.free_bytes > 0  # the nearest existing folder's filesystem
-    # No job model: the part is not even sent (connectors/payload.PART_NEEDS).
+    # No job model: the part is not even sent (probe/assemble.PART_NEEDS).
     document = pod.run().document
     assert "model" not in document and "model" not in document["collectors"]
     assert "def collect_model" not in probe_payload({}) and "def collect_model" in probe_payload(

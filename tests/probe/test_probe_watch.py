@@ -17,7 +17,7 @@ import pytest
 
 from computefence.connectors import payload
 from computefence.errors import ProbeOutputError
-from computefence.probe import WATCH_PARTS
+from computefence.probe import WATCH_PARTS, assemble
 from computefence.probe.core import _in_child
 from computefence.probe.watch_files import (
     _describe_dir,
@@ -161,10 +161,10 @@ def test_default_patterns_leave_eval_loss_and_train_loss_summaries_alone():
 
 
 def test_the_watch_probe_is_one_python_3_8_script_that_answers_with_a_watch_section():
-    source = payload.probe_source(payload.probe_parts({}, WATCH_PARTS))
+    source = assemble.probe_source(assemble.probe_parts({}, WATCH_PARTS))
     ast.parse(source, feature_version=(3, 8))
     assert "collect_watch_gpu" in source and "collect_torch" not in source
-    script = payload.probe_payload({"gpu_window_s": 0.2, "cpu_window_s": 0.1}, "watch")
+    script = assemble.probe_payload({"gpu_window_s": 0.2, "cpu_window_s": 0.1}, "watch")
     done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=60)
     facts = payload.parse_probe_output(done.stdout, "watch")
     assert facts.watch is not None and facts.watch.identity.hostname
@@ -263,7 +263,7 @@ def test_a_collector_that_overruns_is_stopped_and_the_pod_still_answers(tmp_path
     # killed at the deadline, the log collector says so, the other collectors answer.
     log = tmp_path / "train.log"
     log.write_text("a" * 64 + "!\n")
-    script = payload.probe_payload(
+    script = assemble.probe_payload(
         {
             "gpu_window_s": 0.2,
             "cpu_window_s": 0.1,
@@ -303,7 +303,7 @@ def test_a_job_process_pattern_that_never_ends_costs_the_pattern_not_the_answer(
     script.write_text("import time\ntime.sleep(60)\n")
     job = subprocess.Popen([sys.executable, str(script), "a" * 64 + "!"])
     try:
-        probe = payload.probe_payload(
+        probe = assemble.probe_payload(
             {"gpu_window_s": 0.2, "cpu_window_s": 0.1, "job_process": r"(a|aa)+$", "timeouts": {"processes": 8.0}},
             "watch",
         )
