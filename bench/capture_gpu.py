@@ -27,8 +27,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from computefence.connectors.payload import parse_probe_output, probe_params, probe_payload  # noqa: E402
+from computefence.connectors.payload import parse_probe_output, probe_params  # noqa: E402
 from computefence.models import CheckOptions  # noqa: E402
+from computefence.probe.assemble import probe_payload  # noqa: E402
 from computefence.probe.gpu import _GPU_FIELDS, _parse_smi_xml  # noqa: E402
 
 RECORDINGS = REPO / "computefence" / "demo" / "recordings" / "nvidia-smi"

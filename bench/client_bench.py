@@ -98,9 +98,10 @@ def record_answer(path: Path) -> int:
     """Run the real probe once on a demo pod (fake H100, fake torch cu124) and keep its stdout."""
     import asyncssh
 
-    from computefence.connectors.payload import probe_params, probe_wire
+    from computefence.connectors.payload import probe_params
     from computefence.connectors.ssh import probe_command
     from computefence.demo.fleet import DEMO_PODS, demo_fleet
+    from computefence.probe.assemble import probe_wire
 
     with demo_fleet(DEMO_PODS[:1]) as fleet:
         target = fleet.targets[0]
@@ -130,9 +131,10 @@ class CannedFleet:
         import asyncssh
         import yaml
 
-        from computefence.connectors.payload import probe_params, probe_wire
+        from computefence.connectors.payload import probe_params
         from computefence.connectors.ssh import probe_command
         from computefence.models import CheckOptions
+        from computefence.probe.assemble import probe_wire
 
         self.n = args.targets
         self.answer = work / "answer.json"

@@ -244,7 +244,7 @@ def write_probe(directory: Path, baseline: str | None) -> Path:
     baseline git revision, that revision's script too (probe_before.py)."""
     repo = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(repo))
-    from computefence.connectors.payload import probe_source
+    from computefence.probe.assemble import probe_source
 
     script = directory / "probe.py"
     script.write_text(probe_source(), encoding="utf-8")
@@ -256,7 +256,7 @@ def write_probe(directory: Path, baseline: str | None) -> Path:
             ["git", "-C", str(repo), "archive", baseline, "computefence"], capture_output=True, check=True
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        code = "from computefence.connectors.payload import probe_source; import sys; sys.stdout.write(probe_source())"
+        code = "from computefence.probe.assemble import probe_source; import sys; sys.stdout.write(probe_source())"
         before = subprocess.run(
             [sys.executable, "-c", code],
             cwd=tree,

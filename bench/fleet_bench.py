@@ -235,9 +235,10 @@ class Fleet:
         sys.path.insert(0, str(REPO / "tests"))
         from sshfleet import PodSpec, SshFleet
 
-        from computefence.connectors.payload import probe_params, probe_payload, probe_wire
+        from computefence.connectors.payload import probe_params
         from computefence.connectors.ssh import probe_command
         from computefence.models import CheckOptions
+        from computefence.probe.assemble import probe_payload, probe_wire
 
         self.n, self.work = n, work
         self.harness = SshFleet(work / "pods")

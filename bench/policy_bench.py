@@ -155,9 +155,10 @@ def bench(args: argparse.Namespace) -> dict:
 def probe_alone(args: argparse.Namespace) -> dict:
     """One pod's side on its own: the probe run here with and without the policy's
     parameters (what a real pod, with its own CPU, spends per check)."""
-    from computefence.connectors.payload import probe_params, probe_payload
+    from computefence.connectors.payload import probe_params
     from computefence.models import CheckOptions
     from computefence.policy import parse_policy_text
+    from computefence.probe.assemble import probe_payload
     from computefence.run import probe_extra
 
     extra = probe_extra(parse_policy_text(POLICY, "computefence.yaml").for_target("pod", []))

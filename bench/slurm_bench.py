@@ -31,8 +31,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from slurmcluster import NodeSpec, SlurmCluster, slurm_unavailable_reason  # noqa: E402
 
-from computefence.connectors.payload import BOOTSTRAP, parse_probe_output, probe_params, probe_wire  # noqa: E402
+from computefence.connectors.payload import parse_probe_output, probe_params  # noqa: E402
 from computefence.models import CheckOptions  # noqa: E402
+from computefence.probe.assemble import BOOTSTRAP, probe_wire  # noqa: E402
 
 
 def run_computefence(cluster: SlurmCluster, workdir: Path) -> dict:
