@@ -127,3 +127,17 @@ def group_defaulting_to(default: str) -> type[TyperGroup]:
             return super().parse_args(ctx, args)
 
     return DefaultingGroup
+
+
+def command_group(name: str, help: str, *, default: str | None = None) -> typer.Typer:
+    """`computefence NAME SUBCOMMAND`: a group of commands, added to the app; `default`: the
+    subcommand that `NAME ARGS...` means when ARGS names none."""
+    group = typer.Typer(
+        name=name,
+        cls=group_defaulting_to(default) if default is not None else None,
+        help=help,
+        no_args_is_help=True,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.add_typer(group, name=name)
+    return group

@@ -10,7 +10,7 @@ import time
 import typer
 
 from computefence import dataset_tools, evaluate, jsontext
-from computefence.cli.app import app
+from computefence.cli.app import command_group
 from computefence.cli.output import FailOn, FailOnOpt, FormatOpt, OutputFormat, ReportFileOpt, emit, write_stdout
 from computefence.errors import ConfigError
 from computefence.evaluate.context import build_context
@@ -18,12 +18,9 @@ from computefence.evaluate.dataset import check_dataset
 from computefence.models import CheckOptions, CollectorStatus, DatasetFacts, Facts, HostReport, HostStatus
 from computefence.probe.dataset import run_dataset_scan
 
-dataset_app = typer.Typer(
-    name="dataset",
-    help="Check a training dataset for duplicates, conflicting labels, missing values and label skew; clean it.",
-    no_args_is_help=True,
+dataset_app = command_group(
+    "dataset", "Check a training dataset for duplicates, conflicting labels, missing values and label skew; clean it."
 )
-app.add_typer(dataset_app, name="dataset")
 
 _LOCAL_USAGE_ERRORS = ("not_found", "not_a_file", "unreadable_file")
 _INPUT_HELP = "Column with the model input (default: recognised by name: text, prompt, instruction, sentence, ...)."

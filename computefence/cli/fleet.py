@@ -10,7 +10,7 @@ from typing import cast
 import typer
 
 from computefence import evaluate, run
-from computefence.cli.app import EXIT_INTERRUPTED, app
+from computefence.cli.app import EXIT_INTERRUPTED, command_group
 from computefence.cli.connection import connection_options, prepare_connections
 from computefence.cli.history_options import HistoryOptions, history_options
 from computefence.cli.output import (
@@ -42,13 +42,7 @@ from computefence.session import check_plan, open_session
 from computefence.sources import TargetSelection
 from computefence.sources.selection import parse_shard
 
-fleet_app = typer.Typer(
-    name="fleet",
-    help="Check many pods over SSH at once.",
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-app.add_typer(fleet_app, name="fleet")
+fleet_app = command_group("fleet", "Check many pods over SSH at once.")
 
 _RUN = "Running"
 _OPS = "Fleet operations"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from computefence.cli.app import app, group_defaulting_to
+from computefence.cli.app import command_group
 from computefence.cli.output import emit_text, write_stdout
 from computefence.errors import ConfigError
 from computefence.evaluate.ledger import avoid_list, build_ledger
@@ -19,14 +19,11 @@ from computefence.operations.history import no_runs, read_digests
 from computefence.render.hosts import AVOID_FORMATS, HOSTS_FORMATS, render_avoid, render_hosts, vast_ids
 from computefence.text import plural
 
-hosts_app = typer.Typer(
-    name="hosts",
-    cls=group_defaulting_to("list"),
-    help="The machines behind your pods, from a fleet check --history: which failed you, and which to avoid.",
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
+hosts_app = command_group(
+    "hosts",
+    "The machines behind your pods, from a fleet check --history: which failed you, and which to avoid.",
+    default="list",
 )
-app.add_typer(hosts_app, name="hosts")
 
 HostsFormat = Enum("HostsFormat", {name: name for name in HOSTS_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 AvoidFormat = Enum("AvoidFormat", {name: name for name in AVOID_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from computefence.cli.app import app
+from computefence.cli.app import command_group
 from computefence.cli.output import write_stdout
 from computefence.cli.targets import gather_targets, target_options
 from computefence.connectors.registry import CONNECTORS, reached_as
@@ -25,11 +25,9 @@ from computefence.sources import TargetSelection
 from computefence.sources.export import EXPORT_FORMATS
 from computefence.text import clean, plural
 
-inventory_app = typer.Typer(
-    help="Show or export the targets a fleet check would use (nothing is connected to).",
-    no_args_is_help=True,
+inventory_app = command_group(
+    "inventory", "Show or export the targets a fleet check would use (nothing is connected to)."
 )
-app.add_typer(inventory_app, name="inventory")
 
 
 class ListFormat(str, Enum):

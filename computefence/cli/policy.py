@@ -12,7 +12,7 @@ import typer
 import yaml
 
 from computefence import evaluate
-from computefence.cli.app import app
+from computefence.cli.app import command_group
 from computefence.cli.output import write_stdout
 from computefence.cli.policy_options import PolicyOpt
 from computefence.cli.targets import gather_targets, source_options, target_options
@@ -30,13 +30,7 @@ from computefence.policy import (
 from computefence.saved_files import load_report
 from computefence.sources import TargetSelection
 
-policy_app = typer.Typer(
-    name="policy",
-    help=f"Write or inspect the job's policy ({POLICY_FILE}).",
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-app.add_typer(policy_app, name="policy")
+policy_app = command_group("policy", f"Write or inspect the job's policy ({POLICY_FILE}).")
 
 
 # ---------------------------------------------------------------- policy show

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from computefence import evaluate, run
-from computefence.cli.app import app, group_defaulting_to
+from computefence.cli.app import command_group
 from computefence.cli.output import (
     GROUP_BY_HELP,
     QUIET_HELP,
@@ -28,14 +28,11 @@ from computefence.policy import resolve_policy
 from computefence.render import CHANGES_FORMATS, render_changes
 from computefence.saved_files import load_report
 
-report_app = typer.Typer(
-    name="report",
-    cls=group_defaulting_to("show"),
-    help="Re-render, compare or merge saved JSON reports. `computefence report FILE.json` is `report show FILE.json`.",
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
+report_app = command_group(
+    "report",
+    "Re-render, compare or merge saved JSON reports. `computefence report FILE.json` is `report show FILE.json`.",
+    default="show",
 )
-app.add_typer(report_app, name="report")
 
 
 @report_app.command("show")
