@@ -3,7 +3,7 @@ severities, custom checks and per-tag overrides.
 
 Loading is strict: every key is a pydantic model that forbids unknown keys, and every error
 is one line `FILE:LINE: ...` raised as ConfigError (exit 2) before any pod is contacted.
-Judging facts against a policy is the evaluator's job (computefence/evaluate/requirements.py).
+Judging facts against a policy is the evaluator's job (computefence/evaluate/checks/policy_rules.py).
 """
 
 from __future__ import annotations

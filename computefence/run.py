@@ -185,7 +185,7 @@ def with_run_params(targets: Sequence[Target], probe_params: dict[str, Any] | No
     params = dict(probe_params or {})
     if any(t.checks.perf for t in targets):
         # Imported here: `doctor` starts its probe before the evaluator has loaded.
-        from computefence.evaluate.gpu import BUSY_MIB
+        from computefence.evaluate.checks.gpu import BUSY_MIB
 
         params.setdefault("perf_busy_mib", BUSY_MIB)
     return params

@@ -1,5 +1,5 @@
 """`fleet watch` as a library: the run's plan for the watch probe, and its hosts judged by
-the run.* checks alone (computefence/evaluate/watch_checks.py). Probing and the report are
+the run.* checks alone (computefence/evaluate/checks/watch_checks.py). Probing and the report are
 the run session's:
 
     with open_session(targets, run.Rules(policy=loaded), ConnectSettings(probe="watch"),
@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from computefence import evaluate, run
-from computefence.evaluate import requirements as policy_rules
+from computefence.evaluate.checks import policy_rules
+from computefence.evaluate.checks.watch_checks import DEFAULT_STALL_MINUTES, settings_for
 from computefence.evaluate.ledger import machine_key
-from computefence.evaluate.watch_checks import DEFAULT_STALL_MINUTES, settings_for
 from computefence.models import HostReport, HostStatus, LedgerMachine, Report, SourceStatus, Target, WatchFacts
 from computefence.policy import EffectivePolicy
 

@@ -243,3 +243,12 @@ def test_the_size_check_finds_a_module_over_the_limit(tmp_path):
     (package / "models" / "facts.py").write_text("x = 1\n" * 600)
     (package / "models.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
     assert oversized_modules(package) == {"computefence/models.py": MAX_MODULE_LINES + 1}
+
+
+def test_no_check_area_imports_the_engine_that_runs_it():
+    # The engine (evaluate.judge) reads the areas through checks.areas; an area that imported
+    # it back would load every area to judge with one.
+    graph = import_graph()
+    areas = [module for module in graph if module.startswith("computefence.evaluate.checks.")]
+    assert len(areas) >= 15 and "computefence.evaluate.checks.areas" in areas
+    assert [f"{m} -> {e}" for m in areas for e in sorted(graph[m]) if e == "computefence.evaluate.judge"] == []

@@ -21,10 +21,12 @@ from computefence.connectors.registry import (
 )
 from computefence.demo import DEMO_RECORDING
 from computefence.errors import ConfigError
+from computefence.evaluate.checks.areas import area_title
 from computefence.evaluate.spec import CheckSpec
-from computefence.models import Target
+from computefence.models import Finding, Severity, Target
 from computefence.render import CHANGES_FORMATS, FORMATS, render
 from computefence.render.interface import Renderer
+from computefence.render.views import by_area
 from computefence.sources import TargetSelection, build_sources
 from computefence.sources.registry import PROVIDERS, provider_source
 
@@ -105,10 +107,30 @@ def test_the_targets_choose_their_connector_and_each_row_declares_its_own_settin
 
 
 def test_the_check_registry_is_the_areas_checks_and_rules_in_table_order():
-    areas = list(evaluate.AREAS.values())
+    areas = [area.module for area in evaluate.AREAS.values()]
     assert {c: s for area in areas for c, s in area.CHECKS.items()} == evaluate.CHECKS
-    assert [rule for area in areas for rule in getattr(area, "RULES", [])] == evaluate.RULES
+    assert [rule for area in areas for rule in area.RULES] == evaluate.RULES
     assert sum(len(area.CHECKS) for area in areas) == len(evaluate.CHECKS), "a check id is in two areas"
     assert all(isinstance(spec, CheckSpec) for spec in evaluate.CHECKS.values())
     for area in areas:
-        assert {rule.__module__ for rule in getattr(area, "RULES", [])} <= {area.__name__}
+        assert {rule.__module__ for rule in area.RULES} <= {area.__name__}
+        assert area.__name__.startswith("computefence.evaluate.checks.")
+
+
+def test_a_report_heads_each_area_with_the_title_its_row_gives_in_table_order():
+    # The renderers read titles and order from the one table; an area it lacks keeps its id.
+    findings = [
+        Finding(check=check, severity=Severity.PASS, message="m")
+        for check in ("run.stalled", "custom.wandb", "dataset.columns", "gpu.ecc", "zeta.new", "storage.budget")
+        + ("env.drift", "probe.timeout")
+    ]
+    assert [(area, area_title(area)) for area, _ in by_area(findings)] == [
+        ("storage", "Storage"),
+        ("gpu", "GPU"),
+        ("probe", "Probe"),
+        ("dataset", "Dataset"),
+        ("custom", "Custom checks"),
+        ("env", "Environment"),
+        ("run", "Run"),
+        ("zeta", "Zeta"),
+    ]

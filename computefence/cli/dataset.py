@@ -13,8 +13,8 @@ from computefence import dataset_tools, evaluate, jsontext
 from computefence.cli.app import command_group
 from computefence.cli.output import FailOn, FailOnOpt, FormatOpt, OutputFormat, ReportFileOpt, emit, write_stdout
 from computefence.errors import ConfigError
+from computefence.evaluate.checks.dataset import check_dataset
 from computefence.evaluate.context import build_context
-from computefence.evaluate.dataset import check_dataset
 from computefence.models import CheckOptions, CollectorStatus, DatasetFacts, Facts, HostReport, HostStatus
 from computefence.probe.dataset import run_dataset_scan
 

@@ -201,7 +201,7 @@ def doctor(
             )
         report = session.report(hosts, kind="doctor", fail_on=fail_on.severity)
     if snapshot is not None:
-        from computefence.evaluate.environment import build_lock
+        from computefence.evaluate.checks.environment import build_lock
 
         write_lock(build_lock(hosts), snapshot)
     emit(report, fmt.value, output, quiet=quiet)
@@ -259,7 +259,7 @@ def _judging_rules(
 def health_check(*, python: str, drain: bool, log: Path | None, fmt: str, output: Path | None, quiet: bool) -> int:
     """`--slurm-health`: this node's machine checks, and its drain or resume."""
     from computefence import evaluate
-    from computefence.evaluate.scheduler import MACHINE_CHECKS
+    from computefence.evaluate.checks.scheduler import MACHINE_CHECKS
     from computefence.models import ProviderInfo
     from computefence.operations import slurm_health
     from computefence.operations.action_log import open_log

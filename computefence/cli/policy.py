@@ -65,7 +65,7 @@ def _derived(policy: EffectivePolicy) -> dict[str, Any]:
     """The job's figures the policy alone implies (bytes per parameter, checkpoints kept)."""
     if policy.job is None:
         return {}
-    from computefence.evaluate.job import derived_figures
+    from computefence.evaluate.checks.job import derived_figures
 
     return {"job_derived": derived_figures(policy.job)}
 

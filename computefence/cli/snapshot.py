@@ -15,7 +15,7 @@ from computefence.cli.policy_options import NoPolicyOpt, PolicyOpt, write_lock
 from computefence.cli.progress import note, progress_lines
 from computefence.cli.targets import own_pods_connector, target_options
 from computefence.connectors.registry import ConnectSettings
-from computefence.evaluate.environment import build_lock, differing_lines
+from computefence.evaluate.checks.environment import build_lock, differing_lines
 from computefence.interrupt import say_interrupted
 from computefence.models import HostStatus
 from computefence.policy import resolve_policy

@@ -2,7 +2,7 @@
 
 One pass (--once, for cron) or, on a terminal, a live table refreshed every --interval
 seconds. Each pass sends the light watch probe (computefence/probe/watch*.py) and judges its
-facts with computefence/evaluate/watch_checks.py only.
+facts with computefence/evaluate/checks/watch_checks.py only.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from computefence.cli.targets import own_pods_connector, target_options
 from computefence.connectors.registry import ConnectSettings
 from computefence.errors import ConfigError
 from computefence.evaluate.changes import compare_reports
-from computefence.evaluate.watch_checks import DEFAULT_STALL_MINUTES
+from computefence.evaluate.checks.watch_checks import DEFAULT_STALL_MINUTES
 from computefence.interrupt import say_interrupted
 from computefence.models import Report
 from computefence.operations.notify import Alerts, alert_settings

@@ -22,7 +22,7 @@ from pathlib import Path
 from computefence.demo.fakes import GPU_ACTIVITY_FILE
 
 # Steps replayed at once when a job starts: past step 200, where a loss at chance becomes a
-# plateau (computefence.evaluate.watch_checks.PLATEAU_MIN_STEPS), with 22 logged losses and
+# plateau (computefence.evaluate.checks.watch_checks.PLATEAU_MIN_STEPS), with 22 logged losses and
 # four checkpoints.
 FAST_STEPS = 220
 _READY_TIMEOUT_S = 20.0

@@ -2,9 +2,11 @@
 a fleet verdict. Thresholds, provider knowledge and fix commands live here, so changing a
 policy never needs a new probe on the pods.
 
-Every rule is a function (facts, checks, ctx) -> list[Finding]; each area module lists its
-rules in RULES and its checks in CHECKS, each id with a CheckSpec (what it verifies, and its
-remedy: fix, config or replace). Every finding leaves here carrying its check's remedy.
+Every rule is a function (facts, checks, ctx) -> list[Finding]. Each check area is a module
+in `checks/` listing its rules in RULES and its checks in CHECKS, each id with a CheckSpec
+(what it verifies, and its remedy: fix, config or replace); `checks/areas.py` is the one
+table of them. The engine (`judge.py`) and the fleet-level steps (`fleet.py`,
+`fleet_steps.py`) live beside it. Every finding leaves here carrying its check's remedy.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def __getattr__(name: str) -> Any:
     # before paying for the rest.
     if name.startswith("__"):
         raise AttributeError(name)
-    if name not in _JUDGE_NAMES:  # a submodule: `from computefence.evaluate import gpu`
+    if name not in _JUDGE_NAMES:  # a submodule: `from computefence.evaluate import connection`
         try:
             return importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:

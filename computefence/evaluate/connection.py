@@ -81,7 +81,7 @@ def status_fix(
     """What to run (and know) for a pod that ended in `status`; None for ok. The ssh command
     to retry waits as long as the run did (--connect-timeout)."""
     if target.provider is not None and target.provider.provider == "slurm":
-        from computefence.evaluate.scheduler import slurm_status_fix
+        from computefence.evaluate.checks.scheduler import slurm_status_fix
 
         return slurm_status_fix(target, status, detail)
     profile = get_profile(target.provider.provider if target.provider is not None else None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
-from computefence.evaluate import gpu, gpu_perf
+from computefence.evaluate.checks import gpu, gpu_perf
 from computefence.evaluate.fleet_steps import FleetStep, run_fleet_step
 from computefence.models import (
     DriftRow,

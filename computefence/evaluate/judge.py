@@ -1,28 +1,12 @@
-"""The evaluator's registry and judging steps: the check areas, their RULES and CHECKS, and
-the functions that judge a host and a fleet. Read through the package (`from computefence
+"""The evaluator's registry and judging steps: every area's RULES and CHECKS (from the table
+in checks.areas), and the functions that judge a host and a fleet. Read through the package (`from computefence
 import evaluate`, `evaluate.CHECKS`), which loads this module on first use."""
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from computefence.errors import ConfigError
-from computefence.evaluate import (
-    accelerate,
-    dataset,
-    environment,
-    gpu,
-    gpu_health,
-    gpu_perf,
-    job,
-    python,
-    scheduler,
-    storage,
-    system,
-    time_limits,
-    watch_checks,
-)
-from computefence.evaluate import requirements as policy_rules
+from computefence.evaluate.checks import environment, job, policy_rules, watch_checks
+from computefence.evaluate.checks.areas import AREAS
 from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context, skipped
 from computefence.evaluate.fleet import build_report, exit_code
@@ -44,32 +28,11 @@ from computefence.models import (
 from computefence.policy import EffectivePolicy, matches
 from computefence.text import one_line
 
-# The check areas by name, each a module with its CHECKS (id -> CheckSpec) and, where it
-# judges one host's facts alone, its RULES. Rules run in this order. A new area is one
-# module and one row here.
-AREAS: dict[str, ModuleType] = {
-    "storage": storage,
-    "system": system,
-    "gpu": gpu,
-    "gpu_health": gpu_health,
-    "gpu_perf": gpu_perf,
-    "scheduler": scheduler,
-    "accelerate": accelerate,
-    "python": python,
-    "time_limits": time_limits,
-    "dataset": dataset,
-    "job": job,
-    "policy": policy_rules,
-    "environment": environment,
-    # Judged only by `fleet watch` (evaluate_watch), from the watch probe's facts: its rules
-    # are WATCH_RULES, not RULES.
-    "run": watch_checks,
-}
-
-RULES: list[Rule] = [rule for area in AREAS.values() for rule in getattr(area, "RULES", ())]
+# Every area's rules of one host's facts, in table order (checks.areas.AREAS).
+RULES: list[Rule] = [rule for area in AREAS.values() for rule in area.module.RULES]
 
 # Every check id the rules can emit, with what it verifies and what a blocker calls for.
-CHECKS: dict[str, CheckSpec] = {check: spec for area in AREAS.values() for check, spec in area.CHECKS.items()}
+CHECKS: dict[str, CheckSpec] = {check: spec for area in AREAS.values() for check, spec in area.module.CHECKS.items()}
 CHECK_IDS: frozenset[str] = frozenset(CHECKS)
 
 __all__ = [

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from computefence.evaluate import gpu_perf
-from computefence.evaluate.gpu_health import XID_MEANINGS
+from computefence.evaluate.checks import gpu_perf
+from computefence.evaluate.checks.gpu_health import XID_MEANINGS
 from computefence.models import (
     DigestFinding,
     HostLedger,

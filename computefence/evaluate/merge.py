@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from computefence.errors import ConfigError
 from computefence.evaluate import _finish
-from computefence.evaluate.environment import OUTLIER, outlier_findings
+from computefence.evaluate.checks.environment import OUTLIER, outlier_findings
 from computefence.evaluate.fleet import drift, summarize
 from computefence.models import Changes, HostReport, HostStatus, Report, SourceStatus
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from computefence.connectors.interface import Outcome
 from computefence.connectors.shell import MAX_STEP_OUTPUT, Shell, StepRun
+from computefence.evaluate.checks.gpu import BUSY_MIB
 from computefence.evaluate.file_edits import REFUSED
-from computefence.evaluate.gpu import BUSY_MIB
 from computefence.evaluate.machine import machine_changes
 from computefence.files import file_name_for
 from computefence.models import (

@@ -3,7 +3,7 @@
 slurmd runs a HealthCheckProgram with only SLURMD_NODENAME and PWD in its environment: no
 PATH, no SLURM_CONF. So this sets its own PATH, finds scontrol on it, and judges only the
 machine (GPUs, driver, GPU health, disks, /dev/shm), never a job's configuration. On a
-machine fault (evaluate.scheduler.machine_faults) it drains its own node with
+machine fault (evaluate.checks.scheduler.machine_faults) it drains its own node with
 `Reason="computefence: <check ids>"`, each scontrol call logged to the action log as
 `fleet drain` logs its own; once the node passes again it resumes it, but only a
 drain whose reason starts with `computefence:`: an administrator's drain stays, as LBNL NHC
@@ -20,7 +20,7 @@ import socket
 from dataclasses import dataclass
 
 from computefence.errors import ConfigError
-from computefence.evaluate.scheduler import machine_faults
+from computefence.evaluate.checks.scheduler import machine_faults
 from computefence.models import HostReport, HostStatus
 from computefence.operations.action_log import ActionLog
 from computefence.operations.slurm_nodes import (

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 from computefence import evaluate, run
 from computefence.connectors.slurm import SlurmConnector, SlurmOptions
-from computefence.evaluate.scheduler import MACHINE_CHECKS, machine_faults
+from computefence.evaluate.checks.scheduler import MACHINE_CHECKS, machine_faults
 from computefence.models import HostReport, HostStatus, NodeAction, NodeActionReport, Report
 from computefence.operations.action_log import ActionLog
 from computefence.session import open_session

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from computefence.evaluate.gpu_perf import saved_fleet_figures
+from computefence.evaluate.checks.gpu_perf import saved_fleet_figures
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, HostVerdict, Report, Severity
 from computefence.render import views
 from computefence.render.interface import Renderer

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from computefence.evaluate.checks.watch_checks import Progress, gpu_means, progress
 from computefence.evaluate.fleet import ready_hosts
-from computefence.evaluate.watch_checks import Progress, gpu_means, progress
 from computefence.models import Facts, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.interface import Renderer

@@ -15,6 +15,7 @@ from rich.cells import cell_len
 from rich.console import RenderableType
 from rich.text import Text
 
+from computefence.evaluate.checks.areas import area_title
 from computefence.models import Changes, Finding, Fix, HostReport, HostStatus, Report, Severity
 from computefence.render import views
 from computefence.render.columns import Column, Hanging, fit_table, records, wrap
@@ -113,7 +114,7 @@ def _single(report: Report, width: int) -> list[RenderableType]:
 
 def _area_heading(area: str, findings: list[Finding]) -> Text:
     counts = views.severity_counts(findings)
-    text = Text(views.area_title(area), style="bold underline")
+    text = Text(area_title(area), style="bold underline")
     text.append("  ")
     parts = [
         (plural(counts[Severity.BLOCK], "blocker"), _STYLE[Severity.BLOCK] if counts[Severity.BLOCK] else "dim"),

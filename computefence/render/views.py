@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from computefence.evaluate.checks.areas import area_of, area_sort_key
+from computefence.evaluate.checks.gpu_perf import saved_fleet_figures
 from computefence.evaluate.fleet import fails, give_back, replace_blockers
-from computefence.evaluate.gpu_perf import saved_fleet_figures
 from computefence.models import (
     Changes,
     DatasetFacts,
@@ -28,32 +29,7 @@ from computefence.models import (
 )
 from computefence.text import one_line, plural
 
-AREA_TITLES = {
-    "storage": "Storage",
-    "system": "System",
-    "gpu": "GPU",
-    "python": "Python",
-    "accelerate": "Accelerate",
-    "dataset": "Dataset",
-    "policy": "Policy",
-    "custom": "Custom checks",
-    "env": "Environment",
-}
-_AREA_ORDER = list(AREA_TITLES)
-
 SEVERITY_LABEL = {Severity.BLOCK: "BLOCK", Severity.WARN: "WARN", Severity.PASS: "pass", Severity.SKIP: "skip"}
-
-
-def area_of(check: str) -> str:
-    return check.split(".", 1)[0]
-
-
-def area_title(area: str) -> str:
-    return AREA_TITLES.get(area, area.capitalize() or "Other")
-
-
-def area_sort_key(area: str) -> tuple[int, str]:
-    return (_AREA_ORDER.index(area) if area in _AREA_ORDER else len(_AREA_ORDER), area)
 
 
 # ---------------------------------------------------------------- findings
@@ -579,7 +555,7 @@ def changes_count_line(changes: Changes) -> str:
 def watch_cells(host: HostReport) -> list[str]:
     """Step (and max_steps), pace (and the time to max_steps), last loss, GPU utilisation
     and newest checkpoint of a watched pod; "-" where the pod did not say."""
-    from computefence.evaluate.watch_checks import progress
+    from computefence.evaluate.checks.watch_checks import progress
 
     found = progress(host.facts) if host.status is HostStatus.OK else None
     if found is None:

@@ -185,7 +185,7 @@ def test_policy_show_prints_the_derived_figures_per_target(cli, tmp_path):
 def test_the_readme_job_example_loads_and_gives_its_stated_figures():
     from pathlib import Path
 
-    from computefence.evaluate.job import derived_figures
+    from computefence.evaluate.checks.job import derived_figures
 
     readme = (Path(__file__).resolve().parents[2] / "docs" / "policy.md").read_text()
     section = readme[readme.index("## The run's size: `job:`") :]

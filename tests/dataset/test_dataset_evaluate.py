@@ -8,7 +8,7 @@ import math
 import pytest
 
 from computefence import evaluate
-from computefence.evaluate.dataset import entropy
+from computefence.evaluate.checks.dataset import entropy
 from computefence.models import CheckOptions, DatasetFacts, Facts
 
 PATH = "/workspace/data/train.jsonl"

@@ -3,7 +3,7 @@ import tempfile
 
 import pytest
 
-from computefence.evaluate.storage import BLOCK_FREE_BYTES, WARN_FREE_BYTES
+from computefence.evaluate.checks.storage import BLOCK_FREE_BYTES, WARN_FREE_BYTES
 
 
 def _disk_headroom() -> str:

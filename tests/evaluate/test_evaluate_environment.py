@@ -9,7 +9,7 @@ from evaluate_builders import only, runpod_pod
 
 from computefence.errors import ConfigError
 from computefence.evaluate import finish_hosts
-from computefence.evaluate.environment import build_lock, differing_lines
+from computefence.evaluate.checks.environment import build_lock, differing_lines
 from computefence.models import BaselineLock, CollectorStatus, HostReport, HostStatus, Severity
 from computefence.policy import parse_policy_text
 

@@ -9,7 +9,7 @@ from evaluate_builders import only, problems, runpod_pod
 
 from computefence.errors import ConfigError
 from computefence.evaluate import build_report, evaluate_host
-from computefence.evaluate.gpu_perf import load_performance_data
+from computefence.evaluate.checks.gpu_perf import load_performance_data
 from computefence.models import CheckOptions, Facts, GpuPerf, HostReport, HostStatus, PerfFacts, Severity
 
 H100 = "NVIDIA H100 80GB HBM3"

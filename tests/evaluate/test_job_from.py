@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from computefence.evaluate.job import host_job
+from computefence.evaluate.checks.job import host_job
 from computefence.evaluate.job_from import fields_from_config, job_with_file
 from computefence.models import Facts, JobFromFile, ModelFacts
 from computefence.policy import parse_policy_text

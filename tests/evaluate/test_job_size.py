@@ -14,7 +14,7 @@ from model_cache import FIXTURES
 from pydantic import ValidationError
 
 from computefence.evaluate import evaluate_host
-from computefence.evaluate.job import (
+from computefence.evaluate.checks.job import (
     ModelSize,
     adapter_params,
     budget_bytes,

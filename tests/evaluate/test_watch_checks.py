@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from computefence.evaluate import evaluate_watch
-from computefence.evaluate.watch_checks import WatchSettings, progress, settings_for
+from computefence.evaluate.checks.watch_checks import WatchSettings, progress, settings_for
 from computefence.models import CheckOptions, CollectorStatus, Facts, LedgerMachine, ProviderInfo, WatchFacts
 from computefence.policy import Job
 from computefence.probe.watch_files import _trainer_state

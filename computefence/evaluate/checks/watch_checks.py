@@ -10,8 +10,8 @@ import math
 import posixpath
 from dataclasses import dataclass
 
-from computefence.evaluate.context import Context, block, build_context, passed, q, skipped, timed_out, warn
-from computefence.evaluate.job import checkpoint_estimate, load_training_memory, model_size
+from computefence.evaluate.checks.job import checkpoint_estimate, load_training_memory, model_size
+from computefence.evaluate.context import Context, Rule, block, build_context, passed, q, skipped, timed_out, warn
 from computefence.evaluate.mounts import Level
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.models import (
@@ -739,6 +739,9 @@ def _seconds_left(step_now: Progress | None) -> float | None:
 
 
 # Rules of a watch: (watch facts, settings, context) -> findings; evaluate_watch runs them.
+# Judged only by `fleet watch` (evaluate_watch), from the watch probe's facts: its rules are
+# WATCH_RULES, which a check's RULES must not run.
+RULES: tuple[Rule, ...] = ()
 WATCH_RULES = [
     check_no_job,
     check_gpu_idle,

@@ -1,17 +1,19 @@
-"""The job's policy against a host's facts: policy.requirement, policy.hardware and custom.<id>,
-then the policy's severities and skips over every finding. Pure: facts and policy in, findings out."""
+"""The rules the job's policy states, against a host's facts: policy.requirement,
+policy.hardware and its custom.<id> checks (checks.custom), then the policy's severities and
+skips over every finding. Pure: facts and policy in, findings out."""
 
 from __future__ import annotations
 
 import fnmatch
-import functools
 from collections.abc import Mapping
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from computefence.evaluate.checks.custom import check_custom
 from computefence.evaluate.context import (
     Context,
+    Rule,
     block,
     collector_error,
     first_path,
@@ -45,6 +47,8 @@ CHECKS: dict[str, CheckSpec] = {
 REQUIREMENT = "policy.requirement"
 HARDWARE = "policy.hardware"
 _SEVERITY = {"block": Severity.BLOCK, "warn": Severity.WARN}
+# Judged with the policy (policy_findings), which no rule of one host's facts alone sees.
+RULES: tuple[Rule, ...] = ()
 
 
 # ---------------------------------------------------------------- requirements
@@ -300,59 +304,11 @@ def check_hardware(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[
     return found
 
 
-# ---------------------------------------------------------------- custom checks
-
-
-def check_custom(facts: Facts, policy: EffectivePolicy) -> list[Finding]:
-    results = {r.id: r for r in facts.custom}
-    found = []
-    for check in policy.custom:
-        cid = check.check
-        result = results.get(check.id)
-        fail = functools.partial(block if check.severity == "block" else warn, remedy=Remedy(check.remedy))
-        if check.fix or check.advice:
-            fix = Fix(commands=[check.fix] if check.fix else [], advice=check.advice)
-        else:
-            fix = Fix(commands=[f"sh -c {q(check.run)}"], advice="run it by hand to see why")
-        if result is None:
-            why = collector_error(facts, "custom") or "the probe reported no result for it"
-            found.append(fail(cid, f"`{one_line(check.run, 80)}` did not run: {one_line(why, 160)}", fix))
-            continue
-        if result.error:
-            found.append(fail(cid, f"`{one_line(check.run, 80)}` failed to run: {one_line(result.error, 160)}", fix))
-            continue
-        if result.timed_out:
-            found.append(
-                fail(
-                    cid,
-                    f"`{one_line(check.run, 80)}` did not finish within its {result.timeout_s or check.timeout:g} s "
-                    "timeout and was killed",
-                    fix,
-                )
-            )
-            continue
-        problems = []
-        if result.signal is not None:
-            problems.append(f"was killed by signal {result.signal}")
-        elif result.exit_code != check.expect.exit:
-            problems.append(f"exited {result.exit_code} (expected {check.expect.exit})")
-        pattern = check.expect.stdout_matches
-        if pattern is not None and not result.stdout_matched:
-            problems.append(f"printed nothing matching /{pattern}/")
-        if problems:
-            tail = one_line(result.stderr or result.stdout, 120)
-            found.append(
-                fail(cid, f"`{one_line(check.run, 80)}` {' and '.join(problems)}" + (f": {tail}" if tail else ""), fix)
-            )
-        else:
-            found.append(passed(cid, f"`{one_line(check.run, 80)}` passed", remedy=Remedy(check.remedy)))
-    return found
-
-
 # ---------------------------------------------------------------- the policy over all findings
 
 
 def policy_findings(facts: Facts, policy: EffectivePolicy, ctx: Context) -> list[Finding]:
+    """The policy's own findings: its requirements and hardware, then its custom checks."""
     return [*check_requirements(facts, policy, ctx), *check_hardware(facts, policy, ctx), *check_custom(facts, policy)]
 
 

@@ -10,10 +10,10 @@ from datetime import datetime, timezone
 from packaging.version import Version
 
 from computefence.errors import ConfigError
-from computefence.evaluate.context import block, passed, training_python, warn
+from computefence.evaluate.checks.policy_rules import satisfies
+from computefence.evaluate.context import Rule, block, passed, training_python, warn
 from computefence.evaluate.fingerprint import fingerprint, is_package, label, outlier_fields
 from computefence.evaluate.fleet import NOT_INSTALLED
-from computefence.evaluate.requirements import satisfies
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import build_misfit, install_command, parse_cuda, pip_install, pip_packages
 from computefence.models import BaselineLock, Facts, Finding, Fix, FixStep, HostReport, HostStatus, Severity
@@ -26,6 +26,8 @@ CHECKS: dict[str, CheckSpec] = {
     "env.outlier": CheckSpec("the pod's torch, Python and packages match the fleet's majority", Remedy.FIX),
 }
 DRIFT, OUTLIER = "env.drift", "env.outlier"
+# Judged across the fleet (environment_findings, from evaluate.finish_hosts), not from one host's facts.
+RULES: tuple[Rule, ...] = ()
 # Fields a lock leaves out: derived from another one.
 _DERIVED = ("python-minor",)
 
