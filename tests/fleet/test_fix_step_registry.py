@@ -16,9 +16,9 @@ from pathlib import Path
 from test_fleet_fix import PROOFS, PROVEN_APART
 
 import computefence.evaluate as evaluate
-from computefence.evaluate import watch_checks
+from computefence.evaluate.checks import watch_checks
 
-SOURCES = sorted(Path(evaluate.__file__).parent.glob("*.py"))
+SOURCES = sorted(Path(evaluate.__file__).parent.rglob("*.py"))
 SAFE_MAKERS = {"persist_env"}
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from computefence.cli import main
-from computefence.evaluate import environment, fleet, gpu_perf
+from computefence.evaluate import fleet
+from computefence.evaluate.checks import environment, gpu_perf
 from computefence.models import HostStatus, Report
 
 DEMO = Path(__file__).resolve().parents[2] / "computefence/demo/recordings/fleet"
