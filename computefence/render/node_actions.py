@@ -13,7 +13,7 @@ from rich.text import Text
 from computefence.models import NodeAction, NodeActionReport
 from computefence.render.columns import Hanging
 from computefence.render.console import console_text
-from computefence.text import clean, one_line
+from computefence.text import clean, one_line, plural
 
 NODE_ACTION_FORMATS = ("rich", "json")
 
@@ -88,6 +88,5 @@ def summary_line(result: NodeActionReport) -> str:
         n = counts.get("planned", 0)
         if not n:
             return f"Plan: nothing to {result.kind}."
-        nodes = "1 node" if n == 1 else f"{n} nodes"
-        return f"Plan: {nodes} to {'drain' if result.kind == 'drain' else 'prove and resume'}; nothing was run."
+        return f"Plan: {plural(n, 'node')} to {'drain' if result.kind == 'drain' else 'prove and resume'}; nothing was run."
     return ", ".join(f"{n} {outcome.replace('_', ' ')}" for outcome, n in counts.items()) + "."

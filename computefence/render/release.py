@@ -12,7 +12,7 @@ from rich.text import Text
 from computefence.models import ReleasePod, ReleaseReport
 from computefence.render.columns import Hanging
 from computefence.render.console import console_text
-from computefence.text import clean, one_line
+from computefence.text import clean, one_line, plural
 
 RELEASE_FORMATS = ("rich", "json")
 
@@ -86,8 +86,7 @@ def summary_line(result: ReleaseReport) -> str:
         n = counts.get("would_release", 0)
         if not n:
             return f"Plan: nothing to release{refused}."
-        pods = "1 pod" if n == 1 else f"{n} pods"
-        return f"Plan: {pods} to release, saving ${saved:.2f}/h{refused}; nothing was called."
+        return f"Plan: {plural(n, 'pod')} to release, saving ${saved:.2f}/h{refused}; nothing was called."
     parts = ", ".join(f"{n} {outcome.replace('_', ' ')}" for outcome, n in counts.items())
     if not counts.get("released"):
         return f"{parts}: nothing released."
