@@ -75,6 +75,25 @@ def _interpreter_failure(result):
     return _first_lines(result["stderr"] or result["stdout"], 3, 500) or "exit status %s" % result["exit_code"]
 
 
+def _ask_python(python, args, seconds, late, accept=lambda answer: True):
+    """`python -B -c ARGS...` within `seconds`: a dict of `found` (the interpreter ran),
+    `timed_out`, `answer` (its marked JSON object, when `accept` takes it; else None) and
+    `error` (why there is none: no interpreter, `late` + " within Ns", or its own words)."""
+    result = _run_command([python, "-B", "-c"] + list(args), seconds)
+    asked = {"found": not result["error"], "timed_out": result["timed_out"], "answer": None, "error": result["error"]}
+    if result["error"]:
+        return asked
+    if result["timed_out"]:
+        asked["error"] = "%s within %.1fs" % (late, seconds)
+        return asked
+    answer = _marked_json(result["stdout"])
+    if answer is None or not accept(answer):
+        asked["error"] = _interpreter_failure(result)
+    else:
+        asked["answer"] = answer
+    return asked
+
+
 def _package_names(params):
     """The fixed list, then the packages the job's policy names (PEP 503 names, from the laptop)."""
     names = list(_PACKAGES)
@@ -89,18 +108,17 @@ def collect_packages(params):
     python = _python_of(params)
     facts = {"python": python, "python_found": False, "versions": {}, "timed_out": False}
     seconds = _time_left(params)
-    result = _run_command([python, "-B", "-c", _PACKAGES_SCRIPT, json.dumps(_package_names(params))], seconds)
-    if result["error"]:
-        facts["error"] = result["error"]
-        return facts
-    facts["python_found"] = True
-    if result["timed_out"]:
-        facts["timed_out"] = True
-        facts["error"] = "%s did not answer within %.1fs" % (python, seconds)
-        return facts
-    answer = _marked_json(result["stdout"])
-    if answer is None or not isinstance(answer.get("versions"), dict):
-        facts["error"] = _text(_interpreter_failure(result), 500)
+    asked = _ask_python(
+        python,
+        [_PACKAGES_SCRIPT, json.dumps(_package_names(params))],
+        seconds,
+        "%s did not answer" % python,
+        lambda answer: isinstance(answer.get("versions"), dict),
+    )
+    facts["python_found"], facts["timed_out"] = asked["found"], asked["timed_out"]
+    answer = asked["answer"]
+    if answer is None:
+        facts["error"] = _text(asked["error"], 500)
         return facts
     facts["versions"] = {
         name: None if value is None else _text(value, 100) for name, value in answer["versions"].items()

@@ -7,8 +7,8 @@
 # through torch.cuda.nccl in this one process (one rank per GPU would cost a CUDA start per
 # GPU out of the 20 s); where NCCL cannot start, a peer-to-peer copy is timed instead.
 
-from .core import _number, _run_command, _text, _time_left
-from .packages import _MARK, _interpreter_failure, _marked_json, _python_of
+from .core import _number, _text, _time_left
+from .packages import _MARK, _ask_python, _python_of
 
 # The canary's own clock, its `import torch` included.
 _PERF_BUDGET_S = 20.0
@@ -167,17 +167,10 @@ def collect_perf(params):
     python = _python_of(params)
     seconds = _time_left(params)
     budget = max(1.0, min(_PERF_BUDGET_S, seconds - 2.0))
-    result = _run_command([python, "-B", "-c", _PERF_SCRIPT, "%.1f" % budget], seconds)
-    if result["timed_out"] or result["error"]:
-        return {
-            "ran": True,
-            "error": "the canary did not finish within %.1fs" % seconds
-            if result["timed_out"]
-            else _text(result["error"], 300),
-        }
-    answer = _marked_json(result["stdout"])
+    asked = _ask_python(python, [_PERF_SCRIPT, "%.1f" % budget], seconds, "the canary did not finish")
+    answer = asked["answer"]
     if answer is None:
-        return {"ran": True, "error": _text(_interpreter_failure(result), 500)}
+        return {"ran": True, "error": _text(asked["error"], 500)}
     out = {"ran": True, "duration_s": _perf_number(answer.get("duration_s")) or 0.0, "gpus": []}
     for entry in answer.get("gpus") or []:
         if not isinstance(entry, dict) or not isinstance(entry.get("index"), int):

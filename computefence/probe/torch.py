@@ -3,9 +3,9 @@
 
 import shutil
 
-from .core import _run_command, _text, _time_left
+from .core import _text, _time_left
 from .gpu import _device_nodes
-from .packages import _MARK, _interpreter_failure, _marked_json, _python_of
+from .packages import _MARK, _ask_python, _python_of
 
 _TORCH_SCRIPT = r"""
 import sys
@@ -89,18 +89,12 @@ def collect_torch(params):
     facts = {"python": python, "python_found": False, "importable": False, "timed_out": False}
     seconds = _time_left(params)
     gpu_machine = bool(shutil.which("nvidia-smi") or _device_nodes(params))
-    result = _run_command([python, "-B", "-c", _TORCH_SCRIPT] + (["gpu"] if gpu_machine else []), seconds)
-    if result["error"]:
-        facts["import_error"] = result["error"]
-        return facts
-    facts["python_found"] = True
-    if result["timed_out"]:
-        facts["timed_out"] = True
-        facts["import_error"] = "`import torch` did not finish within %.1fs" % seconds
-        return facts
-    answer = _marked_json(result["stdout"])
+    args = [_TORCH_SCRIPT] + (["gpu"] if gpu_machine else [])
+    asked = _ask_python(python, args, seconds, "`import torch` did not finish")
+    facts["python_found"], facts["timed_out"] = asked["found"], asked["timed_out"]
+    answer = asked["answer"]
     if answer is None:
-        facts["import_error"] = _text(_interpreter_failure(result), 1000)
+        facts["import_error"] = _text(asked["error"], 1000)
         return facts
     for key in (
         "python_executable",
