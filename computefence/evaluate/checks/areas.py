@@ -50,6 +50,9 @@ class CheckArea(Protocol):
 
 @dataclass(frozen=True)
 class Area:
+    """A row of the table: the module that judges the area, and the title a report heads the
+    area's findings with."""
+
     module: CheckArea
     title: str
 
