@@ -30,6 +30,7 @@ from computefence.models import (
     Target,
 )
 from computefence.operations import release
+from computefence.session import PROVIDER_APIS, open_session, report_targets
 from computefence.sources.lambda_cloud import LambdaSource
 from computefence.sources.runpod import RunPodSource
 from computefence.sources.vast import VastSource
@@ -697,3 +698,25 @@ def test_without_a_terminal_it_needs_yes_or_dry_run(api, fleet, tmp_path, capsys
     )
     code, _, err = _run(capsys, "--from", path, "--yes", "--dry-run")
     assert code == 2 and "give one of them" in err and api.requests == []
+
+
+# ---------------------------------------------------------------- the run session
+
+
+def test_the_release_session_holds_the_reports_pods_and_reaches_them_only_through_their_providers(api, fleet):
+    inventory_pod = Target(name="box", host="198.51.100.7")
+    report = _report(
+        [_host(fleet["vast-ecc"], [_ecc()]), _host(fleet["lambda-ecc"], [_ecc()]), _host(inventory_pod, [])]
+    )
+
+    with open_session(report_targets(report), connector=PROVIDER_APIS, verb="release") as session:
+        apis = session.providers()
+        hosts = session.probe()
+
+    assert [t.name for t in session.targets] == ["vast-ecc", "lambda-ecc", "box"]
+    assert {name: type(source) for name, source in apis.items()} == {"lambda": LambdaSource, "vast": VastSource}
+    # Nothing is run on a pod: each is not checkable here, and no provider was called either.
+    assert [(h.name, h.status) for h in hosts] == [
+        (name, HostStatus.NOT_CHECKABLE) for name in ("vast-ecc", "lambda-ecc", "box")
+    ]
+    assert api.requests == []
