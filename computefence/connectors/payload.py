@@ -11,30 +11,8 @@ from pydantic import ValidationError
 from computefence import jsontext
 from computefence.errors import ProbeOutputError
 from computefence.models import PROBE_SCHEMA_VERSION, CheckOptions, Facts
-from computefence.probe.assemble import (
-    BOOTSTRAP,
-    PART_NEEDS,
-    PROBES,
-    probe_parts,
-    probe_payload,
-    probe_source,
-    probe_wire,
-)
+from computefence.probe.assemble import PROBES
 from computefence.text import one_line
-
-# The script's assembly moved to computefence.probe.assemble; its names stay importable here.
-__all__ = [
-    "BOOTSTRAP",
-    "MAX_OUTPUT_BYTES",
-    "PART_NEEDS",
-    "PROBES",
-    "parse_probe_output",
-    "probe_params",
-    "probe_parts",
-    "probe_payload",
-    "probe_source",
-    "probe_wire",
-]
 
 # Output beyond this is not a probe answer; it is a broken or hostile interpreter.
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
