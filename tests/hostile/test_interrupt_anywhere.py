@@ -136,7 +136,7 @@ def test_ctrl_c_while_fleet_release_lists_a_trickling_provider_again(api, provid
     assert _one_interrupt_line(err) == (
         f"computefence: interrupted; no provider call was sent; nothing written (--output {out} left untouched)"
     )
-    assert stdout == "" and not out.exists() and log.read_text() == ""
+    assert stdout == "" and not out.exists() and not log.exists()
     assert [r.method for r in api.seen(provider)] == ["GET" if provider != "runpod" else "POST"]
 
 
