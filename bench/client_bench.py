@@ -40,6 +40,8 @@ from fleet_bench import PROBE_LIMIT_S, measure  # noqa: E402
 from server_processes import HOST, ServerProcesses, free_ports, until_stopped  # noqa: E402
 
 TOOLS = ("computefence", "asyncssh")
+# With --before CHECKOUT: that checkout's computefence (on PYTHONPATH), run beside today's.
+BEFORE = "before"
 
 
 # ---------------------------------------------------------------- the canned-answer servers
@@ -194,13 +196,22 @@ class CannedFleet:
         self.servers.close()
 
 
+def has_workers_option(checkout: str) -> bool:
+    """Whether the checkout's `fleet check` takes --workers (code older than #35 item 3 does not)."""
+    return "--workers" in (Path(checkout) / "computefence" / "cli" / "fleet.py").read_text()
+
+
 def run_tool(tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namespace) -> dict:
     run_dir.mkdir(parents=True)
     env = {**os.environ, "HOME": str(run_dir)}
-    if tool == "computefence":
+    if tool == BEFORE:
+        env["PYTHONPATH"] = args.before
+    if tool in ("computefence", BEFORE):
         report = run_dir / "report.json"
         argv = [
             args.python,
+            # -P: `-m` would put the working directory (a checkout's root) before PYTHONPATH.
+            *(["-P"] if tool == BEFORE else []),
             "-m",
             "computefence",
             "fleet",
@@ -216,10 +227,10 @@ def run_tool(tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namesp
             # The bare gather has no handshake timeout; two loaded cores may need long for 1,000.
             "--connect-timeout",
             "60",
-            # One process against the bare gather's one (workers_bench.py measures --workers).
-            "--workers",
-            "1",
         ]
+        if tool == "computefence" or has_workers_option(args.before):
+            # One process against the bare gather's one (workers_bench.py measures --workers).
+            argv += ["--workers", "1"]
         if args.concurrency:
             argv += ["--concurrency", str(args.concurrency)]
         result = measure(argv, env=env)
@@ -322,10 +333,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=str(BENCH / "results"))
     parser.add_argument("--max-ratio", type=float, default=1.2, help="fail above this CPU x bare (default 1.2)")
     parser.add_argument("--max-rss-mib", type=float, default=150.0, help="fail above this peak RSS (default 150)")
+    parser.add_argument(
+        "--before", metavar="CHECKOUT", help="also time this checkout's computefence (its tree on PYTHONPATH)"
+    )
     args = parser.parse_args(argv)
     tools = [t.strip() for t in args.tools.split(",")]
     if unknown := [t for t in tools if t not in TOOLS]:
         parser.error(f"--tools: unknown {', '.join(unknown)}; known: {', '.join(TOOLS)}")
+    if args.before:
+        tools.append(BEFORE)
     results: dict = {
         "targets": args.targets,
         "cipher": args.cipher or "negotiated",

@@ -42,6 +42,8 @@ def timed(command: list[str], accept: tuple[int, ...] = (0,), source: str | None
     env = user_env()
     if source is not None:
         env["PYTHONPATH"] = source
+        # -P: `-m` would put the working directory (a checkout's root) before PYTHONPATH.
+        command = [command[0], "-P", *command[1:]]
     started = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started

@@ -12,7 +12,8 @@ file: its size and time, which the digest names, match). Timed, each as its own 
 - `report history DIR --runs 12` and `--runs 96`, and `hosts --history DIR` (every run);
 - `report history DIR --runs 12` with the 12 newest digests removed first: the cost of
   digesting a run that has none (a history saved before digests, or a digest gone stale);
-- with --before, `report history DIR --runs 12` of another checkout (on PYTHONPATH), once.
+- with --before, each of the first three by another checkout (on PYTHONPATH) too, in the same
+  round, right after this one's.
 
 Target (#35): 1,000 pods x 96 runs in at most 10 s and 300 MB. Exits 1 when missed.
 """
@@ -38,9 +39,12 @@ TARGET_S, TARGET_MIB = 10.0, 300.0
 
 def cli(*args: str, source: str | None = None) -> dict:
     env = dict(os.environ)
+    # -P: `-m` would put the working directory (a checkout's root) before PYTHONPATH.
+    isolated = []
     if source is not None:
         env["PYTHONPATH"] = source
-    result = measure([sys.executable, "-m", "computefence", *args], env=env, timeout=1800)
+        isolated = ["-P"]
+    result = measure([sys.executable, *isolated, "-m", "computefence", *args], env=env, timeout=1800)
     if result["returncode"] not in (0, 1):
         raise SystemExit(f"computefence {' '.join(args)} exited {result['returncode']}: {result['stderr_tail']}")
     return result
@@ -115,24 +119,24 @@ def main() -> int:
             ],
         }
         figures: dict[str, list[dict]] = {name: [] for name in timed}
+        if args.before:
+            figures.update({f"{name}, --before": [] for name in timed})
         figures["report history --runs 12, no digests"] = []
         for _ in range(args.repeat):
             for name, argv in timed.items():
                 figures[name].append(cli(*argv))
+                if args.before:
+                    figures[f"{name}, --before"].append(cli(*argv, source=args.before))
             for digest in sorted(history.glob("*.digest"))[-12:]:
                 digest.unlink()
             figures["report history --runs 12, no digests"].append(cli(*timed["report history --runs 12"]))
-        if args.before:
-            figures["report history --runs 12, --before"] = [
-                cli(*timed["report history --runs 12"], source=args.before)
-            ]
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print(f"{args.pods} pods; medians of {args.repeat} (wall s, CPU s, peak RSS MiB)")
         for name, results in figures.items():
             wall = statistics.median(r["wall_s"] for r in results)
             cpu = statistics.median(r["cpu_s"] for r in results)
             rss = statistics.median(r["maxrss_mib"] for r in results)
-            print(f"  {name:40s} {wall:8.2f} {cpu:8.2f} {rss:8.1f}")
+            print(f"  {name:50s} {wall:8.2f} {cpu:8.2f} {rss:8.1f}")
         headline = figures[f"report history --runs {args.runs}"]
         wall = statistics.median(r["wall_s"] for r in headline)
         rss = statistics.median(r["maxrss_mib"] for r in headline)

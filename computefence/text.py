@@ -20,8 +20,11 @@ _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u20
 def clean(text: object) -> str:
     """Control characters (ESC included), lone surrogates and bidirectional overrides
     become '?'; newlines and tabs stay."""
+    string = str(text)
+    if string.isprintable():  # in C: False for every character replaced below
+        return string
     out = []
-    for ch in str(text):
+    for ch in string:
         if ch in "\n\t":
             out.append(ch)
         elif ch in _BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Cs"):

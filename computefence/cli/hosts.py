@@ -12,6 +12,7 @@ import typer
 
 from computefence.cli.app import command_group
 from computefence.cli.output import emit_text, write_stdout
+from computefence.cli.progress import collect_less_often
 from computefence.errors import ConfigError
 from computefence.evaluate.ledger import avoid_list, build_ledger
 from computefence.models import HostLedger, RunDigestFile
@@ -91,7 +92,8 @@ def avoid_command(
 def ledger_from(history: Path, min_runs: int = 1, flag: str = "--history") -> HostLedger:
     """The machines of a fleet check --history DIR (given as `flag`); a one-line ConfigError
     when it is not one."""
-    return build_ledger(_runs(history, flag), min_runs)
+    with collect_less_often():
+        return build_ledger(_runs(history, flag), min_runs)
 
 
 def _runs(history: Path, flag: str) -> Iterator[RunDigestFile]:

@@ -109,9 +109,11 @@ def history_command(
     """One HTML page of a pool's history: each pod in each run, blocked and ready pods over
     time, the newest changes, and the machines and pods that failed most. Exits 0 once it is
     written; 2 when DIR holds no readable run."""
+    from computefence.cli.progress import collect_less_often
     from computefence.operations.history import read_runs
     from computefence.render.html import render_history
 
-    page = render_history(read_runs(directory, runs))
+    with collect_less_often():
+        page = render_history(read_runs(directory, runs))
     emit_text(lambda **_: page, "html", output, what="the history page", quiet=quiet)
     return 0
