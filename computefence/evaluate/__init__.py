@@ -15,23 +15,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from computefence.evaluate.checks.areas import AREAS
+    from computefence.evaluate.connection import status_fix
+    from computefence.evaluate.fleet import build_report, exit_code
     from computefence.evaluate.judge import (
-        AREAS,
         CHECK_IDS,
         CHECKS,
         RULES,
-        CheckSpec,
-        Remedy,
-        build_report,
         evaluate_host,
         evaluate_watch,
-        exit_code,
         finish_hosts,
         judge_host,
         reapply_policy,
         remedy_of,
         select_findings,
-        status_fix,
         with_remedies,
     )
     from computefence.evaluate.judge import (
@@ -40,6 +37,7 @@ if TYPE_CHECKING:
     from computefence.evaluate.judge import (
         _finish as _finish,
     )
+    from computefence.evaluate.spec import CheckSpec, Remedy
 
 __all__ = [
     "AREAS",
@@ -63,7 +61,16 @@ __all__ = [
 
 
 # Besides __all__, what other evaluator modules import from the package.
-_JUDGE_NAMES = frozenset([*__all__, "JudgingError", "_finish"])
+_NAMES = frozenset([*__all__, "JudgingError", "_finish"])
+# The module each name lives in, where that is not judge.py.
+_HOMES = {
+    "AREAS": "checks.areas",
+    "CheckSpec": "spec",
+    "Remedy": "spec",
+    "build_report": "fleet",
+    "exit_code": "fleet",
+    "status_fix": "connection",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -72,13 +79,13 @@ def __getattr__(name: str) -> Any:
     # before paying for the rest.
     if name.startswith("__"):
         raise AttributeError(name)
-    if name not in _JUDGE_NAMES:  # a submodule: `from computefence.evaluate import connection`
+    if name not in _NAMES:  # a submodule: `from computefence.evaluate import connection`
         try:
             return importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:
             if exc.name != f"{__name__}.{name}":
                 raise
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    judge = importlib.import_module(f"{__name__}.judge")
-    globals().update({known: getattr(judge, known) for known in _JUDGE_NAMES})
-    return globals()[name]
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES.get(name, 'judge')}"), name)
+    globals()[name] = value
+    return value

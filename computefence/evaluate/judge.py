@@ -7,9 +7,7 @@ from __future__ import annotations
 from computefence.errors import ConfigError
 from computefence.evaluate.checks import environment, job, policy_rules, watch_checks
 from computefence.evaluate.checks.areas import AREAS
-from computefence.evaluate.connection import status_fix
 from computefence.evaluate.context import Rule, build_context, skipped
-from computefence.evaluate.fleet import build_report, exit_code
 from computefence.evaluate.fleet_steps import FleetStep, run_fleet_step
 from computefence.evaluate.identity import with_keys
 from computefence.evaluate.spec import CheckSpec, Remedy
@@ -34,26 +32,6 @@ RULES: list[Rule] = [rule for area in AREAS.values() for rule in area.module.RUL
 # Every check id the rules can emit, with what it verifies and what a blocker calls for.
 CHECKS: dict[str, CheckSpec] = {check: spec for area in AREAS.values() for check, spec in area.module.CHECKS.items()}
 CHECK_IDS: frozenset[str] = frozenset(CHECKS)
-
-__all__ = [
-    "AREAS",
-    "CHECKS",
-    "CHECK_IDS",
-    "RULES",
-    "CheckSpec",
-    "Remedy",
-    "build_report",
-    "evaluate_host",
-    "evaluate_watch",
-    "exit_code",
-    "finish_hosts",
-    "judge_host",
-    "reapply_policy",
-    "remedy_of",
-    "select_findings",
-    "status_fix",
-    "with_remedies",
-]
 
 
 def evaluate_host(
