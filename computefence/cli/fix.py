@@ -185,7 +185,7 @@ class _StepProgress(LiveCount):
 
 def _ask_after_plan(plan: FixReport, where: str) -> bool:
     return ask_after_plan(
-        render_fix(plan, "rich", output_width()),
+        render_fix(plan, "rich", output_width(), asking=True),
         f"apply {plural(plan.step_count, 'step')} {where}, as listed above?",
         no_terminal="applying without a terminal needs --yes (nothing was changed)",
         declined="nothing applied",

@@ -24,18 +24,19 @@ _OUTCOME = {
 _STATUS = {"ran": "ran", "failed": "FAILED", "timeout": "TIMEOUT", "skipped": "skipped", "planned": "run"}
 
 
-def render_fix(report: FixReport, fmt: str, width: int = 100) -> str:
+def render_fix(report: FixReport, fmt: str, width: int = 100, *, asking: bool = False) -> str:
+    """`asking`: the plan shown before the question of --apply, which needs no hint to add it."""
     if fmt == "json":
         return report.model_dump_json(indent=2) + "\n"
-    return _text(report, max(60, width))
+    return _text(report, max(60, width), asking)
 
 
-def _text(report: FixReport, width: int) -> str:
+def _text(report: FixReport, width: int, asking: bool = False) -> str:
     mode = "apply" if report.applied else "plan"
     lines = [f"ComputeFence fix · {mode} · {plural(len(report.hosts), 'pod')} · {report.generated_at}", ""]
     for host in report.hosts:
         lines += _host(host, report.applied, width)
-    lines += _summary(report)
+    lines += _summary(report, asking)
     return "\n".join(lines) + "\n"
 
 
@@ -109,7 +110,7 @@ def _count(host: FixHost, applied: bool, to_run: list[StepRecord]) -> str:
     return f"{plural(ran, 'step')} run"
 
 
-def _summary(report: FixReport) -> list[str]:
+def _summary(report: FixReport, asking: bool = False) -> list[str]:
     s = report.summary
     if not report.applied:
         parts = [f"{plural(s.planned, 'finding')} with steps to run", f"{s.skipped} not fixable by fleet fix"]
@@ -117,7 +118,10 @@ def _summary(report: FixReport) -> list[str]:
         line = f"PLAN  {plural(report.step_count, 'step')} on {plural(pods, 'pod')}: " + ", ".join(parts)
         if s.not_checked:
             line += f", {plural(s.not_checked, 'pod')} not checked"
-        tail = ["nothing was changed; --apply runs the steps" if report.step_count else "nothing to run"]
+        if not report.step_count:
+            tail = ["nothing to run"]
+        else:
+            tail = ["nothing was changed yet" if asking else "nothing was changed; --apply runs the steps"]
         return [line, *tail]
     parts = [f"{s.fixed} fixed", f"{s.still_failing} still failing", f"{s.failed} failed", f"{s.skipped} skipped"]
     if s.new:

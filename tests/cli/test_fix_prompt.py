@@ -33,6 +33,8 @@ def test_doctor_fix_shows_each_command_before_the_question_and_runs_after_yes(pl
     plan = before_question[before_question.index("would run, in order:") :]
     assert f"mkdir -p {missing}" in plan
     assert "apply 1 step on this machine (" in plan
+    # The plan before the question offers no other way to apply it.
+    assert "nothing was changed yet" in plan and "--apply runs the steps" not in plan
 
     session.type("y")
     code = session.finish()
