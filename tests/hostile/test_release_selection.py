@@ -45,7 +45,7 @@ def test_selected_by_names_the_blockers_not_the_warnings_beside_them(tmp_path, m
     saved = tmp_path / "report.json"
     saved.write_text(Report(tool_version="test", kind="fleet", generated_at=now, hosts=[host]).model_dump_json())
 
-    code = main(["fleet", "release", "--from", str(saved), "--format", "json"])
+    code = main(["fleet", "release", "--from", str(saved), "--dry-run", "--format", "json"])
 
     (pod,) = json.loads(capsys.readouterr().out)["pods"]
     assert code == 0 and pod["outcome"] == "would_release"
