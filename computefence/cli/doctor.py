@@ -177,7 +177,7 @@ def doctor(
         progress=_status,
         sigint=True,
     ) as session:
-        judging = _judging_rules(probe_policy, policy, no_policy, baseline, only, skip)
+        judging = _judging_rules(probe_policy, policy, no_policy, baseline, only, skip, fmt.value)
         rules, [probed] = asyncio.run(_beside(session.probe_async(), judging))
         session.plan = dataclasses.replace(session.plan, rules=rules, policies=run.plan([target], rules).policies)
         if session.interrupted:
@@ -243,9 +243,13 @@ def _judging_rules(
     baseline: Path | None,
     only: Sequence[str],
     skip: Sequence[str],
+    fmt: str,
 ) -> Callable[[], run.Rules]:
     def load() -> run.Rules:
         from computefence import evaluate
+        from computefence.render import FORMATS
+
+        _ = FORMATS[fmt]  # the report's renderer is imported here too, not after the probe
 
         loaded = resolve_policy(policy, no_policy, evaluate.CHECKS)
         changed = loaded or probe_policy

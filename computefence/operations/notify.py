@@ -47,6 +47,8 @@ class Webhook:
 
 def webhooks(urls: Sequence[str], origin: str = "--notify (or COMPUTEFENCE_NOTIFY)") -> list[Webhook]:
     """Checked URLs; ConfigError naming only the position of a bad one (its text may be a secret)."""
+    if not urls:  # every run without alerts asks: httpx (70 ms) is not loaded for it
+        return []
     from computefence.http import url_problem  # httpx: loaded only when there is a URL
 
     hooks = []

@@ -338,6 +338,9 @@ def _in_child(func, timeout):
 
 
 _LATER = ("perf", "dataset")
+# Collectors that wait on the training interpreter (its start, then `import torch`: seconds,
+# the probe's longest path) start first, before the others' Python work holds the GIL.
+_FIRST = ("torch", "packages")
 # Collectors with nothing to do unless their parameter is set: then they answer None and leave
 # no status, as when their part is not sent at all.
 _ON_REQUEST = ("model",)
@@ -359,7 +362,7 @@ def run(params, collectors, section=None, timeouts=None):
     # The machine collectors run side by side, so a hung nvidia-smi and a slow torch import
     # overlap instead of adding up; each stops at its own timeout or the total deadline.
     running = []
-    for name, func in collectors:
+    for name, func in sorted(collectors, key=lambda c: _FIRST.index(c[0]) if c[0] in _FIRST else len(_FIRST)):
         if name not in _LATER:
             timeout = min(float(timeouts.get(name, 10.0)), deadline_s)
             running.append((name, _start_collector(name, func, params, timeout)))

@@ -4,6 +4,10 @@ message (`text` plus Block Kit `blocks`), or the report summary and changes as J
 Slack's limits: 50 blocks, 3000 characters in a section, 150 in a header; Mattermost shows
 only `text` and cuts it at 16383 characters, Slack recommends 4000. Pod strings are cleaned
 and `& < >` escaped, as Slack's mrkdwn wants, so a pod cannot forge a link or a mention.
+
+render.views (and the evaluator's check areas it reads) is loaded when a payload is made:
+every command that prints a report imports PAYLOADS for its --notify-format choices, doctor
+before its probe starts.
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ import json
 from typing import Any
 
 from computefence.models import Fix, Report, Severity
-from computefence.render import views
 from computefence.text import one_line
 
 TEXT_LIMIT = 4000
@@ -47,6 +50,8 @@ def _fix(fix: Fix | None) -> str:
 
 def _lines(report: Report) -> list[str]:
     """One mrkdwn line per change, or without a change section, per blocked or unchecked pod."""
+    from computefence.render import views
+
     if report.changes is not None:
         out = []
         for line in views.change_lines(report.changes):
@@ -68,10 +73,14 @@ def _lines(report: Report) -> list[str]:
 
 
 def _headline(report: Report) -> str:
+    from computefence.render import views
+
     return f"ComputeFence fleet check: {views.verdict_word(report)}"
 
 
 def _summary(report: Report) -> str:
+    from computefence.render import views
+
     parts = [views.verdict_detail(report)]
     money = views.money_line(report)
     if money:
