@@ -26,9 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from computefence import evaluate
-from computefence.baseline import load_baseline, resolve_baseline
 from computefence.connectors.interface import Connector, check_targets
-from computefence.evaluate.fleet import summarize
 from computefence.models import (
     AppliedFile,
     BaselineLock,
@@ -91,6 +89,10 @@ def rules(
 
     `policy` is a loaded policy or a computefence.yaml to load (nothing is searched for);
     `baseline` a lock or a lock file, else the policy's `baseline:`."""
+    # Imported here, as the evaluator's fleet step in `reevaluate`: doctor starts its probe
+    # before these have loaded, and loads them beside it (cli/doctor.py).
+    from computefence.baseline import load_baseline, resolve_baseline
+
     loaded = load_policy(policy, evaluate.CHECKS) if isinstance(policy, Path) else policy
     lock: BaselineLock | None
     lock_file: AppliedFile | None
@@ -267,6 +269,8 @@ def report_for(
 
 def reevaluate(report: Report, loaded: LoadedPolicy) -> Report:
     """A saved report judged under another policy, from its saved facts (`report FILE`)."""
+    from computefence.evaluate.fleet import summarize
+
     hosts = [evaluate.reapply_policy(h, loaded.policy.for_target(h.name, h.tags)) for h in report.hosts]
     return report.model_copy(
         update={

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from computefence.errors import ConfigError, SourceError
-from computefence.evaluate.changes import newsworthy
-from computefence.evaluate.fleet import fails
 from computefence.models import Report
 from computefence.policy import POLICY_FILE, NotifySettings
 from computefence.version import __version__
@@ -64,6 +62,11 @@ def wanted(report: Report, on: str) -> bool:
     """Whether this run is worth a message: `always`; `block` when the run fails;
     `change` when blockers appeared or cleared, or pods stopped or started answering or vanished
     (for fleet watch also when warnings appeared: a stalled or plateaued run costs its hours)."""
+    # Imported here: every command that prints a report imports this module for NOTIFY_ON,
+    # and these load the evaluator's GPU areas (~45 ms before doctor's probe starts).
+    from computefence.evaluate.changes import newsworthy
+    from computefence.evaluate.fleet import fails
+
     if on == "always":
         return True
     if on == "block":

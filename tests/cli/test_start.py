@@ -38,6 +38,17 @@ def test_doctor_help_imports_doctor_alone_no_ssh_and_no_judging():
     }
 
 
+def test_doctor_loads_no_target_source_parser_and_no_fleet_step_before_its_probe():
+    # doctor --help imports what a doctor run imports before its probe starts.
+    imported = _imported_by("doctor", "--help")
+    assert not {
+        m
+        for m in imported
+        if m.startswith(("computefence.sources.ansible", "computefence.sources.inventory", "computefence.evaluate"))
+        and m != "computefence.evaluate"
+    }
+
+
 @pytest.mark.parametrize("command", ["fleet", "report"])
 def test_a_group_loads_every_module_that_registers_a_subcommand(command, capsys):
     from computefence.cli import main
