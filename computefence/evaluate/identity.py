@@ -48,10 +48,14 @@ def stable_subject(facts: Facts | None, subject: str | None) -> str | None:
 
 
 def with_keys(facts: Facts | None, findings: list[Finding]) -> list[Finding]:
-    """`findings` each with its key: the rule's own where it declared one."""
-    return [
-        f if f.key is not None else f.model_copy(update={"key": stable_subject(facts, f.subject)}) for f in findings
-    ]
+    """`findings` each with its key: the rule's own where it declared one. A finding whose key
+    stays None (no subject) is not copied: 15 findings a pod, most of them keyed already."""
+    keyed = []
+    for finding in findings:
+        if finding.key is None and (key := stable_subject(facts, finding.subject)) is not None:
+            finding = finding.model_copy(update={"key": key})
+        keyed.append(finding)
+    return keyed
 
 
 def finding_identity(host: HostReport, finding: Finding) -> tuple[str, str]:

@@ -4,12 +4,14 @@ import evaluate`, `evaluate.CHECKS`), which loads this module on first use."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from computefence.errors import ConfigError
 from computefence.evaluate.checks import environment, job, policy_rules, watch_checks
 from computefence.evaluate.checks.areas import AREAS
 from computefence.evaluate.context import Rule, build_context, skipped
 from computefence.evaluate.fleet_steps import FleetStep, run_fleet_step
-from computefence.evaluate.identity import with_keys
+from computefence.evaluate.identity import stable_subject, with_keys
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import one_install_per_package
 from computefence.models import (
@@ -37,8 +39,9 @@ CHECK_IDS: frozenset[str] = frozenset(CHECKS)
 def evaluate_host(
     facts: Facts, checks: CheckOptions, provider: ProviderInfo | None = None, policy: EffectivePolicy | None = None
 ) -> list[Finding]:
-    """All findings for one host, passes included, in RULES order, then the policy's own;
-    the policy's severities and skips are applied by finish_hosts."""
+    """All findings for one host, passes included, in RULES order, then the policy's own,
+    each with its remedy and key; the policy's severities and skips are applied by
+    finish_hosts."""
     findings: list[Finding] = []
     rule_name = "context"
     try:
@@ -60,14 +63,14 @@ def evaluate_host(
         findings = one_install_per_package(findings)
     except Exception as exc:  # a value no rule foresaw; the pod fails closed
         raise JudgingError(f"{rule_name}: {type(exc).__name__}: {one_line(exc, 160)}") from exc
-    return [_finish(f) for f in findings]
+    return [_finish(f, facts, keyed=True) for f in findings]
 
 
 def evaluate_watch(
     facts: Facts, checks: CheckOptions, provider: ProviderInfo | None, settings: watch_checks.WatchSettings
 ) -> list[Finding]:
     """The run.* findings for one pod's watch facts; nothing else judges a watch."""
-    return with_keys(facts, [_finish(f) for f in watch_checks.evaluate_watch(facts, checks, provider, settings)])
+    return [_finish(f, facts, keyed=True) for f in watch_checks.evaluate_watch(facts, checks, provider, settings)]
 
 
 class JudgingError(Exception):
@@ -118,7 +121,7 @@ def finish_hosts(
             continue
         if across.error is not None:
             extra[host.name] = [skipped(check, f"not compared with the fleet ({across.error})")]
-        findings = [*host.findings, *(_finish(f) for f in extra.get(host.name, []))]
+        findings = [*host.findings, *(_finish(f, host.facts, keyed=True) for f in extra.get(host.name, []))]
         policy = policies.get(host.name)
         if policy is not None:
             findings = policy_rules.apply_policy(findings, policy)
@@ -150,21 +153,27 @@ def with_remedies(report: Report) -> Report:
     return report.model_copy(update={"hosts": hosts})
 
 
-def _finish(finding: Finding) -> Finding:
+def _finish(finding: Finding, facts: Facts | None = None, *, keyed: bool = False) -> Finding:
     # Paths and names come from the pod; a newline in one must not break a report line
-    # (or turn one fix command into two). Every finding gets its check's remedy here too.
+    # (or turn one fix command into two). Every finding gets its check's remedy here too,
+    # and with `keyed` its key (as identity.with_keys gives it): one copy of the finding for
+    # all of them, since a pool's report has 15 findings a pod.
+    update: dict[str, Any] = {}
     if finding.remedy is None:
-        finding = finding.model_copy(update={"remedy": remedy_of(finding)})
+        update["remedy"] = remedy_of(finding)
+    if keyed and finding.key is None and (key := stable_subject(facts, finding.subject)) is not None:
+        update["key"] = key
     fix = finding.fix
     texts = [finding.message, *(fix.commands if fix else []), (fix.advice if fix else None) or ""]
-    if not any("\n" in text for text in texts):
-        return finding
-    if fix is not None:
-        fix = Fix(
-            steps=[step.model_copy(update={"run": one_line(step.run, None)}) for step in fix.steps],
-            advice=one_line(fix.advice, None) if fix.advice else None,
-        )
-    return finding.model_copy(update={"message": one_line(finding.message, None), "fix": fix})
+    if any("\n" in text for text in texts):
+        if fix is not None:
+            fix = Fix(
+                steps=[step.model_copy(update={"run": one_line(step.run, None)}) for step in fix.steps],
+                advice=one_line(fix.advice, None) if fix.advice else None,
+            )
+        update["fix"] = fix
+        update["message"] = one_line(finding.message, None)
+    return finding.model_copy(update=update) if update else finding
 
 
 def reapply_policy(host: HostReport, policy: EffectivePolicy) -> HostReport:
