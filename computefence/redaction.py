@@ -79,6 +79,9 @@ _NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
 _NAME_HINTS = ("token", "secret", "pass", "pwd", "key", "credential", "auth", "cookie")
 _SHAPE_HINTS = ("hf_", "gh", "github_pat_", "akia", "asia", "abia", "acca", "rpa_", "sk-", "xox", "glpat-", "eyj")
 _HEX_RUN = re.compile(r"[0-9a-f]{64}")
+# The hints as one search each: redact() runs on every finding's message (15 a pod).
+_NAME_HINT = re.compile("|".join(map(re.escape, _NAME_HINTS)))
+_SHAPE_HINT = re.compile("|".join(map(re.escape, _SHAPE_HINTS)))
 
 # Key shapes, each as a whole word.
 _KEY_SHAPES = re.compile(
@@ -121,9 +124,9 @@ def redact(text: str) -> str:
     if "@" in text:
         text = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
         text = _BARE_USERINFO.sub(_bare_userinfo, text)
-    if any(hint in lowered for hint in _NAME_HINTS):
+    if _NAME_HINT.search(lowered):
         text = _assignments(text)
-    if any(hint in lowered for hint in _SHAPE_HINTS) or (len(text) >= 64 and _HEX_RUN.search(text)):
+    if _SHAPE_HINT.search(lowered) or (len(text) >= 64 and _HEX_RUN.search(text)):
         text = _KEY_SHAPES.sub(MASK, text)
     return text
 

@@ -12,6 +12,7 @@ as it is. Runs, `report diff` and change alerts compare findings by (check, key)
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 
 from computefence.models import Facts, Finding, HostReport
 
@@ -36,23 +37,37 @@ def _places(facts: Facts) -> list[tuple[str, str]]:
 
 def stable_subject(facts: Facts | None, subject: str | None) -> str | None:
     """`subject` with a path under one of the pod's places named from that place."""
-    if facts is None or not subject or not subject.startswith("/"):
+    return subject_keys(facts)(subject)
+
+
+def subject_keys(facts: Facts | None) -> Callable[[str | None], str | None]:
+    """stable_subject of one pod's facts, its places found once for all its findings."""
+    places: list[tuple[str, str]] | None = None
+
+    def key(subject: str | None) -> str | None:
+        nonlocal places
+        if facts is None or not subject or not subject.startswith("/"):
+            return subject
+        if places is None:
+            places = _places(facts)
+        path = posixpath.normpath(subject)
+        for place, name in places:
+            if path == place:
+                return name
+            if path.startswith(place + "/"):
+                return f"{name}/{path[len(place) + 1 :]}"
         return subject
-    path = posixpath.normpath(subject)
-    for place, name in _places(facts):
-        if path == place:
-            return name
-        if path.startswith(place + "/"):
-            return f"{name}/{path[len(place) + 1 :]}"
-    return subject
+
+    return key
 
 
 def with_keys(facts: Facts | None, findings: list[Finding]) -> list[Finding]:
     """`findings` each with its key: the rule's own where it declared one. A finding whose key
     stays None (no subject) is not copied: 15 findings a pod, most of them keyed already."""
+    key_of = subject_keys(facts)
     keyed = []
     for finding in findings:
-        if finding.key is None and (key := stable_subject(facts, finding.subject)) is not None:
+        if finding.key is None and (key := key_of(finding.subject)) is not None:
             finding = finding.model_copy(update={"key": key})
         keyed.append(finding)
     return keyed

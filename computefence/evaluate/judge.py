@@ -4,6 +4,7 @@ import evaluate`, `evaluate.CHECKS`), which loads this module on first use."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from computefence.errors import ConfigError
@@ -11,7 +12,7 @@ from computefence.evaluate.checks import environment, job, policy_rules, watch_c
 from computefence.evaluate.checks.areas import AREAS
 from computefence.evaluate.context import Rule, build_context, skipped
 from computefence.evaluate.fleet_steps import FleetStep, run_fleet_step
-from computefence.evaluate.identity import stable_subject, with_keys
+from computefence.evaluate.identity import subject_keys, with_keys
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import one_install_per_package
 from computefence.models import (
@@ -63,14 +64,16 @@ def evaluate_host(
         findings = one_install_per_package(findings)
     except Exception as exc:  # a value no rule foresaw; the pod fails closed
         raise JudgingError(f"{rule_name}: {type(exc).__name__}: {one_line(exc, 160)}") from exc
-    return [_finish(f, facts, keyed=True) for f in findings]
+    key_of = subject_keys(facts)
+    return [_finish(f, key_of) for f in findings]
 
 
 def evaluate_watch(
     facts: Facts, checks: CheckOptions, provider: ProviderInfo | None, settings: watch_checks.WatchSettings
 ) -> list[Finding]:
     """The run.* findings for one pod's watch facts; nothing else judges a watch."""
-    return [_finish(f, facts, keyed=True) for f in watch_checks.evaluate_watch(facts, checks, provider, settings)]
+    key_of = subject_keys(facts)
+    return [_finish(f, key_of) for f in watch_checks.evaluate_watch(facts, checks, provider, settings)]
 
 
 class JudgingError(Exception):
@@ -121,7 +124,8 @@ def finish_hosts(
             continue
         if across.error is not None:
             extra[host.name] = [skipped(check, f"not compared with the fleet ({across.error})")]
-        findings = [*host.findings, *(_finish(f, host.facts, keyed=True) for f in extra.get(host.name, []))]
+        key_of = subject_keys(host.facts)
+        findings = [*host.findings, *(_finish(f, key_of) for f in extra.get(host.name, []))]
         policy = policies.get(host.name)
         if policy is not None:
             findings = policy_rules.apply_policy(findings, policy)
@@ -153,15 +157,15 @@ def with_remedies(report: Report) -> Report:
     return report.model_copy(update={"hosts": hosts})
 
 
-def _finish(finding: Finding, facts: Facts | None = None, *, keyed: bool = False) -> Finding:
+def _finish(finding: Finding, key_of: Callable[[str | None], str | None] | None = None) -> Finding:
     # Paths and names come from the pod; a newline in one must not break a report line
     # (or turn one fix command into two). Every finding gets its check's remedy here too,
-    # and with `keyed` its key (as identity.with_keys gives it): one copy of the finding for
-    # all of them, since a pool's report has 15 findings a pod.
+    # and with `key_of` (identity.subject_keys of its pod) its key: one copy of the finding
+    # for all of them, since a pool's report has 15 findings a pod.
     update: dict[str, Any] = {}
     if finding.remedy is None:
         update["remedy"] = remedy_of(finding)
-    if keyed and finding.key is None and (key := stable_subject(facts, finding.subject)) is not None:
+    if key_of is not None and finding.key is None and (key := key_of(finding.subject)) is not None:
         update["key"] = key
     fix = finding.fix
     texts = [finding.message, *(fix.commands if fix else []), (fix.advice if fix else None) or ""]
