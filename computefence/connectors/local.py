@@ -51,14 +51,11 @@ async def probe_local(params: dict[str, Any], timeout: float) -> Facts:
     """Facts about this machine, or ProbeOutputError with a one-line reason."""
     payload = probe_payload(params).encode("utf-8")
     # -I: the probe is stdlib only; a json.py or threading.py in the user's working
-    # directory must not shadow the standard library. -S: nor does it need site-packages,
-    # whose .pth files cost its start (and doctor's critical path) 10-30 ms. Its
-    # subprocesses (the training interpreter) still inherit the environment, PYTHONPATH
-    # included, and start with their own site.
+    # directory must not shadow the standard library. Its subprocesses (the training
+    # interpreter) still inherit the environment, PYTHONPATH included.
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-I",
-        "-S",
         "-",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
