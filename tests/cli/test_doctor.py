@@ -182,3 +182,16 @@ def test_probe_print_writes_the_runnable_probe(capsys):
 
 def test_probe_without_print_is_a_usage_error(capsys):
     assert main(["probe"]) == 2
+
+
+def test_doctor_reads_a_parquet_dataset_with_the_pyarrow_it_runs_beside(capsys, tmp_path):
+    # The local probe is the user's interpreter, site-packages included: pyarrow there reads
+    # parquet (a probe started without site would call it missing).
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    path = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"text": [f"row {i}" for i in range(50)], "label": [i % 2 for i in range(50)]}), path)
+    main(["doctor", "--dataset", str(path), "--only", "dataset.*", "-f", "json"])
+    dataset = json.loads(capsys.readouterr().out)["hosts"][0]["facts"]["dataset"]
+    assert (dataset["error"], dataset["rows"], dataset["engine"]) == (None, 50, "pyarrow")
