@@ -9,11 +9,12 @@
 # - any row the stdlib would call unreadable: Arrow refuses it (parse errors, bad UTF-8, a
 #   line or record Arrow cuts differently), and JSON Lines must give one object per non-blank
 #   line (the rows must equal those lines, no line may hold "}" then "{", be null or start with
-#   a byte order mark, and every row has the first row's keys, which give the column order);
+#   a byte order mark, and every row has the first row's keys, which give the column order,
+#   and the types of its values: see _ds_jsonl_schema);
 # - values the stdlib keeps apart and Arrow would not: null (Arrow cannot tell it from an
 #   absent key) except in Parquet, double columns (1 == 1.0 there), nested values, and
-#   columns of any type but string, integer or boolean (Arrow reads date-like JSON strings as
-#   timestamps: those are read again as strings);
+#   columns of any type but string, integer or boolean (date-like JSON strings are read as
+#   strings, not as the timestamps Arrow would make of them);
 # - more than _DS_LABELS_TRACKED distinct labels (the stdlib then tells labels apart by a
 #   24-bit fingerprint).
 # Strings are stripped of exactly the characters str.strip() strips and compared by their
@@ -281,9 +282,8 @@ def _ds_bytes_hold(data, pattern):
 
 
 def _ds_arrow_parsed(blocks, schema):
-    """The next block: (lines, where, table) (see _ds_jsonl_blocks), None after the last. The first block sets the
-    schema of the rest; columns Arrow took for timestamps are read again as the strings they are."""
-    import pyarrow as pa
+    """The next block: (lines, where, table) (see _ds_jsonl_blocks), None after the last. Every
+    block is read with the schema of the file's first row (_ds_jsonl_schema)."""
     import pyarrow.json as pj
 
     block = next(blocks, None)
@@ -291,33 +291,40 @@ def _ds_arrow_parsed(blocks, schema):
         return None
     chunk, where = block
     if schema is None:
-        table = _ds_arrow_read_json(chunk)
-        # Columns in the order of the first row's keys, as the stdlib path lists them (Arrow's
-        # order depends on which of its blocks is done first). Every row has every key, else
-        # there are nulls and the stdlib path counts the file.
-        first = _DS_FIRST_ROW.search(chunk)
-        try:  # its first value: a line holding two is found out (and said so) later
-            text = first.group().decode("utf-8", "surrogateescape").lstrip()
-            keys = list(json.JSONDecoder().raw_decode(text)[0].keys())
-        except (AttributeError, ValueError, TypeError):  # none, not JSON, not an object
-            raise _DsNoParity("the first row is not a JSON object")
-        if sorted(keys) != sorted(table.column_names):
-            raise _DsNoParity("rows have different keys")
-        table = table.select(keys)
-        strings = [
-            field.name
-            for field in table.schema
-            if pa.types.is_timestamp(field.type) or pa.types.is_date(field.type) or pa.types.is_time(field.type)
+        schema = _ds_jsonl_schema(chunk)
+    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    return chunk, where, _ds_arrow_read_json(chunk, parse_options=options)
+
+
+def _ds_jsonl_schema(chunk):
+    """The schema every row must have: the first row's keys, in its order (as the stdlib path
+    lists them), with the types Arrow gives its values; date-like strings stay strings.
+
+    Without one, Arrow infers the types of each of its blocks on its own and then unifies
+    them: a number in a string column becomes a string ("1" and 1 would be one label), and
+    pyarrow 26 crashes (SIGSEGV) where a whole block holds another type than the blocks before,
+    as in b'{"a":""}\\n{"a":[]}' or b'{"a":1}\\n{"a":true}' read in blocks of 6 to 16 bytes, or
+    a block of lists after a first block of strings in blocks of 2 MiB. With the schema given,
+    Arrow refuses a value of another type (null aside: the preparer refuses those)."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    first = _DS_FIRST_ROW.search(chunk)
+    try:  # its first value: a line holding two is found out (and said so) later
+        text = first.group().decode("utf-8", "surrogateescape").lstrip()
+        keys = list(json.JSONDecoder().raw_decode(text)[0].keys())
+    except (AttributeError, ValueError, TypeError):  # none, not JSON, not an object
+        raise _DsNoParity("the first row is not a JSON object")
+    inferred = pj.read_json(pa.py_buffer(first.group())).schema
+    if sorted(keys) != sorted(inferred.names):
+        raise _DsNoParity("rows have different keys")
+    return pa.schema(
+        [
+            pa.field(key, pa.string())
+            if pa.types.is_timestamp(kind) or pa.types.is_date(kind) or pa.types.is_time(kind)
+            else pa.field(key, kind)
+            for key, kind in ((key, inferred.field(key).type) for key in keys)
         ]
-        if not strings:
-            return chunk, where, table
-        schema = pa.schema([pa.field(f.name, pa.string() if f.name in strings else f.type) for f in table.schema])
-    return (
-        chunk,
-        where,
-        _ds_arrow_read_json(
-            chunk, parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-        ),
     )
 
 

@@ -121,6 +121,9 @@ def test_json_lines_facts_equal_the_stdlib_path(data, columns, gz, small_blocks)
     )
     with tempfile.TemporaryDirectory() as tmp, sizes:
         facts = _same_facts(write(Path(tmp) / "train.jsonl", data, gz=gz), *columns)
+    # A crash still gives the stdlib path's facts, so it would pass unseen: each one is an input
+    # the probe should keep from Arrow (_DS_LINE_HAZARD, _ds_jsonl_schema).
+    assert "crashed" not in (facts["engine_note"] or "")
     event(f"engine: {facts['engine']}")  # --hypothesis-show-statistics: how often each path ran
 
 
@@ -250,6 +253,40 @@ def test_lines_of_conflicts_count_blank_lines_and_records_over_several_lines(tmp
 def test_what_pyarrow_cannot_show_equal_is_counted_by_the_stdlib_path(tmp_path, text, why):
     facts = _same_facts(write(tmp_path / "train.jsonl", text))
     assert facts["engine"] == "stdlib" and why in facts["engine_note"]
+
+
+@pytest.mark.parametrize(
+    ("later_row", "why"),
+    [
+        # Arrow, left to infer each block's types, made these numbers strings: "1" and 1 were one label.
+        ('{"text": "a", "label": 1}\n', "from string to number"),
+        ('{"text": "a", "label": [1]}\n', "from string to array"),  # pyarrow 26 crashed (SIGSEGV)
+    ],
+)
+def test_a_block_of_other_types_goes_to_the_stdlib_path(tmp_path, later_row, why):
+    from computefence.probe import dataset_arrow
+
+    # Rows that fill exactly one of Arrow's blocks, so that the next holds later_row's types only.
+    block = dataset_arrow._DS_ARROW_PARSE_BLOCK
+    row = '{"text": "a", "label": "1"}\n'
+    text = row * (block // len(row) - 1)
+    text += row[:-1].ljust(block - len(text) - 1) + "\n" + later_row * 100
+    facts = _same_facts(write(tmp_path / "train.jsonl", text), "text", "label")
+    assert facts["engine"] == "stdlib" and facts["engine_note"].startswith("pyarrow: JSON parse error")
+    assert why in facts["engine_note"]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [('{"a":""}\n{"a":[]}', "from string to array"), ('{"a":1}\n{"a":true}', "from number to boolean")],
+)
+def test_pyarrow_crashes_in_small_blocks_are_kept_from_it(tmp_path, monkeypatch, text, why):
+    from computefence.probe import dataset_arrow
+
+    monkeypatch.setattr(dataset_arrow, "_DS_ARROW_PARSE_BLOCK", 16)  # pyarrow 26 crashed in blocks of 6 to 16 bytes
+    facts = _same_facts(write(tmp_path / "train.jsonl", text))
+    assert facts["engine"] == "stdlib" and facts["engine_note"].startswith("pyarrow: JSON parse error")
+    assert why in facts["engine_note"]
 
 
 def test_json_lines_read_in_pieces_count_as_read_whole(tmp_path, monkeypatch, capfd):
