@@ -299,13 +299,12 @@ def _ds_arrow_parsed(blocks, schema):
 def _ds_jsonl_schema(chunk):
     """The schema every row must have: the first row's keys, in its order (as the stdlib path
     lists them), with the types Arrow gives its values; date-like strings stay strings.
-
-    Without one, Arrow infers the types of each of its blocks on its own and then unifies
-    them: a number in a string column becomes a string ("1" and 1 would be one label), and
-    pyarrow 26 crashes (SIGSEGV) where a whole block holds another type than the blocks before,
-    as in b'{"a":""}\\n{"a":[]}' or b'{"a":1}\\n{"a":true}' read in blocks of 6 to 16 bytes, or
-    a block of lists after a first block of strings in blocks of 2 MiB. With the schema given,
-    Arrow refuses a value of another type (null aside: the preparer refuses those)."""
+    Without one, Arrow infers each of its blocks' types and then unifies them: a number in a
+    string column becomes a string ("1" and 1 would be one label), and pyarrow 26 crashes
+    (SIGSEGV) where a whole block holds another type than the blocks before, as in
+    b'{"a":""}\\n{"a":[]}' or b'{"a":1}\\n{"a":true}' in blocks of 6 to 16 bytes, or a block of
+    lists after one of strings in blocks of 2 MiB. With the schema given, Arrow refuses a value
+    of another type (null aside: the preparer refuses those)."""
     import pyarrow as pa
     import pyarrow.json as pj
 
