@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 # 2: findings and host statuses carry fix_commands/fix_advice; severity "skip"; summary.skipped;
 #    later fix_steps ({run, on, kind}) beside them, and findings' key (readers of 2 without
@@ -29,15 +30,25 @@ _FIELDS_SETS: dict[frozenset[str], set[str]] = {}
 # beyond it a value is no measurement, and float() of it overflows in the evaluator.
 FACT_INT_LIMIT = 2**63
 
+# Every whole-number field of a fact: pydantic checks the range as it validates (no Python
+# call per model), and its error names the field.
+FactInt = Annotated[int, Field(ge=-FACT_INT_LIMIT, le=FACT_INT_LIMIT)]
+
 
 class _Fact(_Model):
     """A fact from the probe. A number that is not finite (NaN, Infinity) or out of range is
     a validation error naming its field: the pod's answer is probe_failed, never judged."""
 
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        # A plain `int` field would take any number: every one must be a FactInt.
+        for name, field in cls.model_fields.items():
+            options = get_args(field.annotation) if get_origin(field.annotation) in (Union, UnionType) else ()
+            if (field.annotation is int and not field.metadata) or int in options:
+                raise TypeError(f"{cls.__name__}.{name}: a fact's whole number is a FactInt (its range is checked)")
+
     def model_post_init(self, context: Any) -> None:
-        for name, value in self.__dict__.items():
-            if type(value) is int and not -FACT_INT_LIMIT <= value <= FACT_INT_LIMIT:
-                raise ValueError(f"{name} is out of range (a {value.bit_length()}-bit number)")
         names = self.__pydantic_fields_set__
         object.__setattr__(self, "__pydantic_fields_set__", _FIELDS_SETS.setdefault(frozenset(names), names))
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from computefence.models.base import PROBE_SCHEMA_VERSION, _Fact
+from computefence.models.base import PROBE_SCHEMA_VERSION, FactInt, _Fact
 from computefence.redaction import Redacted
 
 
@@ -32,12 +32,12 @@ class IdentityFacts(_Fact):
     os_release: OsRelease = Field(default_factory=OsRelease)
     kernel: str | None = None
     glibc: str | None = None
-    cpu_count: int | None = None
-    mem_total_bytes: int | None = None
+    cpu_count: FactInt | None = None
+    mem_total_bytes: FactInt | None = None
     python_version: str | None = None
     python_executable: str | None = None
     user: str | None = None
-    uid: int | None = None
+    uid: FactInt | None = None
     home: str | None = None
     cwd: str | None = None
     # Provider markers found in the environment or filesystem, e.g.
@@ -64,8 +64,8 @@ class EnvironmentFacts(_Fact):
 
 
 class MountFacts(_Fact):
-    mount_id: int | None = None
-    parent_id: int | None = None
+    mount_id: FactInt | None = None
+    parent_id: FactInt | None = None
     mount_point: str
     root: str = "/"
     fs_type: str
@@ -89,8 +89,8 @@ class PathFacts(_Fact):
     mount_point: str | None = None
     fs_type: str | None = None
     mount_source: str | None = None
-    free_bytes: int | None = None
-    total_bytes: int | None = None
+    free_bytes: FactInt | None = None
+    total_bytes: FactInt | None = None
     error: str | None = None
     # Set when the path exists: False for a file where a directory belongs.
     is_dir: bool | None = None
@@ -106,11 +106,11 @@ class StorageFacts(_Fact):
 
 
 class GpuDevice(_Fact):
-    index: int
+    index: FactInt
     name: str
     uuid: str | None = None
-    memory_total_mib: int | None = None
-    memory_used_mib: int | None = None
+    memory_total_mib: FactInt | None = None
+    memory_used_mib: FactInt | None = None
     compute_cap: str | None = None
 
 
@@ -118,36 +118,36 @@ class GpuHealth(_Fact):
     """One GPU's health as `nvidia-smi -q -x` reports it; None where the driver says N/A or
     leaves the field out (older drivers, consumer cards, MIG mode)."""
 
-    index: int
+    index: FactInt
     name: str | None = None
     pci_bus_id: str | None = None
     ecc_mode: str | None = None  # "Enabled", "Disabled"
-    ecc_volatile_uncorrectable: int | None = None
-    ecc_volatile_correctable: int | None = None
-    ecc_aggregate_uncorrectable: int | None = None
-    ecc_aggregate_correctable: int | None = None
+    ecc_volatile_uncorrectable: FactInt | None = None
+    ecc_volatile_correctable: FactInt | None = None
+    ecc_aggregate_uncorrectable: FactInt | None = None
+    ecc_aggregate_correctable: FactInt | None = None
     # Page retirement (before Ampere).
-    retired_pages: int | None = None
+    retired_pages: FactInt | None = None
     retired_pages_pending: bool | None = None
     # Row remapping (Ampere and later).
-    remapped_rows_correctable: int | None = None
-    remapped_rows_uncorrectable: int | None = None
+    remapped_rows_correctable: FactInt | None = None
+    remapped_rows_uncorrectable: FactInt | None = None
     remapped_rows_pending: bool | None = None
     remapped_rows_failure: bool | None = None
     # Clock event ("throttle" before driver 535) reasons by short name, e.g. {"hw_slowdown": False}.
     clock_event_reasons: dict[str, bool] = Field(default_factory=dict)
-    utilization_pct: int | None = None
-    processes: int | None = None
-    pcie_gen_current: int | None = None
-    pcie_gen_max: int | None = None
-    pcie_width_current: int | None = None
-    pcie_width_max: int | None = None
+    utilization_pct: FactInt | None = None
+    processes: FactInt | None = None
+    pcie_gen_current: FactInt | None = None
+    pcie_gen_max: FactInt | None = None
+    pcie_width_current: FactInt | None = None
+    pcie_width_max: FactInt | None = None
     power_draw_w: float | None = None
     power_limit_w: float | None = None  # enforced
     power_limit_default_w: float | None = None
     power_limit_max_w: float | None = None
-    temperature_c: int | None = None
-    temperature_slowdown_c: int | None = None
+    temperature_c: FactInt | None = None
+    temperature_slowdown_c: FactInt | None = None
     persistence_mode: str | None = None
     compute_mode: str | None = None  # "Default", "Exclusive_Process", "Prohibited"
     mig_current: str | None = None
@@ -158,7 +158,7 @@ class GpuHealth(_Fact):
 
 
 class XidEvent(_Fact):
-    code: int
+    code: FactInt
     pci_bus_id: str | None = None
     line: str
 
@@ -174,7 +174,7 @@ class KernelLogFacts(_Fact):
 class GpuFacts(_Fact):
     nvidia_smi_path: str | None = None
     nvidia_smi_found: bool = False
-    exit_code: int | None = None
+    exit_code: FactInt | None = None
     timed_out: bool = False
     # First lines of stderr/stdout when nvidia-smi failed.
     error_output: Redacted | None = None
@@ -194,10 +194,10 @@ class GpuFacts(_Fact):
 
 
 class TorchDevice(_Fact):
-    index: int
+    index: FactInt
     name: str | None = None
     capability: str | None = None
-    total_memory_bytes: int | None = None
+    total_memory_bytes: FactInt | None = None
 
 
 class TorchFacts(_Fact):
@@ -213,10 +213,10 @@ class TorchFacts(_Fact):
     hip_build: str | None = None
     cuda_available: bool | None = None
     cuda_error: str | None = None
-    device_count: int | None = None
+    device_count: FactInt | None = None
     devices: list[TorchDevice] = Field(default_factory=list)
     arch_list: list[str] = Field(default_factory=list)
-    cudnn_version: int | None = None
+    cudnn_version: FactInt | None = None
     nccl_version: str | None = None
     # Warnings torch printed while its CUDA state was queried, e.g. "... with CUDA
     # capability sm_90 is not compatible with the current PyTorch installation".
@@ -229,7 +229,7 @@ PERF_LIMIT = 1e5
 
 
 class GpuPerf(_Fact):
-    index: int
+    index: FactInt
     name: str | None = None
     dtype: str | None = None  # "bfloat16" or "float16"
     matmul_tflops: float | None = Field(None, ge=0, le=PERF_LIMIT)
@@ -289,20 +289,20 @@ class DatasetFacts(_Fact):
     columns: list[str] = Field(default_factory=list)
     input_column: str | None = None
     label_column: str | None = None
-    rows: int = 0
-    unreadable_rows: int = 0
+    rows: FactInt = 0
+    unreadable_rows: FactInt = 0
     unreadable_lines: list[int] = Field(default_factory=list)
-    duplicate_rows: int = 0
-    duplicate_inputs: int = 0
-    conflicting_inputs: int = 0
+    duplicate_rows: FactInt = 0
+    duplicate_inputs: FactInt = 0
+    conflicting_inputs: FactInt = 0
     conflict_examples: list[LabelConflictExample] = Field(default_factory=list)
-    missing_inputs: int = 0
-    missing_labels: int = 0
+    missing_inputs: FactInt = 0
+    missing_labels: FactInt = 0
     label_counts: dict[str, int] = Field(default_factory=dict)
     partial: bool = False
     partial_reason: str | None = None
     # Rows the file holds, estimated from its size and its first 64 KiB (Parquet: exact).
-    estimated_rows: int | None = None
+    estimated_rows: FactInt | None = None
     duration_s: float = 0.0
     # What kind of problem `error` is, for the fix: "not_found", "not_a_file", "unreadable_file",
     # "unknown_format", "compressed", "utf16", "needs_pyarrow", "truncated", "invalid_json",
@@ -317,9 +317,9 @@ class DatasetFacts(_Fact):
     unreadable_reason: str | None = None
     # Distinct labels; label_counts holds the 50 most frequent. When capped, there were more
     # than the probe keeps names for (10000) and distinct_labels is that limit.
-    distinct_labels: int = 0
+    distinct_labels: FactInt = 0
     distinct_labels_capped: bool = False
-    distinct_inputs: int = 0
+    distinct_inputs: FactInt = 0
     # "pyarrow" when the counts came from the pyarrow fast path, else "stdlib"; engine_note
     # says why the fast path did not run (None when it did).
     engine: str = "stdlib"
@@ -330,9 +330,9 @@ class CustomCheckResult(_Fact):
     """What one of the policy's custom checks did on the machine."""
 
     id: str
-    exit_code: int | None = None
+    exit_code: FactInt | None = None
     # The signal that ended it (killed past its timeout, or a crash).
-    signal: int | None = None
+    signal: FactInt | None = None
     timed_out: bool = False
     timeout_s: float | None = None
     # Whether stdout matched the check's `stdout_matches` (matched on the pod); None: no pattern.
@@ -352,17 +352,17 @@ class ShardFacts(_Fact):
 
     name: str
     present: bool = False
-    params: int | None = None
-    data_bytes: int | None = None
-    file_bytes: int | None = None
-    header_bytes: int | None = None
+    params: FactInt | None = None
+    data_bytes: FactInt | None = None
+    file_bytes: FactInt | None = None
+    header_bytes: FactInt | None = None
     dtypes: dict[str, int] = Field(default_factory=dict)
     error: str | None = None
 
 
 class SafetensorsIndex(_Fact):
-    total_size: int | None = None
-    tensors: int = 0
+    total_size: FactInt | None = None
+    tensors: FactInt = 0
     shards: list[str] = Field(default_factory=list)
 
 
@@ -373,8 +373,8 @@ class ModelVolume(_Fact):
     origin: str | None = None
     resolved: str | None = None
     exists: bool = False
-    free_bytes: int | None = None
-    total_bytes: int | None = None
+    free_bytes: FactInt | None = None
+    total_bytes: FactInt | None = None
     mount_point: str | None = None
     fs_type: str | None = None
     error: str | None = None
@@ -406,7 +406,7 @@ class ModelFacts(_Fact):
     config: dict[str, Any] | None = None
     index: SafetensorsIndex | None = None
     shards: list[ShardFacts] = Field(default_factory=list)
-    incomplete_bytes: int = 0
+    incomplete_bytes: FactInt = 0
     errors: list[str] = Field(default_factory=list)
 
 
@@ -416,7 +416,7 @@ class ModelFacts(_Fact):
 class WatchGpu(_Fact):
     """One GPU in one `nvidia-smi --query-gpu` sample; None where the driver says [N/A]."""
 
-    index: int | None = None
+    index: FactInt | None = None
     uuid: str | None = None
     utilization_pct: float | None = None
     memory_used_mib: float | None = None
@@ -432,7 +432,7 @@ class ComputeApp(_Fact):
     """A row of `nvidia-smi --query-compute-apps`."""
 
     gpu_uuid: str | None = None
-    pid: int | None = None
+    pid: FactInt | None = None
     used_memory_mib: float | None = None
 
 
@@ -448,11 +448,11 @@ class RankProcess(_Fact):
     """One rank of a distributed job: a worker with RANK or LOCAL_RANK in its environment
     (or --local_rank on its command line) whose parent has none."""
 
-    pid: int
-    rank: int | None = None
-    local_rank: int | None = None
-    world_size: int | None = None
-    local_world_size: int | None = None
+    pid: FactInt
+    rank: FactInt | None = None
+    local_rank: FactInt | None = None
+    world_size: FactInt | None = None
+    local_world_size: FactInt | None = None
     # /proc/PID/stat's state: R running, S sleeping, D uninterruptible (I/O, a driver call),
     # T stopped, t traced, Z zombie; X: it exited during the sampling window.
     state: str | None = None
@@ -464,8 +464,8 @@ class RankProcess(_Fact):
 class TrainingProcess(_Fact):
     """A training job's top process (torchrun and its workers are one)."""
 
-    pid: int
-    ppid: int | None = None
+    pid: FactInt
+    ppid: FactInt | None = None
     # "torchrun", "accelerate", "deepspeed", "python", "python -m" or "job.process".
     matched_by: str | None = None
     # Secret values already replaced by *** on the pod.
@@ -473,7 +473,7 @@ class TrainingProcess(_Fact):
     elapsed_s: float | None = None
     # CPU cores its process tree kept busy over the sampling window (1.0: one core).
     cpu_cores: float | None = None
-    processes: int = 1
+    processes: FactInt = 1
     cwd: str | None = None
     output_dir: str | None = None
     # Its stdout, when that is a regular file (nohup ... > train.log).
@@ -485,7 +485,7 @@ class TrainingProcess(_Fact):
 
 class WatchProcessesFacts(_Fact):
     processes: list[TrainingProcess] = Field(default_factory=list)
-    scanned: int = 0
+    scanned: FactInt = 0
     cpu_window_s: float | None = None
     # Where py-spy is on the pod's PATH, if it is.
     py_spy: str | None = None
@@ -498,10 +498,10 @@ class Checkpoint(_Fact):
     path: str
     name: str
     mtime: float
-    size_bytes: int | None = None
+    size_bytes: FactInt | None = None
     # The size stopped counting (too many files, time budget): at least this large.
     size_partial: bool = False
-    step: int | None = None
+    step: FactInt | None = None
     is_dir: bool = True
 
 
@@ -510,7 +510,7 @@ LossValue = float | str
 
 
 class LogHistoryEntry(_Fact):
-    step: int | None = None
+    step: FactInt | None = None
     epoch: float | str | None = None
     loss: LossValue | None = None
     learning_rate: LossValue | None = None
@@ -524,11 +524,11 @@ class TrainerState(_Fact):
     path: str
     mtime: float | None = None
     error: str | None = None
-    global_step: int | None = None
-    max_steps: int | None = None
+    global_step: FactInt | None = None
+    max_steps: FactInt | None = None
     save_steps: float | None = None
     logging_steps: float | None = None
-    train_batch_size: int | None = None
+    train_batch_size: FactInt | None = None
     num_train_epochs: float | None = None
     epoch: float | str | None = None
     log_history: list[LogHistoryEntry] = Field(default_factory=list)
@@ -544,14 +544,14 @@ class OutputDirFacts(_Fact):
     mount_point: str | None = None
     fs_type: str | None = None
     mount_source: str | None = None
-    free_bytes: int | None = None
-    total_bytes: int | None = None
+    free_bytes: FactInt | None = None
+    total_bytes: FactInt | None = None
     # Free space again at the end of the window, and how long after the first reading.
-    free_bytes_later: int | None = None
+    free_bytes_later: FactInt | None = None
     growth_window_s: float | None = None
     # The newest few, newest first; checkpoint_count is all of them.
     checkpoints: list[Checkpoint] = Field(default_factory=list)
-    checkpoint_count: int = 0
+    checkpoint_count: FactInt = 0
     # The largest of the newest ten that hold data: what one checkpoint takes (a save cut
     # short is smaller, or empty).
     largest_checkpoint: Checkpoint | None = None
@@ -569,8 +569,8 @@ class WatchOutputsFacts(_Fact):
 class LogProgress(_Fact):
     """The last tqdm progress bar in the log."""
 
-    step: int
-    total: int | None = None
+    step: FactInt
+    total: FactInt | None = None
     seconds_per_step: float | None = None
 
 
@@ -582,14 +582,14 @@ class WatchLogFacts(_Fact):
     error: str | None = None
     regex_error: str | None = None
     mtime: float | None = None
-    size_bytes: int | None = None
+    size_bytes: FactInt | None = None
     # In the order they were logged, the last 200 of the tail.
     losses: list[LossValue] = Field(default_factory=list)
     # The step each loss was logged at (its own line's "step N", else the progress bar
     # before it), where the log says.
     loss_steps: list[int | None] = Field(default_factory=list)
     # Lines longer than the probe's bound, cut before they were read.
-    lines_cut: int = 0
+    lines_cut: FactInt = 0
     progress: LogProgress | None = None
     # The last lines and the last error-looking line, secrets replaced by *** on the pod.
     tail: list[Redacted] = Field(default_factory=list)
@@ -609,7 +609,7 @@ class WatchFacts(_Fact):
 class Facts(_Fact):
     """Everything the probe reports about one machine."""
 
-    probe_schema_version: int = PROBE_SCHEMA_VERSION
+    probe_schema_version: FactInt = PROBE_SCHEMA_VERSION
     probe_duration_s: float = 0.0
     collectors: dict[str, CollectorStatus] = Field(default_factory=dict)
     identity: IdentityFacts = Field(default_factory=IdentityFacts)

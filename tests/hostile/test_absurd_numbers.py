@@ -21,6 +21,7 @@ from computefence.errors import ConfigError, ProbeOutputError
 from computefence.evaluate import judge
 from computefence.evaluate.torch_builds import parse_capability, parse_version
 from computefence.models import CheckOptions, HostReport, HostStatus, Report, Severity
+from computefence.models.base import _Fact
 from computefence.policy import parse_policy_text
 from computefence.sources.runpod import pod_target
 
@@ -71,6 +72,19 @@ def test_an_out_of_range_number_in_an_answer_is_probe_failed_naming_its_field(pa
     message = str(raised.value)
     assert message.startswith(f"probe output does not match the facts schema at {parent}")
     assert path.rsplit(".", 1)[1] in message
+
+
+@pytest.mark.parametrize("value", [str(2**63 + 1), str(-(2**63) - 1)])
+def test_a_number_just_beyond_the_fact_limit_is_probe_failed(value):
+    with pytest.raises(ProbeOutputError, match=r"at gpu\.gpus\.0\.memory_used_mib: Input should be"):
+        parse_probe_output(_with("gpu.gpus.0.memory_used_mib", value))
+    assert parse_probe_output(_with("gpu.gpus.0.memory_used_mib", str(2**63))).gpu.gpus[0].memory_used_mib == 2**63
+
+
+def test_a_fact_field_of_plain_int_is_refused_when_its_model_is_defined():
+    # Its range would go unchecked: every whole-number fact is a FactInt.
+    with pytest.raises(TypeError, match="Pod.free: a fact's whole number is a FactInt"):
+        type("Pod", (_Fact,), {"__annotations__": {"free": "int | None"}, "free": None})
 
 
 @pytest.mark.parametrize(
