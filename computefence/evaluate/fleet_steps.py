@@ -81,15 +81,22 @@ def run_fleet_step(
         except Exception:  # they do not explain it: nobody is blamed
             pass
         else:
-            return FleetStep(result, [_unjudged(h, name, culprits[h.name]) if h.name in culprits else h for h in hosts])
+            return FleetStep(
+                result,
+                [
+                    unjudged(h, f"{name} across the fleet: {culprits[h.name]}") if h.name in culprits else h
+                    for h in hosts
+                ],
+            )
     return FleetStep(fallback, hosts, error)
 
 
-def _unjudged(host: HostReport, name: str, error: str) -> HostReport:
+def unjudged(host: HostReport, why: str) -> HostReport:
+    """`host` made probe_failed because its facts broke a rule or step, `why` naming it."""
     return host.model_copy(
         update={
             "status": HostStatus.PROBE_FAILED,
-            "reason": f"its answer could not be judged ({name} across the fleet: {error})",
+            "reason": f"its answer could not be judged ({why})",
             "facts": None,
             "findings": [],
         }

@@ -11,7 +11,7 @@ from computefence.errors import ConfigError
 from computefence.evaluate.checks import environment, job, policy_rules, watch_checks
 from computefence.evaluate.checks.areas import AREAS
 from computefence.evaluate.context import Rule, build_context, skipped
-from computefence.evaluate.fleet_steps import FleetStep, run_fleet_step
+from computefence.evaluate.fleet_steps import FleetStep, run_fleet_step, unjudged
 from computefence.evaluate.identity import subject_keys, with_keys
 from computefence.evaluate.spec import CheckSpec, Remedy
 from computefence.evaluate.torch_builds import one_install_per_package
@@ -89,14 +89,7 @@ def judge_host(
     try:
         findings = evaluate_host(host.facts, checks, provider, policy)
     except JudgingError as exc:
-        return host.model_copy(
-            update={
-                "status": HostStatus.PROBE_FAILED,
-                "reason": f"its answer could not be judged ({exc})",
-                "facts": None,
-                "findings": [],
-            }
-        )
+        return unjudged(host, str(exc))
     return host.model_copy(update={"findings": findings})
 
 
