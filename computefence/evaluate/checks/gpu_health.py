@@ -67,6 +67,13 @@ def _move_on(ctx: Context, what: str) -> tuple[list[FixStep], str]:
     return [], f"{what}: reboot the machine; if it persists, the GPU or its slot is faulty"
 
 
+def _gpu_finding(
+    make: Callable[..., Finding], cid: str, gpu: GpuHealth, message: str, steps: list[FixStep], advice: str
+) -> Finding:
+    """`make` (warn or block): a finding about one GPU, its subject that GPU."""
+    return make(cid, message, Fix(steps=steps, advice=advice), subject=f"GPU {gpu.index}")
+
+
 def _health_rule(cid: str, judge: Callable[[Facts, Context, list[GpuHealth]], list[Finding]]) -> Rule:
     def rule(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]:
         if not ctx.gpu_usable or not facts.gpu.health:
@@ -103,14 +110,8 @@ def check_ecc(facts: Facts, checks: CheckOptions, ctx: Context) -> list[Finding]
         )
         if not ctx.on_provider:
             commands = [FixStep.disruptive(f"{sudo(facts)}nvidia-smi -r -i {gpu.index}")]
-        findings.append(
-            block(
-                cid,
-                f"GPU {gpu.index} ({gpu.name or '?'}): {'; '.join(faults)}",
-                Fix(steps=commands, advice=advice),
-                subject=f"GPU {gpu.index}",
-            )
-        )
+        message = f"GPU {gpu.index} ({gpu.name or '?'}): {'; '.join(faults)}"
+        findings.append(_gpu_finding(block, cid, gpu, message, commands, advice))
     if findings:
         return findings
     unknown = [
@@ -163,17 +164,8 @@ def _judge_pcie(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fin
             "the card sits in a slot or riser wired narrower than the card; no setting on the pod widens it: "
             "choose another machine (on Vast, compare the offers' PCIe bandwidth)"
         )
-        findings.append(
-            make(
-                cid,
-                message,
-                Fix(
-                    commands=["nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv"],
-                    advice=advice,
-                ),
-                subject=f"GPU {gpu.index}",
-            )
-        )
+        command = "nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv"
+        findings.append(_gpu_finding(make, cid, gpu, message, [FixStep.inspect(command)], advice))
     return findings
 
 
@@ -202,20 +194,8 @@ def _judge_throttle(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list
         commands, advice = _move_on(
             ctx, "on an idle GPU this points at the host (cooling, power supply or its power-brake signal)"
         )
-        findings.append(
-            warn(
-                cid,
-                message,
-                Fix(
-                    steps=[
-                        FixStep.inspect(f"nvidia-smi -q -i {gpu.index} -d PERFORMANCE,TEMPERATURE,POWER"),
-                        *commands,
-                    ],
-                    advice=advice,
-                ),
-                subject=f"GPU {gpu.index}",
-            )
-        )
+        inspect = FixStep.inspect(f"nvidia-smi -q -i {gpu.index} -d PERFORMANCE,TEMPERATURE,POWER")
+        findings.append(_gpu_finding(warn, cid, gpu, message, [inspect, *commands], advice))
     if findings:
         return findings
     return [passed(cid, "no hardware slowdown, thermal or power-brake throttling on an idle GPU")]
@@ -247,21 +227,8 @@ def _judge_power(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Fi
             f"{gpu.power_limit_default_w:.0f} W default: expect lower clocks under load"
         )
         advice = "only the host can raise it (a container cannot): ask the provider, or choose another machine"
-        findings.append(
-            warn(
-                cid,
-                message,
-                Fix(
-                    steps=[
-                        FixStep.disruptive(
-                            f"{sudo(facts)}nvidia-smi -i {gpu.index} -pl {gpu.power_limit_default_w:.0f}"
-                        )
-                    ],
-                    advice=advice,
-                ),
-                subject=f"GPU {gpu.index}",
-            )
-        )
+        restore = FixStep.disruptive(f"{sudo(facts)}nvidia-smi -i {gpu.index} -pl {gpu.power_limit_default_w:.0f}")
+        findings.append(_gpu_finding(warn, cid, gpu, message, [restore], advice))
     return findings
 
 
@@ -288,14 +255,8 @@ def _judge_mig(facts: Facts, ctx: Context, health: list[GpuHealth]) -> list[Find
             "then reset the GPU; a container cannot change MIG mode: choose a machine without MIG, "
             "or ask the provider to disable it"
         )
-        findings.append(
-            warn(
-                cid,
-                message,
-                Fix(steps=[FixStep.disruptive(f"{sudo(facts)}nvidia-smi -i {gpu.index} -mig 0")], advice=advice),
-                subject=f"GPU {gpu.index}",
-            )
-        )
+        disable = FixStep.disruptive(f"{sudo(facts)}nvidia-smi -i {gpu.index} -mig 0")
+        findings.append(_gpu_finding(warn, cid, gpu, message, [disable], advice))
     return findings
 
 
