@@ -37,7 +37,7 @@ from pydantic import (
 
 from computefence.errors import ConfigError
 from computefence.files import read_config_bytes
-from computefence.models import CheckOptions, Target
+from computefence.models import CheckOptions, JobParams, Target
 from computefence.yaml_lines import DuplicateKeyError, Marks, YamlSyntaxError, line_at, load_yaml_document
 
 POLICY_FILE = "computefence.yaml"
@@ -204,14 +204,10 @@ class Thresholds(_Strict):
         return self
 
 
-class Checks(_Strict):
+class Checks(_Strict, JobParams):
     """Per-job check parameters; an inventory's or the command line's own values win."""
 
-    output_dir: str | None = None
-    accelerate_config: str | None = None
-    dataset: str | None = None
-    input_column: str | None = None
-    label_column: str | None = None
+    # None: the policy leaves it to the inventory or the command line.
     expect_gpu: bool | None = None
     extra_paths: list[str] = Field(default_factory=list)
 

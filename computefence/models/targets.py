@@ -6,21 +6,28 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from computefence.models.base import _Model
 
 
-class CheckOptions(_Model):
-    """Per-host parameters of the checks (from the CLI, an inventory or a provider)."""
-
-    model_config = ConfigDict(extra="forbid")
+class JobParams(BaseModel):
+    """The job's own places the checks look at: where it writes, its accelerate config, its
+    dataset and columns. Declared once for a target's CheckOptions and the policy's `checks`;
+    it has no config of its own, so each keeps its own strictness."""
 
     output_dir: str | None = None
     accelerate_config: str | None = None
     dataset: str | None = None
     input_column: str | None = None
     label_column: str | None = None
+
+
+class CheckOptions(_Model, JobParams):
+    """Per-host parameters of the checks (from the CLI, an inventory or a provider)."""
+
+    model_config = ConfigDict(extra="forbid")
+
     expect_gpu: bool = False
     # --perf: run the GPU performance canary (seconds of load on every GPU).
     perf: bool = False
