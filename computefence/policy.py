@@ -287,31 +287,32 @@ def _params(value: Any) -> Any:
     return round(count)
 
 
-def _model_ref(value: Any) -> Any:
+def _pod_text(value: Any, expected: str) -> str | None:
+    """`value` as text that names something on the pod: None stays None; blank or not text
+    is `must be {expected}`; a control character is refused."""
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise ValueError("must be a Hugging Face repo id (ORG/NAME) or a path on the pod")
+        raise ValueError(f"must be {expected}")
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise ValueError(f"{value!r} has a control character")
-    if value.startswith(("/", "~", "./", "../")):
-        return value
-    if _REPO_ID.match(value) and "--" not in value and ".." not in value:
-        return value
+    return value
+
+
+def _model_ref(value: Any) -> Any:
+    ref = _pod_text(value, "a Hugging Face repo id (ORG/NAME) or a path on the pod")
+    if ref is None or ref.startswith(("/", "~", "./", "../")):
+        return ref
+    if _REPO_ID.match(ref) and "--" not in ref and ".." not in ref:
+        return ref
     raise ValueError(
-        f"{value!r} is neither a Hugging Face repo id (ORG/NAME, e.g. meta-llama/Llama-3.1-8B) "
+        f"{ref!r} is neither a Hugging Face repo id (ORG/NAME, e.g. meta-llama/Llama-3.1-8B) "
         "nor a path on the pod (/..., ~/..., ./...)"
     )
 
 
 def _pod_path(value: Any) -> Any:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError("must be a path on the pod")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise ValueError(f"{value!r} has a control character")
-    return value
+    return _pod_text(value, "a path on the pod")
 
 
 def _regex(value: Any) -> Any:
