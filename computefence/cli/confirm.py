@@ -25,6 +25,13 @@ def ask_after_plan(plan: str, question: str, *, no_terminal: str, declined: str)
     return False
 
 
+def action_mode(yes: bool, dry_run: bool) -> str:
+    """"yes" (act without asking), "dry-run" (plan only) or "ask" (the plan, then the question)."""
+    if yes and dry_run:
+        raise ConfigError("--yes acts and --dry-run only plans: give one of them")
+    return "yes" if yes else "dry-run" if dry_run else "ask"
+
+
 def some_names(names: Sequence[str], shown: int = 3) -> str:
     """`a, b, c and 2 more`: the targets a question is about, cleaned for the terminal."""
     more = len(names) - shown

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from computefence import run
 from computefence.cli.app import EXIT_INTERRUPTED, app
-from computefence.cli.output import QUIET_HELP, FailOn, FailOnOpt, FormatOpt, OutputFormat, ReportFileOpt, emit
+from computefence.cli.output import FailOn, FailOnOpt, FormatOpt, OutputFormat, QuietOpt, ReportFileOpt, emit
 from computefence.cli.policy_options import BaselineOpt, NoPolicyOpt, PolicyOpt, write_lock
 from computefence.connectors.registry import ConnectSettings
 from computefence.errors import ConfigError, ProbeOutputError, SourceError
@@ -67,7 +67,7 @@ def doctor(
     fmt: FormatOpt = OutputFormat("rich"),
     output: ReportFileOpt = None,
     fail_on: FailOnOpt = FailOn.block,
-    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
+    quiet: QuietOpt = False,
     skip: list[str] = typer.Option([], "--skip", metavar="ID", help="Leave out this check (repeatable)."),
     only: list[str] = typer.Option([], "--only", metavar="ID", help="Run only this check (repeatable)."),
     timeout: float = typer.Option(

@@ -40,7 +40,6 @@ from computefence.text import clean, plural
 
 FixFormat = Enum("FixFormat", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 _APPLY = "Applying"
-_RUN = "Running"
 
 
 @fleet_app.command("fix", no_args_is_help=False)

@@ -14,15 +14,15 @@ from computefence.cli.app import EXIT_INTERRUPTED, command_group
 from computefence.cli.connection import connection_options, prepare_connections
 from computefence.cli.history_options import HistoryOptions, history_options
 from computefence.cli.output import (
-    GROUP_BY_HELP,
-    QUIET_HELP,
     FailOn,
     FailOnOpt,
     FormatOpt,
     GroupBy,
+    GroupByOpt,
     NotifyFormat,
     NotifyOn,
     OutputFormat,
+    QuietOpt,
     ReportFileOpt,
     emit,
 )
@@ -44,7 +44,6 @@ from computefence.sources.selection import parse_shard
 
 fleet_app = command_group("fleet", "Check many pods over SSH at once.")
 
-_RUN = "Running"
 _OPS = "Fleet operations"
 HealthyFormat = Enum("HealthyFormat", {name: name for name in HEALTHY_FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
 
@@ -69,8 +68,8 @@ def check(
     fmt: FormatOpt = OutputFormat("rich"),
     output: ReportFileOpt = None,
     fail_on: FailOnOpt = FailOn.block,
-    group_by: GroupBy = typer.Option("check", "--group-by", help=GROUP_BY_HELP),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
+    group_by: GroupByOpt = GroupBy("check"),
+    quiet: QuietOpt = False,
     allow_unreachable: bool = typer.Option(
         False, "--allow-unreachable", help="A pod that could not be checked does not fail the run."
     ),

@@ -26,10 +26,6 @@ OutputFormat = Enum("OutputFormat", {name: name for name in FORMATS}, type=str) 
 NotifyOn = Enum("NotifyOn", {name: name for name in NOTIFY_ON}, type=str)  # type: ignore[misc]  # members from a registry table
 NotifyFormat = Enum("NotifyFormat", {name: name for name in PAYLOADS}, type=str)  # type: ignore[misc]  # members from a registry table
 GroupBy = Enum("GroupBy", {name: name for name in GROUP_BY}, type=str)  # type: ignore[misc]  # members from a registry table
-GROUP_BY_HELP = (
-    "check: each finding once with the pods it hits; pod: each pod with its fixes in order (rich, markdown)."
-)
-QUIET_HELP = "Only the verdict and what is not ready (for cron mail; rich output)."
 
 
 class FailOn(str, Enum):
@@ -50,6 +46,17 @@ ReportFileOpt = Annotated[
 FailOnOpt = Annotated[
     FailOn,
     typer.Option("--fail-on", envvar="COMPUTEFENCE_FAIL_ON", help="Exit 1 on blockers only, or on warnings too."),
+]
+# The view options of the commands that show a fleet report (fleet check, report show; doctor --quiet).
+GroupByOpt = Annotated[
+    GroupBy,
+    typer.Option(
+        "--group-by",
+        help="check: each finding once with the pods it hits; pod: each pod with its fixes in order (rich, markdown).",
+    ),
+]
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="Only the verdict and what is not ready (for cron mail; rich output).")
 ]
 
 

@@ -13,7 +13,7 @@ import typer
 
 from computefence import evaluate
 from computefence.cli.app import EXIT_INTERRUPTED
-from computefence.cli.confirm import ask_after_plan, some_names
+from computefence.cli.confirm import action_mode, ask_after_plan, some_names
 from computefence.cli.fleet import fleet_app
 from computefence.cli.output import emit_text, output_width
 from computefence.errors import ConfigError
@@ -89,8 +89,7 @@ def release_command(
     when a provider call failed or the answer was no, 2 for usage (no terminal to ask on
     included), 130 interrupted.
     """
-    if yes and dry_run:
-        raise ConfigError("--yes acts and --dry-run only plans: give one of them")
+    mode = action_mode(yes, dry_run)
     max_age_delta = release.parse_duration(max_age, "--max-age")
     if unreachable_runs is not None and history is None:
         raise ConfigError("--unreachable-runs needs --history DIR (the runs to look at)")
@@ -111,21 +110,22 @@ def release_command(
         )
         pods = [p.pod() for p in planned]
         title = f"{report_path.name} of {report.generated_at} ({release.age_text(age)} old)"
-        if not (yes or dry_run):
+        acting = mode == "yes"
+        if mode == "ask":
             if not any(p.outcome == "would_release" for p in planned):
                 print("computefence: nothing to release: no pod of the report needs a provider call", file=sys.stderr)
             elif _asked(planned, title):
-                yes = True
+                acting = True
             else:
                 return 1
-        if yes:
+        if acting:
             run = {"command": "fleet release", "report": str(report_path), "report_generated_at": report.generated_at}
             with open_log(log, run) as action_log, session.acting():
                 pods = release.act(planned, sources, log=action_log)
     if session.interrupted:
         say_interrupted(release.interrupted_line(action_log) + left_untouched({"--output": output}))
         return EXIT_INTERRUPTED
-    result = release.release_report(pods, dry_run=not yes)
+    result = release.release_report(pods, dry_run=not acting)
     emit_text(
         lambda **style: render_release(result, fmt.value, title=title, **style), fmt.value, output, what="the result"
     )

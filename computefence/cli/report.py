@@ -12,11 +12,11 @@ import typer
 from computefence import evaluate, run
 from computefence.cli.app import command_group
 from computefence.cli.output import (
-    GROUP_BY_HELP,
-    QUIET_HELP,
     FormatOpt,
     GroupBy,
+    GroupByOpt,
     OutputFormat,
+    QuietOpt,
     ReportFileOpt,
     emit,
     emit_text,
@@ -40,8 +40,8 @@ def report_command(
     path: Path = typer.Argument(..., metavar="FILE.json", help="A report saved with --format json."),
     fmt: FormatOpt = OutputFormat("rich"),
     output: ReportFileOpt = None,
-    group_by: GroupBy = typer.Option("check", "--group-by", help=GROUP_BY_HELP),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
+    group_by: GroupByOpt = GroupBy("check"),
+    quiet: QuietOpt = False,
     policy: PolicyOpt = None,
     no_policy: NoPolicyOpt = False,
 ) -> int:

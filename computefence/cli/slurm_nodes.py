@@ -15,7 +15,7 @@ import typer
 
 from computefence import evaluate
 from computefence.cli.app import EXIT_INTERRUPTED
-from computefence.cli.confirm import ask_after_plan, some_names
+from computefence.cli.confirm import action_mode, ask_after_plan, some_names
 from computefence.cli.fleet import fleet_app
 from computefence.cli.output import emit_text, output_width
 from computefence.connectors.slurm import SlurmOptions
@@ -86,7 +86,7 @@ def drain_command(
     planned = slurm_nodes.plan_drain(report, scontrol)
     act = partial(slurm_nodes.act_drain, planned, scontrol)
     return _carry_out(
-        "drain", report_path, report, title, planned, act, _mode(yes, dry_run), fmt=fmt, output=output, log=log
+        "drain", report_path, report, title, planned, act, action_mode(yes, dry_run), fmt=fmt, output=output, log=log
     )
 
 
@@ -118,14 +118,8 @@ def resume_command(
     prove = slurm_nodes.slurm_prover(SlurmOptions(deadline=timeout, immediate=min(10, int(timeout) // 2)))
     act = partial(slurm_nodes.act_resume, planned, scontrol, prove=prove)
     return _carry_out(
-        "resume", report_path, report, title, planned, act, _mode(yes, dry_run), fmt=fmt, output=output, log=log
+        "resume", report_path, report, title, planned, act, action_mode(yes, dry_run), fmt=fmt, output=output, log=log
     )
-
-
-def _mode(yes: bool, dry_run: bool) -> str:
-    if yes and dry_run:
-        raise ConfigError("--yes acts and --dry-run only plans: give one of them")
-    return "yes" if yes else "dry-run" if dry_run else "ask"
 
 
 _VERB_DONE = {"drain": "drain", "resume": "prove and resume"}

@@ -43,7 +43,6 @@ from computefence.sources import TargetSelection
 if TYPE_CHECKING:
     from computefence.operations.history import History  # fcntl: imported where used
 
-_RUN = "Running"
 _OPS = "Fleet operations"
 
 
