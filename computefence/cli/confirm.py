@@ -26,7 +26,8 @@ def ask_after_plan(plan: str, question: str, *, no_terminal: str, declined: str)
 
 
 def action_mode(yes: bool, dry_run: bool) -> str:
-    """"yes" (act without asking), "dry-run" (plan only) or "ask" (the plan, then the question)."""
+    """The mode of an action: "yes" (act without asking), "dry-run" (the plan only) or "ask"
+    (the plan, then the question)."""
     if yes and dry_run:
         raise ConfigError("--yes acts and --dry-run only plans: give one of them")
     return "yes" if yes else "dry-run" if dry_run else "ask"
