@@ -95,6 +95,15 @@ def acts(host: FixHost) -> bool:
     return not host.same_pod or host.same_pod[0] == host.name
 
 
+class _ActionReport(_Model):
+    """What an action that shows its plan before it acts (release, drain, resume) prints
+    with --format json: its kind, whether it was a dry run, then what it selected."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: str
+    dry_run: bool = True
+
+
 # ---------------------------------------------------------------- fleet release
 
 RELEASE_OUTCOMES = ("would_release", "released", "already_stopped", "gone", "changed", "refused", "failed")
@@ -120,12 +129,10 @@ class ReleasePod(_Model):
     reasons: list[str] = Field(default_factory=list, exclude=True)
 
 
-class ReleaseReport(_Model):
+class ReleaseReport(_ActionReport):
     """What `fleet release --format json` prints."""
 
-    schema_version: int = SCHEMA_VERSION
     kind: str = "release"
-    dry_run: bool = True
     pods: list[ReleasePod] = Field(default_factory=list)
 
 
@@ -150,10 +157,8 @@ class NodeAction(_Model):
     reasons: list[str] = Field(default_factory=list, exclude=True)
 
 
-class NodeActionReport(_Model):
+class NodeActionReport(_ActionReport):
     """What `fleet drain --format json` and `fleet resume --format json` print."""
 
-    schema_version: int = SCHEMA_VERSION
     kind: str = "drain"
-    dry_run: bool = True
     nodes: list[NodeAction] = Field(default_factory=list)
