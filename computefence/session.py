@@ -48,7 +48,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Coroutine, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,13 +175,9 @@ class RunSession:
         and reported vanished when its provider no longer runs it. `stop`: an event of a
         `stopping()` already open (the re-probe after acting); `progress`: count them."""
         plan = self.plan if names is None else self.plan.subset(names)
-        async with contextlib.AsyncExitStack() as stack:
-            if stop is None:
-                stop = await stack.enter_async_context(self.stopping())
-            on_progress = None
-            if progress and self.progress is not None:
-                on_progress = stack.enter_context(self.progress(len(plan.targets)))
-            hosts = await run.probe_targets(
+
+        async def probing(on_progress: run.ProgressCallback | None, stop: asyncio.Event) -> list[HostReport]:
+            return await run.probe_targets(
                 plan,
                 self.connector,
                 self.probe_params,
@@ -189,10 +185,8 @@ class RunSession:
                 stop=stop,
                 connect_timeout=self.connect_timeout,
             )
-            stopped = stop.is_set()
-        if self.live and not stopped:
-            hosts = run.mark_vanished(plan.targets, hosts, self.api_url)
-        return hosts
+
+        return await self._probed(plan.targets, probing, stop, progress)
 
     def probe(self, names: Collection[str] | None = None) -> list[HostReport]:
         """`probe_async` in an event loop of its own (a command's); the whole plan is split
@@ -206,16 +200,33 @@ class RunSession:
 
     async def _gather(self, started: Workers) -> list[HostReport]:
         """The workers' answers, as `probe_async` gives a single process's."""
-        async with contextlib.AsyncExitStack() as stack:
-            stop = await stack.enter_async_context(self.stopping())
-            on_progress = None
-            if self.progress is not None:
-                on_progress = stack.enter_context(self.progress(len(self.plan.targets)))
+        targets = self.plan.targets
+
+        async def gathering(on_progress: run.ProgressCallback | None, stop: asyncio.Event) -> list[HostReport]:
             hosts = await started.gather(on_progress, stop)
+            return [run.with_status_fix(t, h, self.connect_timeout) for t, h in zip(targets, hosts)]
+
+        return await self._probed(targets, gathering, None, True)
+
+    async def _probed(
+        self,
+        targets: list[Target],
+        probing: Callable[[run.ProgressCallback | None, asyncio.Event], Awaitable[list[HostReport]]],
+        stop: asyncio.Event | None,
+        progress: bool,
+    ) -> list[HostReport]:
+        """`probing` of `targets` under the run's stop event (or `stop`, already open) and its
+        progress count; then, on a live run that was not stopped, vanished pods decided."""
+        async with contextlib.AsyncExitStack() as stack:
+            if stop is None:
+                stop = await stack.enter_async_context(self.stopping())
+            on_progress = None
+            if progress and self.progress is not None:
+                on_progress = stack.enter_context(self.progress(len(targets)))
+            hosts = await probing(on_progress, stop)
             stopped = stop.is_set()
-        hosts = [run.with_status_fix(t, h, self.connect_timeout) for t, h in zip(self.plan.targets, hosts)]
         if self.live and not stopped:
-            hosts = run.mark_vanished(self.plan.targets, hosts, self.api_url)
+            hosts = run.mark_vanished(targets, hosts, self.api_url)
         return hosts
 
     def judge(self, hosts: Sequence[HostReport]) -> list[HostReport]:
