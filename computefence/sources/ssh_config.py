@@ -24,7 +24,6 @@ import re
 import shlex
 import shutil
 import socket
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -419,18 +418,13 @@ class SshConfig:
             if args[0].lower() != "none":
                 where = f"{line.path}:{line.number}" if line else alias
                 known_hosts = [str(Path(expand_tokens(a, {}, allow_env=True, where=where)).expanduser()) for a in args]
-        tokens = identity_tokens(alias, hostname, port, user or getpass.getuser())
-        identity_files = _identity_paths(
-            ((raw, f"{line.path}:{line.number}") for raw, line in state.identity_files), tokens
-        )
         host_line = state.host_line
-        return Target(
-            name=alias,
-            host=hostname,
-            port=port,
-            user=user,
-            identity_files=identity_files,
-            default_identities=not any(raw.lower() == "none" for raw, _ in state.identity_files),
+        return _ssh_target(
+            alias,
+            hostname,
+            port,
+            user,
+            [(raw, f"{line.path}:{line.number}") for raw, line in state.identity_files],
             proxy_jump=proxy_jump,
             proxy_command=proxy_command,
             known_hosts=known_hosts,
@@ -439,17 +433,43 @@ class SshConfig:
         )
 
 
-def _identity_paths(raws: Iterable[tuple[str, str]], tokens: dict[str, str]) -> list[str]:
-    """IdentityFile values (each with where it was read) expanded, once each, in order; as ssh,
+def _ssh_target(
+    alias: str,
+    hostname: str,
+    port: int,
+    user: str | None,
+    identities: list[tuple[str, str]],
+    *,
+    proxy_jump: str | None,
+    proxy_command: str | None,
+    known_hosts: list[str],
+    source: str,
+    ssh_config: str | None,
+) -> Target:
+    """The Target for `alias`, from the parser's or `ssh -G`'s values. `identities`: the
+    IdentityFile values, each with where it was read, expanded once each, in order; as ssh,
     `none` names no file (and no ~/.ssh/id_* in its place)."""
-    paths: list[str] = []
-    for raw, where in raws:
+    tokens = identity_tokens(alias, hostname, port, user or getpass.getuser())
+    identity_files: list[str] = []
+    for raw, where in identities:
         if raw.lower() == "none":
             continue
         path = str(Path(expand_tokens(raw, tokens, allow_env=True, where=where)).expanduser())
-        if path not in paths:
-            paths.append(path)
-    return paths
+        if path not in identity_files:
+            identity_files.append(path)
+    return Target(
+        name=alias,
+        host=hostname,
+        port=port,
+        user=user,
+        identity_files=identity_files,
+        default_identities=not any(raw.lower() == "none" for raw, _ in identities),
+        proxy_jump=proxy_jump,
+        proxy_command=proxy_command,
+        known_hosts=known_hosts,
+        source=source,
+        ssh_config=ssh_config,
+    )
 
 
 # ---------------------------------------------------------------- ssh -G
@@ -497,21 +517,20 @@ def target_from_ssh_g(alias: str, values: dict[str, list[str]], *, source: str, 
     hostname = first("hostname") or alias
     port = int(first("port") or 22)
     user = first("user") or getpass.getuser()
-    identity_files: list[str] = []
     raw_identities = values.get("identityfile", [])
-    if raw_identities != DEFAULT_IDENTITY_FILES:
-        tokens = identity_tokens(alias, hostname, port, user)
-        identity_files = _identity_paths(((raw, f"ssh -G {alias}") for raw in raw_identities), tokens)
+    # ssh's default keys are left to the connector.
+    identities = (
+        [] if raw_identities == DEFAULT_IDENTITY_FILES else [(raw, f"ssh -G {alias}") for raw in raw_identities]
+    )
     home = _password_home()
     default_known = [str(home / ".ssh/known_hosts"), str(home / ".ssh/known_hosts2")]
     known = (first("userknownhostsfile") or "").split()
-    return Target(
-        name=alias,
-        host=hostname,
-        port=port,
-        user=user,
-        identity_files=identity_files,
-        default_identities=not any(raw.lower() == "none" for raw in raw_identities),
+    return _ssh_target(
+        alias,
+        hostname,
+        port,
+        user,
+        identities,
         proxy_jump=first("proxyjump"),
         proxy_command=first("proxycommand"),
         known_hosts=[] if known == default_known else known,
