@@ -14,15 +14,7 @@ from computefence.errors import ConfigError, SourceError
 from computefence.http import RetryPolicy
 from computefence.models import Fix, ProviderInfo, Target
 from computefence.sources.interface import ActionAnswer
-from computefence.sources.providers import (
-    HeldClient,
-    as_dict,
-    as_float,
-    as_int,
-    as_str,
-    base_url,
-    target_names,
-)
+from computefence.sources.providers import HeldClient, as_dict, as_float, as_int, as_str, target_names
 
 PROVIDER = "Lambda Cloud"
 DEFAULT_API = "https://cloud.lambda.ai"
@@ -48,19 +40,16 @@ class LambdaSource(HeldClient):
     key_env = KEY_ENV
     key_how_to = "create one at https://cloud.lambda.ai/api-keys and export LAMBDA_API_KEY"
     key_help = KEY_HELP
+    url_envs = (URL_ENV,)
+    default_api = DEFAULT_API
+    pod_id_shape = INSTANCE_ID
 
     default_policy = RATE_LIMITED
-
-    def _base(self) -> str:
-        return base_url(PROVIDER, self.api_url, URL_ENV, DEFAULT_API)
 
     # ------------------------------------------------------------ fleet release
 
     # Lambda Cloud instances cannot be stopped, only terminated.
     actions = ("terminate",)
-
-    def accepts(self, pod_id: str) -> bool:
-        return INSTANCE_ID.fullmatch(pod_id) is not None
 
     def describe(self, pod_id: str, action: str) -> str:
         return f'POST {self._base()}{TERMINATE_PATH} {{"instance_ids": ["{pod_id}"]}}'

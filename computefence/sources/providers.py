@@ -34,6 +34,11 @@ class HeldClient:
     key_how_to: str
     # What to check when the API refuses the key.
     key_help: str
+    # The base URL: --api-url, else the first of these variables that is set, else default_api.
+    url_envs: tuple[str, ...]
+    default_api: str
+    # The shape of the provider's pod ids: only ids of this shape are ever sent.
+    pod_id_shape: re.Pattern[str]
 
     def __init__(
         self,
@@ -51,7 +56,11 @@ class HeldClient:
         return f"{type(self).__name__}(api_url={self.api_url!r})"
 
     def _base(self) -> str:
-        raise NotImplementedError
+        url_env = next((name for name in self.url_envs if os.environ.get(name)), self.url_envs[0])
+        return base_url(self.title, self.api_url, url_env, self.default_api)
+
+    def accepts(self, pod_id: str) -> bool:
+        return self.pod_id_shape.fullmatch(pod_id) is not None
 
     def key_files(self) -> list[Path]:
         """Files that may hold the key when `key_env` is not set, in the order they are read."""

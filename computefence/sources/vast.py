@@ -17,15 +17,7 @@ from computefence.errors import ConfigError, SourceError
 from computefence.http import ApiClient
 from computefence.models import Fix, FixStep, ProviderInfo, StepKind, Target
 from computefence.sources.interface import ActionAnswer
-from computefence.sources.providers import (
-    HeldClient,
-    as_dict,
-    as_float,
-    as_int,
-    as_str,
-    base_url,
-    target_names,
-)
+from computefence.sources.providers import HeldClient, as_dict, as_float, as_int, as_str, target_names
 
 PROVIDER = "Vast.ai"
 DEFAULT_API = "https://console.vast.ai"
@@ -50,10 +42,9 @@ class VastSource(HeldClient):
     key_env = KEY_ENV
     key_how_to = "create one at https://cloud.vast.ai/manage-keys/ and export VAST_API_KEY"
     key_help = KEY_HELP
-
-    def _base(self) -> str:
-        url_env = URL_ENV if os.environ.get(URL_ENV) or not os.environ.get(OLD_URL_ENV) else OLD_URL_ENV
-        return base_url(PROVIDER, self.api_url, url_env, DEFAULT_API)
+    url_envs = (URL_ENV, OLD_URL_ENV)
+    default_api = DEFAULT_API
+    pod_id_shape = INSTANCE_ID
 
     def key_files(self) -> list[Path]:
         """The vastai CLI's key files."""
@@ -70,9 +61,6 @@ class VastSource(HeldClient):
 
     # stop ends GPU billing and keeps the disk (which still bills); terminate destroys the instance.
     actions = ("stop", "terminate")
-
-    def accepts(self, pod_id: str) -> bool:
-        return INSTANCE_ID.fullmatch(pod_id) is not None
 
     def describe(self, pod_id: str, action: str) -> str:
         url = f"{self._base()}/api/v0/instances/{pod_id}/"
