@@ -491,6 +491,10 @@ class ChangeLine:
 _SEVERITY_WORD = {Severity.BLOCK: "blocker", Severity.WARN: "warning"}
 
 
+def _finding_word(severity: Severity | None) -> str:
+    return _SEVERITY_WORD[severity] if severity else "finding"
+
+
 def since_title(changes: Changes) -> str:
     return f"Since the last run ({one_line(changes.since)})"
 
@@ -501,15 +505,8 @@ def change_lines(changes: Changes) -> list[ChangeLine]:
     lines: list[ChangeLine] = []
     for c in changes.new:
         was = f" (was {c.severity_before.value})" if c.severity_before else ""
-        lines.append(
-            ChangeLine(
-                f"new {_SEVERITY_WORD[c.severity_after] if c.severity_after else 'finding'}",
-                c.host,
-                f"{one_line(c.finding.check)}: {one_line(c.finding.message)}{was}",
-                fix=c.finding.fix,
-                worse=True,
-            )
-        )
+        text = f"{one_line(c.finding.check)}: {one_line(c.finding.message)}{was}"
+        lines.append(ChangeLine(f"new {_finding_word(c.severity_after)}", c.host, text, fix=c.finding.fix, worse=True))
     for s in changes.status:
         reason = f": {one_line(s.reason)}" if s.reason and s.after is not HostStatus.OK else ""
         worse = None if HostStatus.OK not in (s.before, s.after) else s.after is not HostStatus.OK
@@ -517,14 +514,8 @@ def change_lines(changes: Changes) -> list[ChangeLine]:
     lines += [ChangeLine("vanished", name, "in the last run, not in this one", worse=True) for name in changes.vanished]
     for c in changes.cleared:
         now = f" (now {c.severity_after.value})" if c.severity_after else ""
-        lines.append(
-            ChangeLine(
-                f"cleared {_SEVERITY_WORD[c.severity_before] if c.severity_before else 'finding'}",
-                c.host,
-                f"{one_line(c.finding.check)}{now}",
-                worse=False,
-            )
-        )
+        text = f"{one_line(c.finding.check)}{now}"
+        lines.append(ChangeLine(f"cleared {_finding_word(c.severity_before)}", c.host, text, worse=False))
     lines += [ChangeLine("appeared", name, "new since the last run") for name in changes.appeared]
     lines += [
         ChangeLine("version", v.host, f"{one_line(v.component)} {one_line(v.before)} → {one_line(v.after)}")
