@@ -268,6 +268,8 @@ def _ds_object_rows(scan, head, objects, icol, lcol):
     freeze = _ds_freeze
     absent = scan.absent
     tags = _DS_SCALAR_TAGS
+    # The input (slot 0) and label (slot 1) columns chosen, as (slot, column).
+    columns = [(slot, col) for slot, col in enumerate((icol, lcol)) if col is not None]
     # Rows with the first row's keys (most rows) are fingerprinted as a tuple of their values in
     # that key order, cheaper than a frozenset of items; only rows with those same keys can
     # equal each other, and every one of them is fingerprinted the same way.
@@ -309,28 +311,18 @@ def _ds_object_rows(scan, head, objects, icol, lcol):
                     except RecursionError:
                         scan.unreadable(line, _DS_TOO_DEEP)
                         continue
-            iv = lv = None
-            if icol is not None:
+            cells = [None, None]
+            for slot, col in columns:
                 try:
-                    iv = obj[icol]
+                    value = obj[col]
                 except KeyError:
-                    absent[0] += 1
-                else:
-                    if iv.__class__ is str:
-                        iv = iv.strip() or None
-                    elif iv is not None:
-                        iv = freeze(iv)
-            if lcol is not None:
-                try:
-                    lv = obj[lcol]
-                except KeyError:
-                    absent[1] += 1
-                else:
-                    if lv.__class__ is str:
-                        lv = lv.strip() or None
-                    elif lv is not None:
-                        lv = freeze(lv)
-            yield line, rh, iv, lv, raw
+                    absent[slot] += 1
+                    continue
+                if value.__class__ is str:
+                    cells[slot] = value.strip() or None
+                elif value is not None:
+                    cells[slot] = freeze(value)
+            yield line, rh, cells[0], cells[1], raw
 
 
 def _ds_delimiter(sample, suffix):
