@@ -20,6 +20,7 @@ from fake_api import FakeProviderApi, Fault, vast_instance
 from fleet_helpers import HEALTHY, host_entry, write_inventory
 from sshfleet import PodSpec
 
+from computefence import redaction
 from computefence.models import Finding, HostReport, HostStatus, Remedy, Report, Severity
 from computefence.redaction import redact
 from computefence.sources.vast import VastSource
@@ -60,6 +61,18 @@ def test_each_secret_shape_is_masked_and_the_words_around_it_kept(kind):
 )
 def test_what_only_looks_like_a_secret_is_kept(text):
     assert redact(text) == text
+
+
+def test_a_text_seen_again_is_masked_again_and_the_memo_stays_bounded():
+    # A pool's pods repeat their words, so short texts are redacted once per run (redaction._memo).
+    line = PRINTED["token assignment"][0]
+    assert redact(line) == redact(line) == "HF_TOKEN=***"
+    long_line = "x" * 300 + " " + line
+    assert redact(long_line) == "x" * 300 + " HF_TOKEN=***"
+    for n in range(3 * redaction._MEMO_ENTRIES):
+        assert redact(f"pod-{n} HF_TOKEN=hf_{n:030d}") == f"pod-{n} HF_TOKEN=***"
+    assert 0 < len(redaction._memo) <= redaction._MEMO_ENTRIES
+    assert long_line not in redaction._memo
 
 
 # ---------------------------------------------------------------- on pods
