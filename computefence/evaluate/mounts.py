@@ -104,6 +104,13 @@ def _level(storage_class: StorageClass) -> Level:
     return Level.PERSISTENT if storage_class.survives_terminate else Level.INSTANCE
 
 
+# A pool's pods share one mount table, and the rules ask where the same few paths live on
+# each: the answer is worked out once per run for all the pods that give that table.
+@lru_cache(maxsize=4096)
+def _mount_index(path: str, points: tuple[str, ...]) -> int | None:
+    return mount_index(path, points)
+
+
 class StorageMap:
     """The machine's mounts, classified with its provider's profile."""
 
@@ -111,14 +118,15 @@ class StorageMap:
         self.mounts = mounts
         self.profile = profile
         self.provider = provider
-        self._points = [mount.mount_point for mount in mounts]
+        self._points = tuple(mount.mount_point for mount in mounts)
         self._found: dict[str, MountFacts | None] = {}
         self._data_mounts: list[MountFacts] | None = None
+        self._volumes: dict[Level, list[Storage]] = {}
 
     def mount_of(self, path: str) -> MountFacts | None:
         """The mount `path` lives on, by the probe's own rule (computefence.probe.storage.mount_index)."""
         if path not in self._found:
-            index = mount_index(path, self._points)
+            index = _mount_index(path, self._points)
             self._found[path] = None if index is None else self.mounts[index]
         return self._found[path]
 
@@ -236,5 +244,8 @@ class StorageMap:
             preferred = self._is_provider_volume(mount) or self._is_declared_persistent(mount)
             return (not preferred, -storage.level, mount.mount_point)
 
-        storages = [self.classify(m) for m in self.data_mounts()]
-        return sorted((s for s in storages if s.level >= at_least), key=rank)
+        # Three of a pod's rules ask: sorted once.
+        if at_least not in self._volumes:
+            storages = [self.classify(m) for m in self.data_mounts()]
+            self._volumes[at_least] = sorted((s for s in storages if s.level >= at_least), key=rank)
+        return list(self._volumes[at_least])
