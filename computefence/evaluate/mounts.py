@@ -108,7 +108,8 @@ def _level(storage_class: StorageClass) -> Level:
 # each: the answer is worked out once per run for all the pods that give that table.
 @lru_cache(maxsize=4096)
 def _mount_index(path: str, points: tuple[str, ...]) -> int | None:
-    return mount_index(path, points)
+    index: int | None = mount_index(path, points)
+    return index
 
 
 class StorageMap:
