@@ -69,25 +69,29 @@ class TargetSelection(BaseModel):
 
 def build_sources(selection: TargetSelection) -> list[TargetSource]:
     """The sources the selection names; with none, the inventory files in its default directory."""
-    # Imported here: a run that reads no files (doctor, a library caller's targets) does not
-    # pay for the parsers (the Ansible one is ~50 ms).
-    from computefence.sources.ansible import AnsibleSource
+    # Imported here, each only when the selection names it: a run that reads no files (doctor,
+    # a library caller's targets) or only an inventory does not pay for the other parsers (the
+    # Ansible one with ssh_config's is ~15-50 ms).
     from computefence.sources.inventory import INVENTORY_SUFFIXES, InventorySource, inventory_files
-    from computefence.sources.ssh_config import SshConfigSource
 
     sources: list[TargetSource] = []
     for inventory in selection.inventories:
         sources.extend(InventorySource(path) for path in inventory_files(inventory))
     if selection.ssh_hosts or selection.ssh_config:
+        from computefence.sources.ssh_config import SshConfigSource
+
         sources.append(SshConfigSource(list(selection.ssh_hosts), selection.ssh_config))
     if (selection.ansible_vault_password_files or selection.ansible_vault_ids) and not selection.ansible_inventories:
         raise ConfigError("--vault-password-file and --vault-id need --ansible-inventory")
-    sources.extend(
-        AnsibleSource(
-            path, vault_password_files=selection.ansible_vault_password_files, vault_ids=selection.ansible_vault_ids
+    if selection.ansible_inventories:
+        from computefence.sources.ansible import AnsibleSource
+
+        sources.extend(
+            AnsibleSource(
+                path, vault_password_files=selection.ansible_vault_password_files, vault_ids=selection.ansible_vault_ids
+            )
+            for path in selection.ansible_inventories
         )
-        for path in selection.ansible_inventories
-    )
     if (selection.slurm_partitions or selection.slurm_nodelist is not None) and not selection.slurm:
         raise ConfigError("--partition and --nodelist need --slurm")
     if selection.slurm:
