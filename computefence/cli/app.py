@@ -24,11 +24,26 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "schema": ("schema",),
     "probe": ("script",),
     "dataset": ("dataset",),
-    "fleet": ("fleet", "fix", "release", "slurm_nodes", "snapshot", "watch"),
+    "fleet": ("fleet",),
     "hosts": ("hosts",),
     "inventory": ("inventory",),
     "policy": ("policy",),
     "report": ("report",),
+}
+
+
+# A group's subcommands that other modules register, by the module (in computefence.cli) that
+# registers each: imported when that subcommand is used or the group's commands are listed, so
+# `fleet check` does not pay for fix, release, drain, snapshot and watch (~40 ms of a start).
+SUBCOMMAND_MODULES: dict[str, dict[str, str]] = {
+    "fleet": {
+        "fix": "fix",
+        "release": "release",
+        "drain": "slurm_nodes",
+        "resume": "slurm_nodes",
+        "snapshot": "snapshot",
+        "watch": "watch",
+    },
 }
 
 
@@ -80,6 +95,61 @@ class _CommandsOnDemand(MutableMapping[str, Any]):  # values: typer's click comm
         return len(list(iter(self)))
 
 
+class _SubcommandsOnDemand(MutableMapping[str, Any]):  # values: typer's click commands
+    """A group's subcommands: looking up one of SUBCOMMAND_MODULES imports its module, listing
+    them imports all (in the table's order, so help lists them as before)."""
+
+    def __init__(self, group: str, built: dict[str, Any], help_names: list[str]):
+        self._group, self._built, self._help_names = group, built, help_names
+
+    def _load(self, name: str) -> None:
+        module = SUBCOMMAND_MODULES[self._group].get(name)
+        if name in self._built or module is None:
+            return
+        with held():
+            importlib.import_module(f"computefence.cli.{module}")
+        tidy_help(app)
+        # typer makes the click commands again, the new subcommand's among them.
+        fresh = typer.main.get_group(app).commands.made[self._group].commands  # type: ignore[attr-defined]  # ours, _CommandsOnDemand
+        for made_name, command in fresh.made.items():
+            if made_name not in self._built:
+                flags_without_type(command, self._help_names)
+                self._built[made_name] = command
+
+    @property
+    def made(self) -> dict[str, Any]:
+        """The subcommands made so far, without importing any other."""
+        return self._built
+
+    def __getitem__(self, name: str) -> Any:
+        self._load(name)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        for name in SUBCOMMAND_MODULES[self._group]:
+            self._load(name)
+        return iter(list(self._built))
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+
+class _Group(TyperGroup):
+    """A command group; its subcommands of SUBCOMMAND_MODULES are made when first used."""
+
+    def __init__(self, **attrs: object):
+        super().__init__(**attrs)  # type: ignore[arg-type]
+        if self.name in SUBCOMMAND_MODULES:
+            help_names = self.context_settings.get("help_option_names", ["--help"])
+            self.commands = _SubcommandsOnDemand(self.name, dict(self.commands), help_names)
+
+
 class _RootGroup(TyperGroup):
     def __init__(self, **attrs: object):
         super().__init__(**attrs)  # type: ignore[arg-type]
@@ -116,11 +186,11 @@ def _root(
 tidy_help(app)
 
 
-def group_defaulting_to(default: str) -> type[TyperGroup]:
+def group_defaulting_to(default: str) -> type[_Group]:
     """A command group in which `GROUP ARGS...` means `GROUP DEFAULT ARGS...` when ARGS does not
     start with one of its subcommands (`report FILE.json` is `report show FILE.json`)."""
 
-    class DefaultingGroup(TyperGroup):
+    class DefaultingGroup(_Group):
         def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]  # typer.Context is click's
             if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
                 args = [default, *args]
@@ -134,7 +204,7 @@ def command_group(name: str, help: str, *, default: str | None = None) -> typer.
     subcommand that `NAME ARGS...` means when ARGS names none."""
     group = typer.Typer(
         name=name,
-        cls=group_defaulting_to(default) if default is not None else None,
+        cls=group_defaulting_to(default) if default is not None else _Group,
         help=help,
         no_args_is_help=True,
         context_settings={"help_option_names": ["-h", "--help"]},

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from computefence.cli.app import COMMAND_MODULES
+from computefence.cli.app import COMMAND_MODULES, SUBCOMMAND_MODULES
 
 
 def _imported_by(*argv: str) -> set[str]:
@@ -55,7 +55,8 @@ def test_a_group_loads_every_module_that_registers_a_subcommand(command, capsys)
 
     main([command, "--help"])
     shown = capsys.readouterr().out
-    assert all(f"computefence.cli.{module}" in sys.modules for module in COMMAND_MODULES[command])
+    modules = [*COMMAND_MODULES[command], *SUBCOMMAND_MODULES.get(command, {}).values()]
+    assert all(f"computefence.cli.{module}" in sys.modules for module in modules)
     if command == "fleet":
         for sub in ("check", "fix", "release", "snapshot", "watch"):
             assert f"│ {sub} " in shown
@@ -69,4 +70,18 @@ def test_every_module_that_registers_a_command_is_in_the_table():
         if re.search(r"^@\w*app\.command|^app\.add_typer\(", path.read_text(), re.M)
     }
     listed = {module for modules in COMMAND_MODULES.values() for module in modules}
+    listed |= {module for modules in SUBCOMMAND_MODULES.values() for module in modules.values()}
     assert registering and registering <= listed
+
+
+def test_fleet_check_loads_none_of_the_other_fleet_subcommands():
+    imported = _imported_by("fleet", "check", "--help")
+    assert "computefence.cli.fleet" in imported
+    siblings = {f"computefence.cli.{module}" for module in SUBCOMMAND_MODULES["fleet"].values()}
+    assert not siblings & imported
+
+
+@pytest.mark.parametrize(("sub", "module"), sorted(SUBCOMMAND_MODULES["fleet"].items()))
+def test_each_other_fleet_subcommand_loads_its_own_module(sub, module):
+    imported = _imported_by("fleet", sub, "--help")
+    assert f"computefence.cli.{module}" in imported
