@@ -39,7 +39,8 @@ INTERCONNECT_SHARE = 0.5
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built when its data file is first read (--perf, a policy's job): most checks never read it.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class GpuModel(_Strict):

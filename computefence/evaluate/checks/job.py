@@ -41,7 +41,8 @@ CHECKS: dict[str, CheckSpec] = {
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Built when its data file is first read (--perf, a policy's job): most checks never read it.
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class StateBytes(_Strict):
