@@ -8,11 +8,13 @@ import contextlib
 import gc
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 from computefence.models import HostReport, HostStatus
 from computefence.text import clean, unfiltered_stderr
@@ -35,6 +37,10 @@ class LiveCount:
 
     def __enter__(self: _Count) -> _Count:
         if self.live:
+            # Only a terminal shows the live line: a run into a pipe or a file (cron, CI) does
+            # not import rich's progress widgets (~8 ms).
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
             self._progress = Progress(
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
