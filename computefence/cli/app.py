@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 import typer
@@ -48,25 +48,37 @@ SUBCOMMAND_MODULES: dict[str, dict[str, str]] = {
 
 
 class _CommandsOnDemand(MutableMapping[str, Any]):  # values: typer's click commands
-    """The root group's commands: looking one up imports its modules, listing them imports all."""
+    """A group's commands: looking one up imports the modules that register it, listing them
+    imports all. `modules` is COMMAND_MODULES for the root, a SUBCOMMAND_MODULES row (under
+    the group's name, `group`) for a group; help lists the commands made with the group first,
+    then the table's in its order."""
 
-    def __init__(self, built: dict[str, Any]):
-        self._built = built
+    def __init__(
+        self,
+        modules: Mapping[str, tuple[str, ...]],
+        built: dict[str, Any],
+        help_names: list[str],
+        group: str | None = None,
+    ):
+        self._modules, self._built, self._help_names, self._group = modules, built, help_names, group
 
     def _load(self, name: str) -> None:
-        if name in self._built or name not in COMMAND_MODULES:
+        if name in self._built or name not in self._modules:
             return
         # A Ctrl-C inside an import can surface as another error (a RuntimeError from a class
         # being built): it is held until the modules are in, then raised as itself.
         with held():
-            for module in COMMAND_MODULES[name]:
+            for module in self._modules[name]:
                 importlib.import_module(f"computefence.cli.{module}")
         tidy_help(app)
-        # typer turns what the modules registered on `app` into click commands.
-        group = typer.main.get_group(app)
-        for made_name, command in group.commands.made.items():  # type: ignore[attr-defined]
+        # typer turns what the modules registered on `app` into click commands, the group's
+        # among them (its commands are this class again).
+        commands: Any = typer.main.get_group(app).commands
+        if self._group is not None:
+            commands = commands[self._group].commands
+        for made_name, command in commands.made.items():
             if made_name not in self._built:
-                flags_without_type(command, group.context_settings.get("help_option_names", ["--help"]))
+                flags_without_type(command, self._help_names)
                 self._built[made_name] = command
 
     @property
@@ -85,56 +97,11 @@ class _CommandsOnDemand(MutableMapping[str, Any]):  # values: typer's click comm
         del self._built[name]
 
     def __iter__(self) -> Iterator[str]:
-        for name in COMMAND_MODULES:
+        for name in self._modules:
             self._load(name)
         return iter(
-            [*(n for n in COMMAND_MODULES if n in self._built), *(n for n in self._built if n not in COMMAND_MODULES)]
+            [*(n for n in self._built if n not in self._modules), *(n for n in self._modules if n in self._built)]
         )
-
-    def __len__(self) -> int:
-        return len(list(iter(self)))
-
-
-class _SubcommandsOnDemand(MutableMapping[str, Any]):  # values: typer's click commands
-    """A group's subcommands: looking up one of SUBCOMMAND_MODULES imports its module, listing
-    them imports all (in the table's order, so help lists them as before)."""
-
-    def __init__(self, group: str, built: dict[str, Any], help_names: list[str]):
-        self._group, self._built, self._help_names = group, built, help_names
-
-    def _load(self, name: str) -> None:
-        module = SUBCOMMAND_MODULES[self._group].get(name)
-        if name in self._built or module is None:
-            return
-        with held():
-            importlib.import_module(f"computefence.cli.{module}")
-        tidy_help(app)
-        # typer makes the click commands again, the new subcommand's among them.
-        fresh = typer.main.get_group(app).commands.made[self._group].commands  # type: ignore[attr-defined]  # ours, _CommandsOnDemand
-        for made_name, command in fresh.made.items():
-            if made_name not in self._built:
-                flags_without_type(command, self._help_names)
-                self._built[made_name] = command
-
-    @property
-    def made(self) -> dict[str, Any]:
-        """The subcommands made so far, without importing any other."""
-        return self._built
-
-    def __getitem__(self, name: str) -> Any:
-        self._load(name)
-        return self._built[name]
-
-    def __setitem__(self, name: str, command: Any) -> None:
-        self._built[name] = command
-
-    def __delitem__(self, name: str) -> None:
-        del self._built[name]
-
-    def __iter__(self) -> Iterator[str]:
-        for name in SUBCOMMAND_MODULES[self._group]:
-            self._load(name)
-        return iter(list(self._built))
 
     def __len__(self) -> int:
         return len(list(iter(self)))
@@ -147,13 +114,15 @@ class _Group(TyperGroup):
         super().__init__(**attrs)  # type: ignore[arg-type]
         if self.name in SUBCOMMAND_MODULES:
             help_names = self.context_settings.get("help_option_names", ["--help"])
-            self.commands = _SubcommandsOnDemand(self.name, dict(self.commands), help_names)
+            modules = {name: (module,) for name, module in SUBCOMMAND_MODULES[self.name].items()}
+            self.commands = _CommandsOnDemand(modules, dict(self.commands), help_names, self.name)
 
 
 class _RootGroup(TyperGroup):
     def __init__(self, **attrs: object):
         super().__init__(**attrs)  # type: ignore[arg-type]
-        self.commands = _CommandsOnDemand(dict(self.commands))
+        help_names = self.context_settings.get("help_option_names", ["--help"])
+        self.commands = _CommandsOnDemand(COMMAND_MODULES, dict(self.commands), help_names)
 
 
 app = typer.Typer(
