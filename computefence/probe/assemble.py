@@ -12,7 +12,38 @@ from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from computefence.probe import PARTS, WATCH_PARTS
+# The parts of the probe `fleet check` and doctor send, in the order they are joined.
+PARTS = (
+    "core",
+    "environment",
+    "identity",
+    "storage",
+    "gpu",
+    "packages",
+    "torch",
+    "perf",
+    "accelerate",
+    "dataset_counts",
+    "dataset_rows",
+    "dataset_arrow",
+    "dataset",
+    "custom",
+    "model",
+    "collectors",
+)
+
+# The watch probe (`fleet watch`): the parts it borrows (secret rules, identity, mount
+# lookup), then its own, then its entry point.
+WATCH_PARTS = (
+    "core",
+    "environment",
+    "identity",
+    "storage",
+    "watch_gpu",
+    "watch_jobs",
+    "watch_files",
+    "watch",
+)
 
 _PARAMS_LINE = 'EMBEDDED_PARAMS = "{}"\n'
 

@@ -14,7 +14,8 @@ import pytest
 
 from computefence.connectors.payload import probe_params
 from computefence.models import CheckOptions
-from computefence.probe import PARTS, WATCH_PARTS, assemble
+from computefence.probe import assemble
+from computefence.probe.assemble import PARTS, WATCH_PARTS
 
 # Each probe's parts (assemble.PROBES): fleet check's and fleet watch's.
 PROBES = {"check": PARTS, "watch": WATCH_PARTS}
@@ -60,6 +61,14 @@ def test_parts_import_only_the_stdlib_and_earlier_parts(probe):
                 assert node.level == 1 and node.module in parts[:index], (name, node.module)
                 defined = _top_level_definitions(_part_tree(node.module))
                 assert {alias.name for alias in node.names} <= defined, (name, node.module)
+
+
+def test_the_assembler_imports_only_the_stdlib():
+    # It is no part, but it lives beside them and stays as dependency-free as they are.
+    tree = ast.parse((PARTS_DIR / "assemble.py").read_text())
+    imported = {alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module for node in tree.body if isinstance(node, ast.ImportFrom) and node.module}
+    assert {name.split(".")[0] for name in imported} <= sys.stdlib_module_names | {"__future__"}
 
 
 @pytest.mark.parametrize("probe", sorted(PROBES))

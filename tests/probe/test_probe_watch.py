@@ -17,7 +17,8 @@ import pytest
 
 from computefence.connectors import payload
 from computefence.errors import ProbeOutputError
-from computefence.probe import WATCH_PARTS, assemble
+from computefence.probe import assemble
+from computefence.probe.assemble import WATCH_PARTS
 from computefence.probe.core import _in_child
 from computefence.probe.watch_files import (
     _describe_dir,
