@@ -19,6 +19,7 @@ attempt could start.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated
 
@@ -114,25 +115,20 @@ def secret_name(name: str) -> bool:
     return False
 
 
+def redact(text: str) -> str:
+    """`text` with every secret it holds replaced by ***; linear in its length."""
+    return _redact(text) if not text or len(text) > _MEMO_TEXT_CHARS else _redact_short(text)
+
+
 # The short texts a pool repeats (a pod's 15 finding messages and its environment values,
 # mostly the same words on every pod of a pool) are redacted once per run, not once per pod:
 # 23 redactions a pod were ~60 ms of a 1,000-pod check. Bounded in entries and in length.
 _MEMO_TEXT_CHARS = 256
-_MEMO_ENTRIES = 2048
-_memo: dict[str, str] = {}
 
 
-def redact(text: str) -> str:
-    """`text` with every secret it holds replaced by ***; linear in its length."""
-    if not text or len(text) > _MEMO_TEXT_CHARS:
-        return _redact(text)
-    done = _memo.get(text)
-    if done is None:
-        done = _redact(text)
-        if len(_memo) >= _MEMO_ENTRIES:
-            _memo.clear()
-        _memo[text] = done
-    return done
+@functools.lru_cache(maxsize=2048)
+def _redact_short(text: str) -> str:
+    return _redact(text)
 
 
 def _redact(text: str) -> str:

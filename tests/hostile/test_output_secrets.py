@@ -64,15 +64,19 @@ def test_what_only_looks_like_a_secret_is_kept(text):
 
 
 def test_a_text_seen_again_is_masked_again_and_the_memo_stays_bounded():
-    # A pool's pods repeat their words, so short texts are redacted once per run (redaction._memo).
+    # A pool's pods repeat their words, so short texts are redacted once per run (an lru_cache).
     line = PRINTED["token assignment"][0]
     assert redact(line) == redact(line) == "HF_TOKEN=***"
     long_line = "x" * 300 + " " + line
     assert redact(long_line) == "x" * 300 + " HF_TOKEN=***"
-    for n in range(3 * redaction._MEMO_ENTRIES):
+    memo = redaction._redact_short
+    for n in range(3 * memo.cache_info().maxsize):
         assert redact(f"pod-{n} HF_TOKEN=hf_{n:030d}") == f"pod-{n} HF_TOKEN=***"
-    assert 0 < len(redaction._memo) <= redaction._MEMO_ENTRIES
-    assert long_line not in redaction._memo
+    assert 0 < memo.cache_info().currsize <= memo.cache_info().maxsize
+    assert memo.cache_info().hits >= 1
+    memo.cache_clear()
+    redact(long_line)
+    assert memo.cache_info().currsize == 0
 
 
 # ---------------------------------------------------------------- on pods
