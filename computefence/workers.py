@@ -18,6 +18,7 @@ pods' results stand.
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import os
 import signal
@@ -178,6 +179,9 @@ def start_workers(
     # A Ctrl-C waits while the workers are forked (the parent acts on it once they run): in a
     # worker that has not yet set it aside, it would end in a traceback.
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    # What the session holds now (its imports, the targets) stays shared with the workers:
+    # a worker's collector would otherwise write to every object's header, copying its page.
+    gc.freeze()
     try:
         for index, part in enumerate(parts):
             share = None if concurrency is None else concurrency // len(parts) + (index < concurrency % len(parts))
@@ -201,6 +205,7 @@ def start_workers(
             theirs.close()
             started.workers.append(_Worker(process, ours, part))
     finally:
+        gc.unfreeze()
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return started
 

@@ -3,6 +3,7 @@ process's (order, findings, summary, exit code); Ctrl-C stops every worker."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -70,6 +71,21 @@ def test_each_worker_is_its_own_process_and_the_plan_order_stands():
     assert [h.name for h in hosts] == [t.name for t in targets]
     pids = {h.reason for h in hosts}
     assert len(pids) == 2 and f"pid {os.getpid()}" not in pids
+
+
+class _Frozen:
+    """Answers every target with how many objects its process's collector leaves alone."""
+
+    async def check(self, target: Target, params: dict[str, Any]) -> HostReport:
+        return host_report(target, Outcome(HostStatus.NOT_CHECKABLE, str(gc.get_freeze_count())), 0.0)
+
+
+def test_workers_leave_the_sessions_objects_to_share_and_the_session_collects_them_again():
+    # A worker's collector writing to every inherited object would copy its pages (#35).
+    with open_session(_targets(4), connector=_Frozen(), workers=2) as session:
+        hosts = session.probe()
+    assert all(int(h.reason) > 10_000 for h in hosts), [h.reason for h in hosts]
+    assert gc.get_freeze_count() == 0
 
 
 def test_a_worker_that_dies_spoils_only_its_own_pods():
