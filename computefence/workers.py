@@ -19,20 +19,21 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import multiprocessing
 import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from computefence.connectors.interface import Connector, Outcome, cancelled_report, check_targets, host_report
 from computefence.connectors.shell import Shell
 from computefence.models import HostReport, HostStatus, Target
 from computefence.sources.selection import shard_of
+
+if TYPE_CHECKING:  # multiprocessing is imported when workers start (a run in one process needs none of it)
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 __all__ = ["Workers", "default_workers", "start_workers"]
 
@@ -56,6 +57,8 @@ def default_workers(targets: int) -> int:
 
 
 def can_fork() -> bool:
+    import multiprocessing
+
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -171,6 +174,8 @@ def start_workers(
     if concurrency is not None:
         count = max(1, min(count, concurrency))
     parts = [p for p in ([t for t in targets if shard_of(t.name, count) == i] for i in range(1, count + 1)) if p]
+    import multiprocessing
+
     context = multiprocessing.get_context("fork")
     started = Workers(list(targets))
     # What this process has buffered would otherwise be written again by every fork.
