@@ -7,10 +7,9 @@ import sys
 from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from computefence.files import write_output
 from computefence.models import Report, Severity
@@ -18,6 +17,10 @@ from computefence.operations.notify import NOTIFY_ON
 from computefence.render import FORMATS, render_pieces
 from computefence.render.interface import GROUP_BY
 from computefence.render.webhook import PAYLOADS
+from computefence.text import is_terminal
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # Typer shows an Enum's values as the choices in --help and rejects anything else (exit 2).
 OutputFormat = Enum("OutputFormat", {name: name for name in FORMATS}, type=str)  # type: ignore[misc]  # members from a registry table
@@ -81,16 +84,21 @@ def emit_text(
         if not quiet:
             print(f"computefence: wrote {what} to {output}", file=sys.stderr)
         return
-    console = Console()
-    color = FORMATS[fmt].colors and console.is_terminal and not console.no_color
+    console = _rich_console() if FORMATS[fmt].colors and is_terminal(sys.stdout) else None
+    color = console is not None and not console.no_color
     write_stdout(render_text(color=color, width=output_width()))
 
 
 def output_width() -> int:
     """The terminal's width; into a pipe or file, COLUMNS where the user set it (as rich does), else 100."""
-    console = Console()
-    wide = console.is_terminal or os.environ.get("COLUMNS", "").strip().isdigit()
-    return console.width if wide else 100
+    wide = is_terminal(sys.stdout) or os.environ.get("COLUMNS", "").strip().isdigit()
+    return _rich_console().width if wide else 100
+
+
+def _rich_console() -> Console:
+    from rich.console import Console
+
+    return Console()
 
 
 def write_stdout(text: str | Iterable[str]) -> None:

@@ -10,14 +10,11 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from rich.console import Console
-from rich.markup import escape
-
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
 from computefence.models import HostReport, HostStatus
-from computefence.text import clean, unfiltered_stderr
+from computefence.text import clean, is_terminal, unfiltered_stderr
 
 _Count = TypeVar("_Count", bound="LiveCount")
 
@@ -29,8 +26,7 @@ class LiveCount:
     def __init__(self, total: int, label: str, unit: str, quiet: bool = False):
         self.total, self.done, self.failed = total, 0, 0
         self.label, self.unit = label, unit
-        self.console = Console(file=unfiltered_stderr())
-        self.live = self.console.is_terminal and not quiet
+        self.live = is_terminal(unfiltered_stderr()) and not quiet
         self.quiet = quiet
         self._progress: Progress | None = None
         self._task: TaskID | None = None
@@ -38,14 +34,15 @@ class LiveCount:
     def __enter__(self: _Count) -> _Count:
         if self.live:
             # Only a terminal shows the live line: a run into a pipe or a file (cron, CI) does
-            # not import rich's progress widgets (~8 ms).
+            # not import rich (~30 ms).
+            from rich.console import Console
             from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
             self._progress = Progress(
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
                 TimeElapsedColumn(),
-                console=self.console,
+                console=Console(file=unfiltered_stderr()),
                 transient=True,
             )
             self._progress.start()
@@ -66,6 +63,8 @@ class LiveCount:
         if not ok:
             self.failed += 1
         if self._progress is not None and self._task is not None:
+            from rich.markup import escape
+
             # Markup-escaped and cleaned: the live line is written unfiltered.
             self._progress.update(self._task, description=escape(clean(self._text(last))), completed=self.done)
         elif not self.quiet:
