@@ -9,6 +9,10 @@ import sys
 
 
 def run() -> None:
+    # No pydantic plugin sees what the CLI validates (pods' facts, inventories, provider
+    # answers: untrusted, some of it secret), as typer already keeps them from its own
+    # parsing; nor does the CLI scan every installed package's entry points for them.
+    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
     try:
         from computefence.interrupt import held, install_for_the_cli
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from computefence.cli.app import COMMAND_MODULES, SUBCOMMAND_MODULES
+from computefence.demo import DEMO_RECORDING
 
 
 def _imported_by(*argv: str) -> set[str]:
@@ -85,3 +87,46 @@ def test_fleet_check_loads_none_of_the_other_fleet_subcommands():
 def test_each_other_fleet_subcommand_loads_its_own_module(sub, module):
     imported = _imported_by("fleet", sub, "--help")
     assert f"computefence.cli.{module}" in imported
+
+
+def test_a_fleet_check_into_a_file_from_a_pipe_imports_neither_rich_nor_multiprocessing(tmp_path):
+    # Nothing is drawn (no terminal) and one process probes: neither is needed (#35).
+    imported = _imported_by(
+        "fleet",
+        "check",
+        "--replay",
+        str(DEMO_RECORDING),
+        "--format",
+        "json",
+        "-o",
+        str(tmp_path / "report.json"),
+        "--workers",
+        "1",
+    )
+    assert "computefence.run" in imported
+    assert not {m for m in imported if m.split(".")[0] in ("rich", "multiprocessing")}
+
+
+def test_the_cli_loads_no_pydantic_plugin(tmp_path):
+    # A plugin would see every pod's facts as they are validated, secrets included.
+    marker = tmp_path / "plugin-loaded"
+    (tmp_path / "spy_plugin.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
+        "class Plugin:\n    def new_schema_validator(self, *args, **kwargs):\n        return None, None, None\n"
+        "plugin = Plugin()\n"
+    )
+    dist = tmp_path / "spy_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: spy-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[pydantic]\nspy = spy_plugin:plugin\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), *filter(None, [env.get("PYTHONPATH")])])
+    report = tmp_path / "report.json"
+    argv = ["fleet", "check", "--replay", str(DEMO_RECORDING), "--format", "json", "-o", str(report)]
+    done = subprocess.run([sys.executable, "-m", "computefence", *argv], env=env, capture_output=True, timeout=120)
+    assert done.returncode == 1 and report.exists(), done.stderr
+    assert not marker.exists()
+    # The same environment does load it into a plain pydantic model: the spy is a real plugin.
+    script = "import pydantic; pydantic.create_model('M', x=(int, 0))"
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=60)
+    assert marker.exists()
