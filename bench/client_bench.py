@@ -201,9 +201,14 @@ def has_workers_option(checkout: str) -> bool:
     return "--workers" in (Path(checkout) / "computefence" / "cli" / "fleet.py").read_text()
 
 
-def run_tool(tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namespace) -> dict:
+def run_tool(
+    tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namespace, counted: Path | None = None
+) -> dict:
+    """One run of `tool` on the canned fleet; with `counted`, under callgrind, its instruction
+    count written there (a run ~50 times slower: the handshake timeouts are raised to match)."""
     run_dir.mkdir(parents=True)
     env = {**os.environ, "HOME": str(run_dir)}
+    slow = counted is not None
     if tool == BEFORE:
         env["PYTHONPATH"] = args.before
     if tool in ("computefence", BEFORE):
@@ -223,17 +228,17 @@ def run_tool(tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namesp
             "-o",
             str(report),
             "--timeout",
-            str(PROBE_LIMIT_S + 20),
+            str(PROBE_LIMIT_S + 20 + (400 if slow else 0)),
             # The bare gather has no handshake timeout; two loaded cores may need long for 1,000.
             "--connect-timeout",
-            "60",
+            "300" if slow else "60",
         ]
         if tool == "computefence" or has_workers_option(args.before):
             # One process against the bare gather's one (workers_bench.py measures --workers).
             argv += ["--workers", "1"]
         if args.concurrency:
             argv += ["--concurrency", str(args.concurrency)]
-        result = measure(argv, env=env)
+        result = measure(_counting(argv, counted), env=env, timeout=3600 if slow else 600)
         try:
             hosts = json.loads(report.read_text())["hosts"]
             result["ok"] = sum(1 for h in hosts if h["status"] == "ok")
@@ -245,17 +250,86 @@ def run_tool(tool: str, fleet: CannedFleet, run_dir: Path, args: argparse.Namesp
         argv = [args.python, str(BENCH / "fleet_bench.py"), "--worker", "asyncssh", "--spec", str(fleet.spec)]
         if args.cipher:
             argv += ["--cipher", args.cipher]
-        result = measure(argv, env=env, stdout_path=answer)
+        result = measure(_counting(argv, counted), env=env, stdout_path=answer, timeout=3600 if slow else 600)
         try:
             result.update(json.loads(answer.read_text()))
         except ValueError:
             result.update(ok=0, failed={"*": "worker printed no tally"})
     result["valid"] = result.get("ok") == fleet.n
+    if counted is not None:
+        result["instructions"] = _instructions(counted)
     if not result["valid"]:
         first = next(iter(result.get("failed", {}).items()), None)
         result["first_failure"] = first
     result.pop("failed", None)
     return result
+
+
+def _counting(argv: list[str], counted: Path | None) -> list[str]:
+    if counted is None:
+        return argv
+    # The interpreter itself, not a wrapper script (pyenv's shim) that valgrind would count instead.
+    return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={counted}", os.path.realpath(argv[0]), *argv[1:]]
+
+
+def _instructions(counted: Path) -> int | None:
+    """The instructions callgrind counted (its `totals:` line), None when it wrote none."""
+    try:
+        for line in counted.read_text(errors="replace").splitlines():
+            if line.startswith("totals:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def count_instructions(args: argparse.Namespace, tools: list[str], work: Path) -> dict:
+    """Each tool's instructions at the two fleet sizes of --instructions, and what a straight
+    line through them (a fixed cost, and a cost per target) gives at --targets."""
+    small, large = sorted(int(n) for n in args.instructions.split(","))
+    counts: dict[str, dict[int, int | None]] = {tool: {} for tool in tools}
+    for size in (small, large):
+        (work / f"fleet-{size}").mkdir()
+        fleet = CannedFleet(argparse.Namespace(**{**vars(args), "targets": size}), work / f"fleet-{size}")
+        try:
+            for tool in tools:
+                out = work / f"{tool}-{size}.callgrind"
+                result = run_tool(tool, fleet, work / "runs" / f"{tool}-{size}", args, counted=out)
+                counts[tool][size] = result["instructions"] if result["valid"] else None
+                print(f"   {tool:13s} {size:5d} targets  {_giga(counts[tool][size])} instructions", file=sys.stderr)
+        finally:
+            fleet.close()
+    fitted: dict[str, dict] = {}
+    for tool, by_size in counts.items():
+        a, b = by_size[small], by_size[large]
+        if a is None or b is None:
+            fitted[tool] = {"counts": by_size}
+            continue
+        per_target = (b - a) / (large - small)
+        fixed = a - per_target * small
+        fitted[tool] = {
+            "counts": by_size,
+            "fixed": round(fixed),
+            "per_target": round(per_target),
+            "at_targets": round(fixed + per_target * args.targets),
+        }
+    return fitted
+
+
+def _giga(value: float | None) -> str:
+    return "(no valid run)" if value is None else f"{value / 1e9:7.3f} G"
+
+
+def instructions_table(fitted: dict, targets: int) -> str:
+    bare = fitted.get("asyncssh", {}).get("at_targets")
+    rows = [f"{'tool':13s} {'fixed':>9} {'per target':>11} {f'at {targets}':>10} {'x bare':>7}"]
+    for tool, f in fitted.items():
+        if "at_targets" not in f:
+            rows.append(f"{tool:13s} (no valid run at one of the sizes)")
+            continue
+        ratio = f"{f['at_targets'] / bare:7.3f}" if bare else f"{'-':>7}"
+        rows.append(f"{tool:13s} {_giga(f['fixed'])} {f['per_target'] / 1e6:9.2f} M {_giga(f['at_targets'])} {ratio}")
+    return "\n".join(rows)
 
 
 def profile(fleet: CannedFleet, work: Path, args: argparse.Namespace, top: int = 25) -> str:
@@ -336,6 +410,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--before", metavar="CHECKOUT", help="also time this checkout's computefence (its tree on PYTHONPATH)"
     )
+    parser.add_argument(
+        "--instructions",
+        metavar="SMALL,LARGE",
+        help="count each tool's instructions under callgrind at these two fleet sizes instead of timing it, "
+        "and extrapolate to --targets (exact on a shared machine; sizes above ~300 outlast the bare gather's "
+        "login timeout under valgrind)",
+    )
     args = parser.parse_args(argv)
     tools = [t.strip() for t in args.tools.split(",")]
     if unknown := [t for t in tools if t not in TOOLS]:
@@ -349,6 +430,12 @@ def main(argv: list[str] | None = None) -> int:
         "loadavg_at_start": os.getloadavg(),
         "tools": {},
     }
+    if args.instructions:
+        with tempfile.TemporaryDirectory(prefix="cf-client-bench-") as tmp:
+            results["instructions"] = count_instructions(args, tools, Path(tmp))
+        print(instructions_table(results["instructions"], args.targets))
+        _save(results, args)
+        return instructions_verdict(results["instructions"], args.max_ratio)
     with tempfile.TemporaryDirectory(prefix="cf-client-bench-") as tmp:
         work = Path(tmp)
         fleet = CannedFleet(args, work)
@@ -386,12 +473,32 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results))
     if args.profile:
         print(results["profile"])
+    _save(results, args)
+    return verdict(results, args.max_ratio, args.max_rss_mib)
+
+
+def instructions_verdict(fitted: dict, max_ratio: float) -> int:
+    """As `verdict`, on the instructions at --targets. They are exact run to run, but they
+    understate the CPU ratio (the client's Python runs fewer instructions a cycle than the
+    handshake's C), so a regression shows here first and the limit may be set tighter."""
+    cf, bare = (fitted.get(tool, {}).get("at_targets") for tool in ("computefence", "asyncssh"))
+    if cf is None or bare is None:
+        print("FAILED: a tool brought back no valid run", file=sys.stderr)
+        return 1
+    ratio = cf / bare
+    if ratio > max_ratio:
+        print(f"REGRESSED: {ratio:.3f}x the bare gather's instructions (limit {max_ratio}x)", file=sys.stderr)
+        return 1
+    print(f"within limits: {ratio:.3f}x the bare gather's instructions")
+    return 0
+
+
+def _save(results: dict, args: argparse.Namespace) -> None:
     out = Path(args.results)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"client-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(results, indent=1) + "\n")
     print(f"results: {path}", file=sys.stderr)
-    return verdict(results, args.max_ratio, args.max_rss_mib)
 
 
 def verdict(results: dict, max_ratio: float, max_rss_mib: float) -> int:
