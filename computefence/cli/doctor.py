@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from computefence import run
 from computefence.cli.app import EXIT_INTERRUPTED, app
@@ -25,7 +24,7 @@ from computefence.models import CheckOptions, HostReport, HostStatus, Target
 from computefence.policy import LoadedPolicy, resolve_policy
 from computefence.probe.core import DEFAULT_TIMEOUTS
 from computefence.session import open_session
-from computefence.text import unfiltered_stderr
+from computefence.text import is_terminal, unfiltered_stderr
 
 # Time the probe process gets beyond its own deadline to print its answer.
 _GRACE_S = 10.0
@@ -212,12 +211,14 @@ def doctor(
 
 @contextlib.contextmanager
 def _status(total: int) -> Iterator[Callable[[HostReport], None]]:
-    """A spinner on a terminal while this machine is probed; nothing otherwise."""
-    status_console = Console(file=unfiltered_stderr())
-    if not status_console.is_terminal:
+    """A spinner on a terminal while this machine is probed; nothing otherwise (and no rich
+    imported before the probe starts: `--format json` into a pipe never draws)."""
+    if not is_terminal(unfiltered_stderr()):
         yield lambda host: None
         return
-    with status_console.status("probing this machine..."):
+    from rich.console import Console
+
+    with Console(file=unfiltered_stderr()).status("probing this machine..."):
         yield lambda host: None
 
 

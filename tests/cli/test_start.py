@@ -15,14 +15,14 @@ from computefence.cli.app import COMMAND_MODULES, SUBCOMMAND_MODULES
 from computefence.demo import DEMO_RECORDING
 
 
-def _imported_by(*argv: str) -> set[str]:
+def _imported_by(*argv: str, env: dict[str, str] | None = None) -> set[str]:
     script = (
         "import json, sys\n"
         "from computefence.cli import main\n"
         f"main({list(argv)!r})\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
@@ -105,6 +105,15 @@ def test_a_fleet_check_into_a_file_from_a_pipe_imports_neither_rich_nor_multipro
     )
     assert "computefence.run" in imported
     assert not {m for m in imported if m.split(".")[0] in ("rich", "multiprocessing")}
+
+
+def test_doctor_as_json_into_a_pipe_imports_no_rich():
+    # Its spinner is for a terminal alone: rich would cost ~25 ms before the probe starts.
+    # (With COLUMNS set, rich works out the report's width, after the probe.)
+    env = {name: value for name, value in os.environ.items() if name != "COLUMNS"}
+    imported = _imported_by("doctor", "--format", "json", "--python", "/nonexistent/python3", env=env)
+    assert "computefence.cli.doctor" in imported
+    assert not {m for m in imported if m.split(".")[0] == "rich"}
 
 
 def test_the_cli_loads_no_pydantic_plugin(tmp_path):
