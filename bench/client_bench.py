@@ -265,6 +265,17 @@ def run_tool(
     return result
 
 
+def two_sizes(text: str) -> tuple[int, int]:
+    """--instructions: two different positive fleet sizes, smaller first."""
+    try:
+        small, large = sorted(int(n) for n in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not two fleet sizes, e.g. 50,300") from None
+    if small < 1 or small == large:
+        raise argparse.ArgumentTypeError(f"{text!r}: two different sizes of at least 1 target, e.g. 50,300")
+    return small, large
+
+
 def _counting(argv: list[str], counted: Path | None) -> list[str]:
     if counted is None:
         return argv
@@ -286,7 +297,7 @@ def _instructions(counted: Path) -> int | None:
 def count_instructions(args: argparse.Namespace, tools: list[str], work: Path) -> dict:
     """Each tool's instructions at the two fleet sizes of --instructions, and what a straight
     line through them (a fixed cost, and a cost per target) gives at --targets."""
-    small, large = sorted(int(n) for n in args.instructions.split(","))
+    small, large = args.instructions
     counts: dict[str, dict[int, int | None]] = {tool: {} for tool in tools}
     for size in (small, large):
         (work / f"fleet-{size}").mkdir()
@@ -413,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--instructions",
         metavar="SMALL,LARGE",
+        type=two_sizes,
         help="count each tool's instructions under callgrind at these two fleet sizes instead of timing it, "
         "and extrapolate to --targets (exact on a shared machine; sizes above ~300 outlast the bare gather's "
         "login timeout under valgrind)",
