@@ -11,7 +11,8 @@ import sys
 def run() -> None:
     # No pydantic plugin sees what the CLI validates (pods' facts, inventories, provider
     # answers: untrusted, some of it secret), as typer already keeps them from its own
-    # parsing; nor does the CLI scan every installed package's entry points for them.
+    # parsing; nor does the CLI scan every installed package's entry points for them. (A
+    # program that imports computefence as a library keeps its own choice.)
     os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
     try:
         from computefence.interrupt import held, install_for_the_cli

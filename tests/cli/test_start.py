@@ -89,20 +89,18 @@ def test_each_other_fleet_subcommand_loads_its_own_module(sub, module):
     assert f"computefence.cli.{module}" in imported
 
 
+def _replayed_into(report: Path) -> list[str]:
+    """`fleet check` of the demo's recorded pods, its JSON report written to `report`."""
+    return ["fleet", "check", "--replay", str(DEMO_RECORDING), "--format", "json", "-o", str(report)]
+
+
+def _environ_without(name: str) -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key != name}
+
+
 def test_a_fleet_check_into_a_file_from_a_pipe_imports_neither_rich_nor_multiprocessing(tmp_path):
     # Nothing is drawn (no terminal) and one process probes: neither is needed (#35).
-    imported = _imported_by(
-        "fleet",
-        "check",
-        "--replay",
-        str(DEMO_RECORDING),
-        "--format",
-        "json",
-        "-o",
-        str(tmp_path / "report.json"),
-        "--workers",
-        "1",
-    )
+    imported = _imported_by(*_replayed_into(tmp_path / "report.json"), "--workers", "1")
     assert "computefence.run" in imported
     assert not {m for m in imported if m.split(".")[0] in ("rich", "multiprocessing")}
 
@@ -110,7 +108,7 @@ def test_a_fleet_check_into_a_file_from_a_pipe_imports_neither_rich_nor_multipro
 def test_doctor_as_json_into_a_pipe_imports_no_rich():
     # Its spinner is for a terminal alone: rich would cost ~25 ms before the probe starts.
     # (With COLUMNS set, rich works out the report's width, after the probe.)
-    env = {name: value for name, value in os.environ.items() if name != "COLUMNS"}
+    env = _environ_without("COLUMNS")
     imported = _imported_by("doctor", "--format", "json", "--python", "/nonexistent/python3", env=env)
     assert "computefence.cli.doctor" in imported
     assert not {m for m in imported if m.split(".")[0] == "rich"}
@@ -128,11 +126,12 @@ def test_the_cli_loads_no_pydantic_plugin(tmp_path):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: spy-plugin\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[pydantic]\nspy = spy_plugin:plugin\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    env = _environ_without("PYDANTIC_DISABLE_PLUGINS")
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), *filter(None, [env.get("PYTHONPATH")])])
     report = tmp_path / "report.json"
-    argv = ["fleet", "check", "--replay", str(DEMO_RECORDING), "--format", "json", "-o", str(report)]
-    done = subprocess.run([sys.executable, "-m", "computefence", *argv], env=env, capture_output=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "computefence", *_replayed_into(report)], env=env, capture_output=True, timeout=120
+    )
     assert done.returncode == 1 and report.exists(), done.stderr
     assert not marker.exists()
     # The same environment does load it into a plain pydantic model: the spy is a real plugin.
